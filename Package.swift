@@ -1,0 +1,99 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+// MARK: - Shared settings
+
+/// Language features every target of ours is compiled with (applied by the loop at the bottom).
+let strictSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "campaign-pipeline",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "campaign-pipeline", targets: ["campaign-pipeline"]),
+        .library(name: "KafkaClient", targets: ["KafkaClient"]),
+        .library(name: "PipelineCore", targets: ["PipelineCore"]),
+        .library(name: "BasicTemplate", targets: ["BasicTemplate"]),
+        .library(name: "CarouselTemplate", targets: ["CarouselTemplate"]),
+        .library(name: "TimerTemplate", targets: ["TimerTemplate"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/hummingbird-project/swift-mustache", from: "2.1.1"),
+    ],
+    targets: [
+        // MARK: - Kafka (the only place that touches C)
+
+        .systemLibrary(
+            name: "CRdKafka",
+            pkgConfig: "rdkafka",
+            providers: [.apt(["librdkafka-dev"])]
+        ),
+        .target(
+            name: "KafkaClient",
+            dependencies: [
+                "CRdKafka",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+
+        // MARK: - Templates
+
+        .target(
+            name: "PipelineCore",
+            dependencies: [
+                .product(name: "Mustache", package: "swift-mustache")
+            ]
+        ),
+        .target(name: "BasicTemplate", dependencies: ["PipelineCore"], path: "Plugins/BasicTemplate"),
+        .target(name: "CarouselTemplate", dependencies: ["PipelineCore"], path: "Plugins/CarouselTemplate"),
+        .target(name: "TimerTemplate", dependencies: ["PipelineCore"], path: "Plugins/TimerTemplate"),
+
+        // MARK: - Command line
+
+        .target(
+            name: "CampaignPipelineCLI",
+            dependencies: [
+                "KafkaClient",
+                "PipelineCore",
+                "BasicTemplate",
+                "CarouselTemplate",
+                "TimerTemplate",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        .executableTarget(
+            name: "campaign-pipeline",
+            dependencies: [
+                "CampaignPipelineCLI",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+
+        // MARK: - Tests
+
+        .testTarget(name: "KafkaClientTests", dependencies: ["KafkaClient"]),
+        .testTarget(name: "PipelineCoreTests", dependencies: ["PipelineCore"]),
+        .testTarget(name: "BasicTemplateTests", dependencies: ["BasicTemplate", "PipelineCore"]),
+        .testTarget(name: "CarouselTemplateTests", dependencies: ["CarouselTemplate", "PipelineCore"]),
+        .testTarget(name: "TimerTemplateTests", dependencies: ["TimerTemplate", "PipelineCore"]),
+        .testTarget(
+            name: "CampaignPipelineCLITests",
+            dependencies: ["CampaignPipelineCLI", "PipelineCore", "KafkaClient", "campaign-pipeline"]
+        ),
+    ]
+)
+
+// MARK: - Settings applied to every target of ours
+
+for target in package.targets where target.type != .system {
+    target.swiftSettings = (target.swiftSettings ?? []) + strictSettings
+}

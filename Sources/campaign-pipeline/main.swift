@@ -1,0 +1,4 @@
+import ArgumentParser
+import CampaignPipelineCLI
+
+await CampaignPipelineCommand.main()
