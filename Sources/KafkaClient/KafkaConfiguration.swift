@@ -1,0 +1,126 @@
+/// Settings for a ``KafkaProducer``.
+///
+/// The typed settings cover what the pipeline needs; ``properties`` passes any other librdkafka property through
+/// unchanged (`security.protocol`, `sasl.*`, `ssl.*`, `compression.type`, ...), so TLS and SASL clusters work
+/// without code changes. A key in ``properties`` wins over the typed setting it overlaps.
+public struct KafkaProducerConfiguration: Sendable {
+    /// `host:port` of one or more brokers (`bootstrap.servers`).
+    public var bootstrapServers: [String]
+    /// Exactly-once per partition from the producer to the broker (`enable.idempotence`). On by default.
+    public var isIdempotent: Bool = true
+    /// How long librdkafka keeps trying to deliver a message before reporting a delivery failure
+    /// (`message.timeout.ms`).
+    public var messageTimeout: Duration = .seconds(30)
+    /// How long to wait for more messages to fill a batch (`linger.ms`).
+    public var linger: Duration = .milliseconds(5)
+    /// The client id the brokers see (`client.id`).
+    public var clientID: String = "campaign-pipeline"
+    /// Any other librdkafka property, passed through as is.
+    public var properties: [String: String] = [:]
+
+    /// Creates a configuration for the given brokers.
+    public init(bootstrapServers: [String], properties: [String: String] = [:]) {
+        self.bootstrapServers = bootstrapServers
+        self.properties = properties
+    }
+
+    /// The flat librdkafka property list this configuration stands for, typed settings first.
+    public var librdkafkaProperties: [(key: String, value: String)] {
+        var result: [(key: String, value: String)] = [
+            ("bootstrap.servers", bootstrapServers.joined(separator: ",")),
+            ("enable.idempotence", isIdempotent ? "true" : "false"),
+            ("message.timeout.ms", String(messageTimeout.milliseconds)),
+            ("linger.ms", String(linger.milliseconds)),
+            ("client.id", clientID),
+        ]
+        result.merge(overrides: properties)
+        return result
+    }
+}
+
+/// Settings for a ``KafkaConsumer``.
+///
+/// Offsets are committed only for positions the application marks done (``KafkaConsumer/storeOffsets(_:)`` or
+/// ``KafkaConsumer/commit(_:)``): `enable.auto.offset.store` is always off, so nothing is committed just because it
+/// was read. ``properties`` passes any other librdkafka property through unchanged.
+public struct KafkaConsumerConfiguration: Sendable {
+    /// Where a group starts in a partition that has no committed offset.
+    public enum OffsetReset: String, Sendable {
+        /// The first stored record.
+        case earliest
+        /// Only records produced from now on.
+        case latest
+    }
+
+    /// `host:port` of one or more brokers (`bootstrap.servers`).
+    public var bootstrapServers: [String]
+    /// The consumer group (`group.id`). Required for ``KafkaConsumer/subscribe(topics:)`` and commits; a consumer
+    /// that only assigns partitions may leave it `nil`.
+    public var groupID: String?
+    /// Where to start without a committed offset (`auto.offset.reset`).
+    public var offsetReset: OffsetReset = .earliest
+    /// Commit stored offsets in the background every ``autoCommitInterval`` (`enable.auto.commit`). Only offsets
+    /// marked done are ever stored.
+    public var isAutoCommitEnabled: Bool = true
+    /// How often stored offsets are committed in the background (`auto.commit.interval.ms`).
+    public var autoCommitInterval: Duration = .seconds(1)
+    /// The group session timeout (`session.timeout.ms`).
+    public var sessionTimeout: Duration = .seconds(10)
+    /// How long to wait for a broker when the consumer starts before failing with
+    /// ``KafkaError/Code/brokerUnreachable``.
+    public var connectTimeout: Duration = .seconds(10)
+    /// The most messages handed over in one batch.
+    public var maxBatchSize: Int = 1_000
+    /// The most messages held between librdkafka and the application; when full, fetching waits.
+    public var bufferCapacity: Int = 10_000
+    /// The client id the brokers see (`client.id`).
+    public var clientID: String = "campaign-pipeline"
+    /// Any other librdkafka property, passed through as is.
+    public var properties: [String: String] = [:]
+
+    /// Creates a configuration for the given brokers and group.
+    public init(bootstrapServers: [String], groupID: String?, properties: [String: String] = [:]) {
+        self.bootstrapServers = bootstrapServers
+        self.groupID = groupID
+        self.properties = properties
+    }
+
+    /// The flat librdkafka property list this configuration stands for, typed settings first.
+    public var librdkafkaProperties: [(key: String, value: String)] {
+        var result: [(key: String, value: String)] = [
+            ("bootstrap.servers", bootstrapServers.joined(separator: ",")),
+            ("auto.offset.reset", offsetReset.rawValue),
+            ("enable.auto.commit", isAutoCommitEnabled ? "true" : "false"),
+            ("auto.commit.interval.ms", String(autoCommitInterval.milliseconds)),
+            ("session.timeout.ms", String(sessionTimeout.milliseconds)),
+            ("client.id", clientID),
+            ("enable.partition.eof", "false"),
+        ]
+        if let groupID { result.append(("group.id", groupID)) }
+        result.merge(overrides: properties)
+        // Offsets are stored only when the application says a message is done.
+        result.merge(overrides: ["enable.auto.offset.store": "false"])
+        return result
+    }
+}
+
+extension Array where Element == (key: String, value: String) {
+    /// Replaces the value of keys already present and appends the others, in key order.
+    mutating func merge(overrides: [String: String]) {
+        for (key, value) in overrides.sorted(by: { $0.key < $1.key }) {
+            if let index = firstIndex(where: { $0.key == key }) {
+                self[index].value = value
+            } else {
+                append((key, value))
+            }
+        }
+    }
+}
+
+extension Duration {
+    /// The duration in whole milliseconds, rounded down, at least 0.
+    var milliseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return Swift.max(0, seconds * 1_000 + attoseconds / 1_000_000_000_000_000)
+    }
+}

@@ -1,0 +1,129 @@
+import Foundation
+
+extension KafkaConsumer {
+    /// The bounded hand-over between the consumer's poll thread and the task iterating ``KafkaConsumer/messages``.
+    ///
+    /// The poll thread pushes whole batches and waits (on its own thread) while the buffer is full; the iterator
+    /// takes whole batches, so there is one suspension per batch, not per message.
+    ///
+    /// `@unchecked Sendable`: every stored property is read and written only while `condition` is locked.
+    final class MessageBuffer: @unchecked Sendable {
+        private let condition = NSCondition()
+        private let capacity: Int
+        private var batches: [[KafkaConsumerMessage]] = []
+        private var head = 0
+        private var count = 0
+        private var waiter: CheckedContinuation<[KafkaConsumerMessage]?, any Error>?
+        private var outcome: Result<Void, KafkaError>?
+
+        init(capacity: Int) {
+            self.capacity = max(1, capacity)
+        }
+
+        // MARK: Poll-thread side
+
+        /// Waits up to `timeout` for room; returns whether there is room now.
+        func waitForSpace(timeout: TimeInterval) -> Bool {
+            condition.lock()
+            defer { condition.unlock() }
+            if count < capacity || outcome != nil { return true }
+            _ = condition.wait(until: Date(timeIntervalSinceNow: timeout))
+            return count < capacity || outcome != nil
+        }
+
+        /// Hands a batch to the iterator (directly, if it is waiting).
+        func push(_ batch: [KafkaConsumerMessage]) {
+            guard !batch.isEmpty else { return }
+            condition.lock()
+            if outcome != nil {
+                condition.unlock()
+                return
+            }
+            if let waiter {
+                self.waiter = nil
+                condition.unlock()
+                waiter.resume(returning: batch)
+                return
+            }
+            batches.append(batch)
+            count += batch.count
+            condition.unlock()
+        }
+
+        /// Drops buffered messages of the given partitions (revoked, or about to be read from another offset).
+        func remove(partitions: Set<KafkaTopicPartition>) {
+            guard !partitions.isEmpty else { return }
+            condition.lock()
+            defer { condition.unlock() }
+            var kept: [[KafkaConsumerMessage]] = []
+            var keptCount = 0
+            for batch in batches[head...] {
+                let remaining = batch.filter { !partitions.contains($0.topicPartition) }
+                if !remaining.isEmpty {
+                    kept.append(remaining)
+                    keptCount += remaining.count
+                }
+            }
+            batches = kept
+            head = 0
+            count = keptCount
+            condition.broadcast()
+        }
+
+        /// Ends the sequence: buffered messages are still handed out, then the iterator gets `nil` (or `error`).
+        func finish(error: KafkaError? = nil) {
+            condition.lock()
+            if outcome == nil {
+                outcome = error.map { .failure($0) } ?? .success(())
+            }
+            let waiter = batches.count > head ? nil : self.waiter
+            if waiter != nil { self.waiter = nil }
+            condition.broadcast()
+            condition.unlock()
+            if let waiter {
+                if let error { waiter.resume(throwing: error) } else { waiter.resume(returning: nil) }
+            }
+        }
+
+        // MARK: Iterator side
+
+        /// The next batch, `nil` at the end, waiting while none is buffered.
+        func next() async throws -> [KafkaConsumerMessage]? {
+            try await withTaskCancellationHandler {
+                try await withCheckedThrowingContinuation { continuation in
+                    condition.lock()
+                    if head < batches.count {
+                        let batch = batches[head]
+                        head += 1
+                        count -= batch.count
+                        if head > 64 && head * 2 > batches.count {
+                            batches.removeFirst(head)
+                            head = 0
+                        }
+                        condition.broadcast()
+                        condition.unlock()
+                        continuation.resume(returning: batch)
+                    } else if let outcome {
+                        condition.unlock()
+                        switch outcome {
+                        case .success: continuation.resume(returning: nil)
+                        case .failure(let error): continuation.resume(throwing: error)
+                        }
+                    } else if Task.isCancelled {
+                        condition.unlock()
+                        continuation.resume(returning: nil)
+                    } else {
+                        waiter = continuation
+                        condition.unlock()
+                    }
+                }
+            } onCancel: {
+                condition.lock()
+                let waiter = self.waiter
+                self.waiter = nil
+                condition.unlock()
+                waiter?.resume(returning: nil)
+            }
+        }
+    }
+}

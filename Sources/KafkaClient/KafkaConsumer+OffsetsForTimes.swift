@@ -1,0 +1,187 @@
+import CRdKafka
+public import Foundation
+
+extension KafkaConsumer {
+    /// How ``KafkaConsumer/offsets(forTimestamp:in:strategy:timeout:)`` finds an offset.
+    public enum OffsetLookupStrategy: Sendable, Hashable {
+        /// Ask the broker (ListOffsets by time), check its answer against the records on either side of it, and
+        /// search the records if the answer is wrong. The default: correct on any broker, one request on most.
+        case automatic
+        /// Trust the broker's answer.
+        case broker
+        /// Binary-search the record timestamps, ignoring the broker's time index.
+        case search
+    }
+
+    /// For each partition, the offset of the first record whose timestamp is at or after `timestamp`, or the
+    /// partition's end offset when there is none. Seek or assign to the result to start reading there.
+    ///
+    /// Some brokers (librdkafka's mock cluster among them) answer a lookup by time with the end offset;
+    /// ``OffsetLookupStrategy/automatic`` notices and falls back to a binary search over record timestamps,
+    /// which assumes timestamps do not decrease within a partition (true for producer-stamped streams written in
+    /// order and for log-append time).
+    ///
+    /// - Throws: ``KafkaError/Code/offsetLookupFailed`` naming the partition.
+    public func offsets(
+        forTimestamp timestamp: Date,
+        in partitions: [KafkaTopicPartition],
+        strategy: OffsetLookupStrategy = .automatic,
+        timeout: Duration = .seconds(10)
+    ) async throws(KafkaError) -> [KafkaTopicPartitionOffset] {
+        let handle = self.handle
+        let target = Int64((timestamp.timeIntervalSince1970 * 1000).rounded(.up))
+        var probeProperties = configuration.librdkafkaProperties.filter {
+            $0.key != "group.id" && $0.key != "enable.auto.commit" && $0.key != "enable.partition.eof"
+        }
+        probeProperties.append(("enable.partition.eof", "true"))
+        probeProperties.append(("enable.auto.commit", "false"))
+        let logger = self.logger
+        let frozenProperties = probeProperties
+        return try await BlockingCalls.run { () throws(KafkaError) in
+            var brokerAnswers: [KafkaTopicPartition: Int64] = [:]
+            if strategy != .search {
+                let list = RDKafkaTopicPartitionList(partitions.map {
+                    KafkaTopicPartitionOffset(topic: $0.topic, partition: $0.partition, offset: target)
+                })
+                let err = rd_kafka_offsets_for_times(handle.pointer, list.pointer, timeout.cMilliseconds)
+                guard err == RD_KAFKA_RESP_ERR_NO_ERROR else {
+                    throw KafkaError.librdkafka(.offsetLookupFailed, err, topic: partitions.first?.topic)
+                }
+                for element in list.elements {
+                    guard element.error == RD_KAFKA_RESP_ERR_NO_ERROR else {
+                        throw KafkaError.librdkafka(
+                            .offsetLookupFailed,
+                            element.error,
+                            topic: element.position.topic,
+                            partition: element.position.partition
+                        )
+                    }
+                    brokerAnswers[element.position.topicPartition] = element.position.offset
+                }
+                if strategy == .broker {
+                    var result: [KafkaTopicPartitionOffset] = []
+                    for partition in partitions {
+                        var offset = brokerAnswers[partition] ?? -1
+                        if offset < 0 {
+                            offset = try handle.blockingWatermarks(
+                                topic: partition.topic,
+                                partition: partition.partition,
+                                timeout: timeout
+                            ).high
+                        }
+                        result.append(KafkaTopicPartitionOffset(topic: partition.topic, partition: partition.partition, offset: offset))
+                    }
+                    return result
+                }
+            }
+            let probe = try RecordProbe(properties: frozenProperties, logger: logger, timeout: timeout)
+            var result: [KafkaTopicPartitionOffset] = []
+            for partition in partitions {
+                let marks = try handle.blockingWatermarks(topic: partition.topic, partition: partition.partition, timeout: timeout)
+                var offset: Int64
+                if let answer = brokerAnswers[partition],
+                    try probe.confirms(answer < 0 ? marks.high : answer, target: target, in: partition, watermarks: marks)
+                {
+                    offset = answer < 0 ? marks.high : answer
+                } else {
+                    offset = try probe.search(target: target, in: partition, watermarks: marks)
+                }
+                offset = min(max(offset, marks.low), marks.high)
+                result.append(KafkaTopicPartitionOffset(topic: partition.topic, partition: partition.partition, offset: offset))
+            }
+            return result
+        }
+    }
+}
+
+/// Reads single records at chosen offsets with a group-less consumer of its own, to check or find offsets by time.
+/// Used from one blocking thread at a time.
+private final class RecordProbe {
+    private let handle: RDKafkaHandle
+    private let timeout: Duration
+
+    init(properties: [(key: String, value: String)], logger: Logger, timeout: Duration) throws(KafkaError) {
+        handle = try RDKafkaHandle(type: RD_KAFKA_CONSUMER, properties: properties, callbacks: RDKafkaCallbacks(logger: logger))
+        self.timeout = timeout
+    }
+
+    deinit {
+        rd_kafka_assign(handle.pointer, nil)
+        rd_kafka_consumer_close(handle.pointer)
+    }
+
+    /// The first record at or after `offset` and before `end`: its offset and timestamp (ms), or `nil` if none.
+    func record(atOrAfter offset: Int64, end: Int64, in partition: KafkaTopicPartition) throws(KafkaError) -> (offset: Int64, timestamp: Int64)? {
+        guard offset < end else { return nil }
+        let list = RDKafkaTopicPartitionList([
+            KafkaTopicPartitionOffset(topic: partition.topic, partition: partition.partition, offset: offset)
+        ])
+        let err = rd_kafka_assign(handle.pointer, list.pointer)
+        guard err == RD_KAFKA_RESP_ERR_NO_ERROR else {
+            throw KafkaError.librdkafka(.offsetLookupFailed, err, topic: partition.topic, partition: partition.partition)
+        }
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            guard let message = rd_kafka_consumer_poll(handle.pointer, 100) else { continue }
+            defer { rd_kafka_message_destroy(message) }
+            let item = message.pointee
+            guard item.partition == partition.partition else { continue }
+            if item.err == RD_KAFKA_RESP_ERR__PARTITION_EOF { return nil }
+            guard item.err == RD_KAFKA_RESP_ERR_NO_ERROR else {
+                throw KafkaError.librdkafka(.offsetLookupFailed, item.err, topic: partition.topic, partition: partition.partition)
+            }
+            guard item.offset >= offset else { continue }
+            if item.offset >= end { return nil }
+            var type = RD_KAFKA_TIMESTAMP_NOT_AVAILABLE
+            let timestamp = rd_kafka_message_timestamp(message, &type)
+            return (item.offset, timestamp)
+        }
+        throw KafkaError(
+            code: .offsetLookupFailed,
+            message: "no record read at offset \(offset) within \(timeout)",
+            topic: partition.topic,
+            partition: partition.partition,
+            isRetriable: true
+        )
+    }
+
+    /// Whether `offset` is the first offset with a timestamp at or after `target`.
+    func confirms(_ offset: Int64, target: Int64, in partition: KafkaTopicPartition, watermarks: KafkaWatermarks) throws(KafkaError) -> Bool {
+        if offset < watermarks.high {
+            guard let at = try record(atOrAfter: offset, end: watermarks.high, in: partition), at.timestamp >= target else {
+                return false
+            }
+        }
+        if offset > watermarks.low {
+            // The record just before must be older than the target. Probing offset - 1 reads it (or, across a
+            // gap, a record at or after `offset`, which proves nothing is in between).
+            if let before = try record(atOrAfter: offset - 1, end: watermarks.high, in: partition),
+                before.offset < offset, before.timestamp >= target
+            {
+                return false
+            }
+        }
+        return true
+    }
+
+    /// The first offset whose record's timestamp is at or after `target` (the high watermark when none is).
+    func search(target: Int64, in partition: KafkaTopicPartition, watermarks: KafkaWatermarks) throws(KafkaError) -> Int64 {
+        var low = watermarks.low
+        var high = watermarks.high
+        while low < high {
+            let middle = low + (high - low) / 2
+            guard let found = try record(atOrAfter: middle, end: high, in: partition) else {
+                high = middle
+                continue
+            }
+            if found.timestamp >= target {
+                high = middle
+            } else {
+                low = found.offset + 1
+            }
+        }
+        return low
+    }
+}
+
+import Logging

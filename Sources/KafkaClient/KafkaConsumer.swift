@@ -1,0 +1,558 @@
+import CRdKafka
+import Foundation
+public import Logging
+import Synchronization
+
+/// Reads records from Kafka, in a consumer group (``subscribe(topics:)``) or from explicitly assigned partitions
+/// (``assign(_:)``).
+///
+/// Records arrive on ``messages``, an `AsyncSequence` fed in batches by the consumer's own poll thread.
+/// Assignment changes arrive on ``events``. Nothing is committed until the application says a record is done,
+/// with ``storeOffsets(_:)`` (committed in the background and at close) or ``commit(_:)`` (committed now).
+///
+/// ```swift
+/// let consumer = try KafkaConsumer(configuration: .init(bootstrapServers: servers, groupID: "pipeline"), logger: logger)
+/// try consumer.subscribe(topics: ["campaign.sends"])
+/// for try await message in consumer.messages {
+///     handle(message)
+///     try consumer.storeOffsets([message.nextPosition])
+/// }
+/// await consumer.close()
+/// ```
+public final class KafkaConsumer: Sendable {
+    /// What happened to the consumer's assignment, or a non-fatal problem.
+    public enum Event: Sendable, Hashable {
+        /// These partitions are now this consumer's; their records follow on ``KafkaConsumer/messages``.
+        case partitionsAssigned([KafkaTopicPartition])
+        /// These partitions were taken away; buffered records of theirs were dropped, and positions stored for
+        /// them from now on will not be committed by this consumer.
+        case partitionsRevoked([KafkaTopicPartition])
+        /// A problem librdkafka reported that the consumer survives (a broker went down, a fetch failed).
+        case error(KafkaError)
+    }
+
+    struct State {
+        var isStarted = false
+        var isClosed = false
+        var assignment: Set<KafkaTopicPartition> = []
+        var commands: [@Sendable (OpaquePointer) -> Void] = []
+    }
+
+    /// State shared with the poll thread, which must not retain the consumer itself.
+    final class Shared: Sendable {
+        let state = Mutex(State())
+    }
+
+    let handle: RDKafkaHandle
+    private let shared: Shared
+    private let buffer: MessageBuffer
+    let configuration: KafkaConsumerConfiguration
+    let logger: Logger
+    private let eventStream: AsyncStream<Event>
+    private let eventContinuation: AsyncStream<Event>.Continuation
+    private let pollThread: Mutex<PollThread?>
+
+    /// Creates a consumer. It starts reading when ``subscribe(topics:)`` or ``assign(_:)`` is called.
+    ///
+    /// - Throws: ``KafkaError/Code/invalidConfiguration`` when librdkafka refuses a property.
+    public init(configuration: KafkaConsumerConfiguration, logger: Logger) throws(KafkaError) {
+        var logger = logger
+        logger[metadataKey: KafkaLoggingKeys.clientKind] = "consumer"
+        if let groupID = configuration.groupID { logger[metadataKey: KafkaLoggingKeys.groupID] = "\(groupID)" }
+        let (eventStream, eventContinuation) = AsyncStream.makeStream(of: Event.self)
+        let buffer = MessageBuffer(capacity: configuration.bufferCapacity)
+        let shared = Shared()
+        let callbacks = RDKafkaCallbacks(logger: logger)
+        let rebalanceLogger = logger
+        callbacks.rebalance = { rk, code, partitions in
+            Self.rebalance(
+                rk,
+                code: code,
+                partitions: partitions,
+                shared: shared,
+                buffer: buffer,
+                events: eventContinuation,
+                logger: rebalanceLogger
+            )
+        }
+        callbacks.error = { code, reason in
+            let error = KafkaError.librdkafka(.consumerFailed, code, message: reason)
+            rebalanceLogger.warning("Consumer error: \(reason)", metadata: [KafkaLoggingKeys.errorName: "\(error.librdkafkaName ?? "")"])
+            eventContinuation.yield(.error(error))
+        }
+        self.handle = try RDKafkaHandle(
+            type: RD_KAFKA_CONSUMER,
+            properties: configuration.librdkafkaProperties,
+            callbacks: callbacks
+        )
+        rd_kafka_poll_set_consumer(handle.pointer)
+        self.shared = shared
+        self.buffer = buffer
+        self.configuration = configuration
+        self.logger = logger
+        self.eventStream = eventStream
+        self.eventContinuation = eventContinuation
+        self.pollThread = Mutex(nil)
+    }
+
+    deinit {
+        pollThread.withLock { $0?.requestStop() }
+    }
+
+    /// The records read, in batches from the poll thread; ends after ``close()`` or with a ``KafkaError`` when
+    /// the consumer cannot go on (no broker reachable at start, a fatal error).
+    ///
+    /// Iterate it from one task only.
+    public var messages: KafkaConsumerMessages { KafkaConsumerMessages(buffer: buffer) }
+
+    /// Assignment changes and non-fatal errors, in the order they happened.
+    public var events: AsyncStream<Event> { eventStream }
+
+    /// The partitions currently assigned to this consumer.
+    public var assignment: Set<KafkaTopicPartition> { shared.state.withLock { $0.assignment } }
+
+    // MARK: - Starting
+
+    /// Joins the consumer group and starts reading the given topics. Partitions are assigned by the group, and
+    /// reading starts at each one's committed offset (or per ``KafkaConsumerConfiguration/offsetReset``).
+    ///
+    /// - Throws: ``KafkaError/Code/invalidConfiguration`` without a group id; ``KafkaError/Code/consumerFailed``
+    ///   when librdkafka refuses the subscription.
+    public func subscribe(topics: [String]) throws(KafkaError) {
+        guard configuration.groupID != nil else {
+            throw KafkaError(code: .invalidConfiguration, message: "subscribing needs a group id ('group.id')")
+        }
+        let list = RDKafkaTopicPartitionList(capacity: topics.count)
+        for topic in topics {
+            rd_kafka_topic_partition_list_add(list.pointer, topic, RD_KAFKA_PARTITION_UA)
+        }
+        let err = rd_kafka_subscribe(handle.pointer, list.pointer)
+        guard err == RD_KAFKA_RESP_ERR_NO_ERROR else {
+            throw KafkaError.librdkafka(.consumerFailed, err, topic: topics.joined(separator: ","))
+        }
+        logger.info("Subscribed", metadata: [KafkaLoggingKeys.topic: "\(topics.joined(separator: ","))"])
+        startPolling()
+    }
+
+    /// Reads the given partitions from the given offsets, outside any group rebalancing.
+    ///
+    /// Offsets may be real offsets or the logical ``KafkaOffset`` values (beginning, end, stored).
+    ///
+    /// - Throws: ``KafkaError/Code/consumerFailed`` when librdkafka refuses the assignment.
+    public func assign(_ positions: [KafkaTopicPartitionOffset]) throws(KafkaError) {
+        let list = RDKafkaTopicPartitionList(positions)
+        let err = rd_kafka_assign(handle.pointer, list.pointer)
+        guard err == RD_KAFKA_RESP_ERR_NO_ERROR else {
+            throw KafkaError.librdkafka(.consumerFailed, err)
+        }
+        let partitions = positions.map(\.topicPartition)
+        shared.state.withLock { $0.assignment = Set(partitions) }
+        eventContinuation.yield(.partitionsAssigned(partitions))
+        startPolling()
+    }
+
+    private func startPolling() {
+        let (handle, shared, buffer, logger, configuration, events) =
+            (self.handle, self.shared, self.buffer, self.logger, self.configuration, self.eventContinuation)
+        pollThread.withLock { thread in
+            guard thread == nil else { return }
+            shared.state.withLock { $0.isStarted = true }
+            thread = PollThread(name: "kafka-consumer-poll") { thread in
+                Self.servePollLoop(
+                    handle: handle,
+                    shared: shared,
+                    buffer: buffer,
+                    events: events,
+                    configuration: configuration,
+                    logger: logger,
+                    thread: thread
+                )
+            }
+        }
+    }
+
+    // MARK: - Offsets
+
+    /// Marks positions as done: they are committed by the background auto-commit and at ``close()``.
+    ///
+    /// Pass the position *after* the last record done (``KafkaConsumerMessage/nextPosition``).
+    ///
+    /// - Throws: ``KafkaError/Code/commitFailed`` for a partition that is not assigned to this consumer.
+    public func storeOffsets(_ positions: [KafkaTopicPartitionOffset]) throws(KafkaError) {
+        guard !positions.isEmpty else { return }
+        let list = RDKafkaTopicPartitionList(positions)
+        let err = rd_kafka_offsets_store(handle.pointer, list.pointer)
+        if err != RD_KAFKA_RESP_ERR_NO_ERROR {
+            throw KafkaError.librdkafka(.commitFailed, err, topic: positions.first?.topic)
+        }
+        if let failed = list.elements.first(where: { $0.error != RD_KAFKA_RESP_ERR_NO_ERROR }) {
+            throw KafkaError.librdkafka(
+                .commitFailed,
+                failed.error,
+                topic: failed.position.topic,
+                partition: failed.position.partition
+            )
+        }
+    }
+
+    /// Commits positions now and waits for the group coordinator to confirm.
+    ///
+    /// Pass the position *after* the last record done (``KafkaConsumerMessage/nextPosition``). With no positions,
+    /// commits every stored position of the current assignment.
+    ///
+    /// - Throws: ``KafkaError/Code/commitFailed`` naming the partition the coordinator refused.
+    public func commit(_ positions: [KafkaTopicPartitionOffset] = []) async throws(KafkaError) {
+        let handle = self.handle
+        try await BlockingCalls.run { () throws(KafkaError) in
+            let list = positions.isEmpty ? nil : RDKafkaTopicPartitionList(positions)
+            let err = rd_kafka_commit(handle.pointer, list?.pointer, 0)
+            if err == RD_KAFKA_RESP_ERR__NO_OFFSET { return }
+            guard err == RD_KAFKA_RESP_ERR_NO_ERROR else {
+                throw KafkaError.librdkafka(.commitFailed, err, topic: positions.first?.topic)
+            }
+            if let failed = list?.elements.first(where: { $0.error != RD_KAFKA_RESP_ERR_NO_ERROR }) {
+                throw KafkaError.librdkafka(
+                    .commitFailed,
+                    failed.error,
+                    topic: failed.position.topic,
+                    partition: failed.position.partition
+                )
+            }
+        }
+    }
+
+    /// The committed positions of the given partitions for this consumer's group (``KafkaOffset/invalid`` where
+    /// nothing is committed).
+    public func committed(
+        _ partitions: [KafkaTopicPartition],
+        timeout: Duration = .seconds(10)
+    ) async throws(KafkaError) -> [KafkaTopicPartitionOffset] {
+        let handle = self.handle
+        return try await BlockingCalls.run { () throws(KafkaError) in
+            let list = RDKafkaTopicPartitionList(partitions)
+            let err = rd_kafka_committed(handle.pointer, list.pointer, timeout.cMilliseconds)
+            guard err == RD_KAFKA_RESP_ERR_NO_ERROR else {
+                throw KafkaError.librdkafka(.offsetLookupFailed, err)
+            }
+            return list.elements.map(\.position)
+        }
+    }
+
+    /// Moves the read position of assigned partitions. Buffered records of those partitions are dropped, so the
+    /// next record of each partition on ``messages`` is the one at the new position.
+    ///
+    /// - Throws: ``KafkaError/Code/seekFailed`` naming the partition (for example one not assigned).
+    public func seek(_ positions: [KafkaTopicPartitionOffset], timeout: Duration = .seconds(10)) async throws(KafkaError) {
+        let buffer = self.buffer
+        let result: Result<Void, KafkaError> = await withCheckedContinuation { continuation in
+            enqueueCommand { rk in
+                // On the poll thread: nothing fetched before the seek can be pushed after it.
+                buffer.remove(partitions: Set(positions.map(\.topicPartition)))
+                let list = RDKafkaTopicPartitionList(positions)
+                if let error = rd_kafka_seek_partitions(rk, list.pointer, timeout.cMilliseconds) {
+                    continuation.resume(returning: .failure(.consuming(.seekFailed, error, topic: positions.first?.topic)))
+                    return
+                }
+                if let failed = list.elements.first(where: { $0.error != RD_KAFKA_RESP_ERR_NO_ERROR }) {
+                    continuation.resume(
+                        returning: .failure(
+                            .librdkafka(
+                                .seekFailed,
+                                failed.error,
+                                topic: failed.position.topic,
+                                partition: failed.position.partition
+                            )
+                        )
+                    )
+                    return
+                }
+                continuation.resume(returning: .success(()))
+            } orElse: {
+                continuation.resume(returning: .failure(KafkaError(code: .closed, message: "seek on a closed or unstarted consumer")))
+            }
+        }
+        try result.get()
+    }
+
+    /// Stops fetching the given partitions (records already buffered are still delivered). Use it for
+    /// backpressure; ``resume(_:)`` continues where it stopped.
+    public func pause(_ partitions: [KafkaTopicPartition]) throws(KafkaError) {
+        let list = RDKafkaTopicPartitionList(partitions)
+        let err = rd_kafka_pause_partitions(handle.pointer, list.pointer)
+        guard err == RD_KAFKA_RESP_ERR_NO_ERROR else { throw KafkaError.librdkafka(.consumerFailed, err) }
+    }
+
+    /// Resumes fetching partitions paused with ``pause(_:)``.
+    public func resume(_ partitions: [KafkaTopicPartition]) throws(KafkaError) {
+        let list = RDKafkaTopicPartitionList(partitions)
+        let err = rd_kafka_resume_partitions(handle.pointer, list.pointer)
+        guard err == RD_KAFKA_RESP_ERR_NO_ERROR else { throw KafkaError.librdkafka(.consumerFailed, err) }
+    }
+
+    /// The low and high watermark of a partition, asked of its leader.
+    public func watermarks(
+        topic: String,
+        partition: Int32,
+        timeout: Duration = .seconds(10)
+    ) async throws(KafkaError) -> KafkaWatermarks {
+        let handle = self.handle
+        return try await BlockingCalls.run { () throws(KafkaError) in
+            try handle.blockingWatermarks(topic: topic, partition: partition, timeout: timeout)
+        }
+    }
+
+    /// The number of partitions of a topic.
+    ///
+    /// - Throws: ``KafkaError/Code/metadataFailed`` (`UNKNOWN_TOPIC_OR_PART`) when the topic does not exist.
+    public func partitionCount(topic: String, timeout: Duration = .seconds(10)) async throws(KafkaError) -> Int32 {
+        let handle = self.handle
+        return try await BlockingCalls.run { () throws(KafkaError) in
+            let topics = try handle.blockingMetadata(topic: topic, timeout: timeout)
+            return topics.first { $0.topic == topic }?.partitions ?? 0
+        }
+    }
+
+    // MARK: - Closing
+
+    /// Leaves the group (committing stored positions when auto-commit is on), stops the poll thread and ends
+    /// ``messages`` and ``events``. Safe to call more than once.
+    public func close() async {
+        let thread = pollThread.withLock { $0 }
+        let wasClosed = shared.state.withLock { state in
+            defer { state.isClosed = true }
+            return state.isClosed
+        }
+        guard !wasClosed else { return }
+        if let thread {
+            await thread.stop()
+        } else {
+            let handle = self.handle
+            _ = await BlockingCalls.run { rd_kafka_consumer_close(handle.pointer).rawValue }
+        }
+        buffer.finish()
+        eventContinuation.finish()
+        logger.debug("Consumer closed")
+    }
+
+    private func enqueueCommand(_ command: @escaping @Sendable (OpaquePointer) -> Void, orElse: () -> Void) {
+        let accepted = shared.state.withLock { state in
+            guard state.isStarted, !state.isClosed else { return false }
+            state.commands.append(command)
+            return true
+        }
+        if accepted {
+            if let queue = rd_kafka_queue_get_consumer(handle.pointer) {
+                rd_kafka_queue_yield(queue)
+                rd_kafka_queue_destroy(queue)
+            }
+        } else {
+            orElse()
+        }
+    }
+}
+
+// MARK: - Poll thread
+
+extension KafkaConsumer {
+    /// The fetch loop, run on the consumer's own thread: wait for room, poll one record (blocking briefly), take
+    /// whatever else is ready without blocking, hand the batch over. Rebalance callbacks run inside the polls.
+    private static func servePollLoop(
+        handle: RDKafkaHandle,
+        shared: Shared,
+        buffer: MessageBuffer,
+        events: AsyncStream<Event>.Continuation,
+        configuration: KafkaConsumerConfiguration,
+        logger: Logger,
+        thread: PollThread
+    ) {
+        let rk = handle.pointer
+        // Fail fast and clearly when no broker answers.
+        do throws(KafkaError) {
+            _ = try handle.blockingMetadata(topic: nil, timeout: configuration.connectTimeout)
+        } catch {
+            logger.error("No broker reachable", metadata: ["error": "\(error)"])
+            buffer.finish(error: error)
+            _ = rd_kafka_consumer_close(rk)
+            return
+        }
+        guard let queue = rd_kafka_queue_get_consumer(rk) else {
+            buffer.finish(error: KafkaError(code: .consumerFailed, message: "the consumer queue is unavailable"))
+            return
+        }
+        defer { rd_kafka_queue_destroy(queue) }
+        let maxBatch = max(1, configuration.maxBatchSize)
+        var raw = [UnsafeMutablePointer<rd_kafka_message_t>?](repeating: nil, count: maxBatch)
+        var topicNames: [OpaquePointer: String] = [:]
+
+        while !thread.isStopRequested {
+            let commands = shared.state.withLock { state in
+                defer { state.commands = [] }
+                return state.commands
+            }
+            for command in commands { command(rk) }
+            guard buffer.waitForSpace(timeout: 0.1) else { continue }
+
+            guard let first = rd_kafka_consumer_poll(rk, 100) else { continue }
+            raw[0] = first
+            var count = 1
+            if maxBatch > 1 {
+                let more = raw.withUnsafeMutableBufferPointer { pointer in
+                    rd_kafka_consume_batch_queue(queue, 0, pointer.baseAddress! + 1, maxBatch - 1)
+                }
+                if more > 0 { count += more }
+            }
+            var batch: [KafkaConsumerMessage] = []
+            batch.reserveCapacity(count)
+            for index in 0..<count {
+                guard let message = raw[index] else { continue }
+                defer { rd_kafka_message_destroy(message) }
+                if message.pointee.err != RD_KAFKA_RESP_ERR_NO_ERROR {
+                    if let fatal = Self.report(message, handle: handle, events: events, logger: logger) {
+                        buffer.push(batch)
+                        buffer.finish(error: fatal)
+                        thread.requestStop()
+                        batch = []
+                        break
+                    }
+                    continue
+                }
+                batch.append(Self.convert(message, topicNames: &topicNames))
+            }
+            buffer.push(batch)
+        }
+        // Closing serves the final revocation through the rebalance callback, here on this thread.
+        let err = rd_kafka_consumer_close(rk)
+        if err != RD_KAFKA_RESP_ERR_NO_ERROR {
+            logger.warning("Consumer close reported \(String(cString: rd_kafka_err2name(err)))")
+        }
+        let leftovers = shared.state.withLock { state in
+            defer { state.commands = [] }
+            return state.commands
+        }
+        for command in leftovers { command(rk) }
+    }
+
+    /// Copies a librdkafka message into a Swift value.
+    private static func convert(
+        _ message: UnsafeMutablePointer<rd_kafka_message_t>,
+        topicNames: inout [OpaquePointer: String]
+    ) -> KafkaConsumerMessage {
+        let value = message.pointee
+        var headers: [KafkaHeader] = []
+        var rawHeaders: OpaquePointer?
+        if rd_kafka_message_headers(message, &rawHeaders) == RD_KAFKA_RESP_ERR_NO_ERROR, let rawHeaders {
+            var index = 0
+            var name: UnsafePointer<CChar>?
+            var bytes: UnsafeRawPointer?
+            var size = 0
+            while rd_kafka_header_get_all(rawHeaders, index, &name, &bytes, &size) == RD_KAFKA_RESP_ERR_NO_ERROR {
+                let headerValue = bytes.map { Array(UnsafeRawBufferPointer(start: $0, count: size)) }
+                headers.append(KafkaHeader(key: name.map { String(cString: $0) } ?? "", value: headerValue))
+                index += 1
+            }
+        }
+        var timestampType = RD_KAFKA_TIMESTAMP_NOT_AVAILABLE
+        let milliseconds = rd_kafka_message_timestamp(message, &timestampType)
+        return KafkaConsumerMessage(
+            topic: topicName(value.rkt, cache: &topicNames),
+            partition: value.partition,
+            offset: value.offset,
+            key: value.key.map { Array(UnsafeRawBufferPointer(start: $0, count: value.key_len)) },
+            value: value.payload.map { Array(UnsafeRawBufferPointer(start: $0, count: value.len)) },
+            headers: headers,
+            timestamp: milliseconds >= 0 ? Date(timeIntervalSince1970: Double(milliseconds) / 1000) : nil
+        )
+    }
+
+    /// Reports an error message from the fetch path; returns the error when it is fatal for the consumer.
+    private static func report(
+        _ message: UnsafeMutablePointer<rd_kafka_message_t>,
+        handle: RDKafkaHandle,
+        events: AsyncStream<Event>.Continuation,
+        logger: Logger
+    ) -> KafkaError? {
+        let err = message.pointee.err
+        if err == RD_KAFKA_RESP_ERR__PARTITION_EOF { return nil }
+        var topicCache: [OpaquePointer: String] = [:]
+        let topic = message.pointee.rkt.map { topicName($0, cache: &topicCache) }
+        let text = message.pointee.payload.map {
+            String(decoding: UnsafeRawBufferPointer(start: $0, count: message.pointee.len), as: UTF8.self)
+        }
+        if err == RD_KAFKA_RESP_ERR__FATAL {
+            var reason = [CChar](repeating: 0, count: 512)
+            let code = rd_kafka_fatal_error(handle.pointer, &reason, reason.count)
+            return KafkaError.librdkafka(.fatal, code, message: String(decodingCString: reason), topic: topic)
+        }
+        let error = KafkaError.librdkafka(
+            .consumerFailed,
+            err,
+            message: text,
+            topic: topic,
+            partition: message.pointee.partition >= 0 ? message.pointee.partition : nil
+        )
+        logger.warning("Fetch error", metadata: ["error": "\(error)"])
+        events.yield(.error(error))
+        // A subscribed topic that does not exist stops nothing: it may be created later.
+        return nil
+    }
+
+    /// Applies an assignment change (eager or cooperative) and tells the application.
+    private static func rebalance(
+        _ rk: OpaquePointer,
+        code: rd_kafka_resp_err_t,
+        partitions: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?,
+        shared: Shared,
+        buffer: MessageBuffer,
+        events: AsyncStream<Event>.Continuation,
+        logger: Logger
+    ) {
+        let changed = partitions.map { RDKafkaTopicPartitionList.elements(of: $0).map(\.position.topicPartition) } ?? []
+        let isCooperative = String(cString: rd_kafka_rebalance_protocol(rk)) == "COOPERATIVE"
+        switch code {
+        case RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS:
+            if isCooperative {
+                if let error = rd_kafka_incremental_assign(rk, partitions) { rd_kafka_error_destroy(error) }
+            } else {
+                rd_kafka_assign(rk, partitions)
+            }
+            shared.state.withLock { state in
+                if !isCooperative { state.assignment = [] }
+                state.assignment.formUnion(changed)
+            }
+            logger.info("Partitions assigned", metadata: ["partitions": "\(changed.map(\.description).sorted().joined(separator: ","))"])
+            events.yield(.partitionsAssigned(changed))
+        case RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS:
+            buffer.remove(partitions: Set(changed))
+            if isCooperative {
+                if let error = rd_kafka_incremental_unassign(rk, partitions) { rd_kafka_error_destroy(error) }
+            } else {
+                rd_kafka_assign(rk, nil)
+            }
+            shared.state.withLock { state in state.assignment.subtract(changed) }
+            logger.info("Partitions revoked", metadata: ["partitions": "\(changed.map(\.description).sorted().joined(separator: ","))"])
+            events.yield(.partitionsRevoked(changed))
+        default:
+            logger.warning("Rebalance failed: \(String(cString: rd_kafka_err2name(code)))")
+            rd_kafka_assign(rk, nil)
+            let previous = shared.state.withLock { state in
+                defer { state.assignment = [] }
+                return Array(state.assignment)
+            }
+            buffer.remove(partitions: Set(previous))
+            events.yield(.partitionsRevoked(previous))
+            events.yield(.error(.librdkafka(.consumerFailed, code)))
+        }
+    }
+}
+
+/// Logical offsets understood by ``KafkaConsumer/assign(_:)`` and ``KafkaConsumer/seek(_:timeout:)``.
+public enum KafkaOffset {
+    /// The first stored record of the partition.
+    public static let beginning: Int64 = Int64(RD_KAFKA_OFFSET_BEGINNING)
+    /// The end of the partition: only records produced from now on.
+    public static let end: Int64 = Int64(RD_KAFKA_OFFSET_END)
+    /// The group's committed offset.
+    public static let stored: Int64 = Int64(RD_KAFKA_OFFSET_STORED)
+    /// No offset (for example nothing committed yet).
+    public static let invalid: Int64 = Int64(RD_KAFKA_OFFSET_INVALID)
+}

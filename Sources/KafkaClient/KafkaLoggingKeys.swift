@@ -1,0 +1,10 @@
+/// Metadata keys this module puts on log lines.
+enum KafkaLoggingKeys {
+    static let facility = "kafka.facility"
+    static let topic = "kafka.topic"
+    static let partition = "kafka.partition"
+    static let offset = "kafka.offset"
+    static let groupID = "kafka.group.id"
+    static let clientKind = "kafka.client"
+    static let errorName = "kafka.error"
+}

@@ -1,0 +1,408 @@
+import CRdKafka
+import Foundation
+public import Logging
+import Synchronization
+
+/// Produces records to Kafka and reports, for each one, where the cluster stored it or why it could not.
+///
+/// Records are queued with ``produce(_:onDelivery:)`` without waiting, or sent with ``send(_:)``, which waits
+/// for the acknowledgement. Delivery reports are served by a background thread of the producer, never by the
+/// cooperative pool. Idempotence is on by default. ``close(timeout:)`` flushes what is queued; call it before
+/// releasing the producer.
+///
+/// ```swift
+/// let producer = try KafkaProducer(configuration: .init(bootstrapServers: ["localhost:9092"]), logger: logger)
+/// let report = try await producer.send(KafkaProducerRecord(topic: "push.fcm", key: key, value: payload))
+/// await producer.close()
+/// ```
+public final class KafkaProducer: Sendable {
+    /// What the caller is told when a record's fate is known.
+    public typealias DeliveryHandler = @Sendable (Result<KafkaDeliveryReport, KafkaError>) -> Void
+
+    private struct State {
+        var nextID: UInt = 1
+        var pending: [UInt: DeliveryHandler] = [:]
+        var fatalError: KafkaError?
+        var lastBrokerError: String?
+        var isClosed = false
+    }
+
+    /// The state shared with the delivery-report thread (which must not retain the producer itself).
+    private final class Shared: Sendable {
+        let state = Mutex(State())
+    }
+
+    private let handle: RDKafkaHandle
+    private let shared: Shared
+    private let configuration: KafkaProducerConfiguration
+    private let logger: Logger
+    private let pollThread: PollThread
+
+    /// Creates a producer and starts its delivery-report thread.
+    ///
+    /// - Throws: ``KafkaError/Code/invalidConfiguration`` when librdkafka refuses a property.
+    public init(configuration: KafkaProducerConfiguration, logger: Logger) throws(KafkaError) {
+        var logger = logger
+        logger[metadataKey: KafkaLoggingKeys.clientKind] = "producer"
+        let callbacks = RDKafkaCallbacks(logger: logger)
+        let handle = try RDKafkaHandle(
+            type: RD_KAFKA_PRODUCER,
+            properties: configuration.librdkafkaProperties,
+            callbacks: callbacks
+        ) { conf in
+            rd_kafka_conf_set_events(conf, Int32(RD_KAFKA_EVENT_DR | RD_KAFKA_EVENT_ERROR))
+        }
+        let shared = Shared()
+        self.handle = handle
+        self.shared = shared
+        self.configuration = configuration
+        self.logger = logger
+        let threadLogger = logger
+        self.pollThread = PollThread(name: "kafka-producer-poll") { thread in
+            Self.servePollLoop(handle: handle, state: shared.state, logger: threadLogger, thread: thread)
+        }
+    }
+
+    deinit {
+        pollThread.requestStop()
+    }
+
+    // MARK: - Sending
+
+    /// Queues a record for sending and returns at once; `onDelivery` is called exactly once, from the producer's
+    /// background thread, with the record's partition and offset or the reason it was not delivered.
+    ///
+    /// - Throws: ``KafkaError`` when the record cannot be queued (local queue full — retriable —, unknown
+    ///   partition, too large, producer closed or failed). `onDelivery` is not called then.
+    public func produce(_ record: KafkaProducerRecord, onDelivery: @escaping DeliveryHandler) throws(KafkaError) {
+        let id: UInt = try shared.state.withLock { state throws(KafkaError) in
+            if let fatal = state.fatalError { throw fatal }
+            if state.isClosed {
+                throw KafkaError(code: .closed, message: "the producer is closed", topic: record.topic)
+            }
+            let id = state.nextID
+            state.nextID &+= 1
+            state.pending[id] = onDelivery
+            return id
+        }
+        if let error = enqueue(record, id: id) {
+            _ = shared.state.withLock { $0.pending.removeValue(forKey: id) }
+            throw error
+        }
+    }
+
+    /// Sends a record and waits until the cluster acknowledged it.
+    ///
+    /// A full local queue is waited out (up to the configured message timeout) rather than reported.
+    ///
+    /// - Returns: where the record was stored.
+    /// - Throws: ``KafkaError`` with code ``KafkaError/Code/deliveryFailed`` (for example `_MSG_TIMED_OUT` when
+    ///   no broker took it within `message.timeout.ms`) or ``KafkaError/Code/enqueueFailed``.
+    public func send(_ record: KafkaProducerRecord) async throws(KafkaError) -> KafkaDeliveryReport {
+        let deadline = ContinuousClock.now + configuration.messageTimeout
+        while true {
+            let result: Result<KafkaDeliveryReport, KafkaError> = await withCheckedContinuation { continuation in
+                do throws(KafkaError) {
+                    try produce(record) { continuation.resume(returning: $0) }
+                } catch {
+                    continuation.resume(returning: .failure(error))
+                }
+            }
+            switch result {
+            case .failure(let error) where error.isQueueFull && ContinuousClock.now < deadline:
+                try? await Task.sleep(for: .milliseconds(1))
+            default:
+                return try result.get()
+            }
+        }
+    }
+
+    /// Sends many records at once and waits for all their acknowledgements, without waiting for one before
+    /// queuing the next. Records are queued in the order given, so records for one partition keep that order.
+    ///
+    /// - Returns: one result per record, in the order given.
+    public func send(contentsOf records: [KafkaProducerRecord]) async -> [Result<KafkaDeliveryReport, KafkaError>] {
+        let collector = DeliveryCollector(count: records.count)
+        for (index, record) in records.enumerated() {
+            let deadline = ContinuousClock.now + configuration.messageTimeout
+            while true {
+                do throws(KafkaError) {
+                    try produce(record) { collector.record($0, at: index) }
+                    break
+                } catch where error.isQueueFull && ContinuousClock.now < deadline {
+                    try? await Task.sleep(for: .milliseconds(1))
+                } catch {
+                    collector.record(.failure(error), at: index)
+                    break
+                }
+            }
+        }
+        return await collector.results()
+    }
+
+    /// The number of records queued or in flight whose delivery report has not arrived yet.
+    public var pendingCount: Int { shared.state.withLock { $0.pending.count } }
+
+    /// Waits until every queued record has a delivery report, or `timeout` passes.
+    ///
+    /// - Throws: ``KafkaError/Code/deliveryFailed`` (`_TIMED_OUT`) when records are still outstanding.
+    public func flush(timeout: Duration = .seconds(30)) async throws(KafkaError) {
+        let handle = self.handle
+        let err = await BlockingCalls.run { rd_kafka_flush(handle.pointer, timeout.cMilliseconds).rawValue }
+        let code = rd_kafka_resp_err_t(rawValue: err)
+        guard code == RD_KAFKA_RESP_ERR_NO_ERROR else {
+            // rd_kafka_flush polls the main queue itself only without the event API; wait on our own count too.
+            let deadline = ContinuousClock.now + timeout
+            while pendingCount > 0 {
+                if ContinuousClock.now >= deadline {
+                    throw KafkaError(
+                        code: .deliveryFailed,
+                        message: "\(pendingCount) record(s) still unacknowledged after \(timeout)",
+                        librdkafkaName: String(cString: rd_kafka_err2name(code))
+                    )
+                }
+                try? await Task.sleep(for: .milliseconds(5))
+            }
+            return
+        }
+        while pendingCount > 0 { try? await Task.sleep(for: .milliseconds(1)) }
+    }
+
+    /// Flushes queued records (waiting at most `timeout`), stops the background thread and refuses further sends.
+    /// Records still unacknowledged then are reported as failed with ``KafkaError/Code/closed``.
+    public func close(timeout: Duration = .seconds(30)) async {
+        do throws(KafkaError) {
+            try await flush(timeout: timeout)
+        } catch {
+            logger.warning("Producer closed with unacknowledged records", metadata: ["error": "\(error)"])
+        }
+        let abandoned = shared.state.withLock { state in
+            state.isClosed = true
+            defer { state.pending = [:] }
+            return state.pending
+        }
+        await pollThread.stop()
+        for handler in abandoned.values {
+            handler(.failure(KafkaError(code: .closed, message: "the producer closed before the record was acknowledged")))
+        }
+    }
+
+    // MARK: - librdkafka
+
+    private func enqueue(_ record: KafkaProducerRecord, id: UInt) -> KafkaError? {
+        let opaque = UnsafeMutableRawPointer(bitPattern: id)
+        let timestamp = record.timestamp.map { Int64(($0.timeIntervalSince1970 * 1000).rounded()) } ?? 0
+        let key = record.key ?? []
+        let value = record.value ?? []
+        let headerCount = record.headers.count
+        let error: OpaquePointer? = record.topic.withCString { topic in
+            key.withUnsafeBytes { keyBytes in
+                value.withUnsafeBytes { valueBytes in
+                    var values = [rd_kafka_vu_t](repeating: rd_kafka_vu_t(), count: 6 + headerCount)
+                    values[0].vtype = RD_KAFKA_VTYPE_TOPIC
+                    values[0].u.cstr = topic
+                    values[1].vtype = RD_KAFKA_VTYPE_PARTITION
+                    values[1].u.i32 = record.partition ?? RD_KAFKA_PARTITION_UA
+                    values[2].vtype = RD_KAFKA_VTYPE_MSGFLAGS
+                    values[2].u.i = RD_KAFKA_MSG_F_COPY
+                    values[3].vtype = RD_KAFKA_VTYPE_OPAQUE
+                    values[3].u.ptr = opaque
+                    values[4].vtype = RD_KAFKA_VTYPE_TIMESTAMP
+                    values[4].u.i64 = timestamp
+                    var count = 5
+                    if record.value != nil {
+                        values[count].vtype = RD_KAFKA_VTYPE_VALUE
+                        values[count].u.mem.ptr = UnsafeMutableRawPointer(mutating: valueBytes.baseAddress)
+                        values[count].u.mem.size = valueBytes.count
+                        count += 1
+                    }
+                    if record.key != nil {
+                        values.append(rd_kafka_vu_t())
+                        values[count].vtype = RD_KAFKA_VTYPE_KEY
+                        values[count].u.mem.ptr = UnsafeMutableRawPointer(mutating: keyBytes.baseAddress)
+                        values[count].u.mem.size = keyBytes.count
+                        count += 1
+                    }
+                    return withHeaderValues(record.headers) { headerValues in
+                        for header in headerValues {
+                            if count == values.count { values.append(rd_kafka_vu_t()) }
+                            values[count] = header
+                            count += 1
+                        }
+                        return values.withUnsafeBufferPointer { buffer in
+                            rd_kafka_produceva(handle.pointer, buffer.baseAddress, count)
+                        }
+                    }
+                }
+            }
+        }
+        guard let error else { return nil }
+        var result = KafkaError.consuming(.enqueueFailed, error, topic: record.topic)
+        result.partition = record.partition
+        return result
+    }
+
+    /// Builds `RD_KAFKA_VTYPE_HEADER` values whose pointers stay valid inside `body`.
+    private func withHeaderValues<T>(_ headers: [KafkaHeader], _ body: ([rd_kafka_vu_t]) -> T) -> T {
+        // Keep every name and value in one contiguous byte buffer for the duration of the call.
+        var storage: [UInt8] = []
+        var ranges: [(name: Range<Int>, value: Range<Int>?)] = []
+        for header in headers {
+            let nameStart = storage.count
+            storage.append(contentsOf: header.key.utf8)
+            storage.append(0)
+            let nameRange = nameStart..<(storage.count - 1)
+            var valueRange: Range<Int>?
+            if let value = header.value {
+                let valueStart = storage.count
+                storage.append(contentsOf: value)
+                valueRange = valueStart..<storage.count
+            }
+            ranges.append((nameRange, valueRange))
+        }
+        return storage.withUnsafeBytes { bytes in
+            let base = bytes.baseAddress
+            let values = ranges.map { range -> rd_kafka_vu_t in
+                var value = rd_kafka_vu_t()
+                value.vtype = RD_KAFKA_VTYPE_HEADER
+                value.u.header.name = base.map { ($0 + range.name.lowerBound).assumingMemoryBound(to: CChar.self) }
+                if let valueRange = range.value {
+                    value.u.header.val = base.map { UnsafeRawPointer($0 + valueRange.lowerBound) }
+                    value.u.header.size = valueRange.count
+                } else {
+                    value.u.header.val = nil
+                    value.u.header.size = 0
+                }
+                return value
+            }
+            return body(values)
+        }
+    }
+
+    /// The delivery-report loop, run on the producer's own thread.
+    private static func servePollLoop(handle: RDKafkaHandle, state: borrowing Mutex<State>, logger: Logger, thread: PollThread) {
+        guard let queue = rd_kafka_queue_get_main(handle.pointer) else { return }
+        defer { rd_kafka_queue_destroy(queue) }
+        var messages = [UnsafePointer<rd_kafka_message_t>?](repeating: nil, count: 1_000)
+        var topicNames: [OpaquePointer: String] = [:]
+        while !thread.isStopRequested {
+            guard let event = rd_kafka_queue_poll(queue, 100) else { continue }
+            defer { rd_kafka_event_destroy(event) }
+            switch rd_kafka_event_type(event) {
+            case RD_KAFKA_EVENT_DR:
+                while true {
+                    let count = messages.withUnsafeMutableBufferPointer { buffer in
+                        rd_kafka_event_message_array(event, buffer.baseAddress, buffer.count)
+                    }
+                    if count == 0 { break }
+                    var completions: [(DeliveryHandler, Result<KafkaDeliveryReport, KafkaError>)] = []
+                    completions.reserveCapacity(count)
+                    let lastBrokerError = state.withLock { $0.lastBrokerError }
+                    state.withLock { state in
+                        for index in 0..<count {
+                            guard let message = messages[index] else { continue }
+                            let id = UInt(bitPattern: message.pointee._private)
+                            guard let handler = state.pending.removeValue(forKey: id) else { continue }
+                            let topic = topicName(message.pointee.rkt, cache: &topicNames)
+                            let result: Result<KafkaDeliveryReport, KafkaError>
+                            if message.pointee.err == RD_KAFKA_RESP_ERR_NO_ERROR {
+                                result = .success(
+                                    KafkaDeliveryReport(
+                                        topic: topic,
+                                        partition: message.pointee.partition,
+                                        offset: message.pointee.offset
+                                    )
+                                )
+                            } else {
+                                var error = KafkaError.librdkafka(
+                                    .deliveryFailed,
+                                    message.pointee.err,
+                                    topic: topic,
+                                    partition: message.pointee.partition == RD_KAFKA_PARTITION_UA
+                                        ? nil : message.pointee.partition
+                                )
+                                if let lastBrokerError {
+                                    error.message += " (last broker error: \(lastBrokerError))"
+                                }
+                                result = .failure(error)
+                            }
+                            completions.append((handler, result))
+                        }
+                    }
+                    for (handler, result) in completions { handler(result) }
+                    if count < messages.count { break }
+                }
+            case RD_KAFKA_EVENT_ERROR:
+                let code = rd_kafka_event_error(event)
+                let reason = String(cString: rd_kafka_event_error_string(event))
+                if rd_kafka_event_error_is_fatal(event) != 0 {
+                    var text = [CChar](repeating: 0, count: 512)
+                    let fatalCode = rd_kafka_fatal_error(handle.pointer, &text, text.count)
+                    let error = KafkaError.librdkafka(.fatal, fatalCode, message: String(decodingCString: text))
+                    logger.error("Producer hit a fatal error", metadata: ["error": "\(error)"])
+                    state.withLock { $0.fatalError = error }
+                } else {
+                    logger.warning(
+                        "Producer error: \(reason)",
+                        metadata: [KafkaLoggingKeys.errorName: "\(String(cString: rd_kafka_err2name(code)))"]
+                    )
+                    state.withLock { $0.lastBrokerError = reason }
+                }
+            default:
+                break
+            }
+        }
+    }
+}
+
+/// Gathers the delivery results of a batch of records and hands them over once all are known.
+private final class DeliveryCollector: Sendable {
+    private struct State {
+        var results: [Result<KafkaDeliveryReport, KafkaError>?]
+        var remaining: Int
+        var waiter: CheckedContinuation<[Result<KafkaDeliveryReport, KafkaError>], Never>?
+    }
+
+    private let state: Mutex<State>
+
+    init(count: Int) {
+        state = Mutex(State(results: Array(repeating: nil, count: count), remaining: count))
+    }
+
+    func record(_ result: Result<KafkaDeliveryReport, KafkaError>, at index: Int) {
+        let finished: (CheckedContinuation<[Result<KafkaDeliveryReport, KafkaError>], Never>, [Result<KafkaDeliveryReport, KafkaError>])? =
+            state.withLock { state in
+                state.results[index] = result
+                state.remaining -= 1
+                guard state.remaining == 0, let waiter = state.waiter else { return nil }
+                state.waiter = nil
+                return (waiter, state.results.compactMap { $0 })
+            }
+        if let (waiter, results) = finished { waiter.resume(returning: results) }
+    }
+
+    func results() async -> [Result<KafkaDeliveryReport, KafkaError>] {
+        await withCheckedContinuation { continuation in
+            let ready: [Result<KafkaDeliveryReport, KafkaError>]? = state.withLock { state in
+                if state.remaining == 0 { return state.results.compactMap { $0 } }
+                state.waiter = continuation
+                return nil
+            }
+            if let ready { continuation.resume(returning: ready) }
+        }
+    }
+}
+
+/// The name of a topic handle, cached per handle so delivery reports do not allocate a string each.
+func topicName(_ topic: OpaquePointer?, cache: inout [OpaquePointer: String]) -> String {
+    guard let topic else { return "" }
+    if let name = cache[topic] { return name }
+    let name = String(cString: rd_kafka_topic_name(topic))
+    cache[topic] = name
+    return name
+}
+
+extension KafkaError {
+    /// librdkafka's local queue was full; the record may be queued again shortly.
+    var isQueueFull: Bool { librdkafkaName == "_QUEUE_FULL" }
+}

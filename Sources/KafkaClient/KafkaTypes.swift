@@ -1,0 +1,176 @@
+public import Foundation
+
+/// A partition of a topic.
+public struct KafkaTopicPartition: Hashable, Sendable, CustomStringConvertible {
+    /// The topic name.
+    public var topic: String
+    /// The partition number.
+    public var partition: Int32
+
+    /// Creates a topic-partition pair.
+    public init(topic: String, partition: Int32) {
+        self.topic = topic
+        self.partition = partition
+    }
+
+    public var description: String { "\(topic)/\(partition)" }
+}
+
+/// A position in a partition: the offset of the next record to read there.
+///
+/// Kafka's convention applies throughout this module: a committed offset is the offset of the *next* record to
+/// consume, so marking the record at offset 41 done means committing offset 42.
+public struct KafkaTopicPartitionOffset: Hashable, Sendable, CustomStringConvertible {
+    /// The topic name.
+    public var topic: String
+    /// The partition number.
+    public var partition: Int32
+    /// The offset.
+    public var offset: Int64
+
+    /// Creates a position.
+    public init(topic: String, partition: Int32, offset: Int64) {
+        self.topic = topic
+        self.partition = partition
+        self.offset = offset
+    }
+
+    /// The topic-partition of this position.
+    public var topicPartition: KafkaTopicPartition { KafkaTopicPartition(topic: topic, partition: partition) }
+
+    public var description: String { "\(topic)/\(partition)@\(offset)" }
+}
+
+/// A record header: a name and an optional value.
+public struct KafkaHeader: Hashable, Sendable {
+    /// The header name.
+    public var key: String
+    /// The header value; `nil` is a header without a value.
+    public var value: [UInt8]?
+
+    /// Creates a header from bytes.
+    public init(key: String, value: [UInt8]?) {
+        self.key = key
+        self.value = value
+    }
+
+    /// Creates a header from a UTF-8 string.
+    public init(key: String, string: String) {
+        self.key = key
+        self.value = Array(string.utf8)
+    }
+
+    /// The value as UTF-8 text, if it is present and valid UTF-8.
+    public var stringValue: String? {
+        value.flatMap { String(validating: $0, as: UTF8.self) }
+    }
+}
+
+/// A record to produce.
+public struct KafkaProducerRecord: Sendable, Hashable {
+    /// The destination topic.
+    public var topic: String
+    /// The destination partition; `nil` lets the partitioner choose from the key.
+    public var partition: Int32?
+    /// The record key.
+    public var key: [UInt8]?
+    /// The record value.
+    public var value: [UInt8]?
+    /// The record headers, in order.
+    public var headers: [KafkaHeader]
+    /// The record timestamp; `nil` lets librdkafka stamp the current time.
+    public var timestamp: Date?
+
+    /// Creates a record.
+    public init(
+        topic: String,
+        partition: Int32? = nil,
+        key: [UInt8]? = nil,
+        value: [UInt8]?,
+        headers: [KafkaHeader] = [],
+        timestamp: Date? = nil
+    ) {
+        self.topic = topic
+        self.partition = partition
+        self.key = key
+        self.value = value
+        self.headers = headers
+        self.timestamp = timestamp
+    }
+}
+
+/// Where the cluster stored a produced record.
+public struct KafkaDeliveryReport: Sendable, Hashable {
+    /// The topic.
+    public var topic: String
+    /// The partition the record landed in.
+    public var partition: Int32
+    /// The record's offset in that partition.
+    public var offset: Int64
+
+    /// Creates a report.
+    public init(topic: String, partition: Int32, offset: Int64) {
+        self.topic = topic
+        self.partition = partition
+        self.offset = offset
+    }
+}
+
+/// A record read by a ``KafkaConsumer``.
+public struct KafkaConsumerMessage: Sendable, Hashable {
+    /// The topic it was read from.
+    public var topic: String
+    /// The partition it was read from.
+    public var partition: Int32
+    /// Its offset in the partition.
+    public var offset: Int64
+    /// The record key.
+    public var key: [UInt8]?
+    /// The record value.
+    public var value: [UInt8]?
+    /// The record headers, in order.
+    public var headers: [KafkaHeader]
+    /// The record timestamp (create or log-append time), if the record has one.
+    public var timestamp: Date?
+
+    /// Creates a message (consumers create them; tests may too).
+    public init(
+        topic: String,
+        partition: Int32,
+        offset: Int64,
+        key: [UInt8]?,
+        value: [UInt8]?,
+        headers: [KafkaHeader],
+        timestamp: Date?
+    ) {
+        self.topic = topic
+        self.partition = partition
+        self.offset = offset
+        self.key = key
+        self.value = value
+        self.headers = headers
+        self.timestamp = timestamp
+    }
+
+    /// The topic-partition the message came from.
+    public var topicPartition: KafkaTopicPartition { KafkaTopicPartition(topic: topic, partition: partition) }
+
+    /// The position to commit once this message is done: its offset plus one.
+    public var nextPosition: KafkaTopicPartitionOffset {
+        KafkaTopicPartitionOffset(topic: topic, partition: partition, offset: offset + 1)
+    }
+
+    /// The first header with this name, as UTF-8 text.
+    public func header(_ key: String) -> String? {
+        headers.first { $0.key == key }?.stringValue
+    }
+}
+
+/// The low and high watermark of a partition: the first offset still stored and the offset the next record
+/// will get.
+public struct KafkaWatermarks: Sendable, Hashable {
+    /// The first offset still stored in the partition.
+    public var low: Int64
+    /// The offset the next produced record will get (one past the last record).
+    public var high: Int64
+}

@@ -1,0 +1,88 @@
+import CRdKafka
+
+/// Builds an `rd_kafka_conf_t` from a property list, failing on the first property librdkafka refuses.
+enum RDKafkaConfig {
+    /// Creates a configuration object. The caller owns it until it passes it to `rd_kafka_new`.
+    ///
+    /// - Throws: ``KafkaError/Code/invalidConfiguration`` naming the property and librdkafka's reason.
+    static func make(_ properties: [(key: String, value: String)]) throws(KafkaError) -> OpaquePointer {
+        guard let conf = rd_kafka_conf_new() else {
+            throw KafkaError(code: .clientCreationFailed, message: "rd_kafka_conf_new returned NULL")
+        }
+        var errorText = [CChar](repeating: 0, count: 512)
+        for (key, value) in properties {
+            let result = rd_kafka_conf_set(conf, key, value, &errorText, errorText.count)
+            guard result == RD_KAFKA_CONF_OK else {
+                rd_kafka_conf_destroy(conf)
+                let reason = String(decodingCString: errorText)
+                throw KafkaError(
+                    code: .invalidConfiguration,
+                    message: "property '\(key)' = '\(value)': \(reason)"
+                )
+            }
+        }
+        return conf
+    }
+}
+
+extension String {
+    /// Decodes a NUL-terminated C string held in an array.
+    init(decodingCString buffer: [CChar]) {
+        let bytes = buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
+        self = String(decoding: bytes, as: UTF8.self)
+    }
+}
+
+extension KafkaError {
+    /// An error built from a librdkafka response code.
+    static func librdkafka(
+        _ code: KafkaError.Code,
+        _ err: rd_kafka_resp_err_t,
+        message: String? = nil,
+        topic: String? = nil,
+        partition: Int32? = nil
+    ) -> KafkaError {
+        let name = String(cString: rd_kafka_err2name(err))
+        let text = message ?? String(cString: rd_kafka_err2str(err))
+        return KafkaError(
+            code: code,
+            message: text,
+            librdkafkaName: name,
+            topic: topic,
+            partition: partition,
+            isRetriable: err.isRetriable
+        )
+    }
+
+    /// An error built from a librdkafka error object, which it destroys.
+    static func consuming(_ code: KafkaError.Code, _ error: OpaquePointer, topic: String? = nil) -> KafkaError {
+        defer { rd_kafka_error_destroy(error) }
+        let err = rd_kafka_error_code(error)
+        let isFatal = rd_kafka_error_is_fatal(error) != 0
+        var result = KafkaError.librdkafka(
+            isFatal ? .fatal : code,
+            err,
+            message: String(cString: rd_kafka_error_string(error)),
+            topic: topic
+        )
+        result.isRetriable = rd_kafka_error_is_retriable(error) != 0
+        return result
+    }
+}
+
+extension rd_kafka_resp_err_t {
+    /// Errors that a later retry may get past.
+    var isRetriable: Bool {
+        switch self {
+        case RD_KAFKA_RESP_ERR__TRANSPORT, RD_KAFKA_RESP_ERR__TIMED_OUT, RD_KAFKA_RESP_ERR__MSG_TIMED_OUT,
+            RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN, RD_KAFKA_RESP_ERR__QUEUE_FULL,
+            RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT, RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION,
+            RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE, RD_KAFKA_RESP_ERR_NOT_ENOUGH_REPLICAS,
+            RD_KAFKA_RESP_ERR_NOT_COORDINATOR, RD_KAFKA_RESP_ERR_COORDINATOR_NOT_AVAILABLE,
+            RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS:
+            true
+        default:
+            false
+        }
+    }
+}

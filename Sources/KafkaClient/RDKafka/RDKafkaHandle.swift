@@ -1,0 +1,144 @@
+import CRdKafka
+import Logging
+
+/// The Swift side of librdkafka's callbacks for one client, reached through the handle's opaque pointer.
+///
+/// `@unchecked Sendable`: the closures are set once, before the handle is created, and never change; the
+/// logger is a value. librdkafka may call ``log(level:facility:message:)`` from its own threads.
+final class RDKafkaCallbacks: @unchecked Sendable {
+    let logger: Logger
+    /// Called on the consumer's poll thread for assignment changes (`rebalance_cb`).
+    var rebalance: ((OpaquePointer, rd_kafka_resp_err_t, UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?) -> Void)?
+    /// Called on the thread that polls the client for client-level errors (`error_cb`).
+    var error: ((rd_kafka_resp_err_t, String) -> Void)?
+
+    init(logger: Logger) {
+        self.logger = logger
+    }
+
+    func log(level: Int32, facility: String, message: String) {
+        let swiftLevel: Logger.Level =
+            switch level {
+            case ...2: .critical
+            case 3: .error
+            case 4: .warning
+            case 5: .notice
+            case 6: .info
+            default: .debug
+            }
+        logger.log(level: swiftLevel, "\(message)", metadata: [KafkaLoggingKeys.facility: "\(facility)"])
+    }
+}
+
+/// Owns one librdkafka client (`rd_kafka_t`) and destroys it when released.
+///
+/// `@unchecked Sendable`: librdkafka documents `rd_kafka_t` as thread-safe for every call this module makes on
+/// it from several threads (produce, poll, commit, pause, metadata, offsets). The pointer never escapes the module.
+final class RDKafkaHandle: @unchecked Sendable {
+    let pointer: OpaquePointer
+    let callbacks: RDKafkaCallbacks
+
+    /// Creates a client.
+    ///
+    /// - Parameters:
+    ///   - type: producer or consumer.
+    ///   - properties: librdkafka properties, applied in order.
+    ///   - callbacks: the Swift callbacks; their closures must already be set.
+    ///   - configure: extra set-up on the configuration object before the client is created.
+    /// - Throws: ``KafkaError/Code/invalidConfiguration`` or ``KafkaError/Code/clientCreationFailed``.
+    init(
+        type: rd_kafka_type_t,
+        properties: [(key: String, value: String)],
+        callbacks: RDKafkaCallbacks,
+        configure: (OpaquePointer) -> Void = { _ in }
+    ) throws(KafkaError) {
+        let conf = try RDKafkaConfig.make(properties)
+        rd_kafka_conf_set_opaque(conf, Unmanaged.passUnretained(callbacks).toOpaque())
+        rd_kafka_conf_set_log_cb(conf) { handle, level, facility, buffer in
+            guard let handle, let opaque = rd_kafka_opaque(handle) else { return }
+            let callbacks = Unmanaged<RDKafkaCallbacks>.fromOpaque(opaque).takeUnretainedValue()
+            callbacks.log(
+                level: level,
+                facility: facility.map { String(cString: $0) } ?? "",
+                message: buffer.map { String(cString: $0) } ?? ""
+            )
+        }
+        if callbacks.error != nil {
+            rd_kafka_conf_set_error_cb(conf) { _, code, reason, opaque in
+                guard let opaque else { return }
+                let callbacks = Unmanaged<RDKafkaCallbacks>.fromOpaque(opaque).takeUnretainedValue()
+                callbacks.error?(rd_kafka_resp_err_t(rawValue: code), reason.map { String(cString: $0) } ?? "")
+            }
+        }
+        if callbacks.rebalance != nil {
+            rd_kafka_conf_set_rebalance_cb(conf) { handle, code, partitions, opaque in
+                guard let handle, let opaque else { return }
+                let callbacks = Unmanaged<RDKafkaCallbacks>.fromOpaque(opaque).takeUnretainedValue()
+                callbacks.rebalance?(handle, code, partitions)
+            }
+        }
+        configure(conf)
+        var errorText = [CChar](repeating: 0, count: 512)
+        // On success rd_kafka_new takes ownership of conf; on failure it stays ours.
+        guard let handle = rd_kafka_new(type, conf, &errorText, errorText.count) else {
+            rd_kafka_conf_destroy(conf)
+            throw KafkaError(code: .clientCreationFailed, message: String(decodingCString: errorText))
+        }
+        self.pointer = handle
+        self.callbacks = callbacks
+    }
+
+    deinit {
+        rd_kafka_destroy(pointer)
+    }
+
+    /// Asks the cluster for metadata, waiting at most `timeout`. Blocks the calling thread.
+    ///
+    /// - Returns: the partition count of `topic` (when given) or of nothing (0) when only connectivity is checked.
+    func blockingMetadata(topic: String?, timeout: Duration) throws(KafkaError) -> [(topic: String, partitions: Int32)] {
+        var metadata: UnsafePointer<rd_kafka_metadata>?
+        var topicHandle: OpaquePointer?
+        if let topic {
+            topicHandle = rd_kafka_topic_new(pointer, topic, nil)
+        }
+        defer { if let topicHandle { rd_kafka_topic_destroy(topicHandle) } }
+        let err = rd_kafka_metadata(pointer, topic == nil ? 1 : 0, topicHandle, &metadata, timeout.cMilliseconds)
+        guard err == RD_KAFKA_RESP_ERR_NO_ERROR, let metadata else {
+            let code: KafkaError.Code =
+                err == RD_KAFKA_RESP_ERR__TRANSPORT || err == RD_KAFKA_RESP_ERR__TIMED_OUT
+                ? .brokerUnreachable : .metadataFailed
+            var error = KafkaError.librdkafka(code, err, topic: topic)
+            if code == .brokerUnreachable {
+                error.message = "no broker answered within \(timeout): \(error.message)"
+            }
+            throw error
+        }
+        defer { rd_kafka_metadata_destroy(metadata) }
+        var result: [(topic: String, partitions: Int32)] = []
+        for index in 0..<Int(metadata.pointee.topic_cnt) {
+            let item = metadata.pointee.topics[index]
+            let name = String(cString: item.topic)
+            if item.err != RD_KAFKA_RESP_ERR_NO_ERROR {
+                throw KafkaError.librdkafka(.metadataFailed, item.err, topic: name)
+            }
+            result.append((name, item.partition_cnt))
+        }
+        return result
+    }
+
+    /// The low and high watermark of a partition, asked of the broker. Blocks the calling thread.
+    func blockingWatermarks(topic: String, partition: Int32, timeout: Duration) throws(KafkaError) -> KafkaWatermarks {
+        var low: Int64 = 0
+        var high: Int64 = 0
+        let err = rd_kafka_query_watermark_offsets(pointer, topic, partition, &low, &high, timeout.cMilliseconds)
+        guard err == RD_KAFKA_RESP_ERR_NO_ERROR else {
+            throw KafkaError.librdkafka(.offsetLookupFailed, err, topic: topic, partition: partition)
+        }
+        return KafkaWatermarks(low: low, high: high)
+    }
+}
+
+extension Duration {
+    /// Milliseconds as librdkafka's `int` timeout.
+    var cMilliseconds: Int32 { Int32(clamping: milliseconds) }
+}

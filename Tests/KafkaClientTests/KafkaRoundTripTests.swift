@@ -1,0 +1,74 @@
+import Foundation
+import KafkaClient
+import Testing
+
+@Suite("Producing and consuming on the embedded broker")
+struct KafkaRoundTripTests {
+    @Test("10,000 records with keys and headers come back byte-identical, complete and in partition order")
+    func roundTrip() async throws {
+        try await withEmbeddedKafka(topics: ["round-trip": 6]) { kafka in
+            let producer = try KafkaProducer(configuration: producerConfiguration(kafka), logger: testLogger)
+            var sent: [KafkaProducerRecord] = []
+            for index in 0..<10_000 {
+                // Binary values including zero bytes and non-UTF-8, to check bytes are not treated as text.
+                let value: [UInt8] = Array("payload-\(index)-".utf8) + [0, 255, UInt8(index % 256), 0x80]
+                sent.append(
+                    KafkaProducerRecord(
+                        topic: "round-trip",
+                        key: Array("recipient-\(index % 50)".utf8),
+                        value: value,
+                        headers: [
+                            KafkaHeader(key: "index", string: String(index)),
+                            KafkaHeader(key: "binary", value: [0, 1, 2, 0xFF]),
+                            KafkaHeader(key: "empty", value: nil),
+                        ]
+                    )
+                )
+            }
+            let results = await producer.send(contentsOf: sent)
+            await producer.close()
+            let reports = try results.map { try $0.get() }
+            #expect(Set(reports.map(\.partition)).count == 6, "keys should spread over all partitions")
+
+            let consumer = try KafkaConsumer(
+                configuration: consumerConfiguration(kafka, group: uniqueGroup()),
+                logger: testLogger
+            )
+            try consumer.subscribe(topics: ["round-trip"])
+            let received = try await collect(10_000, from: consumer, timeout: .seconds(60))
+            await consumer.close()
+
+            #expect(received.count == 10_000)
+            let byIndex = Dictionary(uniqueKeysWithValues: received.map { (Int($0.header("index")!)!, $0) })
+            #expect(byIndex.count == 10_000, "no record missing or duplicated")
+            for (index, record) in sent.enumerated() {
+                let message = try #require(byIndex[index])
+                #expect(message.key == record.key)
+                #expect(message.value == record.value)
+                #expect(message.headers == record.headers)
+                #expect(message.partition == reports[index].partition)
+                #expect(message.offset == reports[index].offset)
+                #expect(message.timestamp != nil)
+            }
+            // Within a partition, records arrive in offset order, which is the order they were sent in.
+            for partition in 0..<Int32(6) {
+                let offsets = received.filter { $0.partition == partition }.map(\.offset)
+                #expect(isAscending(offsets), "partition \(partition) out of order")
+                let indexes = received.filter { $0.partition == partition }.map { Int($0.header("index")!)! }
+                #expect(isAscending(indexes), "partition \(partition) not in send order")
+            }
+        }
+    }
+
+    @Test("send returns the partition and offset, and a chosen partition is honoured")
+    func deliveryReport() async throws {
+        try await withEmbeddedKafka(topics: ["reports": 3]) { kafka in
+            let producer = try KafkaProducer(configuration: producerConfiguration(kafka), logger: testLogger)
+            let first = try await producer.send(KafkaProducerRecord(topic: "reports", partition: 2, value: Array("a".utf8)))
+            let second = try await producer.send(KafkaProducerRecord(topic: "reports", partition: 2, value: Array("b".utf8)))
+            await producer.close()
+            #expect(first == KafkaDeliveryReport(topic: "reports", partition: 2, offset: 0))
+            #expect(second == KafkaDeliveryReport(topic: "reports", partition: 2, offset: 1))
+        }
+    }
+}
