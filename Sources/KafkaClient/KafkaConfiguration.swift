@@ -96,7 +96,14 @@ public struct KafkaConsumerConfiguration: Sendable {
             ("client.id", clientID),
             ("enable.partition.eof", "false"),
         ]
-        if let groupID { result.append(("group.id", groupID)) }
+        if let groupID {
+            result.append(("group.id", groupID))
+        } else {
+            // librdkafka needs a group id even to assign partitions by hand; this one is never joined or
+            // committed to.
+            result.append(("group.id", "campaign-pipeline-unjoined-\(UInt64.random(in: 0...UInt64.max))"))
+            result.merge(overrides: ["enable.auto.commit": "false"])
+        }
         result.merge(overrides: properties)
         // Offsets are stored only when the application says a message is done.
         result.merge(overrides: ["enable.auto.offset.store": "false"])

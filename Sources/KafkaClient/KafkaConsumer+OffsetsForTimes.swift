@@ -30,10 +30,15 @@ extension KafkaConsumer {
     ) async throws(KafkaError) -> [KafkaTopicPartitionOffset] {
         let handle = self.handle
         let target = Int64((timestamp.timeIntervalSince1970 * 1000).rounded(.up))
-        var probeProperties = configuration.librdkafkaProperties.filter {
-            $0.key != "group.id" && $0.key != "enable.auto.commit" && $0.key != "enable.partition.eof"
+        var probeConfiguration = configuration
+        probeConfiguration.groupID = nil
+        var probeProperties = probeConfiguration.librdkafkaProperties.filter {
+            $0.key != "enable.auto.commit" && $0.key != "enable.partition.eof"
         }
         probeProperties.append(("enable.partition.eof", "true"))
+        // Each probe reads one record: answer fetches at once instead of waiting to fill them.
+        probeProperties.append(("fetch.wait.max.ms", "5"))
+        probeProperties.append(("fetch.message.max.bytes", "65536"))
         probeProperties.append(("enable.auto.commit", "false"))
         let logger = self.logger
         let frozenProperties = probeProperties

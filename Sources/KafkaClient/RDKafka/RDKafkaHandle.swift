@@ -20,7 +20,9 @@ final class RDKafkaCallbacks: @unchecked Sendable {
         let swiftLevel: Logger.Level =
             switch level {
             case ...2: .critical
-            case 3: .error
+            // Connection failures are retried by librdkafka itself; they matter when they last, which the
+            // client reports through its own errors.
+            case 3: facility == "FAIL" ? .warning : .error
             case 4: .warning
             case 5: .notice
             case 6: .info

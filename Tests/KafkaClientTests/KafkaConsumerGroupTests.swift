@@ -1,0 +1,201 @@
+import Foundation
+import KafkaClient
+import Testing
+
+@Suite("Consumer groups, commits and positions")
+struct KafkaConsumerGroupTests {
+    @Test("two consumers split a 6-partition topic; when one closes the other takes over and nothing is lost")
+    func groupSplitAndTakeover() async throws {
+        try await withEmbeddedKafka(topics: ["split": 6]) { kafka in
+            try await produceNumbered(600, to: "split", kafka: kafka)
+            let group = uniqueGroup()
+            let first = try KafkaConsumer(configuration: consumerConfiguration(kafka, group: group), logger: testLogger)
+            let second = try KafkaConsumer(configuration: consumerConfiguration(kafka, group: group), logger: testLogger)
+            try first.subscribe(topics: ["split"])
+            try second.subscribe(topics: ["split"])
+
+            // Wait until the group has settled with both members holding partitions.
+            let deadline = ContinuousClock.now + .seconds(30)
+            while first.assignment.isEmpty || second.assignment.isEmpty || first.assignment.count + second.assignment.count != 6 {
+                guard ContinuousClock.now < deadline else { throw TestTimeout(description: "group never split") }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            #expect(first.assignment.isDisjoint(with: second.assignment))
+            #expect(first.assignment.union(second.assignment).count == 6)
+            let secondPartitions = second.assignment
+
+            // The second consumer reads and commits what it has, then leaves.
+            var secondIterator = second.messages.makeAsyncIterator()
+            var doneBySecond: [KafkaConsumerMessage] = []
+            while let batch = try await secondIterator.nextBatch() {
+                doneBySecond.append(contentsOf: batch)
+                if doneBySecond.count >= 50 { break }
+            }
+            #expect(doneBySecond.allSatisfy { secondPartitions.contains($0.topicPartition) })
+            try await second.commit(latestPositions(of: doneBySecond))
+            await second.close()
+
+            // The first consumer now owns all six partitions and reads everything not committed by the second.
+            // Until it commits, the survivor may read its own partitions again after the rebalance
+            // (at-least-once), so count distinct records.
+            let events = first.events
+            var received: [KafkaConsumerMessage] = []
+            let needed = 600 - doneBySecond.count
+            var seen: Set<String> = []
+            let readDeadline = ContinuousClock.now + .seconds(60)
+            var firstIterator = first.messages.makeAsyncIterator()
+            while seen.count < needed, ContinuousClock.now < readDeadline, let batch = try await firstIterator.nextBatch() {
+                received.append(contentsOf: batch)
+                seen.formUnion(batch.map(\.valueString))
+            }
+            #expect(first.assignment.count == 6)
+            await first.close()
+            var sawRevocationAndReassignment = false
+            for await event in events {
+                if case .partitionsAssigned(let partitions) = event, partitions.count == 6 { sawRevocationAndReassignment = true }
+            }
+            #expect(sawRevocationAndReassignment, "the survivor is told it was assigned all six partitions")
+
+            let all = Set(received.map(\.valueString)).union(doneBySecond.map(\.valueString))
+            #expect(all.count == 600, "every record was read by one of the two")
+            let overlap = Set(received.map(\.valueString)).intersection(doneBySecond.map(\.valueString))
+            #expect(overlap.isEmpty, "what the second committed is not read again")
+        }
+    }
+
+    @Test("a committed offset is where a restarted consumer resumes; uncommitted records come again")
+    func commitThenRestart() async throws {
+        try await withEmbeddedKafka(topics: ["restart": 1]) { kafka in
+            try await produceNumbered(100, to: "restart", kafka: kafka)
+            let group = uniqueGroup()
+            var configuration = consumerConfiguration(kafka, group: group)
+            configuration.isAutoCommitEnabled = false
+
+            let first = try KafkaConsumer(configuration: configuration, logger: testLogger)
+            try first.subscribe(topics: ["restart"])
+            let read = try await collect(60, from: first)
+            #expect(read.map(\.offset) == Array(0..<60))
+            // Only the first 40 are done; 40...59 were read but not finished.
+            try await first.commit([read[39].nextPosition])
+            await first.close()
+
+            let second = try KafkaConsumer(configuration: configuration, logger: testLogger)
+            try second.subscribe(topics: ["restart"])
+            let committed = try await second.committed([KafkaTopicPartition(topic: "restart", partition: 0)])
+            #expect(committed.first?.offset == 40)
+            let again = try await collect(60, from: second)
+            await second.close()
+            #expect(again.first?.offset == 40, "resumes at the committed offset")
+            #expect(again.map(\.offset) == Array(40..<100), "the uncommitted records are delivered again")
+        }
+    }
+
+    @Test("stored offsets are committed by the background commit and at close")
+    func storedOffsetsAreCommittedAtClose() async throws {
+        try await withEmbeddedKafka(topics: ["stored": 2]) { kafka in
+            try await produceNumbered(50, to: "stored", kafka: kafka)
+            let group = uniqueGroup()
+            let consumer = try KafkaConsumer(configuration: consumerConfiguration(kafka, group: group), logger: testLogger)
+            try consumer.subscribe(topics: ["stored"])
+            let read = try await collect(50, from: consumer)
+            try consumer.storeOffsets(latestPositions(of: read))
+            await consumer.close()
+
+            let check = try KafkaConsumer(configuration: consumerConfiguration(kafka, group: group), logger: testLogger)
+            let committed = try await check.committed([
+                KafkaTopicPartition(topic: "stored", partition: 0), KafkaTopicPartition(topic: "stored", partition: 1),
+            ])
+            await check.close()
+            let expected = Set(latestPositions(of: read))
+            #expect(Set(committed) == expected)
+        }
+    }
+
+    @Test("offsets-for-times and seek start at the first record at or after a timestamp")
+    func offsetsForTimesAndSeek() async throws {
+        try await withEmbeddedKafka(topics: ["timed": 2]) { kafka in
+            let base = Date(timeIntervalSince1970: 1_800_000_000)
+            // Record i is stamped base + i seconds; both partitions get every record's key spread.
+            let reports = try await produceNumbered(200, to: "timed", kafka: kafka) { base.addingTimeInterval(Double($0)) }
+            let target = base.addingTimeInterval(120)
+            let consumer = try KafkaConsumer(configuration: consumerConfiguration(kafka, group: nil), logger: testLogger)
+            let partitions = [KafkaTopicPartition(topic: "timed", partition: 0), KafkaTopicPartition(topic: "timed", partition: 1)]
+
+            // The first record at or after the target, per partition, computed from what was produced.
+            var expected: [Int32: Int64] = [:]
+            for (index, report) in reports.enumerated() where index >= 120 {
+                expected[report.partition] = min(expected[report.partition] ?? .max, report.offset)
+            }
+            for strategy in [KafkaConsumer.OffsetLookupStrategy.automatic, .search] {
+                let found = try await consumer.offsets(forTimestamp: target, in: partitions, strategy: strategy)
+                #expect(Dictionary(uniqueKeysWithValues: found.map { ($0.partition, $0.offset) }) == expected, "\(strategy)")
+            }
+            // A time after every record gives the end offsets; one before every record, the beginning.
+            let late = try await consumer.offsets(forTimestamp: base.addingTimeInterval(10_000), in: partitions)
+            let counts = Dictionary(grouping: reports, by: \.partition).mapValues { Int64($0.count) }
+            #expect(Dictionary(uniqueKeysWithValues: late.map { ($0.partition, $0.offset) }) == counts)
+            let early = try await consumer.offsets(forTimestamp: base.addingTimeInterval(-10), in: partitions)
+            #expect(early.allSatisfy { $0.offset == 0 })
+
+            // Assign at the beginning, read a little, then seek to the looked-up offsets.
+            try consumer.assign(partitions.map { KafkaTopicPartitionOffset(topic: $0.topic, partition: $0.partition, offset: 0) })
+            _ = try await collect(5, from: consumer)
+            let positions = try await consumer.offsets(forTimestamp: target, in: partitions)
+            try await consumer.seek(positions)
+            let after = try await collect(80, from: consumer)
+            await consumer.close()
+            #expect(after.count == 80)
+            #expect(after.allSatisfy { $0.timestamp! >= target }, "nothing before the timestamp after the seek")
+            for partition in partitions {
+                let firstSeen = after.first { $0.partition == partition.partition }
+                #expect(firstSeen?.offset == expected[partition.partition])
+            }
+        }
+    }
+
+    @Test("pausing a partition stops its records; resuming continues where it stopped")
+    func pauseAndResume() async throws {
+        try await withEmbeddedKafka(topics: ["paused": 2]) { kafka in
+            let producer = try KafkaProducer(configuration: producerConfiguration(kafka), logger: testLogger)
+            for index in 0..<10 {
+                _ = try await producer.send(KafkaProducerRecord(topic: "paused", partition: Int32(index % 2), value: Array("first-\(index)".utf8)))
+            }
+            let consumer = try KafkaConsumer(configuration: consumerConfiguration(kafka, group: nil), logger: testLogger)
+            let zero = KafkaTopicPartition(topic: "paused", partition: 0)
+            let one = KafkaTopicPartition(topic: "paused", partition: 1)
+            try consumer.assign([
+                KafkaTopicPartitionOffset(topic: "paused", partition: 0, offset: KafkaOffset.beginning),
+                KafkaTopicPartitionOffset(topic: "paused", partition: 1, offset: KafkaOffset.beginning),
+            ])
+            let firstRound = try await collect(10, from: consumer)
+            #expect(firstRound.count == 10)
+
+            try consumer.pause([zero])
+            for index in 0..<10 {
+                _ = try await producer.send(KafkaProducerRecord(topic: "paused", partition: Int32(index % 2), value: Array("second-\(index)".utf8)))
+            }
+            let whilePaused = try await collect(5, from: consumer)
+            #expect(whilePaused.allSatisfy { $0.partition == 1 }, "nothing from the paused partition")
+            // Give the paused partition time to (wrongly) deliver.
+            let nothingMore = try? await collect(1, from: consumer, timeout: .seconds(2))
+            #expect(nothingMore == nil)
+
+            try consumer.resume([zero])
+            let resumed = try await collect(5, from: consumer)
+            #expect(resumed.allSatisfy { $0.partition == 0 })
+            #expect(resumed.map(\.offset) == [5, 6, 7, 8, 9], "resumes at the first record not read")
+            await consumer.close()
+            await producer.close()
+            _ = one
+        }
+    }
+}
+
+/// The position after the last record of each partition in `messages`.
+func latestPositions(of messages: [KafkaConsumerMessage]) -> [KafkaTopicPartitionOffset] {
+    var latest: [KafkaTopicPartition: Int64] = [:]
+    for message in messages {
+        latest[message.topicPartition] = max(latest[message.topicPartition] ?? -1, message.offset)
+    }
+    return latest.map { KafkaTopicPartitionOffset(topic: $0.key.topic, partition: $0.key.partition, offset: $0.value + 1) }
+}

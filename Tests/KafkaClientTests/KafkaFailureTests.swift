@@ -1,0 +1,99 @@
+import Foundation
+import KafkaClient
+import Testing
+
+@Suite("Failures are loud, typed and bounded")
+struct KafkaFailureTests {
+    @Test("a send whose broker goes away ends in _MSG_TIMED_OUT once message.timeout.ms runs out")
+    func brokerStoppedMidSend() async throws {
+        try await withEmbeddedKafka(topics: ["doomed": 1]) { kafka in
+            var configuration = producerConfiguration(kafka)
+            configuration.messageTimeout = .seconds(3)
+            let producer = try KafkaProducer(configuration: configuration, logger: testLogger)
+            _ = try await producer.send(KafkaProducerRecord(topic: "doomed", value: Array("before".utf8)))
+
+            try kafka.setAllBrokers(isUp: false)
+            let started = ContinuousClock.now
+            let error = await #expect(throws: KafkaError.self) {
+                try await producer.send(KafkaProducerRecord(topic: "doomed", value: Array("after".utf8)))
+            }
+            let elapsed = ContinuousClock.now - started
+            #expect(error?.code == .deliveryFailed)
+            #expect(error?.librdkafkaName == "_MSG_TIMED_OUT")
+            #expect(error?.topic == "doomed")
+            #expect(elapsed < .seconds(15), "bounded by message.timeout.ms, took \(elapsed)")
+            await producer.close(timeout: .seconds(1))
+        }
+    }
+
+    @Test("an unknown property and an invalid value are refused with the property named")
+    func invalidProperties() throws {
+        var unknown = KafkaProducerConfiguration(bootstrapServers: ["localhost:9092"])
+        unknown.properties["no.such.property"] = "1"
+        let unknownError = #expect(throws: KafkaError.self) { try KafkaProducer(configuration: unknown, logger: testLogger) }
+        #expect(unknownError?.code == .invalidConfiguration)
+        #expect(unknownError?.message.contains("no.such.property") == true)
+
+        var badValue = KafkaConsumerConfiguration(bootstrapServers: ["localhost:9092"], groupID: "g")
+        badValue.properties["session.timeout.ms"] = "soon"
+        let badValueError = #expect(throws: KafkaError.self) { try KafkaConsumer(configuration: badValue, logger: testLogger) }
+        #expect(badValueError?.code == .invalidConfiguration)
+        #expect(badValueError?.message.contains("session.timeout.ms") == true)
+    }
+
+    @Test("properties pass through to librdkafka unchanged")
+    func passthroughProperties() throws {
+        var configuration = KafkaProducerConfiguration(bootstrapServers: ["localhost:9092"])
+        configuration.properties = ["compression.type": "lz4", "security.protocol": "plaintext", "linger.ms": "50"]
+        let properties = Dictionary(uniqueKeysWithValues: configuration.librdkafkaProperties.map { ($0.key, $0.value) })
+        #expect(properties["compression.type"] == "lz4")
+        #expect(properties["security.protocol"] == "plaintext")
+        #expect(properties["linger.ms"] == "50", "an explicit property wins over the typed default")
+        #expect(properties["enable.idempotence"] == "true", "idempotence is on by default")
+        // librdkafka accepts them.
+        let producer = try KafkaProducer(configuration: configuration, logger: testLogger)
+        _ = producer
+    }
+
+    @Test("a consumer pointed at an unreachable bootstrap fails with brokerUnreachable within its connect timeout")
+    func unreachableConsumer() async throws {
+        var configuration = KafkaConsumerConfiguration(bootstrapServers: ["127.0.0.1:1"], groupID: uniqueGroup())
+        configuration.connectTimeout = .seconds(2)
+        let consumer = try KafkaConsumer(configuration: configuration, logger: testLogger)
+        try consumer.subscribe(topics: ["anything"])
+        let started = ContinuousClock.now
+        let error = await #expect(throws: KafkaError.self) {
+            for try await _ in consumer.messages {}
+        }
+        #expect(error?.code == .brokerUnreachable)
+        #expect(ContinuousClock.now - started < .seconds(10))
+        await consumer.close()
+    }
+
+    @Test("a producer pointed at an unreachable bootstrap fails its send within message.timeout.ms")
+    func unreachableProducer() async throws {
+        var configuration = KafkaProducerConfiguration(bootstrapServers: ["127.0.0.1:1"])
+        configuration.messageTimeout = .seconds(2)
+        let producer = try KafkaProducer(configuration: configuration, logger: testLogger)
+        let started = ContinuousClock.now
+        let error = await #expect(throws: KafkaError.self) {
+            try await producer.send(KafkaProducerRecord(topic: "anything", value: Array("x".utf8)))
+        }
+        #expect(error?.code == .deliveryFailed)
+        #expect(error?.librdkafkaName == "_MSG_TIMED_OUT")
+        #expect(ContinuousClock.now - started < .seconds(10))
+        await producer.close(timeout: .seconds(1))
+    }
+
+    @Test("sending after close is refused")
+    func sendAfterClose() async throws {
+        try await withEmbeddedKafka(topics: ["closed": 1]) { kafka in
+            let producer = try KafkaProducer(configuration: producerConfiguration(kafka), logger: testLogger)
+            await producer.close()
+            let error = await #expect(throws: KafkaError.self) {
+                try await producer.send(KafkaProducerRecord(topic: "closed", value: []))
+            }
+            #expect(error?.code == .closed)
+        }
+    }
+}
