@@ -1,7 +1,96 @@
-public import ArgumentParser
+import ArgumentParser
+import Foundation
+import KafkaClient
+import Logging
+import ServiceLifecycle
+import UnixSignals
 
-/// Placeholder until the Kafka work lands.
+/// `campaign-pipeline broker`: an embedded Kafka cluster for local runs and tests.
 struct BrokerCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "broker")
-    func run() async throws {}
+    static let configuration = CommandConfiguration(
+        commandName: "broker",
+        abstract: "Run an embedded Kafka broker (librdkafka's mock cluster) with the pipeline's topics.",
+        discussion: """
+            Starts an in-process Kafka cluster on loopback, creates the contract's topics and prints the \
+            bootstrap address as the first line of standard output, then runs until SIGINT or SIGTERM. \
+            Other processes (kcat, `campaign-pipeline run`) connect to that address.
+
+            The mock cluster keeps about 5 MiB per partition and drops older records beyond that; it is \
+            meant for development and tests, not for production data.
+
+            Example:
+              BOOTSTRAP=$(campaign-pipeline broker | head -1) &
+              kcat -L -b "$BOOTSTRAP"
+            """
+    )
+
+    @Option(help: "Number of brokers in the cluster.")
+    var brokers: Int = 3
+
+    @Option(help: "Partitions per created topic.")
+    var partitions: Int32 = 6
+
+    @Option(
+        name: .customLong("topic"),
+        help: ArgumentHelp("Create this topic too (repeatable).", valueName: "name")
+    )
+    var extraTopics: [String] = []
+
+    @OptionGroup var logging: LoggingOptions
+
+    func validate() throws {
+        guard (1...16).contains(brokers) else { throw ValidationError("--brokers must be between 1 and 16, not \(brokers)") }
+        guard partitions >= 1 else { throw ValidationError("--partitions must be at least 1, not \(partitions)") }
+    }
+
+    func run() async throws {
+        let logger = try logging.makeLogger(label: "campaign-pipeline.broker")
+        let kafka = try EmbeddedKafka(brokers: brokers, logger: logger)
+        let topics = DefaultTopics.all + extraTopics
+        for topic in topics {
+            try kafka.createTopic(topic, partitions: partitions, replicationFactor: Int32(min(brokers, 3)))
+        }
+        // Unbuffered, so a parent process reading a pipe sees the address at once.
+        FileHandle.standardOutput.write(Data((kafka.bootstrapServers + "\n").utf8))
+        logger.info(
+            "Embedded broker running",
+            metadata: [
+                "bootstrap": "\(kafka.bootstrapServers)",
+                "brokers": "\(brokers)",
+                "topics": "\(topics.joined(separator: ","))",
+                "partitions": "\(partitions)",
+            ]
+        )
+        let group = ServiceGroup(
+            configuration: ServiceGroupConfiguration(
+                services: [.init(service: EmbeddedBrokerService(kafka: kafka))],
+                gracefulShutdownSignals: [.sigterm, .sigint],
+                logger: logger
+            )
+        )
+        try await group.run()
+        kafka.shutdown()
+        logger.info("Embedded broker stopped")
+    }
+}
+
+/// Keeps the embedded broker alive until graceful shutdown.
+struct EmbeddedBrokerService: Service {
+    let kafka: EmbeddedKafka
+
+    func run() async throws {
+        try? await gracefulShutdown()
+    }
+}
+
+/// The contract's default topic names.
+enum DefaultTopics {
+    static let sends = "campaign.sends"
+    static let definitions = "campaign.definitions"
+    static let fcm = "push.fcm"
+    static let apns = "push.apns"
+    static let analytics = "campaign.analytics"
+    static let deadLetters = "campaign.dlq"
+
+    static let all = [sends, definitions, fcm, apns, analytics, deadLetters]
 }

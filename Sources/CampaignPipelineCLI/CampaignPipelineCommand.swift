@@ -3,6 +3,7 @@ public import ArgumentParser
 /// The root of the `campaign-pipeline` command line.
 ///
 /// Each job is a subcommand; ``campaign_pipeline`` only calls ``CampaignPipelineCommand/main()``.
+@available(macOS 10.15, macCatalyst 13, iOS 13, tvOS 13, watchOS 6, *)
 public struct CampaignPipelineCommand: AsyncParsableCommand {
     public static let configuration = CommandConfiguration(
         commandName: "campaign-pipeline",
@@ -17,4 +18,21 @@ public struct CampaignPipelineCommand: AsyncParsableCommand {
     )
 
     public init() {}
+}
+
+extension CampaignPipelineCommand {
+    /// Parses the process arguments, runs the chosen subcommand (awaiting it when it is asynchronous) and exits
+    /// with its status; what `AsyncParsableCommand.main()` does, callable from an executable's top-level code.
+    public static func runFromCommandLine() async {
+        do {
+            var command = try parseAsRoot()
+            if var asyncCommand = command as? any AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            exit(withError: error)
+        }
+    }
 }

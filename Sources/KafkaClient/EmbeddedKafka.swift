@@ -34,7 +34,7 @@ public final class EmbeddedKafka: Sendable {
         logger[metadataKey: KafkaLoggingKeys.clientKind] = "embedded-broker"
         handle = try RDKafkaHandle(
             type: RD_KAFKA_PRODUCER,
-            properties: [("client.id", "embedded-broker")],
+            properties: [("client.id", "embedded-broker"), ("log_level", "4")],
             callbacks: RDKafkaCallbacks(logger: logger)
         )
         guard let cluster = rd_kafka_mock_cluster_new(handle.pointer, Int32(brokers)) else {

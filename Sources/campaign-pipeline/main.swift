@@ -1,4 +1,3 @@
-import ArgumentParser
 import CampaignPipelineCLI
 
-await CampaignPipelineCommand.main()
+await CampaignPipelineCommand.runFromCommandLine()

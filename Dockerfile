@@ -1,0 +1,21 @@
+# Build stage: the Swift toolchain plus librdkafka's headers.
+ARG SWIFT_VERSION=6.1
+FROM swift:${SWIFT_VERSION}-bookworm AS build
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends librdkafka-dev pkg-config \
+    && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY . .
+RUN swift build -c release --product campaign-pipeline --static-swift-stdlib \
+    && cp "$(swift build -c release --show-bin-path)/campaign-pipeline" /campaign-pipeline
+
+# Runtime stage: a slim Debian with only librdkafka's shared library.
+FROM debian:bookworm-slim
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends librdkafka1 ca-certificates \
+    && rm -rf /var/lib/apt/lists/*
+COPY --from=build /campaign-pipeline /usr/local/bin/campaign-pipeline
+COPY Config /etc/campaign-pipeline
+USER nobody
+ENTRYPOINT ["campaign-pipeline"]
+CMD ["run", "--config", "/etc/campaign-pipeline/pipeline.json"]

@@ -1,0 +1,37 @@
+# The two commands a fresh machine needs:
+#   make run    build, start the embedded broker and run the main job on it
+#   make test   build (no warnings allowed in our code) and run every test
+# Both install the system packages they need (librdkafka-dev; kcat for the tests) when missing.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eo pipefail -c
+SWIFT ?= swift
+BUILD_LOG := .build/build.log
+
+.PHONY: run test build deps test-deps broker clean
+
+deps:
+	@scripts/ensure-deps.sh
+
+test-deps:
+	@scripts/ensure-deps.sh test
+
+build: deps
+	@mkdir -p .build
+	$(SWIFT) build 2>&1 | tee $(BUILD_LOG)
+	@scripts/check-warnings.sh $(BUILD_LOG)
+
+run: build
+	@scripts/run-demo.sh
+
+broker: build
+	$(SWIFT) run --skip-build campaign-pipeline broker
+
+test: test-deps
+	@mkdir -p .build
+	$(SWIFT) build --build-tests 2>&1 | tee $(BUILD_LOG)
+	@scripts/check-warnings.sh $(BUILD_LOG)
+	$(SWIFT) test --skip-build
+
+clean:
+	rm -rf .build
