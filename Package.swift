@@ -17,6 +17,7 @@ let package = Package(
         .executable(name: "campaign-pipeline", targets: ["campaign-pipeline"]),
         .library(name: "KafkaClient", targets: ["KafkaClient"]),
         .library(name: "PipelineCore", targets: ["PipelineCore"]),
+        .library(name: "PipelineRuntime", targets: ["PipelineRuntime"]),
         .library(name: "BasicTemplate", targets: ["BasicTemplate"]),
         .library(name: "CarouselTemplate", targets: ["CarouselTemplate"]),
         .library(name: "TimerTemplate", targets: ["TimerTemplate"]),
@@ -55,6 +56,18 @@ let package = Package(
         .target(name: "CarouselTemplate", dependencies: ["PipelineCore"], path: "Plugins/CarouselTemplate"),
         .target(name: "TimerTemplate", dependencies: ["PipelineCore"], path: "Plugins/TimerTemplate"),
 
+        // MARK: - The streaming pipeline
+
+        .target(
+            name: "PipelineRuntime",
+            dependencies: [
+                "KafkaClient",
+                "PipelineCore",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+
         // MARK: - Command line
 
         .target(
@@ -62,6 +75,7 @@ let package = Package(
             dependencies: [
                 "KafkaClient",
                 "PipelineCore",
+                "PipelineRuntime",
                 "BasicTemplate",
                 "CarouselTemplate",
                 "TimerTemplate",
@@ -80,6 +94,10 @@ let package = Package(
 
         .testTarget(name: "KafkaClientTests", dependencies: ["KafkaClient"]),
         .testTarget(name: "PipelineCoreTests", dependencies: ["PipelineCore"]),
+        .testTarget(
+            name: "PipelineRuntimeTests",
+            dependencies: ["PipelineRuntime", "PipelineCore", "KafkaClient", "BasicTemplate", "CarouselTemplate", "TimerTemplate"]
+        ),
         .testTarget(name: "BasicTemplateTests", dependencies: ["BasicTemplate", "PipelineCore"]),
         .testTarget(name: "CarouselTemplateTests", dependencies: ["CarouselTemplate", "PipelineCore"]),
         .testTarget(name: "TimerTemplateTests", dependencies: ["TimerTemplate", "PipelineCore"]),

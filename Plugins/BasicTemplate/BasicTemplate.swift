@@ -1,1 +1,91 @@
-import PipelineCore
+public import PipelineCore
+
+/// The `basic` template: title, body, image, link, up to three action buttons and "remind later".
+///
+/// Template-specific fields (FCM only; read and validated on both platforms):
+/// - `buttons`: 1-3 `{label, uri, type}` (at most 2 with `remindLater`) → `adb_act`, a JSON string.
+///   `uri` may be empty or absent only for `DISMISS`/`OPENAPP` (written as `""`).
+/// - `remindLater`: `{label, at}` → `adb_rem_txt` and `adb_rem_ts` (epoch seconds); both required,
+///   `at` must be after the event's `occurredAt`.
+public struct BasicTemplate: TemplateRenderer {
+    /// The wire value of `adb_template_type`.
+    public static let wireType = "basic"
+    static let features: StandardFields.Features = [.image, .expandedBodyOnAPNs]
+
+    /// Creates the template.
+    public init() {}
+
+    public var templateID: String { "basic" }
+
+    public var summary: String {
+        "Title, body, image and link, with up to three buttons and a remind-later action (FCM)."
+    }
+
+    public var fields: [TemplateField] {
+        StandardFields.fieldDescriptions(features: Self.features) + [
+            TemplateField("buttons[]", "array, 1-3 (2 with remindLater)", "FCM adb_act (JSON string)"),
+            TemplateField("buttons[].label", "string", requiredOn: [.fcm, .apns], "button text"),
+            TemplateField("buttons[].uri", "string (URI)", "required for WEBURL/DEEPLINK"),
+            TemplateField("buttons[].type", LinkType.wireValues.joined(separator: "|"), requiredOn: [.fcm, .apns], "what the button does"),
+            TemplateField("remindLater.label", "string", "FCM adb_rem_txt (required with remindLater)"),
+            TemplateField("remindLater.at", "time", "FCM adb_rem_ts, epoch seconds (required with remindLater)"),
+        ]
+    }
+
+    public func render(_ input: RenderInput) throws(PipelineError) -> TemplatePayload {
+        let content = input.content
+        let standard = StandardFields(
+            reading: content,
+            platform: input.platform,
+            features: Self.features,
+            guidelines: input.platform == .fcm ? .fcm : .apns
+        )
+        let remindLater = readRemindLater(content, after: input.request.occurredAt)
+        let buttons = readButtons(content, hasRemindLater: content.contains("remindLater"))
+
+        switch input.platform {
+        case .fcm:
+            var data = standard.fcmData(templateType: Self.wireType)
+            if !buttons.isEmpty { data["adb_act"] = .string(JSONValue.array(buttons).jsonString) }
+            if let remindLater {
+                data["adb_rem_txt"] = .string(remindLater.label)
+                data["adb_rem_ts"] = .string(String(remindLater.at.epochSeconds))
+            }
+            return .fcm(data: data)
+        case .apns:
+            return .apns(aps: standard.apnsAps(), fields: standard.apnsFields(templateType: Self.wireType))
+        }
+    }
+
+    private func readRemindLater(_ content: FieldReader, after occurredAt: Timestamp) -> (label: String, at: Timestamp)? {
+        guard let reader = content.object("remindLater") else { return nil }
+        let label = reader.string("label", required: true)
+        let at = reader.timestamp("at", required: true)
+        if let at, at <= occurredAt {
+            reader.addIssue(.invalidField, "at", "must be after occurredAt (\(occurredAt.rfc3339)), found \(at.rfc3339)")
+            return nil
+        }
+        guard let label, let at else { return nil }
+        return (label, at)
+    }
+
+    private func readButtons(_ content: FieldReader, hasRemindLater: Bool) -> [JSONValue] {
+        guard let readers = content.objects("buttons") else { return [] }
+        let count = content.value("buttons")?.arrayValue?.count ?? readers.count
+        let limit = hasRemindLater ? 2 : 3
+        if count < 1 || count > limit {
+            let rule = hasRemindLater ? "1 to 2 buttons when remindLater is set" : "1 to 3 buttons"
+            content.addIssue(.invalidField, "buttons", "must have \(rule), found \(count)")
+        }
+        var buttons: [JSONValue] = []
+        for reader in readers {
+            let label = reader.string("label", required: true)
+            let type = reader.choice("type", from: LinkType.wireValues, required: true).flatMap(LinkType.init)
+            let needsURI = type == .webURL || type == .deepLink
+            let uri = reader.string("uri", required: needsURI)
+            guard let label, let type else { continue }
+            buttons.append(["label": .string(label), "uri": .string(uri ?? ""), "type": .string(type.rawValue)])
+        }
+        return buttons
+    }
+}

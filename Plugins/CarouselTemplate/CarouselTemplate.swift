@@ -1,1 +1,87 @@
-import PipelineCore
+public import PipelineCore
+
+/// The `carousel` template (wire type and alias `car`): a series of images with captions.
+///
+/// Template-specific fields:
+/// - `items` (required): `{image, text, uri}` → `adb_items` of `{img, txt, uri}`; 3-5 on FCM (a JSON
+///   *string*), 2-5 on APNs (a JSON *array*). Every item needs an `image`. An item without `uri`
+///   gets `link.uri`: the iOS SDK and Android's auto mode ignore `adb_uri` for carousel taps.
+/// - `mode`: `auto`|`manual` → `adb_car_mode` (both platforms).
+/// - `layout`: `default`|`filmstrip` → FCM `adb_car_layout`, always written (default `default`):
+///   the Android SDK does not post a carousel without it.
+public struct CarouselTemplate: TemplateRenderer {
+    /// The wire value of `adb_template_type`.
+    public static let wireType = "car"
+    /// Allowed item counts per platform.
+    public static let itemCounts: [Platform: ClosedRange<Int>] = [.fcm: 3...5, .apns: 2...5]
+    static let features: StandardFields.Features = []
+
+    /// Creates the template.
+    public init() {}
+
+    public var templateID: String { "carousel" }
+    public var aliases: [String] { ["car"] }
+
+    public var summary: String {
+        "A carousel of 3-5 (FCM) or 2-5 (APNs) images with captions, automatic or manual."
+    }
+
+    public var fields: [TemplateField] {
+        StandardFields.fieldDescriptions(features: Self.features) + [
+            TemplateField("items[]", "array, 3-5 on FCM, 2-5 on APNs", requiredOn: [.fcm, .apns], "adb_items (FCM: JSON string; APNs: array)"),
+            TemplateField("items[].image", "string (URI)", requiredOn: [.fcm, .apns], "img"),
+            TemplateField("items[].text", "string", "txt"),
+            TemplateField("items[].uri", "string (URI)", "uri (defaults to link.uri)"),
+            TemplateField("mode", "auto|manual", "adb_car_mode"),
+            TemplateField("layout", "default|filmstrip", "FCM adb_car_layout (always written, default \"default\")"),
+        ]
+    }
+
+    public func render(_ input: RenderInput) throws(PipelineError) -> TemplatePayload {
+        let content = input.content
+        let platform = input.platform
+        let standard = StandardFields(
+            reading: content,
+            platform: platform,
+            features: Self.features,
+            guidelines: platform == .fcm ? .fcm : .apns
+        )
+        let mode = content.choice("mode", from: ["auto", "manual"])
+        let layout = content.choice("layout", from: ["default", "filmstrip"])
+        let items = readItems(content, platform: platform, defaultURI: standard.link?.uri)
+
+        switch platform {
+        case .fcm:
+            var data = standard.fcmData(templateType: Self.wireType)
+            data.set("adb_car_mode", mode)
+            data.set("adb_car_layout", layout ?? "default")
+            data["adb_items"] = .string(JSONValue.array(items).jsonString)
+            return .fcm(data: data)
+        case .apns:
+            var fields = standard.apnsFields(templateType: Self.wireType)
+            fields.set("adb_car_mode", mode)
+            fields["adb_items"] = .array(items)
+            return .apns(aps: standard.apnsAps(), fields: fields)
+        }
+    }
+
+    private func readItems(_ content: FieldReader, platform: Platform, defaultURI: String?) -> [JSONValue] {
+        guard let readers = content.objects("items", required: true) else { return [] }
+        let count = content.value("items")?.arrayValue?.count ?? readers.count
+        if let range = Self.itemCounts[platform], !range.contains(count) {
+            content.addIssue(.invalidField, "items", "must have \(range.lowerBound) to \(range.upperBound) items on \(platform), found \(count)")
+        }
+        var items: [JSONValue] = []
+        for reader in readers {
+            let image = reader.string("image", required: true)
+            let text = reader.string("text")
+            let uri = reader.string("uri") ?? defaultURI
+            guard let image else { continue }
+            var item: JSONObject = ["img": .string(image)]
+            item.set("txt", text)
+            item.set("uri", uri)
+            items.append(.object(item))
+        }
+        return items
+    }
+}

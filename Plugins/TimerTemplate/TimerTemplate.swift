@@ -1,1 +1,107 @@
-import PipelineCore
+public import PipelineCore
+
+/// The `timer` template: a countdown, with alternate content shown when it ends.
+///
+/// Template-specific fields:
+/// - `timer` (required): `{durationSeconds}` → `adb_tmr_dur`, or `{endsAt}` → `adb_tmr_end` (epoch
+///   seconds), as decimal strings. When both are given only the duration is written. `endsAt` must
+///   be after the event's `occurredAt` (an already-expired timer is not shown on Android).
+/// - `alternate`: `{title, body, expandedBody, image}` → `adb_title_alt`, `adb_body_alt`,
+///   FCM `adb_body_ex_alt`, FCM `adb_image_alt` / APNs `adb_media_alt`. `alternate.title` is
+///   required on both platforms (both SDKs need it).
+/// - `colors.timer` → `adb_clr_tmr`.
+public struct TimerTemplate: TemplateRenderer {
+    /// The wire value of `adb_template_type`.
+    public static let wireType = "timer"
+    static let features: StandardFields.Features = [.image, .expandedBodyOnAPNs, .timerColor]
+
+    /// Creates the template.
+    public init() {}
+
+    public var templateID: String { "timer" }
+
+    public var summary: String {
+        "Title, body and image with a countdown; alternate title, body and image once it ends."
+    }
+
+    public var fields: [TemplateField] {
+        StandardFields.fieldDescriptions(features: Self.features) + [
+            TemplateField("timer.durationSeconds", "integer > 0", "adb_tmr_dur (wins over endsAt)"),
+            TemplateField("timer.endsAt", "time", "adb_tmr_end, epoch seconds (one of durationSeconds/endsAt required)"),
+            TemplateField("alternate.title", "string", requiredOn: [.fcm, .apns], "adb_title_alt"),
+            TemplateField("alternate.body", "string", "adb_body_alt"),
+            TemplateField("alternate.expandedBody", "string", "FCM adb_body_ex_alt"),
+            TemplateField("alternate.image", "string (URI)", "FCM adb_image_alt; APNs adb_media_alt"),
+        ]
+    }
+
+    public func render(_ input: RenderInput) throws(PipelineError) -> TemplatePayload {
+        let content = input.content
+        let platform = input.platform
+        let standard = StandardFields(
+            reading: content,
+            platform: platform,
+            features: Self.features,
+            guidelines: platform == .fcm ? .fcm : .apnsTimer
+        )
+        let alternate = readAlternate(content, platform: platform)
+        let timer = readTimer(content, after: input.request.occurredAt)
+
+        switch platform {
+        case .fcm:
+            var data = standard.fcmData(templateType: Self.wireType)
+            data.set("adb_title_alt", alternate.title)
+            data.set("adb_body_alt", alternate.body)
+            data.set("adb_body_ex_alt", alternate.expandedBody)
+            data.set("adb_image_alt", alternate.image)
+            data.set(timer.key, timer.value)
+            return .fcm(data: data)
+        case .apns:
+            var fields = standard.apnsFields(templateType: Self.wireType)
+            fields.set("adb_title_alt", alternate.title)
+            fields.set("adb_body_alt", alternate.body)
+            fields.set("adb_media_alt", alternate.image)
+            fields.set(timer.key, timer.value)
+            return .apns(aps: standard.apnsAps(), fields: fields)
+        }
+    }
+
+    private func readAlternate(_ content: FieldReader, platform: Platform) -> (title: String?, body: String?, expandedBody: String?, image: String?) {
+        guard let reader = content.object("alternate") else {
+            content.addIssue(.missingField, at: content.path(of: "alternate").appending("title"), "required")
+            return (nil, nil, nil, nil)
+        }
+        let alternate = (
+            title: reader.string("title", required: true),
+            body: reader.string("body"),
+            expandedBody: reader.string("expandedBody"),
+            image: reader.string("image")
+        )
+        // Neither SDK falls back to the running texts once the timer ends: the view is blank there.
+        if alternate.body == nil {
+            reader.addWarning("body", "not set: the notification shows no body once the timer ends")
+        }
+        if platform == .fcm, alternate.expandedBody == nil {
+            reader.addWarning("expandedBody", "not set: Android shows no expanded body once the timer ends")
+        }
+        return alternate
+    }
+
+    private func readTimer(_ content: FieldReader, after occurredAt: Timestamp) -> (key: String, value: String?) {
+        guard let reader = content.object("timer", required: true) else { return ("adb_tmr_dur", nil) }
+        let duration = reader.integer("durationSeconds", in: 1...Int(Int32.max))
+        let endsAt = reader.timestamp("endsAt")
+        if let endsAt, endsAt <= occurredAt {
+            reader.addIssue(.invalidField, "endsAt", "must be after occurredAt (\(occurredAt.rfc3339)), found \(endsAt.rfc3339)")
+        }
+        if let duration {
+            if endsAt != nil { reader.addWarning("endsAt", "ignored: durationSeconds is set and wins") }
+            return ("adb_tmr_dur", String(duration))
+        }
+        if let endsAt { return ("adb_tmr_end", String(endsAt.epochSeconds)) }
+        if !reader.contains("durationSeconds"), !reader.contains("endsAt") {
+            content.addIssue(.missingField, "timer", "requires durationSeconds or endsAt")
+        }
+        return ("adb_tmr_dur", nil)
+    }
+}

@@ -1,7 +1,82 @@
-public import ArgumentParser
+import ArgumentParser
+import Foundation
+import PipelineCore
 
-/// Placeholder until the templates work lands.
+/// `campaign-pipeline render`: renders events from files or standard input to payload JSON lines.
 struct RenderCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "render")
-    func run() async throws {}
+    static let configuration = CommandConfiguration(
+        commandName: "render",
+        abstract: "Render push.requested events into FCM or APNs payloads, one JSON line each.",
+        discussion: """
+            Reads events from each FILE (one JSON object per file, or JSON lines), or from standard \
+            input when no file or '-' is given, renders each with its template for its \
+            recipient.platform, and writes one line per event to standard output: the FCM HTTP v1 \
+            request body, or the APNs JSON payload.
+
+            An event that cannot be rendered is reported on standard error as \
+            'error: <eventId>: <path>: <reason>' (one line per problem) and the command exits with \
+            status 1 after processing the rest. Warnings (missing personalization attributes, text \
+            longer than the platform guideline, ignored fields) go to standard error as \
+            'warning: <eventId>: <path>: <message>', unless --envelope puts them in the output.
+            """
+    )
+
+    @Argument(help: "Event files to render; '-' or none reads standard input.")
+    var files: [String] = []
+
+    @Flag(help: "Wrap each output as {\"platform\",\"messageId\",\"token\",\"headers\",\"payload\",\"warnings\"}.")
+    var envelope = false
+
+    func run() async throws {
+        let runner = RenderRunner(registry: BuiltinTemplates.registry, isEnvelope: envelope)
+        var stdout = OutputBuffer(handle: .standardOutput)
+        var stderr = OutputBuffer(handle: .standardError)
+        var failed = 0
+        for file in files.isEmpty ? ["-"] : files {
+            let input: [UInt8]
+            if file == "-" {
+                input = Array(FileHandle.standardInput.readDataToEndOfFile())
+            } else {
+                do {
+                    input = Array(try Data(contentsOf: URL(fileURLWithPath: file)))
+                } catch {
+                    stderr.writeLine("error: \(file): cannot read: \(error.localizedDescription)")
+                    failed += 1
+                    continue
+                }
+            }
+            let summary = runner.run(
+                input: input,
+                source: file,
+                output: { stdout.writeLine($0) },
+                diagnostics: { stderr.writeLine($0) }
+            )
+            failed += summary.failed
+        }
+        stdout.flush()
+        stderr.flush()
+        if failed > 0 { throw ExitCode(1) }
+    }
+}
+
+/// Buffers lines and writes them to a file handle in large chunks.
+private struct OutputBuffer {
+    let handle: FileHandle
+    private var bytes: [UInt8] = []
+
+    init(handle: FileHandle) {
+        self.handle = handle
+    }
+
+    mutating func writeLine(_ line: String) {
+        bytes.append(contentsOf: line.utf8)
+        bytes.append(UInt8(ascii: "\n"))
+        if bytes.count >= 1 << 16 { flush() }
+    }
+
+    mutating func flush() {
+        guard !bytes.isEmpty else { return }
+        handle.write(Data(bytes))
+        bytes.removeAll(keepingCapacity: true)
+    }
 }

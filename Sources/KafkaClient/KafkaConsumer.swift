@@ -35,6 +35,8 @@ public final class KafkaConsumer: Sendable {
         var isStarted = false
         var isClosed = false
         var assignment: Set<KafkaTopicPartition> = []
+        /// The offset after the last record handed to the application, per partition (poll thread writes).
+        var positions: [KafkaTopicPartition: Int64] = [:]
         var commands: [@Sendable (OpaquePointer) -> Void] = []
     }
 
@@ -244,6 +246,7 @@ public final class KafkaConsumer: Sendable {
     /// - Throws: ``KafkaError/Code/seekFailed`` naming the partition (for example one not assigned).
     public func seek(_ positions: [KafkaTopicPartitionOffset], timeout: Duration = .seconds(10)) async throws(KafkaError) {
         let buffer = self.buffer
+        let shared = self.shared
         let result: Result<Void, KafkaError> = await withCheckedContinuation { continuation in
             enqueueCommand { rk in
                 // On the poll thread: nothing fetched before the seek can be pushed after it.
@@ -266,6 +269,11 @@ public final class KafkaConsumer: Sendable {
                     )
                     return
                 }
+                shared.state.withLock { state in
+                    for position in positions where position.offset >= 0 {
+                        state.positions[position.topicPartition] = position.offset
+                    }
+                }
                 continuation.resume(returning: .success(()))
             } orElse: {
                 continuation.resume(returning: .failure(KafkaError(code: .closed, message: "seek on a closed or unstarted consumer")))
@@ -282,11 +290,32 @@ public final class KafkaConsumer: Sendable {
         guard err == RD_KAFKA_RESP_ERR_NO_ERROR else { throw KafkaError.librdkafka(.consumerFailed, err) }
     }
 
-    /// Resumes fetching partitions paused with ``pause(_:)``.
-    public func resume(_ partitions: [KafkaTopicPartition]) throws(KafkaError) {
-        let list = RDKafkaTopicPartitionList(partitions)
-        let err = rd_kafka_resume_partitions(handle.pointer, list.pointer)
-        guard err == RD_KAFKA_RESP_ERR_NO_ERROR else { throw KafkaError.librdkafka(.consumerFailed, err) }
+    /// Resumes fetching partitions paused with ``pause(_:)``, at the record after the last one handed over on
+    /// ``messages`` (librdkafka 2.0 would otherwise restart from an older position and deliver records again).
+    /// Returns at once; the resume happens on the poll thread.
+    public func resume(_ partitions: [KafkaTopicPartition]) {
+        let shared = self.shared
+        let logger = self.logger
+        enqueueCommand { rk in
+            let list = RDKafkaTopicPartitionList(partitions)
+            let err = rd_kafka_resume_partitions(rk, list.pointer)
+            if err != RD_KAFKA_RESP_ERR_NO_ERROR {
+                logger.warning("Resume failed", metadata: [KafkaLoggingKeys.errorName: "\(String(cString: rd_kafka_err2name(err)))"])
+                return
+            }
+            let positions = shared.state.withLock { state in
+                partitions.compactMap { partition in
+                    state.positions[partition].map {
+                        KafkaTopicPartitionOffset(topic: partition.topic, partition: partition.partition, offset: $0)
+                    }
+                }
+            }
+            guard !positions.isEmpty else { return }
+            let seekList = RDKafkaTopicPartitionList(positions)
+            if let error = rd_kafka_seek_partitions(rk, seekList.pointer, 0) {
+                logger.warning("Repositioning after resume failed", metadata: ["error": "\(KafkaError.consuming(.seekFailed, error))"])
+            }
+        } orElse: {}
     }
 
     /// The low and high watermark of a partition, asked of its leader.
@@ -375,11 +404,6 @@ extension KafkaConsumer {
             _ = rd_kafka_consumer_close(rk)
             return
         }
-        guard let queue = rd_kafka_queue_get_consumer(rk) else {
-            buffer.finish(error: KafkaError(code: .consumerFailed, message: "the consumer queue is unavailable"))
-            return
-        }
-        defer { rd_kafka_queue_destroy(queue) }
         let maxBatch = max(1, configuration.maxBatchSize)
         var raw = [UnsafeMutablePointer<rd_kafka_message_t>?](repeating: nil, count: maxBatch)
         var topicNames: [OpaquePointer: String] = [:]
@@ -392,14 +416,14 @@ extension KafkaConsumer {
             for command in commands { command(rk) }
             guard buffer.waitForSpace(timeout: 0.1) else { continue }
 
+            // rd_kafka_consumer_poll (not rd_kafka_consume_batch_queue) for every record: in librdkafka 2.0 only
+            // it advances the application position that pause/resume and seek restart fetching from.
             guard let first = rd_kafka_consumer_poll(rk, 100) else { continue }
             raw[0] = first
             var count = 1
-            if maxBatch > 1 {
-                let more = raw.withUnsafeMutableBufferPointer { pointer in
-                    rd_kafka_consume_batch_queue(queue, 0, pointer.baseAddress! + 1, maxBatch - 1)
-                }
-                if more > 0 { count += more }
+            while count < maxBatch, let next = rd_kafka_consumer_poll(rk, 0) {
+                raw[count] = next
+                count += 1
             }
             var batch: [KafkaConsumerMessage] = []
             batch.reserveCapacity(count)
@@ -417,6 +441,11 @@ extension KafkaConsumer {
                     continue
                 }
                 batch.append(Self.convert(message, topicNames: &topicNames))
+            }
+            if !batch.isEmpty {
+                shared.state.withLock { state in
+                    for message in batch { state.positions[message.topicPartition] = message.offset + 1 }
+                }
             }
             buffer.push(batch)
         }
@@ -528,14 +557,20 @@ extension KafkaConsumer {
             } else {
                 rd_kafka_assign(rk, nil)
             }
-            shared.state.withLock { state in state.assignment.subtract(changed) }
+            shared.state.withLock { state in
+                state.assignment.subtract(changed)
+                for partition in changed { state.positions[partition] = nil }
+            }
             logger.info("Partitions revoked", metadata: ["partitions": "\(changed.map(\.description).sorted().joined(separator: ","))"])
             events.yield(.partitionsRevoked(changed))
         default:
             logger.warning("Rebalance failed: \(String(cString: rd_kafka_err2name(code)))")
             rd_kafka_assign(rk, nil)
             let previous = shared.state.withLock { state in
-                defer { state.assignment = [] }
+                defer {
+                    state.assignment = []
+                    state.positions = [:]
+                }
                 return Array(state.assignment)
             }
             buffer.remove(partitions: Set(previous))

@@ -1,0 +1,99 @@
+public import PipelineCore
+
+/// The logic of `campaign-pipeline render`, free of I/O so tests can drive it with their own
+/// registry and capture what it writes.
+///
+/// Input is a byte stream holding one or more JSON events separated by whitespace: a file with one
+/// (pretty-printed) object, or JSON lines. After a JSON syntax error the runner resumes at the next
+/// line that starts with `{` in column 0, so one broken line of a JSON-lines file does not hide the
+/// others.
+public struct RenderRunner: Sendable {
+    /// What a run did.
+    public struct Summary: Sendable, Hashable {
+        /// Events rendered.
+        public var rendered = 0
+        /// Events that failed.
+        public var failed = 0
+
+        /// Creates a summary.
+        public init(rendered: Int = 0, failed: Int = 0) {
+            self.rendered = rendered
+            self.failed = failed
+        }
+    }
+
+    /// The templates to render with.
+    public var registry: TemplateRegistry
+    /// Write `{"platform","messageId","token","headers","payload","warnings"}` instead of the bare
+    /// payload, and keep warnings inside it instead of on the diagnostics stream.
+    public var isEnvelope: Bool
+
+    /// Creates a runner.
+    public init(registry: TemplateRegistry, isEnvelope: Bool = false) {
+        self.registry = registry
+        self.isEnvelope = isEnvelope
+    }
+
+    /// Renders every event in `input`.
+    ///
+    /// - Parameters:
+    ///   - input: the bytes of one file (or of standard input).
+    ///   - source: the input's name for error messages (`-` for standard input).
+    ///   - output: receives one JSON line per rendered event (without the newline).
+    ///   - diagnostics: receives `error: …` and `warning: …` lines (without the newline).
+    /// - Returns: how many events rendered and failed.
+    public func run(input: [UInt8], source: String, output: (String) -> Void, diagnostics: (String) -> Void) -> Summary {
+        var summary = Summary()
+        var parser = JSONParser(bytes: input)
+        while true {
+            let outcome: RenderOutcome
+            do throws(JSONParseError) {
+                guard let value = try parser.nextValue() else { break }
+                outcome = registry.render(event: value)
+            } catch {
+                outcome = .failed(PipelineError(.invalidJSON, at: .root, "invalid JSON in \(source): \(error)"))
+                parser.skip(toLineStartingWith: UInt8(ascii: "{"), after: error.offset)
+            }
+            switch outcome {
+            case .rendered(let notification):
+                summary.rendered += 1
+                if isEnvelope {
+                    output(Self.envelope(for: notification).jsonString)
+                } else {
+                    output(String(decoding: notification.payloadBytes, as: UTF8.self))
+                    for warning in notification.warnings {
+                        diagnostics("warning: \(notification.eventId): \(warning.path): \(warning.message)")
+                    }
+                }
+            case .failed(let error):
+                summary.failed += 1
+                for line in Self.errorLines(error) { diagnostics(line) }
+            }
+        }
+        return summary
+    }
+
+    /// `error: <eventId>: <path>: <reason>`, one line per issue; `(unknown)` when the id could not
+    /// be read.
+    public static func errorLines(_ error: PipelineError) -> [String] {
+        let id = error.eventId ?? "(unknown)"
+        return error.issues.map { "error: \(id): \($0.path): \($0.reason)" }
+    }
+
+    /// The `--envelope` object for a rendered notification.
+    public static func envelope(for notification: RenderedNotification) -> JSONValue {
+        var headers = JSONObject()
+        for header in notification.headers { headers[header.name] = .string(header.value) }
+        let warnings = notification.warnings.map { warning -> JSONValue in
+            ["path": .string(warning.path.description), "message": .string(warning.message)]
+        }
+        return [
+            "platform": .string(notification.platform.rawValue),
+            "messageId": .string(notification.messageId),
+            "token": .string(notification.token),
+            "headers": .object(headers),
+            "payload": notification.payload.jsonValue,
+            "warnings": .array(warnings),
+        ]
+    }
+}

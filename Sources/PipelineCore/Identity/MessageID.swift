@@ -1,0 +1,31 @@
+/// Deterministic message ids: the same event and platform always give the same id, so a replay
+/// produces the same ids and downstream systems can deduplicate.
+public enum MessageID {
+    /// The fixed namespace of message ids (a random UUID chosen once for this project; never change
+    /// it, or replays stop matching earlier outputs): `5b0e8f3c-2d6a-4f7e-9c41-8a3d6e2b7f10`.
+    public static let namespace: [UInt8] = [
+        0x5B, 0x0E, 0x8F, 0x3C, 0x2D, 0x6A, 0x4F, 0x7E, 0x9C, 0x41, 0x8A, 0x3D, 0x6E, 0x2B, 0x7F, 0x10,
+    ]
+
+    /// The message id of `eventId` on `platform`: the name-based (SHA-1, version 5) UUID of
+    /// `"<platform>:<eventId>"` in ``namespace``, lower case (`xxxxxxxx-xxxx-5xxx-yxxx-xxxxxxxxxxxx`).
+    public static func make(eventId: String, platform: Platform) -> String {
+        uuidV5(namespace: namespace, name: Array("\(platform.rawValue):\(eventId)".utf8))
+    }
+
+    /// RFC 9562 §5.5: a version 5 UUID of `name` in the 16-byte `namespace`, as lower-case text.
+    static func uuidV5(namespace: [UInt8], name: [UInt8]) -> String {
+        var hash = SHA1.hash(namespace + name)
+        hash[6] = (hash[6] & 0x0F) | 0x50
+        hash[8] = (hash[8] & 0x3F) | 0x80
+        let hex: [UInt8] = Array("0123456789abcdef".utf8)
+        var text: [UInt8] = []
+        text.reserveCapacity(36)
+        for index in 0..<16 {
+            if index == 4 || index == 6 || index == 8 || index == 10 { text.append(UInt8(ascii: "-")) }
+            text.append(hex[Int(hash[index] >> 4)])
+            text.append(hex[Int(hash[index] & 0x0F)])
+        }
+        return String(decoding: text, as: UTF8.self)
+    }
+}

@@ -1,0 +1,65 @@
+/// SHA-1 (FIPS 180-4), used only to derive name-based UUIDs (``MessageID``). Not for security.
+struct SHA1 {
+    private var state: (UInt32, UInt32, UInt32, UInt32, UInt32) = (0x6745_2301, 0xEFCD_AB89, 0x98BA_DCFE, 0x1032_5476, 0xC3D2_E1F0)
+
+    /// The 20-byte digest of `message`.
+    static func hash(_ message: [UInt8]) -> [UInt8] {
+        var sha = SHA1()
+        var padded = message
+        padded.append(0x80)
+        while padded.count % 64 != 56 { padded.append(0) }
+        let bitLength = UInt64(message.count) &* 8
+        for shift in stride(from: 56, through: 0, by: -8) {
+            padded.append(UInt8(truncatingIfNeeded: bitLength >> UInt64(shift)))
+        }
+        var words = [UInt32](repeating: 0, count: 80)
+        for blockStart in stride(from: 0, to: padded.count, by: 64) {
+            sha.process(padded, at: blockStart, words: &words)
+        }
+        var digest: [UInt8] = []
+        digest.reserveCapacity(20)
+        for word in [sha.state.0, sha.state.1, sha.state.2, sha.state.3, sha.state.4] {
+            digest.append(UInt8(truncatingIfNeeded: word >> 24))
+            digest.append(UInt8(truncatingIfNeeded: word >> 16))
+            digest.append(UInt8(truncatingIfNeeded: word >> 8))
+            digest.append(UInt8(truncatingIfNeeded: word))
+        }
+        return digest
+    }
+
+    private mutating func process(_ bytes: [UInt8], at start: Int, words: inout [UInt32]) {
+        for index in 0..<16 {
+            let offset = start + index * 4
+            words[index] = UInt32(bytes[offset]) << 24 | UInt32(bytes[offset + 1]) << 16
+                | UInt32(bytes[offset + 2]) << 8 | UInt32(bytes[offset + 3])
+        }
+        for index in 16..<80 {
+            let mixed = words[index - 3] ^ words[index - 8] ^ words[index - 14] ^ words[index - 16]
+            words[index] = mixed.rotatedLeft(by: 1)
+        }
+        var (a, b, c, d, e) = state
+        for index in 0..<80 {
+            let f: UInt32
+            let k: UInt32
+            switch index {
+            case 0..<20: f = (b & c) | (~b & d); k = 0x5A82_7999
+            case 20..<40: f = b ^ c ^ d; k = 0x6ED9_EBA1
+            case 40..<60: f = (b & c) | (b & d) | (c & d); k = 0x8F1B_BCDC
+            default: f = b ^ c ^ d; k = 0xCA62_C1D6
+            }
+            let temp = a.rotatedLeft(by: 5) &+ f &+ e &+ k &+ words[index]
+            e = d
+            d = c
+            c = b.rotatedLeft(by: 30)
+            b = a
+            a = temp
+        }
+        state = (state.0 &+ a, state.1 &+ b, state.2 &+ c, state.3 &+ d, state.4 &+ e)
+    }
+}
+
+extension UInt32 {
+    fileprivate func rotatedLeft(by count: UInt32) -> UInt32 {
+        (self << count) | (self >> (32 - count))
+    }
+}

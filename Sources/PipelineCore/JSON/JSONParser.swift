@@ -1,0 +1,297 @@
+/// A strict RFC 8259 JSON parser over UTF-8 bytes.
+///
+/// - Rejects duplicate object keys, unescaped control characters, invalid UTF-8, unpaired
+///   surrogate escapes, non-finite numbers and nesting deeper than ``maximumDepth``.
+/// - Reads one value with ``JSONValue/init(parsing:maximumDepth:)``, or several values separated by
+///   whitespace (JSON lines) with ``nextValue()``.
+public struct JSONParser: Sendable {
+    /// The default nesting limit.
+    public static let defaultMaximumDepth = 64
+
+    private let bytes: [UInt8]
+    /// The offset of the next byte to read.
+    public private(set) var offset: Int
+    /// Arrays and objects nested deeper than this are an error (protects the stack).
+    public let maximumDepth: Int
+
+    /// Creates a parser positioned at the start of `bytes`.
+    public init(bytes: [UInt8], maximumDepth: Int = JSONParser.defaultMaximumDepth) {
+        self.bytes = bytes
+        self.offset = 0
+        self.maximumDepth = maximumDepth
+    }
+
+    /// Whether only whitespace remains.
+    public var isAtEnd: Bool {
+        var copy = self
+        copy.skipWhitespace()
+        return copy.offset >= copy.bytes.count
+    }
+
+    /// Parses the next value, skipping leading whitespace; `nil` when only whitespace remains.
+    ///
+    /// - Throws: ``JSONParseError`` with the offset of the problem. The parser's ``offset`` is then
+    ///   unspecified; use ``skip(toLineStartingWith:)`` to resynchronise on JSON lines.
+    public mutating func nextValue() throws(JSONParseError) -> JSONValue? {
+        skipWhitespace()
+        guard offset < bytes.count else { return nil }
+        return try parseValue(depth: 0)
+    }
+
+    /// Moves to the start of the next line (after `from`) whose first byte is `byte`, or to the end.
+    public mutating func skip(toLineStartingWith byte: UInt8, after from: Int) {
+        var index = max(from, offset)
+        while index < bytes.count {
+            if bytes[index] == UInt8(ascii: "\n"), index + 1 < bytes.count, bytes[index + 1] == byte {
+                offset = index + 1
+                return
+            }
+            index += 1
+        }
+        offset = bytes.count
+    }
+
+    // MARK: - Values
+
+    private mutating func parseValue(depth: Int) throws(JSONParseError) -> JSONValue {
+        skipWhitespace()
+        guard offset < bytes.count else { throw JSONParseError(.unexpectedEndOfInput, at: offset) }
+        switch bytes[offset] {
+        case UInt8(ascii: "{"): return try parseObject(depth: depth + 1)
+        case UInt8(ascii: "["): return try parseArray(depth: depth + 1)
+        case UInt8(ascii: "\""): return .string(try parseString())
+        case UInt8(ascii: "t"): try expectLiteral("true"); return .bool(true)
+        case UInt8(ascii: "f"): try expectLiteral("false"); return .bool(false)
+        case UInt8(ascii: "n"): try expectLiteral("null"); return .null
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return try parseNumber()
+        default: throw JSONParseError(.unexpectedCharacter, at: offset)
+        }
+    }
+
+    private mutating func parseObject(depth: Int) throws(JSONParseError) -> JSONValue {
+        guard depth <= maximumDepth else { throw JSONParseError(.tooDeeplyNested, at: offset) }
+        offset += 1  // {
+        var object = JSONObject()
+        skipWhitespace()
+        if try peek() == UInt8(ascii: "}") {
+            offset += 1
+            return .object(object)
+        }
+        while true {
+            skipWhitespace()
+            let keyOffset = offset
+            guard try peek() == UInt8(ascii: "\"") else { throw JSONParseError(.unexpectedCharacter, at: offset) }
+            let key = try parseString()
+            if object.contains(key) { throw JSONParseError(.duplicateKey, at: keyOffset) }
+            skipWhitespace()
+            guard try peek() == UInt8(ascii: ":") else { throw JSONParseError(.unexpectedCharacter, at: offset) }
+            offset += 1
+            let value = try parseValue(depth: depth)
+            object.appendUnchecked(key, value)
+            skipWhitespace()
+            switch try peek() {
+            case UInt8(ascii: ","): offset += 1
+            case UInt8(ascii: "}"): offset += 1; return .object(object)
+            default: throw JSONParseError(.unexpectedCharacter, at: offset)
+            }
+        }
+    }
+
+    private mutating func parseArray(depth: Int) throws(JSONParseError) -> JSONValue {
+        guard depth <= maximumDepth else { throw JSONParseError(.tooDeeplyNested, at: offset) }
+        offset += 1  // [
+        var elements: [JSONValue] = []
+        skipWhitespace()
+        if try peek() == UInt8(ascii: "]") {
+            offset += 1
+            return .array(elements)
+        }
+        while true {
+            elements.append(try parseValue(depth: depth))
+            skipWhitespace()
+            switch try peek() {
+            case UInt8(ascii: ","): offset += 1
+            case UInt8(ascii: "]"): offset += 1; return .array(elements)
+            default: throw JSONParseError(.unexpectedCharacter, at: offset)
+            }
+        }
+    }
+
+    // MARK: - Scalars
+
+    private mutating func parseString() throws(JSONParseError) -> String {
+        let start = offset
+        offset += 1  // opening quote
+        // Fast path: no escapes.
+        var index = offset
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "\"") {
+                guard let string = String(validating: bytes[offset..<index], as: UTF8.self) else {
+                    throw JSONParseError(.invalidUTF8, at: start)
+                }
+                offset = index + 1
+                return string
+            }
+            if byte == UInt8(ascii: "\\") { break }
+            if byte < 0x20 { throw JSONParseError(.controlCharacterInString, at: index) }
+            index += 1
+        }
+        guard index < bytes.count else { throw JSONParseError(.unexpectedEndOfInput, at: bytes.count) }
+        // Slow path: unescape into a buffer.
+        var buffer = Array(bytes[offset..<index])
+        offset = index
+        while true {
+            guard offset < bytes.count else { throw JSONParseError(.unexpectedEndOfInput, at: offset) }
+            let byte = bytes[offset]
+            switch byte {
+            case UInt8(ascii: "\""):
+                offset += 1
+                guard let string = String(validating: buffer, as: UTF8.self) else {
+                    throw JSONParseError(.invalidUTF8, at: start)
+                }
+                return string
+            case UInt8(ascii: "\\"):
+                try parseEscape(into: &buffer)
+            case 0..<0x20:
+                throw JSONParseError(.controlCharacterInString, at: offset)
+            default:
+                buffer.append(byte)
+                offset += 1
+            }
+        }
+    }
+
+    private mutating func parseEscape(into buffer: inout [UInt8]) throws(JSONParseError) {
+        let escapeOffset = offset
+        offset += 1  // backslash
+        guard offset < bytes.count else { throw JSONParseError(.unexpectedEndOfInput, at: offset) }
+        let byte = bytes[offset]
+        offset += 1
+        switch byte {
+        case UInt8(ascii: "\""): buffer.append(UInt8(ascii: "\""))
+        case UInt8(ascii: "\\"): buffer.append(UInt8(ascii: "\\"))
+        case UInt8(ascii: "/"): buffer.append(UInt8(ascii: "/"))
+        case UInt8(ascii: "b"): buffer.append(0x08)
+        case UInt8(ascii: "f"): buffer.append(0x0C)
+        case UInt8(ascii: "n"): buffer.append(0x0A)
+        case UInt8(ascii: "r"): buffer.append(0x0D)
+        case UInt8(ascii: "t"): buffer.append(0x09)
+        case UInt8(ascii: "u"):
+            var scalar = try parseHex4()
+            if (0xD800...0xDBFF).contains(scalar) {
+                guard offset + 1 < bytes.count, bytes[offset] == UInt8(ascii: "\\"), bytes[offset + 1] == UInt8(ascii: "u")
+                else { throw JSONParseError(.invalidUnicodeEscape, at: escapeOffset) }
+                offset += 2
+                let low = try parseHex4()
+                guard (0xDC00...0xDFFF).contains(low) else { throw JSONParseError(.invalidUnicodeEscape, at: escapeOffset) }
+                scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+            } else if (0xDC00...0xDFFF).contains(scalar) {
+                throw JSONParseError(.invalidUnicodeEscape, at: escapeOffset)
+            }
+            guard let unicode = Unicode.Scalar(scalar) else { throw JSONParseError(.invalidUnicodeEscape, at: escapeOffset) }
+            if let encoded = UTF8.encode(unicode) { buffer.append(contentsOf: encoded) }
+        default:
+            throw JSONParseError(.invalidEscape, at: escapeOffset)
+        }
+    }
+
+    private mutating func parseHex4() throws(JSONParseError) -> UInt32 {
+        guard offset + 4 <= bytes.count else { throw JSONParseError(.unexpectedEndOfInput, at: bytes.count) }
+        var value: UInt32 = 0
+        for _ in 0..<4 {
+            let byte = bytes[offset]
+            let digit: UInt8
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = byte - UInt8(ascii: "A") + 10
+            default: throw JSONParseError(.invalidUnicodeEscape, at: offset)
+            }
+            value = value << 4 | UInt32(digit)
+            offset += 1
+        }
+        return value
+    }
+
+    private mutating func parseNumber() throws(JSONParseError) -> JSONValue {
+        let start = offset
+        var isIntegral = true
+        if bytes[offset] == UInt8(ascii: "-") { offset += 1 }
+        guard offset < bytes.count else { throw JSONParseError(.unexpectedEndOfInput, at: offset) }
+        if bytes[offset] == UInt8(ascii: "0") {
+            offset += 1
+        } else if isDigit(at: offset) {
+            while isDigit(at: offset) { offset += 1 }
+        } else {
+            throw JSONParseError(.invalidNumber, at: start)
+        }
+        if offset < bytes.count, bytes[offset] == UInt8(ascii: ".") {
+            isIntegral = false
+            offset += 1
+            guard isDigit(at: offset) else { throw JSONParseError(.invalidNumber, at: start) }
+            while isDigit(at: offset) { offset += 1 }
+        }
+        if offset < bytes.count, bytes[offset] == UInt8(ascii: "e") || bytes[offset] == UInt8(ascii: "E") {
+            isIntegral = false
+            offset += 1
+            if offset < bytes.count, bytes[offset] == UInt8(ascii: "+") || bytes[offset] == UInt8(ascii: "-") {
+                offset += 1
+            }
+            guard isDigit(at: offset) else { throw JSONParseError(.invalidNumber, at: start) }
+            while isDigit(at: offset) { offset += 1 }
+        }
+        let text = String(decoding: bytes[start..<offset], as: UTF8.self)
+        if isIntegral, let int = Int(text) { return .int(int) }
+        guard let double = Double(text), double.isFinite else { throw JSONParseError(.invalidNumber, at: start) }
+        return .double(double)
+    }
+
+    // MARK: - Helpers
+
+    private func isDigit(at index: Int) -> Bool {
+        index < bytes.count && bytes[index] >= UInt8(ascii: "0") && bytes[index] <= UInt8(ascii: "9")
+    }
+
+    private func peek() throws(JSONParseError) -> UInt8 {
+        guard offset < bytes.count else { throw JSONParseError(.unexpectedEndOfInput, at: offset) }
+        return bytes[offset]
+    }
+
+    private mutating func expectLiteral(_ literal: StaticString) throws(JSONParseError) {
+        let start = offset
+        let count = literal.utf8CodeUnitCount
+        guard offset + count <= bytes.count else { throw JSONParseError(.unexpectedEndOfInput, at: bytes.count) }
+        let pointer = literal.utf8Start
+        for index in 0..<count where bytes[offset + index] != pointer[index] {
+            throw JSONParseError(.unexpectedCharacter, at: start + index)
+        }
+        offset += count
+    }
+
+    private mutating func skipWhitespace() {
+        while offset < bytes.count {
+            switch bytes[offset] {
+            case 0x20, 0x09, 0x0A, 0x0D: offset += 1
+            default: return
+            }
+        }
+    }
+}
+
+extension JSONValue {
+    /// Parses exactly one JSON value (surrounding whitespace allowed).
+    ///
+    /// - Parameters:
+    ///   - bytes: UTF-8 input.
+    ///   - maximumDepth: the nesting limit.
+    /// - Throws: ``JSONParseError`` with the byte offset of the problem.
+    public init(parsing bytes: some Sequence<UInt8>, maximumDepth: Int = JSONParser.defaultMaximumDepth) throws(JSONParseError) {
+        var parser = JSONParser(bytes: Array(bytes), maximumDepth: maximumDepth)
+        guard let value = try parser.nextValue() else {
+            throw JSONParseError(.unexpectedEndOfInput, at: parser.offset)
+        }
+        guard parser.isAtEnd else { throw JSONParseError(.trailingData, at: parser.offset) }
+        self = value
+    }
+}

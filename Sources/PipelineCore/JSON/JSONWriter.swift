@@ -1,0 +1,88 @@
+/// Writes compact JSON (no insignificant whitespace) as UTF-8 bytes, deterministically.
+///
+/// - Object keys are written in the ``JSONObject``'s order.
+/// - Strings escape `"` and `\`, and control characters below U+0020 (`\n`, `\t`, … or `\u00XX`);
+///   everything else, including non-ASCII, is written as UTF-8 unchanged. `/` is not escaped.
+/// - Integral numbers (``JSONValue/int(_:)``, or a ``JSONValue/double(_:)`` holding an exact
+///   integer below 2^53) are written without a fraction; non-finite doubles as `null`.
+public struct JSONWriter: Sendable {
+    /// The bytes written so far.
+    public private(set) var bytes: [UInt8]
+
+    /// Creates an empty writer.
+    public init(reservingCapacity capacity: Int = 512) {
+        bytes = []
+        bytes.reserveCapacity(capacity)
+    }
+
+    /// Appends `value`.
+    public mutating func write(_ value: JSONValue) {
+        switch value {
+        case .null: append("null")
+        case .bool(let flag): append(flag ? "true" : "false")
+        case .int(let int): append(String(int))
+        case .double(let double): writeDouble(double)
+        case .string(let string): write(string: string)
+        case .array(let elements):
+            bytes.append(UInt8(ascii: "["))
+            for (index, element) in elements.enumerated() {
+                if index > 0 { bytes.append(UInt8(ascii: ",")) }
+                write(element)
+            }
+            bytes.append(UInt8(ascii: "]"))
+        case .object(let object):
+            write(object: object)
+        }
+    }
+
+    /// Appends `object`, keys in order.
+    public mutating func write(object: JSONObject) {
+        bytes.append(UInt8(ascii: "{"))
+        var isFirst = true
+        for (key, value) in object {
+            if !isFirst { bytes.append(UInt8(ascii: ",")) }
+            isFirst = false
+            write(string: key)
+            bytes.append(UInt8(ascii: ":"))
+            write(value)
+        }
+        bytes.append(UInt8(ascii: "}"))
+    }
+
+    /// Appends `string` as a quoted, escaped JSON string.
+    public mutating func write(string: String) {
+        bytes.append(UInt8(ascii: "\""))
+        for byte in string.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): append("\\\"")
+            case UInt8(ascii: "\\"): append("\\\\")
+            case 0x0A: append("\\n")
+            case 0x0D: append("\\r")
+            case 0x09: append("\\t")
+            case 0x08: append("\\b")
+            case 0x0C: append("\\f")
+            case 0..<0x20:
+                append("\\u00")
+                bytes.append(Self.hexDigits[Int(byte >> 4)])
+                bytes.append(Self.hexDigits[Int(byte & 0x0F)])
+            default: bytes.append(byte)
+            }
+        }
+        bytes.append(UInt8(ascii: "\""))
+    }
+
+    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
+
+    private mutating func writeDouble(_ double: Double) {
+        guard double.isFinite else { return append("null") }
+        if double == double.rounded(), abs(double) < 9_007_199_254_740_992 {
+            append(String(Int64(double)))
+        } else {
+            append(double.description)
+        }
+    }
+
+    private mutating func append(_ text: String) {
+        bytes.append(contentsOf: text.utf8)
+    }
+}

@@ -1,0 +1,111 @@
+extension PushRequest {
+    /// Decodes a `push.requested` event strictly.
+    ///
+    /// - Required: `eventId`, `occurredAt`, `campaignId`, `template`, `recipient.id`,
+    ///   `recipient.platform` (`fcm`/`apns`), `recipient.token`.
+    /// - Optional: `specVersion` (`"1"`), `type` (`"push.requested"`), `campaignVersion`, `expiresAt`,
+    ///   `recipient.attributes` (strings), `options`, `content` (an object), `custom` (strings).
+    /// - Unknown keys are ignored at every level of the envelope (forward compatible); known keys
+    ///   must have the right type. `null` counts as absent.
+    ///
+    /// - Throws: ``PipelineError`` listing every problem with its path and the event id (when it
+    ///   could be read).
+    public init(decoding value: JSONValue) throws(PipelineError) {
+        guard case .object(let object) = value else {
+            throw PipelineError(.invalidField, at: .root, "expected an event object, found \(value.typeDescription)")
+        }
+        let diagnostics = RenderDiagnostics()
+        let event = FieldReader(object, path: .root, diagnostics: diagnostics)
+
+        let eventId = event.string("eventId", required: true, personalize: false)
+        let specVersion = event.string("specVersion", personalize: false)
+        if let specVersion, specVersion != "1" {
+            event.addIssue(.invalidField, "specVersion", "unsupported version '\(specVersion)'; this pipeline reads \"1\"")
+        }
+        let type = event.string("type", personalize: false)
+        if let type, type != Self.eventType {
+            event.addIssue(.invalidField, "type", "expected \"\(Self.eventType)\", found '\(type)'")
+        }
+        let occurredAt = event.timestamp("occurredAt", required: true)
+        let campaignId = event.string("campaignId", required: true, personalize: false)
+        let campaignVersion = event.integer("campaignVersion", in: 0...Int.max)
+        let template = event.string("template", required: true, personalize: false)
+        let expiresAt = event.timestamp("expiresAt")
+        let recipient = Self.decodeRecipient(event.object("recipient", required: true))
+        let options = Self.decodeOptions(event.object("options"))
+        let custom = event.stringMap("custom") ?? JSONObject()
+        for key in custom.keys where key == "aps" || key.hasPrefix("adb_") {
+            event.addIssue(.invalidField, "custom", "key '\(key)' is reserved for the template payload")
+        }
+        var content: CampaignContent?
+        if let value = event.value("content") {
+            if case .object(let fields) = value {
+                content = CampaignContent(fields)
+            } else {
+                event.addIssue(.invalidField, "content", "expected an object, found \(value.typeDescription)")
+            }
+        }
+
+        guard diagnostics.issues.isEmpty, let eventId, let occurredAt, let campaignId, let template, let recipient
+        else {
+            throw PipelineError(issues: diagnostics.issues, eventId: eventId)
+        }
+        self.init(
+            specVersion: specVersion,
+            type: type,
+            eventId: eventId,
+            occurredAt: occurredAt,
+            campaignId: campaignId,
+            campaignVersion: campaignVersion,
+            template: template,
+            recipient: recipient,
+            expiresAt: expiresAt,
+            options: options,
+            content: content,
+            custom: custom
+        )
+    }
+
+    /// Parses and decodes an event from UTF-8 JSON bytes.
+    ///
+    /// - Throws: ``PipelineError`` (``PipelineError/Code/invalidJSON`` with the byte offset, or the
+    ///   decoding issues).
+    public init(json bytes: some Sequence<UInt8>) throws(PipelineError) {
+        let value: JSONValue
+        do {
+            value = try JSONValue(parsing: bytes)
+        } catch {
+            throw PipelineError(.invalidJSON, at: .root, "invalid JSON: \(error)")
+        }
+        try self.init(decoding: value)
+    }
+
+    private static func decodeRecipient(_ reader: FieldReader?) -> Recipient? {
+        guard let reader else { return nil }
+        let id = reader.string("id", required: true, personalize: false)
+        let platformName = reader.string("platform", required: true, personalize: false)
+        var platform: Platform?
+        if let platformName {
+            platform = Platform(rawValue: platformName)
+            if platform == nil {
+                reader.addIssue(.invalidField, "platform", "unknown platform '\(platformName)'; expected fcm or apns")
+            }
+        }
+        let token = reader.string("token", required: true, personalize: false)
+        let attributes = reader.stringMap("attributes")
+        guard let id, let platform, let token else { return nil }
+        var map: [String: String] = [:]
+        for (key, value) in attributes ?? JSONObject() {
+            map[key] = value.stringValue
+        }
+        return Recipient(id: id, platform: platform, token: token, attributes: map)
+    }
+
+    private static func decodeOptions(_ reader: FieldReader?) -> DeliveryOptions {
+        guard let reader else { return DeliveryOptions() }
+        let collapseKey = reader.string("collapseKey", personalize: false)
+        let priority = reader.choice("priority", from: DeliveryPriority.allCases.map(\.rawValue)).flatMap(DeliveryPriority.init)
+        let ttl = reader.integer("ttlSeconds", in: 0...2_419_200).map { Duration.seconds($0) }
+        return DeliveryOptions(collapseKey: collapseKey, priority: priority, ttl: ttl)
+    }
+}

@@ -1,0 +1,57 @@
+/// The FCM HTTP v1 request body: `{"message":{"token":…,"android":{…},"data":{…}}}`.
+///
+/// ``encoded()`` writes keys in a fixed order (`token`, `android` with `collapse_key`, `priority`,
+/// `ttl`, then `data` in its own order) and omits absent ones, so the same message always encodes
+/// to the same bytes.
+public struct FCMMessage: Sendable, Equatable {
+    /// The device registration token.
+    public var token: String
+    /// `android.collapse_key`.
+    public var collapseKey: String?
+    /// `android.priority` (`high`/`normal`).
+    public var priority: DeliveryPriority?
+    /// `android.ttl`, whole seconds, written as a duration string (`"3600s"`).
+    public var ttlSeconds: Int64?
+    /// `message.data`: string values only.
+    public var data: JSONObject
+
+    /// Creates a message.
+    public init(token: String, collapseKey: String? = nil, priority: DeliveryPriority? = nil, ttlSeconds: Int64? = nil, data: JSONObject) {
+        self.token = token
+        self.collapseKey = collapseKey
+        self.priority = priority
+        self.ttlSeconds = ttlSeconds
+        self.data = data
+    }
+
+    /// The `android` object (empty when no option is set).
+    public var android: JSONObject {
+        var android = JSONObject()
+        android.set("collapse_key", collapseKey)
+        android.set("priority", priority?.rawValue)
+        android.set("ttl", ttlSeconds.map { "\($0)s" })
+        return android
+    }
+
+    /// The whole request body as a JSON value.
+    public var jsonValue: JSONValue {
+        var message = JSONObject()
+        message["token"] = .string(token)
+        let android = android
+        if !android.isEmpty { message["android"] = .object(android) }
+        message["data"] = .object(data)
+        return ["message": .object(message)]
+    }
+
+    /// The request body's bytes, exactly as sent.
+    public func encoded() -> [UInt8] {
+        jsonValue.encoded()
+    }
+
+    /// The size the FCM payload limit applies to: the bytes of the encoded `data` object.
+    public var dataSize: Int {
+        var writer = JSONWriter()
+        writer.write(object: data)
+        return writer.bytes.count
+    }
+}

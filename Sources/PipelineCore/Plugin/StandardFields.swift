@@ -1,0 +1,244 @@
+/// The content fields every shipped template shares (title, body, link, colours, …), read and
+/// validated once and written to either platform as the contract's table says.
+///
+/// A building block for template plugins: read it first, then add the template's own keys to the
+/// FCM data or APNs fields it produces.
+public struct StandardFields: Sendable {
+    /// Optional groups of fields that only some templates support.
+    public struct Features: OptionSet, Sendable {
+        /// The bits.
+        public let rawValue: Int
+        /// Creates a set from its bits.
+        public init(rawValue: Int) { self.rawValue = rawValue }
+
+        /// `image` → FCM `adb_image`, APNs `adb_media`.
+        public static let image = Features(rawValue: 1 << 0)
+        /// `expandedBody` is also written on APNs (`adb_body_ex`); it is always written on FCM.
+        public static let expandedBodyOnAPNs = Features(rawValue: 1 << 1)
+        /// `colors.timer` → `adb_clr_tmr`.
+        public static let timerColor = Features(rawValue: 1 << 2)
+    }
+
+    /// `link`: where a tap goes.
+    public struct Link: Sendable, Hashable {
+        /// `adb_uri`.
+        public var uri: String
+        /// `adb_a_type` (FCM only; required there when a URI is set).
+        public var type: LinkType?
+    }
+
+    /// Colours, six hex digits without `#`.
+    public struct Colors: Sendable, Hashable {
+        /// `colors.title` → `adb_clr_title`.
+        public var title: String?
+        /// `colors.body` → `adb_clr_body`.
+        public var body: String?
+        /// `colors.background` → `adb_clr_bg`.
+        public var background: String?
+        /// `colors.smallIcon` → FCM `adb_clr_icon`.
+        public var smallIcon: String?
+        /// `colors.timer` → `adb_clr_tmr` (timer only).
+        public var timer: String?
+    }
+
+    /// `version` → `adb_version` (default `"1"`).
+    public var version = "1"
+    /// `title` → FCM `adb_title`, APNs `aps.alert.title` (required).
+    public var title: String?
+    /// `subtitle` → APNs `aps.alert.subtitle`.
+    public var subtitle: String?
+    /// `body` → FCM `adb_body`, APNs `aps.alert.body` (required).
+    public var body: String?
+    /// `expandedTitle` → APNs `adb_title_ex`.
+    public var expandedTitle: String?
+    /// `expandedBody` → `adb_body_ex` (FCM; APNs with ``Features/expandedBodyOnAPNs``).
+    public var expandedBody: String?
+    /// `image` → FCM `adb_image`, APNs `adb_media` (with ``Features/image``).
+    public var image: String?
+    /// `link` → `adb_uri` (+ FCM `adb_a_type`).
+    public var link: Link?
+    /// `sound` → FCM `adb_sound`, APNs `aps.sound`.
+    public var sound: String?
+    /// `badge` → FCM `adb_n_count` (string), APNs `aps.badge` (number).
+    public var badge: Int?
+    /// `threadId` → APNs `aps.thread-id`.
+    public var threadId: String?
+    /// `icon` → FCM `adb_icon` (the legacy small icon).
+    public var icon: String?
+    /// `smallIcon` → FCM `adb_small_icon`.
+    public var smallIcon: String?
+    /// `largeIcon` → FCM `adb_large_icon`.
+    public var largeIcon: String?
+    /// `channelId` → FCM `adb_channel_id` (non-empty).
+    public var channelId: String?
+    /// `notificationPriority` → FCM `adb_n_priority` (one of ``notificationPriorities``).
+    public var notificationPriority: String?
+    /// `tag` → FCM `adb_tag`.
+    public var tag: String?
+    /// `ticker` → FCM `adb_ticker`.
+    public var ticker: String?
+    /// `sticky` → FCM `adb_sticky` (`"true"`/`"false"`).
+    public var sticky: Bool?
+    /// `colors`, six hex digits each, without `#`.
+    public var colors = Colors()
+    /// The features this value was read with.
+    public let features: Features
+
+    /// Android notification priorities the SDK maps (`adb_n_priority`).
+    public static let notificationPriorities = [
+        "PRIORITY_DEFAULT", "PRIORITY_MIN", "PRIORITY_LOW", "PRIORITY_HIGH", "PRIORITY_MAX",
+    ]
+
+    /// Reads and validates the shared fields from `content`, recording issues and text-guideline
+    /// warnings there.
+    ///
+    /// - Parameters:
+    ///   - content: the content reader.
+    ///   - platform: the platform being rendered (decides platform-specific requirements).
+    ///   - features: the optional groups this template supports.
+    ///   - guidelines: the recommended text lengths on `platform`.
+    public init(reading content: FieldReader, platform: Platform, features: Features, guidelines: TextGuidelines) {
+        self.features = features
+        version = content.string("version", personalize: false) ?? "1"
+        title = content.string("title", required: true)
+        subtitle = content.string("subtitle")
+        body = content.string("body", required: true)
+        expandedTitle = content.string("expandedTitle")
+        expandedBody = content.string("expandedBody")
+        if features.contains(.image) { image = content.string("image") }
+        if let linkReader = content.object("link") {
+            let uri = linkReader.string("uri", required: true)
+            let type = linkReader.choice("type", from: LinkType.wireValues, required: platform == .fcm && uri != nil)
+            if let uri { link = Link(uri: uri, type: type.flatMap(LinkType.init)) }
+        }
+        sound = content.string("sound")
+        badge = content.integer("badge", in: 0...Int(Int32.max))
+        threadId = content.string("threadId")
+        icon = content.string("icon")
+        smallIcon = content.string("smallIcon")
+        largeIcon = content.string("largeIcon")
+        channelId = content.string("channelId")
+        if channelId?.isEmpty == true {
+            content.addIssue(.invalidField, "channelId", "must not be empty (the Android SDK would use an empty channel id as is)")
+            channelId = nil
+        }
+        notificationPriority = content.choice("notificationPriority", from: Self.notificationPriorities)
+        tag = content.string("tag")
+        ticker = content.string("ticker")
+        sticky = content.boolean("sticky")
+        if let colorReader = content.object("colors") {
+            colors.title = colorReader.color("title")
+            colors.body = colorReader.color("body")
+            colors.background = colorReader.color("background")
+            colors.smallIcon = colorReader.color("smallIcon")
+            if features.contains(.timerColor) { colors.timer = colorReader.color("timer") }
+        }
+        if icon != nil, smallIcon != nil {
+            content.addWarning("icon", "ignored by the Android SDK when smallIcon is set")
+        }
+        TextGuidelines.check(title, limit: guidelines.title, key: "title", platform: platform, in: content)
+        TextGuidelines.check(body, limit: guidelines.body, key: "body", platform: platform, in: content)
+    }
+
+    /// The FCM `data` members for these fields, in a fixed order, all strings.
+    ///
+    /// `adb_body_ex` falls back to the body: the Android SDK's expanded layout shows only
+    /// `adb_body_ex`, so without it the expanded notification has no body text.
+    public func fcmData(templateType: String) -> JSONObject {
+        var data = JSONObject()
+        data.set("adb_version", version)
+        data.set("adb_template_type", templateType)
+        data.set("adb_title", title)
+        data.set("adb_body", body)
+        data.set("adb_body_ex", expandedBody ?? body)
+        data.set("adb_sound", sound)
+        data.set("adb_icon", icon)
+        data.set("adb_small_icon", smallIcon)
+        data.set("adb_large_icon", largeIcon)
+        data.set("adb_n_count", badge.map(String.init))
+        data.set("adb_n_priority", notificationPriority)
+        data.set("adb_channel_id", channelId)
+        data.set("adb_image", image)
+        data.set("adb_uri", link?.uri)
+        data.set("adb_a_type", link?.type?.rawValue)
+        data.set("adb_tag", tag)
+        data.set("adb_sticky", sticky.map { $0 ? "true" : "false" })
+        data.set("adb_ticker", ticker)
+        data.set("adb_clr_title", colors.title)
+        data.set("adb_clr_body", colors.body)
+        data.set("adb_clr_bg", colors.background)
+        data.set("adb_clr_icon", colors.smallIcon)
+        data.set("adb_clr_tmr", colors.timer)
+        return data
+    }
+
+    /// The APNs `aps` members (`alert`, `sound`, `badge`, `thread-id`) for these fields.
+    public func apnsAps() -> JSONObject {
+        var alert = JSONObject()
+        alert.set("title", title)
+        alert.set("subtitle", subtitle)
+        alert.set("body", body)
+        var aps: JSONObject = ["alert": .object(alert)]
+        aps.set("sound", sound)
+        if let badge { aps["badge"] = .int(badge) }
+        aps.set("thread-id", threadId)
+        return aps
+    }
+
+    /// The APNs top-level `adb_*` members for these fields, in a fixed order.
+    public func apnsFields(templateType: String) -> JSONObject {
+        var fields = JSONObject()
+        fields.set("adb_template_type", templateType)
+        fields.set("adb_version", version)
+        fields.set("adb_title_ex", expandedTitle)
+        if features.contains(.expandedBodyOnAPNs) { fields.set("adb_body_ex", expandedBody) }
+        fields.set("adb_media", image)
+        fields.set("adb_uri", link?.uri)
+        fields.set("adb_clr_title", colors.title)
+        fields.set("adb_clr_body", colors.body)
+        fields.set("adb_clr_bg", colors.background)
+        fields.set("adb_clr_tmr", colors.timer)
+        return fields
+    }
+
+    /// Descriptions of the shared fields for the `templates` command.
+    public static func fieldDescriptions(features: Features) -> [TemplateField] {
+        var list: [TemplateField] = [
+            TemplateField("version", "string", "payload version (default \"1\"); adb_version"),
+            TemplateField("title", "string", requiredOn: [.fcm, .apns], "FCM adb_title; APNs aps.alert.title"),
+            TemplateField("subtitle", "string", "APNs aps.alert.subtitle"),
+            TemplateField("body", "string", requiredOn: [.fcm, .apns], "FCM adb_body; APNs aps.alert.body"),
+            TemplateField("expandedTitle", "string", "APNs adb_title_ex"),
+            TemplateField(
+                "expandedBody", "string",
+                features.contains(.expandedBodyOnAPNs)
+                    ? "FCM and APNs adb_body_ex (FCM: defaults to body)" : "FCM adb_body_ex (defaults to body)"),
+        ]
+        if features.contains(.image) {
+            list.append(TemplateField("image", "string (URI)", "FCM adb_image; APNs adb_media"))
+        }
+        list += [
+            TemplateField("link.uri", "string (URI)", "adb_uri (required when link is set)"),
+            TemplateField("link.type", LinkType.wireValues.joined(separator: "|"), requiredOn: [.fcm], "FCM adb_a_type (required on FCM when link.uri is set)"),
+            TemplateField("sound", "string", "FCM adb_sound; APNs aps.sound"),
+            TemplateField("badge", "integer", "FCM adb_n_count; APNs aps.badge"),
+            TemplateField("threadId", "string", "APNs aps.thread-id"),
+            TemplateField("icon", "string", "FCM adb_icon (legacy small icon; ignored when smallIcon is set)"),
+            TemplateField("smallIcon", "string", "FCM adb_small_icon"),
+            TemplateField("largeIcon", "string", "FCM adb_large_icon"),
+            TemplateField("channelId", "string", "FCM adb_channel_id"),
+            TemplateField("notificationPriority", notificationPriorities.joined(separator: "|"), "FCM adb_n_priority"),
+            TemplateField("tag", "string", "FCM adb_tag"),
+            TemplateField("ticker", "string", "FCM adb_ticker"),
+            TemplateField("sticky", "boolean", "FCM adb_sticky (\"true\"/\"false\")"),
+            TemplateField("colors.title", "colour", "adb_clr_title (six hex digits, '#' stripped)"),
+            TemplateField("colors.body", "colour", "adb_clr_body"),
+            TemplateField("colors.background", "colour", "adb_clr_bg"),
+            TemplateField("colors.smallIcon", "colour", "FCM adb_clr_icon"),
+        ]
+        if features.contains(.timerColor) {
+            list.append(TemplateField("colors.timer", "colour", "adb_clr_tmr"))
+        }
+        return list
+    }
+}

@@ -1,0 +1,31 @@
+/// The specification's recommended maximum lengths (in characters) for title and body.
+///
+/// Exceeding them is a warning, never an error: the text may still display, depending on the device.
+public struct TextGuidelines: Sendable, Hashable {
+    /// Recommended maximum title length.
+    public var title: Int
+    /// Recommended maximum body (description) length.
+    public var body: Int
+
+    /// Creates guidelines.
+    public init(title: Int, body: Int) {
+        self.title = title
+        self.body = body
+    }
+
+    /// FCM, every template: title ~35, description ~110.
+    public static let fcm = TextGuidelines(title: 35, body: 110)
+    /// APNs basic and carousel: title 70, description 600.
+    public static let apns = TextGuidelines(title: 70, body: 600)
+    /// APNs timer: title 50, description 450.
+    public static let apnsTimer = TextGuidelines(title: 50, body: 450)
+
+    /// Adds a warning to `reader` for `key` when `text` is longer than `limit` characters.
+    public static func check(_ text: String?, limit: Int, key: String, platform: Platform, in reader: FieldReader) {
+        guard let text else { return }
+        let count = text.count
+        if count > limit {
+            reader.addWarning(key, "\(count) characters; the \(platform) guideline is at most \(limit)")
+        }
+    }
+}

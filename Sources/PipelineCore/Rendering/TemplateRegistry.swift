@@ -1,0 +1,62 @@
+/// The template plugins an application renders with, registered explicitly at startup.
+///
+/// ```swift
+/// var registry = TemplateRegistry()
+/// registry.register(BasicTemplate())
+/// registry.register(CarouselTemplate())   // also answers to "car"
+/// let outcome = registry.render(eventBytes: bytes)
+/// ```
+///
+/// A value type: build it once, then share it freely (it is `Sendable`). Registering a template
+/// whose id or alias is already taken replaces the earlier owner of that name, so an application
+/// can override a shipped template.
+public struct TemplateRegistry: Sendable {
+    private var renderersByID: [String: any TemplateRenderer] = [:]
+    private var idsByName: [String: String] = [:]
+    private var order: [String] = []
+
+    /// The payload size limit in bytes (APNs payload; FCM encoded `data` object). Default 4096.
+    public var maximumPayloadSize = 4096
+
+    /// An empty registry.
+    public init() {}
+
+    /// A registry with `renderers` registered in order.
+    public init(_ renderers: [any TemplateRenderer]) {
+        for renderer in renderers { register(renderer) }
+    }
+
+    /// Registers `renderer` under its ``TemplateRenderer/templateID`` and its aliases.
+    public mutating func register(_ renderer: any TemplateRenderer) {
+        let id = renderer.templateID
+        if renderersByID[id] == nil { order.append(id) }
+        renderersByID[id] = renderer
+        idsByName[id] = id
+        for alias in renderer.aliases { idsByName[alias] = id }
+    }
+
+    /// A copy with `renderer` registered.
+    public func registering(_ renderer: any TemplateRenderer) -> TemplateRegistry {
+        var copy = self
+        copy.register(renderer)
+        return copy
+    }
+
+    /// The registered renderers, in registration order.
+    public var renderers: [any TemplateRenderer] {
+        order.compactMap { renderersByID[$0] }
+    }
+
+    /// The renderer for a template id or alias.
+    ///
+    /// - Throws: ``PipelineError`` with code ``PipelineError/Code/unknownTemplate`` naming the
+    ///   template and the known ones.
+    public func renderer(named name: String) throws(PipelineError) -> any TemplateRenderer {
+        if let id = idsByName[name], let renderer = renderersByID[id] { return renderer }
+        let known = renderers.map { renderer in
+            renderer.aliases.isEmpty ? renderer.templateID : "\(renderer.templateID) (\(renderer.aliases.joined(separator: ", ")))"
+        }
+        let list = known.isEmpty ? "none registered" : "known: \(known.joined(separator: ", "))"
+        throw PipelineError(.unknownTemplate, at: FieldPath("template"), "unknown template '\(name)'; \(list)")
+    }
+}

@@ -1,0 +1,140 @@
+/// Why a string is not an RFC 3339 date-time.
+public struct RFC3339Error: Error, Sendable, Hashable, CustomStringConvertible {
+    /// What was wrong, e.g. `month 13 out of range`.
+    public var reason: String
+    public var description: String { reason }
+}
+
+extension Timestamp {
+    /// Parses an RFC 3339 date-time: `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)`.
+    ///
+    /// `T`/`Z` may be lower case; `T` may be a space (RFC 3339 §5.6 note). Up to nine fraction
+    /// digits are kept (more are truncated). A leap second (`:60`) is accepted and counts as the
+    /// first second of the next minute. Offsets are converted to UTC.
+    ///
+    /// - Throws: ``RFC3339Error`` naming the first problem.
+    public init(rfc3339 text: String) throws(RFC3339Error) {
+        let bytes = Array(text.utf8)
+        var index = 0
+
+        func fail(_ reason: String) -> RFC3339Error {
+            RFC3339Error(reason: "not an RFC 3339 date-time (\(reason)), e.g. 2026-11-20T10:00:00Z")
+        }
+        func digits(_ count: Int) -> Int? {
+            guard index + count <= bytes.count else { return nil }
+            var value = 0
+            for offset in 0..<count {
+                let byte = bytes[index + offset]
+                guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
+                value = value * 10 + Int(byte - UInt8(ascii: "0"))
+            }
+            index += count
+            return value
+        }
+        func expect(_ allowed: String) -> Bool {
+            guard index < bytes.count, allowed.utf8.contains(bytes[index]) else { return false }
+            index += 1
+            return true
+        }
+
+        guard let year = digits(4), expect("-"), let month = digits(2), expect("-"), let day = digits(2) else {
+            throw fail("expected YYYY-MM-DD")
+        }
+        guard expect("Tt ") else { throw fail("expected 'T' after the date") }
+        guard let hour = digits(2), expect(":"), let minute = digits(2), expect(":"), let second = digits(2) else {
+            throw fail("expected HH:MM:SS")
+        }
+        guard (1...12).contains(month) else { throw fail("month \(month) out of range") }
+        guard day >= 1, day <= Self.daysInMonth(year: year, month: month) else { throw fail("day \(day) out of range") }
+        guard hour <= 23 else { throw fail("hour \(hour) out of range") }
+        guard minute <= 59 else { throw fail("minute \(minute) out of range") }
+        guard second <= 60 else { throw fail("second \(second) out of range") }
+
+        var nanoseconds = 0
+        if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
+            index += 1
+            var count = 0
+            while index < bytes.count, bytes[index] >= UInt8(ascii: "0"), bytes[index] <= UInt8(ascii: "9") {
+                if count < 9 { nanoseconds = nanoseconds * 10 + Int(bytes[index] - UInt8(ascii: "0")) }
+                count += 1
+                index += 1
+            }
+            guard count > 0 else { throw fail("expected digits after '.'") }
+            for _ in min(count, 9)..<9 { nanoseconds *= 10 }
+        }
+
+        var offsetSeconds = 0
+        if expect("Zz") {
+            offsetSeconds = 0
+        } else if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") {
+            let sign = bytes[index] == UInt8(ascii: "-") ? -1 : 1
+            index += 1
+            guard let offsetHour = digits(2), expect(":"), let offsetMinute = digits(2), offsetHour <= 23, offsetMinute <= 59
+            else { throw fail("invalid UTC offset") }
+            offsetSeconds = sign * (offsetHour * 3600 + offsetMinute * 60)
+        } else {
+            throw fail("expected 'Z' or a UTC offset like +02:00")
+        }
+        guard index == bytes.count else { throw fail("unexpected text after the time") }
+
+        let days = Self.daysFromCivil(year: year, month: month, day: day)
+        let seconds = Int64(days) * 86_400 + Int64(hour * 3600 + minute * 60 + second) - Int64(offsetSeconds)
+        self.init(secondsSince1970: seconds, nanoseconds: Int32(nanoseconds))
+    }
+
+    /// The RFC 3339 form in UTC, e.g. `2026-11-20T10:00:00Z`; the fraction is written only when
+    /// non-zero, with trailing zeros dropped (`2026-11-20T10:00:00.25Z`).
+    public var rfc3339: String {
+        let days = secondsSince1970 >= 0 ? secondsSince1970 / 86_400 : (secondsSince1970 - 86_399) / 86_400
+        let secondOfDay = Int(secondsSince1970 - days * 86_400)
+        let (year, month, day) = Self.civilFromDays(Int(days))
+        var text = Self.pad(year, 4) + "-" + Self.pad(month, 2) + "-" + Self.pad(day, 2) + "T"
+        text += Self.pad(secondOfDay / 3600, 2) + ":" + Self.pad(secondOfDay / 60 % 60, 2) + ":" + Self.pad(secondOfDay % 60, 2)
+        if nanoseconds > 0 {
+            var fraction = Self.pad(Int(nanoseconds), 9)
+            while fraction.hasSuffix("0") { fraction.removeLast() }
+            text += "." + fraction
+        }
+        return text + "Z"
+    }
+
+    // MARK: - Calendar arithmetic (proleptic Gregorian; H. Hinnant's days-from-civil algorithm)
+
+    static func isLeapYear(_ year: Int) -> Bool {
+        year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
+    }
+
+    static func daysInMonth(year: Int, month: Int) -> Int {
+        switch month {
+        case 2: isLeapYear(year) ? 29 : 28
+        case 4, 6, 9, 11: 30
+        default: 31
+        }
+    }
+
+    static func daysFromCivil(year: Int, month: Int, day: Int) -> Int {
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yearOfEra = y - era * 400
+        let dayOfYear = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        return era * 146_097 + dayOfEra - 719_468
+    }
+
+    static func civilFromDays(_ days: Int) -> (year: Int, month: Int, day: Int) {
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let mp = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * mp + 2) / 5 + 1
+        let month = mp < 10 ? mp + 3 : mp - 9
+        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
+    }
+
+    private static func pad(_ value: Int, _ width: Int) -> String {
+        let digits = String(value)
+        return digits.count >= width ? digits : String(repeating: "0", count: width - digits.count) + digits
+    }
+}

@@ -1,0 +1,30 @@
+/// An instant, as seconds and nanoseconds since 1970-01-01T00:00:00Z, read from and written as
+/// RFC 3339 text (see ``init(rfc3339:)`` and ``rfc3339``).
+public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible {
+    /// Whole seconds since the Unix epoch (negative before 1970).
+    public var secondsSince1970: Int64
+    /// The fraction of the second, `0..<1_000_000_000`.
+    public var nanoseconds: Int32
+
+    /// Creates an instant.
+    public init(secondsSince1970: Int64, nanoseconds: Int32 = 0) {
+        self.secondsSince1970 = secondsSince1970
+        self.nanoseconds = nanoseconds
+    }
+
+    /// Whole epoch seconds, the form push payloads use (`adb_tmr_end`, `adb_rem_ts`); the fraction
+    /// is dropped (rounded toward the past).
+    public var epochSeconds: Int64 { secondsSince1970 }
+
+    /// This instant moved by `seconds`.
+    public func adding(seconds: Int64) -> Timestamp {
+        Timestamp(secondsSince1970: secondsSince1970 &+ seconds, nanoseconds: nanoseconds)
+    }
+
+    public static func < (lhs: Timestamp, rhs: Timestamp) -> Bool {
+        (lhs.secondsSince1970, lhs.nanoseconds) < (rhs.secondsSince1970, rhs.nanoseconds)
+    }
+
+    /// The RFC 3339 form, ``rfc3339``.
+    public var description: String { rfc3339 }
+}

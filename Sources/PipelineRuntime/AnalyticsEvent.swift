@@ -1,0 +1,186 @@
+public import PipelineCore
+
+/// One event on `campaign.analytics`: what happened to one message (see the contract).
+public struct AnalyticsEvent: Sendable, Hashable {
+    /// The analytics event types. Every input ends in exactly one terminal type per message id.
+    public enum Kind: String, Sendable, Hashable, CaseIterable {
+        /// The sink accepted the payload.
+        case delivered = "push.delivered"
+        /// The sink refused it for good or retries ran out.
+        case failed = "push.failed"
+        /// The event could not be rendered; its bytes are also on the dead-letter topic.
+        case rejected = "push.rejected"
+        /// Processed after `expiresAt` (cause `ttl`) or its timer ran out (cause `timer`).
+        case expired = "push.expired"
+        /// Its campaign was cancelled.
+        case suppressed = "push.suppressed"
+    }
+
+    /// Why a message expired.
+    public enum ExpiryCause: String, Sendable, Hashable {
+        /// Processed after the event's `expiresAt`; not sent.
+        case ttl
+        /// A timer notification's countdown ended.
+        case timer
+    }
+
+    /// The type.
+    public var kind: Kind
+    /// Who and what the event is about.
+    public var identity: MessageIdentity
+    /// When this analytics event was written.
+    public var occurredAt: Timestamp
+    /// The sink that accepted the payload (`kafka:push.fcm`), for ``Kind/delivered``.
+    public var sink: String?
+    /// The reason code (`missing_field`, `invalid_token`, …) for rejected and failed messages.
+    public var reasonCode: String?
+    /// The reason, for people: which field and why.
+    public var reasonDetail: String?
+    /// The cause, for expired messages.
+    public var cause: ExpiryCause?
+
+    /// Creates an event.
+    public init(
+        kind: Kind,
+        identity: MessageIdentity,
+        occurredAt: Timestamp,
+        sink: String? = nil,
+        reasonCode: String? = nil,
+        reasonDetail: String? = nil,
+        cause: ExpiryCause? = nil
+    ) {
+        self.kind = kind
+        self.identity = identity
+        self.occurredAt = occurredAt
+        self.sink = sink
+        self.reasonCode = reasonCode
+        self.reasonDetail = reasonDetail
+        self.cause = cause
+    }
+
+    /// The JSON form written to the analytics topic, keys in a fixed order.
+    public var jsonValue: JSONValue {
+        var object: JSONObject = ["specVersion": "1", "type": .string(kind.rawValue), "messageId": .string(identity.messageId)]
+        object.set("sourceEventId", identity.eventId)
+        object.set("campaignId", identity.campaignId)
+        object.set("recipientId", identity.recipientId)
+        object.set("platform", identity.platform?.rawValue)
+        object.set("template", identity.template)
+        object["occurredAt"] = .string(occurredAt.rfc3339)
+        object.set("sink", sink)
+        if let reasonCode {
+            var reason: JSONObject = ["code": .string(reasonCode)]
+            reason.set("detail", reasonDetail)
+            object["reason"] = .object(reason)
+        }
+        object.set("cause", cause?.rawValue)
+        return .object(object)
+    }
+
+    /// The bytes written to the analytics topic.
+    public func encoded() -> [UInt8] { jsonValue.encoded() }
+
+    /// Reads an analytics event back (for tests, replays and tools).
+    ///
+    /// - Throws: ``PipelineError`` when a required key is missing or has the wrong type.
+    public init(json bytes: [UInt8]) throws(PipelineError) {
+        let value: JSONValue
+        do {
+            value = try JSONValue(parsing: bytes)
+        } catch {
+            throw PipelineError(.invalidJSON, at: .root, "invalid JSON: \(error)")
+        }
+        guard let object = value.objectValue else {
+            throw PipelineError(.invalidField, at: .root, "expected an object, found \(value.typeDescription)")
+        }
+        guard let typeText = object["type"]?.stringValue, let kind = Kind(rawValue: typeText) else {
+            throw PipelineError(.invalidField, at: FieldPath("type"), "not an analytics event type")
+        }
+        guard let messageId = object["messageId"]?.stringValue else {
+            throw PipelineError(.missingField, at: FieldPath("messageId"), "required")
+        }
+        guard let occurredText = object["occurredAt"]?.stringValue, let occurredAt = try? Timestamp(rfc3339: occurredText) else {
+            throw PipelineError(.invalidField, at: FieldPath("occurredAt"), "required, an RFC 3339 time")
+        }
+        let reason = object["reason"]?.objectValue
+        self.init(
+            kind: kind,
+            identity: MessageIdentity(
+                messageId: messageId,
+                eventId: object["sourceEventId"]?.stringValue,
+                campaignId: object["campaignId"]?.stringValue,
+                recipientId: object["recipientId"]?.stringValue,
+                platform: object["platform"]?.stringValue.flatMap(Platform.init(rawValue:)),
+                template: object["template"]?.stringValue
+            ),
+            occurredAt: occurredAt,
+            sink: object["sink"]?.stringValue,
+            reasonCode: reason?["code"]?.stringValue,
+            reasonDetail: reason?["detail"]?.stringValue,
+            cause: object["cause"]?.stringValue.flatMap(ExpiryCause.init(rawValue:))
+        )
+    }
+}
+
+/// Who and what a message is: the ids every output derived from one input carries.
+public struct MessageIdentity: Sendable, Hashable {
+    /// The deterministic message id (``MessageID/make(eventId:platform:)``).
+    public var messageId: String
+    /// The input's `eventId`, when it could be read.
+    public var eventId: String?
+    /// The campaign, when known.
+    public var campaignId: String?
+    /// The recipient id, when known.
+    public var recipientId: String?
+    /// The platform, when known.
+    public var platform: Platform?
+    /// The template as the canonical id (or as written, when it is unknown).
+    public var template: String?
+
+    /// Creates an identity.
+    public init(
+        messageId: String,
+        eventId: String?,
+        campaignId: String?,
+        recipientId: String?,
+        platform: Platform?,
+        template: String?
+    ) {
+        self.messageId = messageId
+        self.eventId = eventId
+        self.campaignId = campaignId
+        self.recipientId = recipientId
+        self.platform = platform
+        self.template = template
+    }
+
+    /// The identity of a decoded request.
+    init(request: PushRequest, template: String? = nil) {
+        self.init(
+            messageId: MessageID.make(eventId: request.eventId, platform: request.recipient.platform),
+            eventId: request.eventId,
+            campaignId: request.campaignId,
+            recipientId: request.recipient.id,
+            platform: request.recipient.platform,
+            template: template ?? request.template
+        )
+    }
+
+    /// The best identity that can be read from an event that failed to decode: whatever fields are
+    /// readable. Without an event id, the message id is derived from the record's position, so a replay
+    /// of the same record still yields the same id.
+    init(undecodable value: JSONValue?, eventId: String?, sourcePosition: String) {
+        let object = value?.objectValue
+        let recipient = object?["recipient"]?.objectValue
+        let platform = recipient?["platform"]?.stringValue.flatMap(Platform.init(rawValue:))
+        let id = eventId ?? object?["eventId"]?.stringValue
+        self.init(
+            messageId: MessageID.make(eventId: id ?? "kafka:\(sourcePosition)", platform: platform ?? .fcm),
+            eventId: id,
+            campaignId: object?["campaignId"]?.stringValue,
+            recipientId: recipient?["id"]?.stringValue,
+            platform: platform,
+            template: object?["template"]?.stringValue
+        )
+    }
+}

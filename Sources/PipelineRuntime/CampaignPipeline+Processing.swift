@@ -1,0 +1,237 @@
+import KafkaClient
+import Logging
+import PipelineCore
+import Synchronization
+
+extension CampaignPipeline {
+    /// Decides a batch (partitions in parallel when the batch is large) and queues the outputs in read order.
+    func process(_ batch: [KafkaConsumerMessage], consumer: KafkaConsumer, sender: OutputSender) async {
+        let table = campaigns.withLock { $0 }
+        let now = decisionTime()
+        let processor = self.processor
+        var decisions = [EventProcessor.Decision?](repeating: nil, count: batch.count)
+        let byPartition = Dictionary(grouping: batch.indices, by: { batch[$0].partition })
+        if batch.count >= 64, byPartition.count > 1 {
+            await withTaskGroup(of: [(Int, EventProcessor.Decision)].self) { group in
+                for indices in byPartition.values {
+                    group.addTask {
+                        indices.map { index in
+                            (index, Self.decide(batch[index], processor: processor, campaigns: table, now: now))
+                        }
+                    }
+                }
+                for await results in group {
+                    for (index, decision) in results { decisions[index] = decision }
+                }
+            }
+        } else {
+            for index in batch.indices {
+                decisions[index] = Self.decide(batch[index], processor: processor, campaigns: table, now: now)
+            }
+        }
+        for (message, decision) in zip(batch, decisions) {
+            guard let decision else { continue }
+            await emit(decision, for: message, consumer: consumer, sender: sender)
+        }
+    }
+
+    private static func decide(
+        _ message: KafkaConsumerMessage,
+        processor: EventProcessor,
+        campaigns: CampaignTable,
+        now: Timestamp?
+    ) -> EventProcessor.Decision {
+        processor.process(
+            message.value ?? [],
+            sourcePosition: "\(message.topic)/\(message.partition)@\(message.offset)",
+            campaigns: campaigns,
+            decisionTime: now
+        )
+    }
+
+    /// The tracker of a partition, created on its first event after an assignment.
+    private func tracker(for partition: KafkaTopicPartition) -> PartitionProgress {
+        progress.withLock { progress in
+            if let existing = progress[partition] { return existing }
+            let created = PartitionProgress(partition: partition)
+            progress[partition] = created
+            return created
+        }
+    }
+
+    /// Queues the outputs of one decision and accounts for them.
+    private func emit(
+        _ decision: EventProcessor.Decision,
+        for message: KafkaConsumerMessage,
+        consumer: KafkaConsumer,
+        sender: OutputSender
+    ) async {
+        let partition = message.topicPartition
+        let offset = message.offset
+        let tracker = tracker(for: partition)
+        tracker.begin(offset: offset)
+        readPositions.withLock { $0[partition] = offset + 1 }
+        let done: @Sendable (KafkaDeliveryReport) -> Void = { [self] _ in
+            self.complete(tracker, offset: offset, consumer: consumer)
+        }
+
+        switch decision {
+        case .deliver(let notification, let timer):
+            statistics.recordInput(template: notification.templateID, platform: notification.platform)
+            let identity = MessageIdentity(request: notification.request, template: notification.templateID)
+            let topic = notification.platform == .fcm ? configuration.topics.fcm : configuration.topics.apns
+            let payload = payloadRecord(notification, topic: topic)
+            tracker.add(1, at: offset)
+            await sender.send(
+                OutputSender.Output(record: payload) { [self] report in
+                    let deliveredAt = self.eventOrWallTime(notification.request.occurredAt)
+                    self.statistics.recordPayload(template: notification.templateID, platform: notification.platform, bytes: notification.payloadBytes)
+                    let delivered = AnalyticsEvent(kind: .delivered, identity: identity, occurredAt: .now(), sink: "kafka:\(topic)")
+                    var followUps = [analyticsOutput(delivered, onAcknowledged: done)]
+                    if let timer {
+                        let expiresAt: Timestamp =
+                            switch timer {
+                            case .endsAt(let end): end
+                            case .duration(let seconds): deliveredAt.adding(seconds: seconds)
+                            }
+                        let pending = TimerBook.PendingTimer(identity: identity, expiresAt: expiresAt, partition: message.partition)
+                        self.timers.schedule(pending)
+                        followUps.append(
+                            OutputSender.Output(
+                                record: KafkaProducerRecord(
+                                    topic: self.configuration.topics.timers,
+                                    partition: message.partition,
+                                    key: Array(identity.messageId.utf8),
+                                    value: TimerBook.encode(pending)
+                                ),
+                                onAcknowledged: done
+                            )
+                        )
+                    }
+                    tracker.add(followUps.count, at: offset)
+                    for output in followUps { sender.sendNow(output) }
+                    done(report)
+                }
+            )
+
+        case .rejected(let identity, let error):
+            statistics.recordInput(template: identity.template, platform: identity.platform)
+            let detail = error.issues.map(\.description).joined(separator: "; ")
+            logger.warning(
+                "Event rejected",
+                metadata: [
+                    "eventId": "\(identity.eventId ?? "-")",
+                    "topic": "\(message.topic)",
+                    "partition": "\(message.partition)",
+                    "offset": "\(message.offset)",
+                    "reason": "\(error.code): \(detail)",
+                ]
+            )
+            let rejected = AnalyticsEvent(
+                kind: .rejected,
+                identity: identity,
+                occurredAt: .now(),
+                reasonCode: error.code.rawValue,
+                reasonDetail: detail
+            )
+            var headers = message.headers
+            headers.append(KafkaHeader(key: "messageId", string: identity.messageId))
+            headers.append(KafkaHeader(key: "error.code", string: error.code.rawValue))
+            headers.append(KafkaHeader(key: "error.detail", string: detail))
+            headers.append(KafkaHeader(key: "source.topic", string: message.topic))
+            headers.append(KafkaHeader(key: "source.partition", string: String(message.partition)))
+            headers.append(KafkaHeader(key: "source.offset", string: String(message.offset)))
+            let deadLetter = KafkaProducerRecord(
+                topic: configuration.topics.deadLetters,
+                key: message.key,
+                value: message.value,
+                headers: headers
+            )
+            tracker.add(2, at: offset)
+            await sender.send(OutputSender.Output(record: deadLetter, onAcknowledged: done))
+            await sender.send(analyticsOutput(rejected, onAcknowledged: done))
+
+        case .expired(let identity, let cause, let detail):
+            statistics.recordInput(template: identity.template, platform: identity.platform)
+            let expired = AnalyticsEvent(kind: .expired, identity: identity, occurredAt: .now(), reasonDetail: nil, cause: cause)
+            logger.debug("Event expired", metadata: ["eventId": "\(identity.eventId ?? "-")", "cause": "\(cause.rawValue)", "detail": "\(detail)"])
+            tracker.add(1, at: offset)
+            await sender.send(analyticsOutput(expired, onAcknowledged: done))
+
+        case .suppressed(let identity):
+            statistics.recordInput(template: identity.template, platform: identity.platform)
+            let suppressed = AnalyticsEvent(kind: .suppressed, identity: identity, occurredAt: .now())
+            tracker.add(1, at: offset)
+            await sender.send(analyticsOutput(suppressed, onAcknowledged: done))
+        }
+
+        // The processing loop's own unit: everything for this event is queued.
+        complete(tracker, offset: offset, consumer: consumer)
+        tracker.updateBackpressure(limit: configuration.maxInFlightPerPartition) { pause in
+            if pause { try? consumer.pause([partition]) } else { consumer.resume([partition]) }
+        }
+    }
+
+    /// Marks one unit of an event done and stores the partition's new commit position when it advanced.
+    private func complete(_ tracker: PartitionProgress, offset: Int64, consumer: KafkaConsumer) {
+        guard let position = tracker.complete(at: offset) else { return }
+        let partition = tracker.partition
+        do throws(KafkaError) {
+            try consumer.storeOffsets([KafkaTopicPartitionOffset(topic: partition.topic, partition: partition.partition, offset: position)])
+        } catch {
+            // The partition was revoked meanwhile: its new owner processes the rest again.
+            logger.debug("Offset not stored", metadata: ["partition": "\(partition)", "offset": "\(position)", "error": "\(error)"])
+        }
+        tracker.updateBackpressure(limit: configuration.maxInFlightPerPartition) { pause in
+            if pause { try? consumer.pause([partition]) } else { consumer.resume([partition]) }
+        }
+    }
+
+    /// The analytics record for an event; counted in the statistics once acknowledged.
+    func analyticsOutput(
+        _ event: AnalyticsEvent,
+        isTimerExpiry: Bool = false,
+        onAcknowledged: @escaping @Sendable (KafkaDeliveryReport) -> Void
+    ) -> OutputSender.Output {
+        let bytes = event.encoded()
+        let record = KafkaProducerRecord(
+            topic: configuration.topics.analytics,
+            key: Array(event.identity.messageId.utf8),
+            value: bytes,
+            headers: [KafkaHeader(key: "type", string: event.kind.rawValue)]
+        )
+        return OutputSender.Output(record: record) { [statistics] report in
+            statistics.recordOutcome(event, bytes: bytes, isTimerExpiry: isTimerExpiry)
+            onAcknowledged(report)
+        }
+    }
+
+    /// The payload record: key = recipient id, headers per the contract (APNs token and request headers too).
+    private func payloadRecord(_ notification: RenderedNotification, topic: String) -> KafkaProducerRecord {
+        var headers = [
+            KafkaHeader(key: "messageId", string: notification.messageId),
+            KafkaHeader(key: "campaignId", string: notification.request.campaignId),
+            KafkaHeader(key: "template", string: notification.templateID),
+        ]
+        if notification.platform == .apns {
+            headers.append(KafkaHeader(key: "token", string: notification.token))
+            for header in notification.headers {
+                headers.append(KafkaHeader(key: header.name, string: header.value))
+            }
+        }
+        return KafkaProducerRecord(
+            topic: topic,
+            key: Array(notification.request.recipient.id.utf8),
+            value: notification.payloadBytes,
+            headers: headers
+        )
+    }
+
+    /// The event's own time when replaying by event time, otherwise now.
+    func eventOrWallTime(_ eventTime: Timestamp) -> Timestamp {
+        switch decisionClock {
+        case .wallClock: .now()
+        case .eventTime: eventTime
+        }
+    }
+}

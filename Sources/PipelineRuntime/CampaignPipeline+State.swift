@@ -1,0 +1,146 @@
+import KafkaClient
+import Logging
+import PipelineCore
+import Synchronization
+
+extension CampaignPipeline {
+    /// Folds the campaign definitions and the pending timers from the beginning of their topics, up to their end
+    /// offsets at start-up, before any send is processed.
+    func foldState(from consumer: KafkaConsumer, partitions: (definitions: Int32, timers: Int32)) async throws {
+        let topics = configuration.topics
+        let all =
+            (0..<partitions.definitions).map { KafkaTopicPartition(topic: topics.definitions, partition: $0) }
+            + (0..<partitions.timers).map { KafkaTopicPartition(topic: topics.timers, partition: $0) }
+        var remaining: [KafkaTopicPartition: Int64] = [:]
+        for partition in all {
+            let marks = try await consumer.watermarks(topic: partition.topic, partition: partition.partition)
+            if marks.high > marks.low { remaining[partition] = marks.high }
+        }
+        try consumer.assign(all.map { KafkaTopicPartitionOffset(topic: $0.topic, partition: $0.partition, offset: KafkaOffset.beginning) })
+        var iterator = consumer.messages.makeAsyncIterator()
+        while !remaining.isEmpty, let batch = try await iterator.nextBatch() {
+            for message in batch {
+                applyState(message)
+                if let end = remaining[message.topicPartition], message.offset + 1 >= end {
+                    remaining[message.topicPartition] = nil
+                }
+            }
+        }
+        logger.info(
+            "Campaign state loaded",
+            metadata: ["campaigns": "\(campaigns.withLock { $0.count })", "pendingTimers": "\(timers.count)"]
+        )
+    }
+
+    /// Keeps folding new definitions and timer records while the pipeline runs.
+    func keepFoldingState(from consumer: KafkaConsumer) async {
+        do {
+            var iterator = consumer.messages.makeAsyncIterator()
+            while let batch = try await iterator.nextBatch() {
+                for message in batch { applyState(message) }
+            }
+        } catch {
+            logger.error("Reading campaign state failed; the campaign table stops changing", metadata: ["error": "\(error)"])
+        }
+    }
+
+    private func applyState(_ message: KafkaConsumerMessage) {
+        if message.topic == configuration.topics.timers {
+            let messageId = String(decoding: message.key ?? [], as: UTF8.self)
+            guard let value = message.value, !value.isEmpty else {
+                timers.remove(messageId: messageId)
+                return
+            }
+            if let timer = TimerBook.decode(value, partition: message.partition) {
+                timers.schedule(timer)
+            } else {
+                logger.warning("Unreadable timer record ignored", metadata: ["topic": "\(message.topic)", "partition": "\(message.partition)", "offset": "\(message.offset)"])
+            }
+            return
+        }
+        do throws(PipelineError) {
+            try campaigns.withLock { table throws(PipelineError) in try table.apply(json: message.value ?? []) }
+        } catch {
+            logger.warning(
+                "Campaign event ignored",
+                metadata: [
+                    "topic": "\(message.topic)",
+                    "partition": "\(message.partition)",
+                    "offset": "\(message.offset)",
+                    "reason": "\(error.issues.map(\.description).joined(separator: "; "))",
+                ]
+            )
+        }
+    }
+
+    /// Emits `push.expired` (cause `timer`) when a delivered timer notification's countdown ends, for the timers
+    /// of the partitions this instance owns, then tombstones the timer record.
+    func fireTimers(consumer: KafkaConsumer, sender: OutputSender) async {
+        let topics = configuration.topics
+        while !Task.isCancelled {
+            try? await Task.sleep(for: .milliseconds(200))
+            let owned = Set(consumer.assignment.filter { $0.topic == topics.sends }.map(\.partition))
+            guard !owned.isEmpty else { continue }
+            for timer in timers.takeDue(at: .now(), in: owned) {
+                let expired = AnalyticsEvent(kind: .expired, identity: timer.identity, occurredAt: .now(), cause: .timer)
+                let tombstone = KafkaProducerRecord(
+                    topic: topics.timers,
+                    partition: timer.partition,
+                    key: Array(timer.identity.messageId.utf8),
+                    value: nil
+                )
+                sender.sendNow(
+                    analyticsOutput(expired, isTimerExpiry: true) { _ in
+                        sender.sendNow(OutputSender.Output(record: tombstone) { _ in })
+                    }
+                )
+            }
+        }
+    }
+
+    /// Stops the pipeline once every assigned partition has been read to its end, with nothing in flight, for
+    /// `idle` without interruption.
+    func stopWhenIdle(for idle: Duration, consumer: KafkaConsumer, sender: OutputSender) async {
+        var idleSince: ContinuousClock.Instant?
+        while !Task.isCancelled {
+            try? await Task.sleep(for: .milliseconds(250))
+            if await isIdle(consumer: consumer, sender: sender) {
+                let since = idleSince ?? .now
+                idleSince = since
+                if ContinuousClock.now - since >= idle {
+                    logger.info("Idle; stopping", metadata: ["idleFor": "\(idle)"])
+                    stop()
+                    return
+                }
+            } else {
+                idleSince = nil
+            }
+        }
+    }
+
+    private func isIdle(consumer: KafkaConsumer, sender: OutputSender) async -> Bool {
+        let assigned = consumer.assignment.filter { $0.topic == configuration.topics.sends }
+        let inFlight = totalInFlight()
+        guard !assigned.isEmpty, inFlight == 0, sender.pendingRetries == 0 else {
+            let detail = progress.withLock { $0.map { "\($0.key.partition):\($0.value.inFlight)@\($0.value.completedPosition ?? -1)" }.sorted().joined(separator: " ") }
+            logger.debug("Not idle", metadata: ["assigned": "\(assigned.count)", "inFlight": "\(inFlight)", "retrying": "\(sender.pendingRetries)", "partitions": "\(detail)"])
+            return false
+        }
+        let positions = readPositions.withLock { $0 }
+        for partition in assigned {
+            guard let marks = try? await consumer.watermarks(topic: partition.topic, partition: partition.partition) else {
+                return false
+            }
+            var position = positions[partition]
+            if position == nil {
+                let committed = try? await consumer.committed([partition]).first?.offset
+                position = (committed ?? -1) >= 0 ? committed : marks.low
+            }
+            if (position ?? 0) < marks.high {
+                logger.debug("Not idle", metadata: ["partition": "\(partition)", "position": "\(position ?? -1)", "high": "\(marks.high)"])
+                return false
+            }
+        }
+        return true
+    }
+}

@@ -1,0 +1,328 @@
+import Foundation
+import KafkaClient
+public import Logging
+public import PipelineCore
+public import ServiceLifecycle
+import Synchronization
+
+/// The streaming pipeline: reads `push.requested` events in a consumer group, renders each through the template
+/// registry, writes payloads and analytics to Kafka, and commits a source offset only after every output derived
+/// from it, and from every earlier offset of its partition, is acknowledged.
+///
+/// Run it as a `Service` in a `ServiceGroup` (graceful shutdown on SIGTERM/SIGINT: stop fetching, drain in-flight
+/// outputs, commit, close), or call ``run()`` directly.
+public final class CampaignPipeline: Service {
+    /// How the pipeline judges time-dependent decisions (TTL expiry, cancellations, timers).
+    public enum DecisionClock: Sendable {
+        /// The wall clock: streaming.
+        case wallClock
+        /// Each event's own `occurredAt`: replays give the same outcomes whenever they run.
+        case eventTime
+    }
+
+    let configuration: PipelineConfiguration
+    let processor: EventProcessor
+    let logger: Logger
+    let decisionClock: DecisionClock
+    /// What the pipeline did so far.
+    public let statistics = PipelineStatistics()
+
+    let campaigns = Mutex(CampaignTable())
+    let timers = TimerBook()
+    let progress = Mutex([KafkaTopicPartition: PartitionProgress]())
+    /// The position after the last event read, per partition (for idle detection).
+    let readPositions = Mutex([KafkaTopicPartition: Int64]())
+    private let stopSignal = StopSignal()
+
+    /// Creates a pipeline.
+    ///
+    /// - Parameters:
+    ///   - configuration: brokers, topics, group and limits.
+    ///   - registry: the template plugins.
+    ///   - decisionClock: wall clock for streaming (the default), event time for replays.
+    ///   - logger: the root logger; lifecycle steps are logged at `info`, per-event problems at `warning`.
+    public init(
+        configuration: PipelineConfiguration,
+        registry: TemplateRegistry,
+        decisionClock: DecisionClock = .wallClock,
+        logger: Logger
+    ) {
+        self.configuration = configuration
+        self.processor = EventProcessor(registry: registry)
+        self.decisionClock = decisionClock
+        self.logger = logger
+    }
+
+    /// Asks a running pipeline to stop: it stops fetching, drains, commits and returns from ``run()``.
+    public func stop() {
+        stopSignal.fire()
+    }
+
+    /// Runs until ``stop()``, graceful shutdown, or (with ``PipelineConfiguration/untilIdle``) idleness.
+    ///
+    /// - Throws: ``KafkaError`` or ``PipelineRuntimeError`` when it cannot start (no broker, a missing topic,
+    ///   mismatched partition counts) or the consumer fails for good.
+    public func run() async throws {
+        logger.info(
+            "Pipeline starting",
+            metadata: [
+                "bootstrap": "\(configuration.bootstrapServers.joined(separator: ","))",
+                "group": "\(configuration.groupID)",
+                "topic": "\(configuration.topics.sends)",
+            ]
+        )
+        let producer = try makeProducer()
+        let stateConsumer = try KafkaConsumer(configuration: consumerConfiguration(groupID: nil), logger: logger)
+        do {
+            let partitions = try await checkTopics(using: stateConsumer)
+            try await foldState(from: stateConsumer, partitions: partitions)
+        } catch {
+            await stateConsumer.close()
+            await producer.close(timeout: .seconds(1))
+            throw error
+        }
+        let sender = OutputSender(
+            producer: producer,
+            backoff: configuration.retryBackoff,
+            maxBackoff: configuration.maxRetryBackoff,
+            logger: logger
+        )
+        let consumer = try KafkaConsumer(configuration: consumerConfiguration(groupID: configuration.groupID), logger: logger)
+        try consumer.subscribe(topics: [configuration.topics.sends])
+        logger.info("Consuming", metadata: ["topic": "\(configuration.topics.sends)", "group": "\(configuration.groupID)"])
+
+        var failure: (any Error)?
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await sender.runRetries() }
+            group.addTask { await self.keepFoldingState(from: stateConsumer) }
+            group.addTask { await self.followAssignments(of: consumer) }
+            group.addTask { await self.fireTimers(consumer: consumer, sender: sender) }
+            if let idle = configuration.untilIdle {
+                group.addTask { await self.stopWhenIdle(for: idle, consumer: consumer, sender: sender) }
+            }
+            do {
+                try await withGracefulShutdownHandler {
+                    try await self.processUntilStopped(consumer: consumer, sender: sender)
+                } onGracefulShutdown: {
+                    self.stopSignal.fire()
+                }
+            } catch {
+                failure = error
+                logger.error("Processing stopped", metadata: ["error": "\(error)"])
+            }
+            await drain(sender: sender)
+            do {
+                try await consumer.commit()
+            } catch {
+                logger.warning("Final commit failed; the uncommitted events will be processed again", metadata: ["error": "\(error)"])
+            }
+            await consumer.close()
+            await stateConsumer.close()
+            group.cancelAll()
+        }
+        await producer.close(timeout: .seconds(5))
+        let summary = statistics.snapshot
+        logger.info(
+            "Pipeline stopped",
+            metadata: [
+                "events": "\(summary.totalIn)",
+                "delivered": "\(summary.outcomes[.delivered] ?? 0)",
+                "rejected": "\(summary.outcomes[.rejected] ?? 0)",
+                "expired": "\(summary.outcomes[.expired] ?? 0)",
+                "suppressed": "\(summary.outcomes[.suppressed] ?? 0)",
+                "pendingTimers": "\(timers.count)",
+            ]
+        )
+        if let failure { throw failure }
+    }
+
+    // MARK: - Clients
+
+    private func makeProducer() throws(KafkaError) -> KafkaProducer {
+        var producerConfiguration = KafkaProducerConfiguration(bootstrapServers: configuration.bootstrapServers)
+        producerConfiguration.messageTimeout = configuration.messageTimeout
+        producerConfiguration.properties = configuration.kafkaProperties.merging(configuration.producerProperties) { $1 }
+        return try KafkaProducer(configuration: producerConfiguration, logger: logger)
+    }
+
+    func consumerConfiguration(groupID: String?) -> KafkaConsumerConfiguration {
+        var consumerConfiguration = KafkaConsumerConfiguration(bootstrapServers: configuration.bootstrapServers, groupID: groupID)
+        consumerConfiguration.properties = configuration.kafkaProperties.merging(configuration.consumerProperties) { $1 }
+        return consumerConfiguration
+    }
+
+    /// Checks that the topics exist and that the timers topic mirrors the sends topic's partitions.
+    ///
+    /// - Returns: the partition counts of the definitions and timers topics.
+    private func checkTopics(using consumer: KafkaConsumer) async throws -> (definitions: Int32, timers: Int32) {
+        let topics = configuration.topics
+        var counts: [String: Int32] = [:]
+        for topic in topics.all {
+            let result: Result<Int32, KafkaError>
+            do throws(KafkaError) {
+                result = .success(try await consumer.partitionCount(topic: topic))
+            } catch {
+                result = .failure(error)
+            }
+            switch result {
+            case .success(let count) where count > 0:
+                counts[topic] = count
+            case .success:
+                throw PipelineRuntimeError.missingTopic(topic)
+            case .failure(let error):
+                let isUnknown = error.librdkafkaName == "UNKNOWN_TOPIC_OR_PART" || error.librdkafkaName == "_UNKNOWN_TOPIC"
+                if isUnknown { throw PipelineRuntimeError.missingTopic(topic) }
+                throw error
+            }
+        }
+        let sends = counts[topics.sends] ?? 0
+        let timers = counts[topics.timers] ?? 0
+        guard sends == timers else {
+            throw PipelineRuntimeError.partitionMismatch(sends: topics.sends, sendsCount: sends, timers: topics.timers, timersCount: timers)
+        }
+        return (counts[topics.definitions] ?? 0, timers)
+    }
+
+    /// Processes events until asked to stop. Cancelling the reading task wakes it when no records arrive.
+    private func processUntilStopped(consumer: KafkaConsumer, sender: OutputSender) async throws {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                var iterator = consumer.messages.makeAsyncIterator()
+                while !Task.isCancelled, let batch = try await iterator.nextBatch() {
+                    await self.process(batch, consumer: consumer, sender: sender)
+                }
+            }
+            group.addTask {
+                await self.stopSignal.wait()
+            }
+            // Whichever ends first (a stop request, the end of the records, an error) ends both.
+            defer { group.cancelAll() }
+            try await group.next()
+        }
+    }
+
+    /// Waits until nothing is in flight (or the drain timeout passes).
+    private func drain(sender: OutputSender) async {
+        let deadline = ContinuousClock.now + configuration.drainTimeout
+        var inFlight = totalInFlight()
+        while inFlight > 0 || sender.pendingRetries > 0 {
+            if ContinuousClock.now >= deadline {
+                logger.warning(
+                    "Drain timed out; in-flight events stay uncommitted and will be processed again",
+                    metadata: ["inFlight": "\(inFlight)", "retrying": "\(sender.pendingRetries)"]
+                )
+                return
+            }
+            try? await Task.sleep(for: .milliseconds(10))
+            inFlight = totalInFlight()
+        }
+        logger.info("Drained in-flight work")
+    }
+
+    func totalInFlight() -> Int {
+        progress.withLock { $0.values.reduce(0) { $0 + $1.inFlight } }
+    }
+
+    /// Keeps the per-partition trackers in step with the group's assignment.
+    private func followAssignments(of consumer: KafkaConsumer) async {
+        for await event in consumer.events {
+            switch event {
+            case .partitionsAssigned(let partitions):
+                logger.info("Assigned", metadata: ["partitions": "\(partitions.map(\.description).sorted().joined(separator: ","))"])
+            case .partitionsRevoked(let partitions):
+                // Abandon in-flight work of revoked partitions: it was not committed, so their new owner
+                // processes it again (at least once; outputs carry the same message ids).
+                let retired = progress.withLock { progress in
+                    partitions.compactMap { progress.removeValue(forKey: $0) }
+                }
+                for tracker in retired {
+                    tracker.retire()
+                    // A partition paused for backpressure must not stay paused if it comes back.
+                    consumer.resume([tracker.partition])
+                }
+                readPositions.withLock { positions in
+                    for partition in partitions { positions[partition] = nil }
+                }
+                logger.info("Revoked", metadata: ["partitions": "\(partitions.map(\.description).sorted().joined(separator: ","))"])
+            case .error(let error):
+                logger.warning("Consumer reported an error", metadata: ["error": "\(error)"])
+            }
+        }
+    }
+
+    /// The instant time-dependent decisions are judged at for an event read now.
+    func decisionTime() -> Timestamp? {
+        switch decisionClock {
+        case .wallClock: Timestamp.now()
+        case .eventTime: nil
+        }
+    }
+}
+
+/// Why the pipeline could not start.
+public enum PipelineRuntimeError: Error, CustomStringConvertible, Equatable {
+    /// A configured topic does not exist on the cluster.
+    case missingTopic(String)
+    /// The timers topic must have as many partitions as the sends topic.
+    case partitionMismatch(sends: String, sendsCount: Int32, timers: String, timersCount: Int32)
+
+    public var description: String {
+        switch self {
+        case .missingTopic(let topic):
+            "topic '\(topic)' does not exist; create it (see docker-compose.yml's kafka-init) or fix the topic name in the configuration"
+        case .partitionMismatch(let sends, let sendsCount, let timers, let timersCount):
+            "topic '\(timers)' has \(timersCount) partitions but '\(sends)' has \(sendsCount); they must match (timers live in their send's partition)"
+        }
+    }
+}
+
+/// A one-shot signal: ``fire()`` wakes every ``wait()``, now and later. A cancelled waiter returns too.
+final class StopSignal: Sendable {
+    private struct State {
+        var isFired = false
+        var nextID = 0
+        var waiters: [Int: CheckedContinuation<Void, Never>] = [:]
+    }
+
+    private let state = Mutex(State())
+
+    var isFired: Bool { state.withLock { $0.isFired } }
+
+    func fire() {
+        let waiters = state.withLock { state in
+            state.isFired = true
+            defer { state.waiters = [:] }
+            return state.waiters.values
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    func wait() async {
+        let id = state.withLock { state in
+            defer { state.nextID += 1 }
+            return state.nextID
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let resumeNow = state.withLock { state in
+                    if state.isFired || Task.isCancelled { return true }
+                    state.waiters[id] = continuation
+                    return false
+                }
+                if resumeNow { continuation.resume() }
+            }
+        } onCancel: {
+            let waiter = state.withLock { $0.waiters.removeValue(forKey: id) }
+            waiter?.resume()
+        }
+    }
+}
+
+extension Timestamp {
+    /// The current wall-clock time.
+    static func now() -> Timestamp {
+        let interval = Date().timeIntervalSince1970
+        let seconds = interval.rounded(.down)
+        return Timestamp(secondsSince1970: Int64(seconds), nanoseconds: Int32((interval - seconds) * 1_000_000_000))
+    }
+}

@@ -1,0 +1,108 @@
+public import PipelineCore
+
+/// The campaign state folded from `campaign.definitions` (event-sourced): each campaign's definitions by
+/// version and its cancellations, each stamped with its event time, so the state can be read as of any instant.
+///
+/// Reading "as of" an instant is what makes replays deterministic: a send is judged against the definitions
+/// and cancellations that existed at its decision time, whatever was appended to the topic since.
+public struct CampaignTable: Sendable {
+    /// One stored definition of a campaign.
+    public struct Definition: Sendable, Equatable {
+        /// The definition version.
+        public var version: Int
+        /// The template the definition renders with.
+        public var template: String?
+        /// The content to render for sends without their own.
+        public var content: CampaignContent
+        /// When it was defined.
+        public var definedAt: Timestamp
+    }
+
+    private struct History: Sendable {
+        var definitions: [Definition] = []
+        var cancellations: [Timestamp] = []
+    }
+
+    private var campaigns: [String: History] = [:]
+
+    /// An empty table.
+    public init() {}
+
+    /// The number of campaigns known.
+    public var count: Int { campaigns.count }
+
+    /// Folds one record of the definitions topic into the table.
+    ///
+    /// - Throws: ``PipelineError`` naming the field when the record is not a campaign event.
+    public mutating func apply(json bytes: [UInt8]) throws(PipelineError) {
+        let value: JSONValue
+        do {
+            value = try JSONValue(parsing: bytes)
+        } catch {
+            throw PipelineError(.invalidJSON, at: .root, "invalid JSON: \(error)")
+        }
+        guard let object = value.objectValue else {
+            throw PipelineError(.invalidField, at: .root, "expected an object, found \(value.typeDescription)")
+        }
+        let campaignId = try Self.string(object, "campaignId")
+        let occurredAt = try Self.timestamp(object, "occurredAt")
+        switch try Self.string(object, "type") {
+        case "campaign.defined":
+            guard let contentObject = object["content"]?.objectValue else {
+                throw PipelineError(.missingField, at: FieldPath("content"), "required, an object")
+            }
+            let version: Int
+            switch object["version"] {
+            case .int(let number)?: version = number
+            case nil, .null?: version = (campaigns[campaignId]?.definitions.map(\.version).max() ?? 0) + 1
+            default: throw PipelineError(.invalidField, at: FieldPath("version"), "expected an integer")
+            }
+            let definition = Definition(
+                version: version,
+                template: object["template"]?.stringValue,
+                content: CampaignContent(contentObject),
+                definedAt: occurredAt
+            )
+            campaigns[campaignId, default: History()].definitions.append(definition)
+        case "campaign.cancelled":
+            campaigns[campaignId, default: History()].cancellations.append(occurredAt)
+        case let other:
+            throw PipelineError(.invalidField, at: FieldPath("type"), "expected campaign.defined or campaign.cancelled, found '\(other)'")
+        }
+    }
+
+    /// Whether the campaign is cancelled as of `instant`: a cancellation at or before it, with no definition
+    /// after that cancellation (a new definition reopens a campaign).
+    public func isCancelled(_ campaignId: String, asOf instant: Timestamp) -> Bool {
+        guard let history = campaigns[campaignId] else { return false }
+        guard let cancelledAt = history.cancellations.filter({ $0 <= instant }).max() else { return false }
+        return !history.definitions.contains { $0.definedAt > cancelledAt && $0.definedAt <= instant }
+    }
+
+    /// The definition to render as of `instant`: the given version, or the latest version defined by then.
+    public func definition(_ campaignId: String, version: Int?, asOf instant: Timestamp) -> Definition? {
+        guard let history = campaigns[campaignId] else { return nil }
+        let known = history.definitions.filter { $0.definedAt <= instant }
+        if let version {
+            return known.last { $0.version == version }
+        }
+        return known.max { ($0.version, $0.definedAt) < ($1.version, $1.definedAt) }
+    }
+
+    private static func string(_ object: JSONObject, _ key: String) throws(PipelineError) -> String {
+        guard let value = object[key] else { throw PipelineError(.missingField, at: FieldPath(key), "required") }
+        guard let text = value.stringValue else {
+            throw PipelineError(.invalidField, at: FieldPath(key), "expected a string, found \(value.typeDescription)")
+        }
+        return text
+    }
+
+    private static func timestamp(_ object: JSONObject, _ key: String) throws(PipelineError) -> Timestamp {
+        let text = try string(object, key)
+        do {
+            return try Timestamp(rfc3339: text)
+        } catch {
+            throw PipelineError(.invalidField, at: FieldPath(key), "not an RFC 3339 time: \(error)")
+        }
+    }
+}

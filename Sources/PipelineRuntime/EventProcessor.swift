@@ -1,0 +1,119 @@
+public import PipelineCore
+
+/// Decides what happens to one input event, without touching Kafka: render it, or why not.
+///
+/// The decision depends only on the event bytes, the campaign table and the *decision time* (the wall clock
+/// when streaming, the event's own time when replaying), so the same inputs always give the same decision.
+public struct EventProcessor: Sendable {
+    /// The outcome of processing one event.
+    public enum Decision: Sendable {
+        /// Send this payload; `timer` says when the notification's countdown ends, if it has one.
+        case deliver(RenderedNotification, timer: TimerSchedule?)
+        /// The event cannot be rendered; it goes to the dead-letter topic.
+        case rejected(MessageIdentity, PipelineError)
+        /// Not sent: processed after `expiresAt` (`ttl`) or its countdown already ended (`timer`).
+        case expired(MessageIdentity, AnalyticsEvent.ExpiryCause, detail: String)
+        /// Not sent: the campaign is cancelled.
+        case suppressed(MessageIdentity)
+    }
+
+    /// When a delivered timer notification's countdown ends.
+    public enum TimerSchedule: Sendable, Hashable {
+        /// At this instant (`adb_tmr_end`).
+        case endsAt(Timestamp)
+        /// This many seconds after delivery (`adb_tmr_dur`).
+        case duration(seconds: Int64)
+    }
+
+    /// The registered templates.
+    public let registry: TemplateRegistry
+
+    /// Creates a processor over a registry.
+    public init(registry: TemplateRegistry) {
+        self.registry = registry
+    }
+
+    /// Decides one event.
+    ///
+    /// - Parameters:
+    ///   - bytes: the record value.
+    ///   - sourcePosition: `topic/partition@offset`, used for the message id of events without an id.
+    ///   - campaigns: the campaign state.
+    ///   - decisionTime: the instant expiry and cancellation are judged at; `nil` uses the event's own time.
+    public func process(
+        _ bytes: [UInt8],
+        sourcePosition: String,
+        campaigns: CampaignTable,
+        decisionTime: Timestamp?
+    ) -> Decision {
+        let value: JSONValue
+        do throws(JSONParseError) {
+            value = try JSONValue(parsing: bytes)
+        } catch {
+            let failure = PipelineError(.invalidJSON, at: .root, "invalid JSON: \(error)")
+            return .rejected(MessageIdentity(undecodable: nil, eventId: nil, sourcePosition: sourcePosition), failure)
+        }
+        let request: PushRequest
+        do throws(PipelineError) {
+            request = try PushRequest(decoding: value)
+        } catch {
+            return .rejected(MessageIdentity(undecodable: value, eventId: error.eventId, sourcePosition: sourcePosition), error)
+        }
+        let now = decisionTime ?? request.occurredAt
+        var identity = MessageIdentity(request: request)
+        if let renderer = try? registry.renderer(named: request.template) { identity.template = renderer.templateID }
+
+        if campaigns.isCancelled(request.campaignId, asOf: now) {
+            return .suppressed(identity)
+        }
+        if let expiresAt = request.expiresAt, expiresAt <= now {
+            return .expired(identity, .ttl, detail: "processed at \(now.rfc3339), after expiresAt \(expiresAt.rfc3339)")
+        }
+        var content = request.content
+        if content == nil {
+            guard let definition = campaigns.definition(request.campaignId, version: request.campaignVersion, asOf: now) else {
+                let which = request.campaignVersion.map { "version \($0) of " } ?? ""
+                let failure = PipelineError(
+                    .missingField,
+                    at: FieldPath("content"),
+                    "required: the event has no content and \(which)campaign '\(request.campaignId)' has no definition",
+                    eventId: request.eventId
+                )
+                return .rejected(identity, failure)
+            }
+            content = definition.content
+        }
+        let notification: RenderedNotification
+        do throws(PipelineError) {
+            notification = try registry.render(request, content: content)
+        } catch {
+            return .rejected(identity, error)
+        }
+        identity.template = notification.templateID
+        let timer = Self.timerSchedule(of: notification.payload)
+        if case .endsAt(let end)? = timer, end <= now {
+            return .expired(identity, .timer, detail: "the countdown ended at \(end.rfc3339), before processing at \(now.rfc3339)")
+        }
+        return .deliver(notification, timer: timer)
+    }
+
+    /// Reads a timer notification's countdown from its payload (`adb_tmr_dur` wins over `adb_tmr_end`).
+    static func timerSchedule(of payload: PlatformPayload) -> TimerSchedule? {
+        let fields: JSONObject
+        switch payload {
+        case .fcm(let message): fields = message.data
+        case .apns(let notification): fields = notification.payload
+        }
+        if let duration = integer(fields["adb_tmr_dur"]) { return .duration(seconds: duration) }
+        if let end = integer(fields["adb_tmr_end"]) { return .endsAt(Timestamp(secondsSince1970: end)) }
+        return nil
+    }
+
+    private static func integer(_ value: JSONValue?) -> Int64? {
+        switch value {
+        case .string(let text)?: Int64(text)
+        case .int(let number)?: Int64(number)
+        default: nil
+        }
+    }
+}

@@ -1,0 +1,141 @@
+import KafkaClient
+import Logging
+import Synchronization
+
+/// Sends output records and keeps sending each one until the cluster acknowledges it: a failed output is retried
+/// with exponential backoff, forever, and is never skipped. Because the source offset of an event is committed
+/// only after all its outputs are acknowledged, an output that keeps failing holds its partition's commit back
+/// instead of being lost.
+final class OutputSender: Sendable {
+    /// One record and what to do once it is acknowledged.
+    struct Output: Sendable {
+        var record: KafkaProducerRecord
+        var attempt = 0
+        var onAcknowledged: @Sendable (KafkaDeliveryReport) -> Void
+    }
+
+    private struct Retry {
+        var due: ContinuousClock.Instant
+        var output: Output
+    }
+
+    private struct State {
+        var retries: [Retry] = []
+        var failuresSinceReport = 0
+        var lastFailure: KafkaError?
+    }
+
+    private let producer: KafkaProducer
+    private let state = Mutex(State())
+    private let backoff: Duration
+    private let maxBackoff: Duration
+    private let logger: Logger
+
+    init(producer: KafkaProducer, backoff: Duration, maxBackoff: Duration, logger: Logger) {
+        self.producer = producer
+        self.backoff = backoff
+        self.maxBackoff = maxBackoff
+        self.logger = logger
+    }
+
+    /// Outputs waiting for another attempt.
+    var pendingRetries: Int { state.withLock { $0.retries.count } }
+
+    /// Queues an output, waiting (asynchronously) while librdkafka's local queue is full. For the processing loop,
+    /// where waiting is the backpressure.
+    func send(_ output: Output) async {
+        while true {
+            do throws(KafkaError) {
+                try enqueue(output)
+                return
+            } catch where error.librdkafkaName == "_QUEUE_FULL" {
+                try? await Task.sleep(for: .milliseconds(1))
+                if Task.isCancelled {
+                    scheduleRetry(output, after: error)
+                    return
+                }
+            } catch {
+                scheduleRetry(output, after: error)
+                return
+            }
+        }
+    }
+
+    /// Queues an output without ever waiting; a full queue or any failure becomes a retry. For delivery
+    /// callbacks, which run on the producer's thread and must not block it.
+    func sendNow(_ output: Output) {
+        do throws(KafkaError) {
+            try enqueue(output)
+        } catch {
+            scheduleRetry(output, after: error)
+        }
+    }
+
+    private func enqueue(_ output: Output) throws(KafkaError) {
+        try producer.produce(output.record) { [self] result in
+            switch result {
+            case .success(let report): output.onAcknowledged(report)
+            case .failure(let error): scheduleRetry(output, after: error)
+            }
+        }
+    }
+
+    private func scheduleRetry(_ output: Output, after error: KafkaError) {
+        var next = output
+        next.attempt += 1
+        let isQueueFull = error.librdkafkaName == "_QUEUE_FULL"
+        let delay = isQueueFull ? Duration.milliseconds(10) : backoffDelay(attempt: next.attempt)
+        state.withLock { state in
+            state.retries.append(Retry(due: .now + delay, output: next))
+            if !isQueueFull {
+                state.failuresSinceReport += 1
+                state.lastFailure = error
+            }
+        }
+    }
+
+    private func backoffDelay(attempt: Int) -> Duration {
+        var delay = backoff
+        for _ in 1..<min(attempt, 20) where delay < maxBackoff { delay *= 2 }
+        let capped = min(delay, maxBackoff)
+        // Up to 20 % jitter, so many failed outputs do not retry in lockstep.
+        return capped + capped * Double.random(in: 0..<0.2)
+    }
+
+    /// Sends due retries until cancelled, and reports failures at most once a second.
+    func runRetries() async {
+        var lastReport = ContinuousClock.now
+        while !Task.isCancelled {
+            try? await Task.sleep(for: .milliseconds(20))
+            let now = ContinuousClock.now
+            let due: [Output] = state.withLock { state in
+                guard !state.retries.isEmpty else { return [] }
+                let ready = state.retries.filter { $0.due <= now }.map(\.output)
+                if !ready.isEmpty { state.retries.removeAll { $0.due <= now } }
+                return ready
+            }
+            for output in due { sendNow(output) }
+            if now - lastReport >= .seconds(1) {
+                lastReport = now
+                let (failures, last, waiting) = state.withLock { state in
+                    defer {
+                        state.failuresSinceReport = 0
+                        state.lastFailure = nil
+                    }
+                    return (state.failuresSinceReport, state.lastFailure, state.retries.count)
+                }
+                if failures > 0, let last {
+                    logger.error(
+                        "Outputs failed and will be retried; their source offsets are not committed until they succeed",
+                        metadata: [
+                            "failures": "\(failures)",
+                            "retrying": "\(waiting)",
+                            "error": "\(last)",
+                            "kafka.topic": "\(last.topic ?? "")",
+                        ]
+                    )
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,118 @@
+import KafkaClient
+import Synchronization
+
+/// Tracks the events of one source partition from the moment they are read until every output derived from
+/// them is acknowledged, and says how far the partition may be committed: up to (not past) the first event
+/// with an unacknowledged output.
+///
+/// Each event starts with one pending unit held by the processing loop itself (so outputs acknowledged
+/// before the loop has queued them all cannot complete the event early); every queued output adds one.
+/// A revoked partition's tracker is retired: late acknowledgements for it change nothing.
+final class PartitionProgress: Sendable {
+    private struct Entry {
+        var offset: Int64
+        var pending: Int
+    }
+
+    private struct State {
+        var entries: [Entry] = []
+        var head = 0
+        /// The position after the last event whose outputs are all acknowledged, in order.
+        var completedPosition: Int64?
+        var isRetired = false
+        var isPaused = false
+
+        /// The entry index of `offset` (entries are in increasing offset order).
+        func index(of offset: Int64) -> Int? {
+            var low = head
+            var high = entries.count
+            while low < high {
+                let middle = (low + high) / 2
+                if entries[middle].offset < offset {
+                    low = middle + 1
+                } else {
+                    high = middle
+                }
+            }
+            return low < entries.count && entries[low].offset == offset ? low : nil
+        }
+    }
+
+    let partition: KafkaTopicPartition
+    private let state = Mutex(State())
+
+    init(partition: KafkaTopicPartition) {
+        self.partition = partition
+    }
+
+    /// The number of events in flight.
+    var inFlight: Int { state.withLock { $0.entries.count - $0.head } }
+
+    /// The position up to which everything is done (`nil` before the first event completes).
+    var completedPosition: Int64? { state.withLock { $0.completedPosition } }
+
+    var isRetired: Bool { state.withLock { $0.isRetired } }
+
+    /// Registers a newly read event, holding one pending unit for the processing loop.
+    func begin(offset: Int64) {
+        state.withLock { state in
+            state.entries.append(Entry(offset: offset, pending: 1))
+        }
+    }
+
+    /// Adds `count` pending outputs to the event at `offset`.
+    func add(_ count: Int, at offset: Int64) {
+        guard count > 0 else { return }
+        state.withLock { state in
+            guard let index = state.index(of: offset) else { return }
+            state.entries[index].pending += count
+        }
+    }
+
+    /// Marks one pending unit of the event at `offset` done.
+    ///
+    /// - Returns: the new position to commit, when the completed prefix advanced.
+    func complete(at offset: Int64) -> Int64? {
+        state.withLock { state in
+            guard !state.isRetired, let index = state.index(of: offset) else { return nil }
+            state.entries[index].pending -= 1
+            var advanced: Int64?
+            while state.head < state.entries.count, state.entries[state.head].pending <= 0 {
+                advanced = state.entries[state.head].offset + 1
+                state.head += 1
+            }
+            if state.head > 1_024, state.head * 2 > state.entries.count {
+                state.entries.removeFirst(state.head)
+                state.head = 0
+            }
+            if let advanced { state.completedPosition = advanced }
+            return advanced
+        }
+    }
+
+    /// Stops tracking: the partition was revoked.
+    func retire() {
+        state.withLock { state in
+            state.isRetired = true
+            state.entries = []
+            state.head = 0
+        }
+    }
+
+    /// Pauses the partition when `limit` events are in flight and resumes it when half of them are done.
+    /// `apply` (pause when `true`) runs under the tracker's lock, so pause and resume calls cannot cross.
+    func updateBackpressure(limit: Int, apply: (Bool) -> Void) {
+        state.withLock { state in
+            guard !state.isRetired else { return }
+            let inFlight = state.entries.count - state.head
+            if !state.isPaused, inFlight >= limit {
+                state.isPaused = true
+                apply(true)
+            } else if state.isPaused, inFlight <= limit / 2 {
+                state.isPaused = false
+                apply(false)
+            }
+        }
+    }
+}
+

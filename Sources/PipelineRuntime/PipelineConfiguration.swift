@@ -1,0 +1,73 @@
+/// Everything the streaming pipeline needs to know. Loaded from `Config/pipeline.json`, the environment and
+/// command-line flags by the executable (see `Config/README.md` for every key).
+public struct PipelineConfiguration: Sendable, Equatable {
+    /// The topics the pipeline reads and writes.
+    public struct Topics: Sendable, Equatable {
+        /// `push.requested` events to render and send.
+        public var sends = "campaign.sends"
+        /// `campaign.defined` / `campaign.cancelled` events, folded into the campaign table.
+        public var definitions = "campaign.definitions"
+        /// Rendered FCM request bodies.
+        public var fcm = "push.fcm"
+        /// Rendered APNs payloads (token and request headers as record headers).
+        public var apns = "push.apns"
+        /// One terminal analytics event per message.
+        public var analytics = "campaign.analytics"
+        /// Events that could not be processed, with error headers.
+        public var deadLetters = "campaign.dlq"
+        /// Pending timer expiries, one record per message id (compacted; tombstoned when fired). Must have as
+        /// many partitions as ``sends``: a timer lives in the partition of the send it came from, and fires on
+        /// the instance that owns that partition.
+        public var timers = "campaign.timers"
+
+        /// The default names of the contract.
+        public init() {}
+
+        /// Every topic, for checks and for creating them on the embedded broker.
+        public var all: [String] { [sends, definitions, fcm, apns, analytics, deadLetters, timers] }
+
+        /// A copy with `prefix` before every output topic name (the inputs keep their names).
+        public func prefixingOutputs(with prefix: String) -> Topics {
+            var copy = self
+            copy.fcm = prefix + fcm
+            copy.apns = prefix + apns
+            copy.analytics = prefix + analytics
+            copy.deadLetters = prefix + deadLetters
+            copy.timers = prefix + timers
+            return copy
+        }
+    }
+
+    /// `host:port` of the brokers.
+    public var bootstrapServers: [String]
+    /// The consumer group the instances of one deployment share.
+    public var groupID = "campaign-pipeline"
+    /// The topics.
+    public var topics = Topics()
+    /// librdkafka properties for every client (TLS, SASL, compression, ...), passed through as they are.
+    public var kafkaProperties: [String: String] = [:]
+    /// librdkafka properties for the consumers only.
+    public var consumerProperties: [String: String] = [:]
+    /// librdkafka properties for the producer only.
+    public var producerProperties: [String: String] = [:]
+    /// The most events of one partition in flight (read but not yet acknowledged by every sink); beyond it the
+    /// partition is paused until half of them are done.
+    public var maxInFlightPerPartition = 5_000
+    /// How long a graceful shutdown waits for in-flight outputs before abandoning them (uncommitted, so they are
+    /// processed again after a restart).
+    public var drainTimeout: Duration = .seconds(15)
+    /// The first wait before a failed output is sent again; it doubles up to ``maxRetryBackoff``.
+    public var retryBackoff: Duration = .milliseconds(500)
+    /// The longest wait between two attempts of a failed output.
+    public var maxRetryBackoff: Duration = .seconds(30)
+    /// How long librdkafka keeps trying one output before reporting it failed (and the pipeline retries it).
+    public var messageTimeout: Duration = .seconds(30)
+    /// Exit after every assigned partition has been at its end, with nothing in flight, for this long.
+    /// `nil` runs until stopped.
+    public var untilIdle: Duration?
+
+    /// A configuration for the given brokers with every other setting at its default.
+    public init(bootstrapServers: [String]) {
+        self.bootstrapServers = bootstrapServers
+    }
+}

@@ -1,0 +1,57 @@
+import PipelineCore
+import Synchronization
+
+/// Counts of what the pipeline did, for the run summary, and one sample payload per template and platform.
+public final class PipelineStatistics: Sendable {
+    /// A point-in-time copy of the counts.
+    public struct Snapshot: Sendable {
+        /// Events read, by `template/platform` (`unknown` where the event did not say or could not be read).
+        public var eventsIn: [String: Int] = [:]
+        /// Terminal outcomes written, by analytics type (acknowledged by Kafka).
+        public var outcomes: [AnalyticsEvent.Kind: Int] = [:]
+        /// Expired messages by cause.
+        public var expiredByCause: [AnalyticsEvent.ExpiryCause: Int] = [:]
+        /// Timer expiries emitted after delivery (`push.expired` cause `timer` that follows a `push.delivered`;
+        /// not counted in ``outcomes``, which holds one terminal outcome per input).
+        public var timersFired = 0
+        /// The first payload rendered per `template/platform`.
+        public var samplePayloads: [String: [UInt8]] = [:]
+        /// The first analytics event written per type.
+        public var sampleAnalytics: [AnalyticsEvent.Kind: [UInt8]] = [:]
+
+        /// The total number of events read.
+        public var totalIn: Int { eventsIn.values.reduce(0, +) }
+    }
+
+    private let state = Mutex(Snapshot())
+
+    /// Empty statistics.
+    public init() {}
+
+    /// A copy of the current counts.
+    public var snapshot: Snapshot { state.withLock { $0 } }
+
+    func recordInput(template: String?, platform: Platform?) {
+        let key = "\(template ?? "unknown")/\(platform?.rawValue ?? "unknown")"
+        state.withLock { $0.eventsIn[key, default: 0] += 1 }
+    }
+
+    func recordPayload(template: String, platform: Platform, bytes: [UInt8]) {
+        let key = "\(template)/\(platform.rawValue)"
+        state.withLock { state in
+            if state.samplePayloads[key] == nil { state.samplePayloads[key] = bytes }
+        }
+    }
+
+    func recordOutcome(_ event: AnalyticsEvent, bytes: [UInt8], isTimerExpiry: Bool) {
+        state.withLock { state in
+            if isTimerExpiry {
+                state.timersFired += 1
+                return
+            }
+            state.outcomes[event.kind, default: 0] += 1
+            if let cause = event.cause { state.expiredByCause[cause, default: 0] += 1 }
+            if state.sampleAnalytics[event.kind] == nil { state.sampleAnalytics[event.kind] = bytes }
+        }
+    }
+}

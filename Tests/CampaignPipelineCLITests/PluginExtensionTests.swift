@@ -1,0 +1,72 @@
+@testable import CampaignPipelineCLI
+import PipelineCore
+import Testing
+
+/// A plugin defined outside the project's modules: proves a template can be added without
+/// editing the core, the shipped plugins or the CLI.
+struct ShoutTemplate: TemplateRenderer {
+    let templateID = "shout"
+    let aliases = ["yell"]
+    let summary = "Upper-cases the title."
+    let fields = [
+        TemplateField("title", "string", requiredOn: [.fcm, .apns], "the text to shout"),
+        TemplateField("volume", "integer", "exclamation marks to add"),
+    ]
+
+    func render(_ input: RenderInput) throws(PipelineError) -> TemplatePayload {
+        let title = input.content.string("title", required: true) ?? ""
+        let volume = input.content.integer("volume", in: 0...5) ?? 1
+        let text = title.uppercased() + String(repeating: "!", count: volume)
+        switch input.platform {
+        case .fcm:
+            return .fcm(data: ["adb_template_type": "basic", "adb_title": .string(text), "adb_body": .string(text)])
+        case .apns:
+            return .apns(aps: ["alert": ["title": .string(text), "body": .string(text)]], fields: ["adb_template_type": "basic"])
+        }
+    }
+}
+
+@Suite("Adding a plugin without editing the core")
+struct PluginExtensionTests {
+    let registry = BuiltinTemplates.registry.registering(ShoutTemplate())
+
+    static func event(template: String, platform: String, content: String) -> [UInt8] {
+        Array("""
+            {"eventId":"e-\(platform)","occurredAt":"2026-11-20T10:00:00Z","campaignId":"c","template":"\(template)",
+             "recipient":{"id":"u","platform":"\(platform)","token":"T","attributes":{"name":"ada"}},"content":\(content)}
+            """.utf8)
+    }
+
+    @Test func customPluginRendersThroughTheRunner() throws {
+        let runner = RenderRunner(registry: registry)
+        let fcm = runner.capture(Self.event(template: "yell", platform: "fcm", content: #"{"title":"hi {{name}}","volume":3}"#))
+        #expect(fcm.stderr.isEmpty)
+        #expect(fcm.stdout == [#"{"message":{"token":"T","data":{"adb_template_type":"basic","adb_title":"HI ADA!!!","adb_body":"HI ADA!!!"}}}"#])
+
+        let apns = runner.capture(Self.event(template: "shout", platform: "apns", content: #"{"title":"hey"}"#))
+        #expect(apns.stdout == [#"{"aps":{"alert":{"title":"HEY!","body":"HEY!"},"category":"AEPNotification","mutable-content":1},"adb_template_type":"basic"}"#])
+    }
+
+    @Test func customPluginValidationIsReportedLikeTheShippedOnes() throws {
+        let runner = RenderRunner(registry: registry)
+        let captured = runner.capture(Self.event(template: "shout", platform: "fcm", content: #"{"volume":9,"colour":"red"}"#))
+        #expect(captured.summary.failed == 1)
+        #expect(captured.stderr == [
+            "error: e-fcm: content.title: required",
+            "error: e-fcm: content.volume: must be between 0 and 5, found 9",
+        ])
+    }
+
+    @Test func shippedTemplatesStillWork() throws {
+        #expect(registry.renderers.map(\.templateID) == ["basic", "carousel", "timer", "shout"])
+        #expect(try registry.renderer(named: "car").templateID == "carousel")
+    }
+
+    @Test func templatesListingIncludesTheCustomPlugin() {
+        let listing = TemplatesCommand.listing(for: registry)
+        #expect(listing.contains("shout (aliases: yell)\n  Upper-cases the title.\n"))
+        #expect(listing.contains("carousel (aliases: car)"))
+        let titleRow = listing.split(separator: "\n").first { $0.hasPrefix("  title ") && $0.contains("the text to shout") }
+        #expect(titleRow?.split(separator: " ", omittingEmptySubsequences: true).prefix(4) == ["title", "string", "required", "required"])
+    }
+}

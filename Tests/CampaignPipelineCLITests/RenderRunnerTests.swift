@@ -1,0 +1,103 @@
+@testable import CampaignPipelineCLI
+import Foundation
+import PipelineCore
+import Testing
+
+@Suite("render: the runner behind the command")
+struct RenderRunnerTests {
+    let runner = RenderRunner(registry: BuiltinTemplates.registry)
+
+    @Test func everySampleRenders() throws {
+        let samples = try Paths.samples()
+        #expect(samples.count == 7)
+        for sample in samples {
+            let captured = runner.capture(Array(try Data(contentsOf: sample)), source: sample.lastPathComponent)
+            #expect(captured.summary == RenderRunner.Summary(rendered: 1, failed: 0), "\(sample.lastPathComponent): \(captured.stderr)")
+            #expect(captured.stdout.count == 1)
+            #expect(captured.stderr.isEmpty, "\(sample.lastPathComponent): \(captured.stderr)")
+            let payload = try JSONValue(parsing: Array(try #require(captured.stdout.first).utf8))
+            let isFCM = sample.lastPathComponent.contains("fcm")
+            #expect(payload.objectValue?.contains(isFCM ? "message" : "aps") == true)
+        }
+    }
+
+    static let brokenExpectations: [(file: String, lines: [String])] = [
+        ("missing-title.json", ["error: broken-missing-title: content.title: required"]),
+        ("unknown-platform.json", ["error: broken-unknown-platform: recipient.platform: unknown platform 'web'; expected fcm or apns"]),
+        ("unknown-template.json", ["error: broken-unknown-template: template: unknown template 'banner'; known: basic, carousel (car), timer"]),
+        ("too-many-buttons.json", ["error: broken-too-many-buttons: content.buttons: must have 1 to 2 buttons when remindLater is set, found 3"]),
+        ("carousel-item-without-image.json", ["error: broken-item-image: content.items[3].image: required"]),
+        ("timer-without-timer.json", [
+            "error: broken-timer: content.alternate.title: required",
+            "error: broken-timer: content.timer: required",
+        ]),
+        ("several-problems.json", [
+            "error: broken-several: content.title: required",
+            "error: broken-several: content.link.type: required",
+            "error: broken-several: content.colors.title: must be six hex digits like 00FF00 (optionally after '#'), found '#GG0000'",
+        ]),
+        ("truncated.json", ["error: (unknown): $: invalid JSON in truncated.json: unexpected end of input at byte 200"]),
+    ]
+
+    @Test(arguments: brokenExpectations.map(\.file))
+    func brokenFixtureFailsWithExpectedMessages(_ file: String) throws {
+        let expected = try #require(Self.brokenExpectations.first { $0.file == file }?.lines)
+        let bytes = Array(try Data(contentsOf: Paths.brokenFixtures.appendingPathComponent(file)))
+        let captured = runner.capture(bytes, source: file)
+        #expect(captured.summary == RenderRunner.Summary(rendered: 0, failed: 1))
+        #expect(captured.stdout.isEmpty)
+        #expect(captured.stderr == expected)
+    }
+
+    @Test func jsonLinesKeepGoingAfterABrokenLine() throws {
+        let good = try JSONValue(parsing: Data(contentsOf: Paths.repositoryRoot.appendingPathComponent("Config/samples/basic-apns.json"))).jsonString
+        let input = [good, "{\"eventId\": \"x\", oops", good, "", "[1,2]"].joined(separator: "\n")
+        let captured = runner.capture(Array(input.utf8), source: "lines.jsonl")
+        #expect(captured.summary == RenderRunner.Summary(rendered: 2, failed: 2))
+        #expect(captured.stdout.count == 2)
+        #expect(captured.stderr == [
+            "error: (unknown): $: invalid JSON in lines.jsonl: unexpected character at byte \(good.utf8.count + 18)",
+            "error: (unknown): $: expected an event object, found an array",
+        ])
+    }
+
+    @Test func envelopeWrapsPayloadWithIdsHeadersAndWarnings() throws {
+        var event = try JSONValue(parsing: Data(contentsOf: Paths.repositoryRoot.appendingPathComponent("Config/samples/timer-apns-full.json")))
+        if case .object(var object) = event {
+            object["options"] = ["priority": "high", "ttlSeconds": 3600, "collapseKey": "sale"]
+            if case .object(var content) = object["content"] {
+                content["subtitle"] = "Hi {{firstName}}"
+                object["content"] = .object(content)
+            }
+            event = .object(object)
+        }
+        let envelopeRunner = RenderRunner(registry: BuiltinTemplates.registry, isEnvelope: true)
+        let captured = envelopeRunner.capture(Array(event.jsonString.utf8))
+        #expect(captured.stderr.isEmpty, "warnings go inside the envelope")
+        let envelope = try JSONValue(parsing: Array(try #require(captured.stdout.first).utf8))
+        let object = try #require(envelope.objectValue)
+        #expect(object.keys == ["platform", "messageId", "token", "headers", "payload", "warnings"])
+        #expect(object["platform"] == "apns")
+        #expect(object["messageId"] == .string(MessageID.make(eventId: "00000000-0000-4000-8000-000000000007", platform: .apns)))
+        #expect(object["token"] == "APNS_DEVICE_TOKEN")
+        #expect(object["headers"] == [
+            "apns-push-type": "alert", "apns-priority": "10", "apns-expiration": "1703070000", "apns-collapse-id": "sale",
+        ])
+        #expect(envelope.objectValue?["payload"]?.objectValue?["aps"]?.objectValue?["alert"]?.objectValue?["subtitle"] == "Hi ")
+        #expect(object["warnings"] == [
+            ["path": "content.subtitle", "message": "attribute 'firstName' is not in recipient.attributes; rendered empty"],
+        ])
+    }
+
+    @Test func warningsGoToDiagnosticsWithoutEnvelope() throws {
+        var event = try JSONValue(parsing: Data(contentsOf: Paths.repositoryRoot.appendingPathComponent("Config/samples/basic-fcm.json")))
+        if case .object(var object) = event, case .object(var content) = object["content"] {
+            content["title"] = .string(String(repeating: "a", count: 40))
+            object["content"] = .object(content)
+            event = .object(object)
+        }
+        let captured = runner.capture(Array(event.jsonString.utf8))
+        #expect(captured.stdout.count == 1)
+        #expect(captured.stderr == ["warning: 00000000-0000-4000-8000-000000000001: content.title: 40 characters; the fcm guideline is at most 35"])
+    }
+}

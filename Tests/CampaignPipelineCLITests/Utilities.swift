@@ -1,0 +1,89 @@
+import Foundation
+@testable import CampaignPipelineCLI
+import PipelineCore
+
+/// Paths of the repository, the broken fixtures and the built executable.
+enum Paths {
+    static let repositoryRoot = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    /// Broken events; outside the test target's folder so SwiftPM does not treat them as resources.
+    static let brokenFixtures = repositoryRoot.appendingPathComponent("Tests/Fixtures/broken")
+
+    static func samples() throws -> [URL] {
+        try FileManager.default.contentsOfDirectory(
+            at: repositoryRoot.appendingPathComponent("Config/samples"),
+            includingPropertiesForKeys: nil
+        ).filter { $0.pathExtension == "json" }.sorted { $0.lastPathComponent < $1.lastPathComponent }
+    }
+
+    /// The `campaign-pipeline` executable in the build products directory that holds this test
+    /// bundle, if it was built.
+    static var executable: URL? {
+        let candidates = [Bundle.main.executableURL, URL(fileURLWithPath: CommandLine.arguments[0])].compactMap { $0 }
+        for candidate in candidates {
+            var directory = candidate.deletingLastPathComponent()
+            for _ in 0..<4 {
+                let url = directory.appendingPathComponent("campaign-pipeline")
+                var isDirectory: ObjCBool = false
+                if FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory), !isDirectory.boolValue {
+                    return url
+                }
+                directory = directory.deletingLastPathComponent()
+            }
+        }
+        return nil
+    }
+}
+
+/// What one run of ``RenderRunner`` wrote.
+struct Captured {
+    var stdout: [String] = []
+    var stderr: [String] = []
+    var summary = RenderRunner.Summary()
+}
+
+extension RenderRunner {
+    /// Runs over `input` and captures both streams.
+    func capture(_ input: [UInt8], source: String = "test") -> Captured {
+        var captured = Captured()
+        captured.summary = run(
+            input: input,
+            source: source,
+            output: { captured.stdout.append($0) },
+            diagnostics: { captured.stderr.append($0) }
+        )
+        return captured
+    }
+}
+
+/// The result of running the built executable.
+struct ProcessResult {
+    var status: Int32
+    var stdout: String
+    var stderr: String
+}
+
+/// Runs `executable` with `arguments`, feeding `input` on standard input.
+func runProcess(_ executable: URL, _ arguments: [String], input: [UInt8] = []) throws -> ProcessResult {
+    let process = Process()
+    process.executableURL = executable
+    process.arguments = arguments
+    let stdin = Pipe()
+    let stdout = Pipe()
+    let stderr = Pipe()
+    process.standardInput = stdin
+    process.standardOutput = stdout
+    process.standardError = stderr
+    try process.run()
+    stdin.fileHandleForWriting.write(Data(input))
+    try stdin.fileHandleForWriting.close()
+    let out = stdout.fileHandleForReading.readDataToEndOfFile()
+    let err = stderr.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return ProcessResult(
+        status: process.terminationStatus,
+        stdout: String(decoding: out, as: UTF8.self),
+        stderr: String(decoding: err, as: UTF8.self)
+    )
+}

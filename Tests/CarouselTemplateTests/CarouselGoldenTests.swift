@@ -1,0 +1,110 @@
+import CarouselTemplate
+import PipelineCore
+import Testing
+
+@Suite("Carousel template: golden payloads from the specification")
+struct CarouselGoldenTests {
+    let registry = TemplateRegistry([CarouselTemplate()])
+
+    @Test func fcmMatchesSeedExample() throws {
+        let notification = try #require(renderExpectingSuccess(registry, try Fixtures.sample("carousel-fcm")))
+        let actual = try JSONValue(parsing: notification.payloadBytes)
+        let seed = try Fixtures.seed("carousel-fcm")
+        #expect(actual == seed)
+        // adb_items is a JSON *string* on FCM; compare it decoded too (and byte-exact, since our
+        // writer uses the same compact form as the seed).
+        let itemsPath = ["message", "data", "adb_items"]
+        let items = try #require(actual.at(itemsPath)?.stringValue)
+        #expect(try JSONValue(parsing: Array(items.utf8)) == JSONValue(parsing: Array(try #require(seed.at(itemsPath)?.stringValue).utf8)))
+        #expect(notification.templateID == "carousel")
+        #expect(notification.warnings.isEmpty, "\(notification.warnings)")
+    }
+
+    /// The seed's APNs example carries `adb_body_alt`, which the iOS carousel never reads (only the
+    /// timer does); we do not emit it (docs/conformance.md). Documented transformation: the seed
+    /// example with `adb_body_alt` removed.
+    @Test func apnsMatchesSeedExampleWithoutBodyAlt() throws {
+        let notification = try #require(renderExpectingSuccess(registry, try Fixtures.sample("carousel-apns")))
+        let seed = try Fixtures.seed("carousel-apns")
+        #expect(seed.at(["adb_body_alt"]) != nil, "the seed example is expected to carry adb_body_alt")
+        #expect(try JSONValue(parsing: notification.payloadBytes) == seed.setting(["adb_body_alt"], to: nil))
+        #expect(notification.templateID == "carousel", "the event says 'car'; the alias resolves")
+        #expect(notification.warnings.isEmpty, "\(notification.warnings)")
+    }
+
+    @Test func alternateIsNotACarouselField() throws {
+        let event = try Fixtures.sample("carousel-apns").setting(["content", "alternate"], to: ["body": "x"])
+        let notification = try #require(renderExpectingSuccess(registry, event))
+        #expect(try JSONValue(parsing: notification.payloadBytes).at(["adb_body_alt"]) == nil)
+        #expect(notification.warnings.map(\.description) == ["content.alternate: not a field of template 'carousel'; ignored"])
+    }
+
+    @Test func fcmItemWithoutURIGetsTheLink() throws {
+        let event = try Fixtures.sample("carousel-fcm").setting(["content", "items"], to: [
+            ["image": "https://img.test/1.png", "text": "one"],
+            ["image": "https://img.test/2.png", "uri": "https://own.test"],
+            ["image": "https://img.test/3.png"],
+        ])
+        let notification = try #require(renderExpectingSuccess(registry, event))
+        let items = try #require(try JSONValue(parsing: notification.payloadBytes).at(["message", "data", "adb_items"])?.stringValue)
+        #expect(items == #"[{"img":"https://img.test/1.png","txt":"one","uri":"https://sneakerland.com/newReleases"},{"img":"https://img.test/2.png","uri":"https://own.test"},{"img":"https://img.test/3.png","uri":"https://sneakerland.com/newReleases"}]"#)
+    }
+
+    @Test func fcmAlwaysCarriesALayout() throws {
+        let event = try Fixtures.sample("carousel-fcm").setting(["content", "layout"], to: nil)
+        let notification = try #require(renderExpectingSuccess(registry, event))
+        #expect(try JSONValue(parsing: notification.payloadBytes).at(["message", "data", "adb_car_layout"]) == "default")
+    }
+
+    @Test func apnsItemWithoutURIGetsTheLink() throws {
+        var event = try Fixtures.sample("carousel-apns").setting(["content", "link"], to: ["uri": "myapp://book"])
+        event = event.setting(["content", "items"], to: [
+            ["image": "https://img.test/1.png"],
+            ["image": "https://img.test/2.png", "uri": "myapp://own"],
+        ])
+        let notification = try #require(renderExpectingSuccess(registry, event))
+        let payload = try JSONValue(parsing: notification.payloadBytes)
+        #expect(payload.at(["adb_items"]) == [
+            ["img": "https://img.test/1.png", "uri": "myapp://book"],
+            ["img": "https://img.test/2.png", "uri": "myapp://own"],
+        ])
+        #expect(payload.at(["adb_uri"]) == "myapp://book")
+    }
+}
+
+@Suite("Carousel template: validation rules")
+struct CarouselValidationTests {
+    let registry = TemplateRegistry([CarouselTemplate()])
+
+    static func items(_ count: Int) -> JSONValue {
+        .array((0..<count).map { .object(["image": .string("https://img.test/\($0).png")]) })
+    }
+
+    static let cases: [RuleCase] = [
+        RuleCase("items are required", "carousel-fcm", [(["content", "items"], nil)], path: "content.items", code: .missingField),
+        RuleCase("items must be an array", "carousel-apns", [(["content", "items"], "three")], path: "content.items", code: .invalidField),
+        RuleCase("FCM needs at least 3 items", "carousel-fcm", [(["content", "items"], items(2))], path: "content.items", code: .invalidField),
+        RuleCase("FCM allows at most 5 items", "carousel-fcm", [(["content", "items"], items(6))], path: "content.items", code: .invalidField),
+        RuleCase("APNs needs at least 2 items", "carousel-apns", [(["content", "items"], items(1))], path: "content.items", code: .invalidField),
+        RuleCase("APNs allows at most 5 items", "carousel-apns", [(["content", "items"], items(6))], path: "content.items", code: .invalidField),
+        RuleCase("every item needs an image", "carousel-fcm", [(["content", "items"], [["image": "a"], ["image": "b"], ["image": "c"], ["text": "no image"]])], path: "content.items[3].image", code: .missingField),
+        RuleCase("item image is a string", "carousel-apns", [(["content", "items"], [["image": "a"], ["image": 7]])], path: "content.items[1].image", code: .invalidField),
+        RuleCase("mode is auto or manual", "carousel-fcm", [(["content", "mode"], "Auto")], path: "content.mode", code: .invalidField),
+        RuleCase("layout is default or filmstrip", "carousel-fcm", [(["content", "layout"], "grid")], path: "content.layout", code: .invalidField),
+        RuleCase("link type is required on FCM", "carousel-fcm", [(["content", "link", "type"], nil)], path: "content.link.type", code: .missingField),
+        RuleCase("colour is six hex digits", "carousel-fcm", [(["content", "colors", "background"], "#12345")], path: "content.colors.background", code: .invalidField),
+        RuleCase("title is required", "carousel-apns", [(["content", "title"], nil)], path: "content.title", code: .missingField),
+    ]
+
+    @Test(arguments: cases)
+    func rule(_ rule: RuleCase) throws {
+        try rule.check(registry)
+    }
+
+    @Test func itemCountBoundsAreInclusive() throws {
+        for (sample, count) in [("carousel-fcm", 3), ("carousel-fcm", 5), ("carousel-apns", 2), ("carousel-apns", 5)] {
+            let event = try Fixtures.sample(sample).setting(["content", "items"], to: Self.items(count))
+            #expect(renderExpectingSuccess(registry, event) != nil, "\(sample) with \(count) items")
+        }
+    }
+}

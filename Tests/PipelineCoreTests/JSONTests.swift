@@ -1,0 +1,98 @@
+@testable import PipelineCore
+import Testing
+
+@Suite("JSON reader and writer")
+struct JSONTests {
+    func parse(_ text: String) throws(JSONParseError) -> JSONValue {
+        try JSONValue(parsing: Array(text.utf8))
+    }
+
+    @Test func parsesAllValueKinds() throws {
+        let value = try parse(#" { "a" : [1, -2, 3.5, 1e3, true, false, null, "x"], "b": {} , "c": [] } "#)
+        #expect(value == ["a": [1, -2, 3.5, 1000.0, true, false, nil, "x"], "b": [:], "c": []])
+        #expect(try parse("12345678901234567890") == .double(1.2345678901234567e19), "too big for Int: a double")
+        #expect(try parse("-0") == .int(0))
+    }
+
+    @Test func keepsKeyOrderAndWritesCompactly() throws {
+        let text = #"{"z":1,"a":{"y":"é\u00e9","b":[true,null]},"m":-1.25}"#
+        let value = try parse(text)
+        #expect(value.objectValue?.keys == ["z", "a", "m"])
+        #expect(value.jsonString == #"{"z":1,"a":{"y":"éé","b":[true,null]},"m":-1.25}"#)
+    }
+
+    @Test func escapesStringsCorrectly() throws {
+        let value: JSONValue = .string("q\" b\\ /\n\r\t\u{08}\u{0C}\u{01}\u{1F} 😀 ü")
+        #expect(value.jsonString == #""q\" b\\ /\n\r\t\b\f\u0001\u001f 😀 ü""#)
+        #expect(try parse(value.jsonString) == value)
+    }
+
+    @Test func decodesEscapesIncludingSurrogatePairs() throws {
+        #expect(try parse(#""\ud83d\ude00 \u00FC \/ \b""#) == "😀 ü / \u{08}")
+    }
+
+    @Test func writesIntegralNumbersWithoutFraction() {
+        #expect(JSONValue.double(3.0).jsonString == "3")
+        #expect(JSONValue.double(-0.5).jsonString == "-0.5")
+        #expect(JSONValue.int(Int.max).jsonString == "9223372036854775807")
+        #expect(JSONValue.double(.infinity).jsonString == "null")
+    }
+
+    @Test func equalityIgnoresKeyOrder() {
+        let ab: JSONValue = ["a": 1, "b": 2]
+        #expect(ab == ["b": 2, "a": 1.0])
+        let a: JSONValue = ["a": 1]
+        #expect(a != ab)
+        let list: JSONValue = ["a": [1, 2]]
+        #expect(list != ["a": [2, 1]])
+    }
+
+    static let malformed: [(String, JSONParseError.Kind, Int)] = [
+        ("", .unexpectedEndOfInput, 0),
+        ("{", .unexpectedEndOfInput, 1),
+        (#"{"a":1,}"#, .unexpectedCharacter, 7),
+        (#"{"a" 1}"#, .unexpectedCharacter, 5),
+        ("[1 2]", .unexpectedCharacter, 3),
+        ("01", .trailingData, 1),
+        ("1.", .invalidNumber, 0),
+        ("-", .unexpectedEndOfInput, 1),
+        ("1e400", .invalidNumber, 0),
+        (#""abc"#, .unexpectedEndOfInput, 4),
+        ("\"a\u{01}\"", .controlCharacterInString, 2),
+        (#""\x""#, .invalidEscape, 1),
+        (#""\u12G4""#, .invalidUnicodeEscape, 5),
+        (#""\ud800""#, .invalidUnicodeEscape, 1),
+        (#""\udc00""#, .invalidUnicodeEscape, 1),
+        (#"{"a":1,"a":2}"#, .duplicateKey, 7),
+        ("tru", .unexpectedEndOfInput, 3),
+        ("nul!", .unexpectedCharacter, 3),
+        ("nul", .unexpectedEndOfInput, 3),
+        ("{} {}", .trailingData, 2),
+    ]
+
+    @Test(arguments: 0..<malformed.count)
+    func rejectsMalformedInputWithOffset(_ index: Int) {
+        let (text, kind, offset) = Self.malformed[index]
+        #expect(throws: JSONParseError(kind, at: offset), "\(text)") { try parse(text) }
+    }
+
+    @Test func rejectsInvalidUTF8() {
+        #expect(throws: JSONParseError(.invalidUTF8, at: 0)) { try JSONValue(parsing: [0x22, 0xC3, 0x28, 0x22]) }
+    }
+
+    @Test func limitsNestingDepth() throws {
+        let deep = String(repeating: "[", count: 65) + String(repeating: "]", count: 65)
+        #expect(throws: JSONParseError(.tooDeeplyNested, at: 64)) { try parse(deep) }
+        let ok = String(repeating: "[", count: 64) + String(repeating: "]", count: 64)
+        #expect(throws: Never.self) { try parse(ok) }
+        let hostile = String(repeating: "{\"a\":", count: 100_000)
+        #expect(throws: JSONParseError.self) { try parse(hostile) }
+    }
+
+    @Test func readsSeveralValuesFromAStream() throws {
+        var parser = JSONParser(bytes: Array("{\"a\":1}\n{\"a\":2}\n  ".utf8))
+        #expect(try parser.nextValue() == ["a": 1])
+        #expect(try parser.nextValue() == ["a": 2])
+        #expect(try parser.nextValue() == nil)
+    }
+}

@@ -1,0 +1,57 @@
+@testable import PipelineCore
+import Testing
+
+@Suite("Personalization with Mustache")
+struct PersonalizationTests {
+    let registry = TemplateRegistry([NoteTemplate()])
+
+    func render(content: String, attributes: String = #"{"name":"Ada","html":"<b>&\"'</b>"}"#) throws -> RenderedNotification {
+        let outcome = registry.render(eventBytes: Array(eventJSON(attributes: attributes, content: content).utf8))
+        switch outcome {
+        case .rendered(let notification): return notification
+        case .failed(let error): throw error
+        }
+    }
+
+    func data(_ notification: RenderedNotification) -> JSONObject? {
+        guard case .fcm(let message) = notification.payload else { return nil }
+        return message.data
+    }
+
+    @Test func fillsPlaceholdersFromAttributes() throws {
+        let notification = try render(content: #"{"title":"Hi {{name}}!","body":"{{ name }} / {{{name}}}"}"#)
+        #expect(data(notification)?["adb_title"] == "Hi Ada!")
+        #expect(data(notification)?["adb_body"] == "Ada / Ada")
+        #expect(notification.warnings.isEmpty)
+    }
+
+    @Test func doesNotEscapeHTML() throws {
+        let notification = try render(content: #"{"title":"{{html}}","body":"{{{html}}}"}"#)
+        #expect(data(notification)?["adb_title"] == #"<b>&"'</b>"#)
+        #expect(data(notification)?["adb_body"] == #"<b>&"'</b>"#)
+    }
+
+    @Test func missingAttributeRendersEmptyWithAWarning() throws {
+        let notification = try render(content: #"{"title":"Hi {{first}} {{last}}","body":"b","note":"{{first}}"}"#, attributes: "{}")
+        #expect(data(notification)?["adb_title"] == "Hi  ")
+        #expect(notification.warnings.map(\.description) == [
+            "content.title: attribute 'first' is not in recipient.attributes; rendered empty",
+            "content.title: attribute 'last' is not in recipient.attributes; rendered empty",
+            "content.note: attribute 'first' is not in recipient.attributes; rendered empty",
+        ])
+    }
+
+    @Test func plainStringsAndSingleBracesAreUntouched() throws {
+        let notification = try render(content: #"{"title":"{name} <&> 100%","body":"}} {"}"#)
+        #expect(data(notification)?["adb_title"] == "{name} <&> 100%")
+        #expect(Personalizer.containsPlaceholder("a { b } c") == false)
+        #expect(Personalizer.containsPlaceholder("a {{b}}") == true)
+    }
+
+    @Test func invalidMustacheIsAFieldError() throws {
+        #expect(throws: PipelineError.self) { try render(content: #"{"title":"{{#open}} never closed"}"#) }
+        let error = try #require(throws: PipelineError.self) { try render(content: #"{"title":"{{#open}} x"}"#) }
+        #expect(error.issues.map(\.path.description) == ["content.title"])
+        #expect(error.code == .invalidField)
+    }
+}

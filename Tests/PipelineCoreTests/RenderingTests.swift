@@ -1,0 +1,120 @@
+@testable import PipelineCore
+import Testing
+
+@Suite("Rendering through the registry")
+struct RenderingTests {
+    let registry = TemplateRegistry([NoteTemplate(), WrongPlatformTemplate(), ThrowingTemplate()])
+
+    func render(_ json: String) -> RenderOutcome {
+        registry.render(eventBytes: Array(json.utf8))
+    }
+
+    func rendered(_ json: String, sourceLocation: SourceLocation = #_sourceLocation) -> RenderedNotification? {
+        switch render(json) {
+        case .rendered(let notification): return notification
+        case .failed(let error):
+            Issue.record("\(error)", sourceLocation: sourceLocation)
+            return nil
+        }
+    }
+
+    func text(_ bytes: [UInt8]) -> String { String(decoding: bytes, as: UTF8.self) }
+
+    @Test func fcmRequestBodyWithOptionsAndCustomKeys() throws {
+        let json = eventJSON(options: #"{"collapseKey":"ck","priority":"normal","ttlSeconds":3600}"#, custom: #"{"z":"1","a":"2"}"#)
+        let notification = try #require(rendered(json))
+        #expect(text(notification.payloadBytes) == #"{"message":{"token":"TOKEN","android":{"collapse_key":"ck","priority":"normal","ttl":"3600s"},"data":{"adb_template_type":"note","adb_title":"Hello","adb_body":"World","z":"1","a":"2"}}}"#)
+        #expect(notification.headers.isEmpty)
+        #expect(notification.messageId == MessageID.make(eventId: "evt-1", platform: .fcm))
+        #expect(notification.templateID == "note")
+    }
+
+    @Test func fcmOmitsAnEmptyAndroidBlock() throws {
+        let notification = try #require(rendered(eventJSON()))
+        #expect(text(notification.payloadBytes) == #"{"message":{"token":"TOKEN","data":{"adb_template_type":"note","adb_title":"Hello","adb_body":"World"}}}"#)
+    }
+
+    @Test func apnsPayloadAndHeaders() throws {
+        let json = eventJSON(platform: "apns", options: #"{"collapseKey":"ck","priority":"high","ttlSeconds":60}"#, custom: #"{"k":"v"}"#)
+        let notification = try #require(rendered(json))
+        #expect(text(notification.payloadBytes) == #"{"aps":{"alert":{"title":"Hello","body":"World"},"category":"AEPNotification","mutable-content":1},"adb_template_type":"note","k":"v"}"#)
+        #expect(notification.headers == [
+            Header("apns-push-type", "alert"), Header("apns-priority", "10"),
+            Header("apns-expiration", "1795168860"), Header("apns-collapse-id", "ck"),
+        ])
+        #expect(notification.token == "TOKEN")
+        let normal = try #require(rendered(eventJSON(platform: "apns", options: #"{"priority":"normal"}"#)))
+        #expect(normal.headers == [Header("apns-push-type", "alert"), Header("apns-priority", "5")])
+    }
+
+    @Test func apnsCollapseIdIsLimitedTo64Bytes() throws {
+        let long = String(repeating: "c", count: 65)
+        guard case .failed(let error) = render(eventJSON(platform: "apns", options: #"{"collapseKey":"\#(long)"}"#)) else {
+            Issue.record("should fail")
+            return
+        }
+        #expect(error.issues.map(\.path.description) == ["options.collapseKey"])
+    }
+
+    @Test func outputIsByteIdenticalAcrossRuns() throws {
+        let json = eventJSON(platform: "apns", custom: #"{"b":"1","a":"2"}"#)
+        let first = try #require(rendered(json))
+        for _ in 0..<5 {
+            #expect(try #require(rendered(json)).payloadBytes == first.payloadBytes)
+        }
+    }
+
+    @Test func contentCanComeFromElsewhere() throws {
+        let request = try PushRequest(json: Array(eventJSON(content: nil).utf8))
+        #expect(request.content == nil)
+        let stored = try CampaignContent(json: Array(#"{"title":"Stored {{name}}"}"#.utf8))
+        let notification = try registry.render(request, content: stored)
+        #expect(text(notification.payloadBytes).contains(#""adb_title":"Stored Ada""#))
+        let viaWith = try registry.render(request.with(content: stored))
+        #expect(viaWith.payloadBytes == notification.payloadBytes)
+        #expect(throws: PipelineError(.missingField, at: FieldPath("content"), "required (the event has no content and none was supplied)", eventId: "evt-1")) {
+            try registry.render(request)
+        }
+    }
+
+    @Test func payloadLimitIsConfigurableAndExact() throws {
+        var registry = self.registry
+        let fcm = try PushRequest(json: Array(eventJSON().utf8))
+        let size = try registry.render(fcm).payload
+        guard case .fcm(let message) = size else { return }
+        registry.maximumPayloadSize = message.dataSize
+        #expect(throws: Never.self) { try registry.render(fcm) }
+        registry.maximumPayloadSize = message.dataSize - 1
+        let error = try #require(throws: PipelineError.self) { try registry.render(fcm) }
+        #expect(error.code == .payloadTooLarge)
+        #expect(error.issues.first?.reason == "the FCM data object is \(message.dataSize) bytes; the limit is \(message.dataSize - 1) (never sent truncated)")
+    }
+
+    @Test func aPluginRenderingForTheWrongPlatformFailsCleanly() throws {
+        guard case .failed(let error) = render(eventJSON(template: "wrong", platform: "apns")) else {
+            Issue.record("should fail")
+            return
+        }
+        #expect(error.eventId == "evt-1")
+        #expect(error.issues.first?.path == FieldPath("recipient", "platform"))
+    }
+
+    @Test func aPluginsOwnErrorGetsTheEventId() throws {
+        guard case .failed(let error) = render(eventJSON(template: "throws")) else {
+            Issue.record("should fail")
+            return
+        }
+        #expect(error == PipelineError(.invalidField, at: FieldPath("content", "anything"), "nope", eventId: "evt-1"))
+    }
+
+    @Test func registeringAgainReplacesTheEarlierTemplate() throws {
+        struct Replacement: TemplateRenderer {
+            let templateID = "note"
+            func render(_ input: RenderInput) throws(PipelineError) -> TemplatePayload { .fcm(data: ["adb_title": "replaced"]) }
+        }
+        let registry = self.registry.registering(Replacement())
+        #expect(registry.renderers.map(\.templateID) == ["note", "wrong", "throws"])
+        let request = try PushRequest(json: Array(eventJSON().utf8))
+        #expect(String(decoding: try registry.render(request).payloadBytes, as: UTF8.self).contains("replaced"))
+    }
+}

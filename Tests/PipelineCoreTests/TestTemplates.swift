@@ -1,0 +1,65 @@
+import PipelineCore
+
+/// A minimal plugin for core tests: copies `title`/`body` (and optional `note`) to both platforms.
+struct NoteTemplate: TemplateRenderer {
+    let templateID = "note"
+    let aliases = ["n"]
+
+    func render(_ input: RenderInput) throws(PipelineError) -> TemplatePayload {
+        let title = input.content.string("title", required: true)
+        let body = input.content.string("body")
+        let note = input.content.string("note")
+        switch input.platform {
+        case .fcm:
+            var data: JSONObject = ["adb_template_type": "note"]
+            data.set("adb_title", title)
+            data.set("adb_body", body)
+            data.set("adb_note", note)
+            return .fcm(data: data)
+        case .apns:
+            var alert = JSONObject()
+            alert.set("title", title)
+            alert.set("body", body)
+            var fields: JSONObject = ["adb_template_type": "note"]
+            fields.set("adb_note", note)
+            return .apns(aps: ["alert": .object(alert)], fields: fields)
+        }
+    }
+}
+
+/// A plugin that always renders an FCM payload, whatever the platform (a broken plugin).
+struct WrongPlatformTemplate: TemplateRenderer {
+    let templateID = "wrong"
+    func render(_ input: RenderInput) throws(PipelineError) -> TemplatePayload {
+        .fcm(data: ["adb_title": "x"])
+    }
+}
+
+/// A plugin that throws its own error.
+struct ThrowingTemplate: TemplateRenderer {
+    let templateID = "throws"
+    func render(_ input: RenderInput) throws(PipelineError) -> TemplatePayload {
+        throw PipelineError(.invalidField, at: input.content.path(of: "anything"), "nope")
+    }
+}
+
+/// Builds a `push.requested` event as JSON text.
+func eventJSON(
+    eventId: String = "evt-1",
+    template: String = "note",
+    platform: String = "fcm",
+    attributes: String = #"{"name":"Ada"}"#,
+    options: String? = nil,
+    content: String? = #"{"title":"Hello","body":"World"}"#,
+    custom: String? = nil
+) -> String {
+    var members = [
+        #""specVersion":"1""#, #""type":"push.requested""#, #""eventId":"\#(eventId)""#,
+        #""occurredAt":"2026-11-20T10:00:00Z""#, #""campaignId":"spring""#, #""template":"\#(template)""#,
+        #""recipient":{"id":"user-42","platform":"\#(platform)","token":"TOKEN","attributes":\#(attributes)}"#,
+    ]
+    if let options { members.append(#""options":\#(options)"#) }
+    if let content { members.append(#""content":\#(content)"#) }
+    if let custom { members.append(#""custom":\#(custom)"#) }
+    return "{" + members.joined(separator: ",") + "}"
+}

@@ -1,0 +1,46 @@
+@testable import PipelineCore
+import Testing
+
+@Suite("RFC 3339 times")
+struct TimestampTests {
+    @Test(arguments: [
+        ("1970-01-01T00:00:00Z", Int64(0), Int32(0)),
+        ("2023-12-25T00:00:00Z", 1_703_462_400, 0),
+        ("2023-12-25T01:30:00+01:30", 1_703_462_400, 0),
+        ("2023-12-24T19:00:00-05:00", 1_703_462_400, 0),
+        ("2026-11-20t10:00:00.5z", 1_795_168_800, 500_000_000),
+        ("2026-11-20 10:00:00.123456789123Z", 1_795_168_800, 123_456_789),
+        ("2000-02-29T23:59:59Z", 951_868_799, 0),
+        ("1969-12-31T23:59:59Z", -1, 0),
+        ("2016-12-31T23:59:60Z", 1_483_228_800, 0),
+    ])
+    func parses(_ text: String, _ seconds: Int64, _ nanos: Int32) throws {
+        let time = try Timestamp(rfc3339: text)
+        #expect(time == Timestamp(secondsSince1970: seconds, nanoseconds: nanos))
+    }
+
+    @Test(arguments: [
+        "2023-12-25", "2023-12-25T00:00:00", "2023-13-01T00:00:00Z", "2023-02-29T00:00:00Z", "2023-04-31T00:00:00Z",
+        "2023-12-25T24:00:00Z", "2023-12-25T00:60:00Z", "2023-12-25T00:00:61Z", "2023-12-25T00:00:00.Z",
+        "2023-12-25T00:00:00+1:00", "2023-12-25T00:00:00Zjunk", "tomorrow", "", "2023-12-25T00:00:00+24:00",
+    ])
+    func rejects(_ text: String) {
+        #expect(throws: RFC3339Error.self) { try Timestamp(rfc3339: text) }
+    }
+
+    @Test func formatsInUTCWithMinimalFraction() throws {
+        #expect(Timestamp(secondsSince1970: 1_703_462_400).rfc3339 == "2023-12-25T00:00:00Z")
+        #expect(Timestamp(secondsSince1970: 0, nanoseconds: 250_000_000).rfc3339 == "1970-01-01T00:00:00.25Z")
+        #expect(Timestamp(secondsSince1970: -1).rfc3339 == "1969-12-31T23:59:59Z")
+        #expect(try Timestamp(rfc3339: "2024-02-29T12:34:56+02:00").rfc3339 == "2024-02-29T10:34:56Z")
+    }
+
+    @Test func roundTripsAcrossCenturies() throws {
+        var seconds: Int64 = -2_208_988_800  // 1900
+        while seconds < 7_258_118_400 {  // 2200
+            let time = Timestamp(secondsSince1970: seconds)
+            #expect(try Timestamp(rfc3339: time.rfc3339) == time)
+            seconds += 7_776_013
+        }
+    }
+}

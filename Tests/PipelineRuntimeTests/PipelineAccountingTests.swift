@@ -1,0 +1,99 @@
+import Foundation
+import KafkaClient
+import PipelineCore
+import PipelineRuntime
+import Testing
+
+@Suite("The streaming pipeline accounts for every event")
+struct PipelineAccountingTests {
+    @Test("mixed events: one terminal outcome each, broken ones in the DLQ naming the field, payloads as rendered")
+    func mixedEvents() async throws {
+        try await withPipelineCluster(partitions: 12) { kafka, configuration in
+            let factory = try EventFactory()
+            let total = Int(ProcessInfo.processInfo.environment["PIPELINE_TEST_EVENTS"] ?? "20000")!
+            var inputs: [(key: String, value: [UInt8])] = []
+            var brokenFields: [String: String] = [:]
+            var expectedPayloads: [String: [UInt8]] = [:]
+            for index in 0..<total {
+                let id = "event-\(index)"
+                let recipient = "user-\(index % 500)"
+                if index % 20 == 7 {
+                    let broken = factory.broken(index / 20, id: id, recipient: recipient)
+                    inputs.append((recipient, broken.bytes))
+                    brokenFields[id] = broken.field
+                } else {
+                    let kind = EventFactory.kinds[index % EventFactory.kinds.count]
+                    let bytes = JSONValue.object(factory.event(kind, id: id, recipient: recipient)).encoded()
+                    inputs.append((recipient, bytes))
+                    // What `campaign-pipeline render` gives for the same event.
+                    if case .rendered(let notification) = builtinRegistry.render(eventBytes: bytes) {
+                        expectedPayloads[notification.messageId] = notification.payloadBytes
+                    }
+                }
+            }
+            try await produce(inputs, to: configuration.topics.sends, kafka: kafka)
+
+            let pipeline = CampaignPipeline(configuration: configuration, registry: builtinRegistry, logger: testLogger)
+            try await pipeline.run()
+
+            let events = try analytics(try await readAll(configuration.topics.analytics, kafka: kafka))
+            // Events whose JSON cannot be read have no readable id: their outcome is found through the
+            // message id on their dead-letter record.
+            let deadLetters = try await readAll(configuration.topics.deadLetters, kafka: kafka)
+            var eventIdByMessageId: [String: String] = [:]
+            for record in deadLetters {
+                if let id = brokenFields.keys.first(where: { record.valueString.contains("\"\($0)\"") }) {
+                    eventIdByMessageId[try #require(record.header("messageId"))] = id
+                }
+            }
+            var terminalByEvent: [String: [AnalyticsEvent]] = [:]
+            for event in events {
+                let id = try #require(event.identity.eventId ?? eventIdByMessageId[event.identity.messageId])
+                terminalByEvent[id, default: []].append(event)
+            }
+            #expect(terminalByEvent.count == total, "every event has an outcome")
+            let multiple = terminalByEvent.filter { $0.value.count != 1 }
+            #expect(multiple.isEmpty, "exactly one terminal outcome each; \(multiple.count) had more")
+
+            // Broken events: rejected, in the DLQ with the original bytes, the reason naming the field.
+            #expect(deadLetters.count == brokenFields.count)
+            for record in deadLetters {
+                let code = try #require(record.header("error.code"))
+                let detail = try #require(record.header("error.detail"))
+                #expect(!code.isEmpty)
+                #expect(record.header("source.topic") == configuration.topics.sends)
+                #expect(record.header("origin") == "test", "the original headers are kept")
+                let offset = try #require(Int(record.header("source.offset") ?? ""))
+                #expect(offset >= 0)
+                let id = brokenFields.keys.first { record.valueString.contains("\"\($0)\"") }
+                if let id, let field = brokenFields[id], field != "$" {
+                    #expect(detail.contains(field), "\(id): '\(detail)' should name \(field)")
+                }
+            }
+            for (id, field) in brokenFields {
+                let outcome = try #require(terminalByEvent[id]?.first)
+                #expect(outcome.kind == .rejected, "\(id)")
+                if field != "$" { #expect(outcome.reasonDetail?.contains(field) == true, "\(id): \(outcome.reasonDetail ?? "")") }
+            }
+
+            // Payloads: exactly what render gives.
+            let payloads = try await readAll(configuration.topics.fcm, kafka: kafka) + (try await readAll(configuration.topics.apns, kafka: kafka))
+            #expect(payloads.count == expectedPayloads.count)
+            for record in payloads {
+                let messageId = try #require(record.header("messageId"))
+                #expect(record.value == expectedPayloads[messageId], "payload of \(messageId)")
+            }
+            let delivered = events.filter { $0.kind == .delivered }
+            #expect(delivered.count == expectedPayloads.count)
+            #expect(Set(delivered.map(\.identity.messageId)) == Set(expectedPayloads.keys))
+
+            let summary = pipeline.statistics.snapshot
+            #expect(summary.totalIn == total)
+            #expect(summary.outcomes[.rejected] == brokenFields.count)
+        }
+    }
+}
+
+extension KafkaConsumerMessage {
+    var valueString: String { String(decoding: value ?? [], as: UTF8.self) }
+}

@@ -1,0 +1,165 @@
+import Foundation
+import KafkaClient
+import Logging
+import PipelineCore
+import PipelineRuntime
+import Testing
+import BasicTemplate
+import CarouselTemplate
+import TimerTemplate
+
+let testLogger: Logger = {
+    var logger = Logger(label: "pipeline-tests") { label in StreamLogHandler.standardError(label: label) }
+    logger.logLevel = Logger.Level(rawValue: ProcessInfo.processInfo.environment["TEST_LOG_LEVEL"] ?? "error") ?? .error
+    return logger
+}()
+
+/// The shipped templates.
+let builtinRegistry = TemplateRegistry([BasicTemplate(), CarouselTemplate(), TimerTemplate()])
+
+/// The repository root (for Config/samples).
+let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+/// Starts an embedded cluster with the pipeline's topics (`partitions` each) and runs `body`.
+func withPipelineCluster<T>(
+    partitions: Int32 = 6,
+    _ body: (EmbeddedKafka, PipelineConfiguration) async throws -> T
+) async throws -> T {
+    let kafka = try EmbeddedKafka(brokers: 1, logger: testLogger)
+    defer { kafka.shutdown() }
+    var configuration = PipelineConfiguration(bootstrapServers: [kafka.bootstrapServers])
+    configuration.groupID = "pipeline-test-\(UUID().uuidString.prefix(8))"
+    configuration.untilIdle = .seconds(1)
+    configuration.consumerProperties = ["session.timeout.ms": "6000", "heartbeat.interval.ms": "500"]
+    for topic in configuration.topics.all {
+        try kafka.createTopic(topic, partitions: partitions)
+    }
+    return try await body(kafka, configuration)
+}
+
+/// Sends raw records to a topic, keyed, in order.
+func produce(_ values: [(key: String, value: [UInt8])], to topic: String, kafka: EmbeddedKafka) async throws {
+    let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(bootstrapServers: [kafka.bootstrapServers]), logger: testLogger)
+    let results = await producer.send(contentsOf: values.map {
+        KafkaProducerRecord(topic: topic, key: Array($0.key.utf8), value: $0.value, headers: [KafkaHeader(key: "origin", string: "test")])
+    })
+    await producer.close()
+    for result in results { _ = try result.get() }
+}
+
+/// Every record of a topic at the moment of the call.
+func readAll(_ topic: String, kafka: EmbeddedKafka) async throws -> [KafkaConsumerMessage] {
+    let consumer = try KafkaConsumer(
+        configuration: KafkaConsumerConfiguration(bootstrapServers: [kafka.bootstrapServers], groupID: nil),
+        logger: testLogger
+    )
+    let count = try await consumer.partitionCount(topic: topic)
+    var remaining: [Int32: Int64] = [:]
+    for partition in 0..<count {
+        let marks = try await consumer.watermarks(topic: topic, partition: partition)
+        if marks.high > marks.low { remaining[partition] = marks.high }
+    }
+    try consumer.assign((0..<count).map { KafkaTopicPartitionOffset(topic: topic, partition: $0, offset: KafkaOffset.beginning) })
+    var records: [KafkaConsumerMessage] = []
+    var iterator = consumer.messages.makeAsyncIterator()
+    let deadline = ContinuousClock.now + .seconds(60)
+    while !remaining.isEmpty, ContinuousClock.now < deadline, let batch = try await iterator.nextBatch() {
+        for message in batch {
+            records.append(message)
+            if let end = remaining[message.partition], message.offset + 1 >= end { remaining[message.partition] = nil }
+        }
+    }
+    await consumer.close()
+    return records
+}
+
+/// The analytics events of a topic, decoded.
+func analytics(_ records: [KafkaConsumerMessage]) throws -> [AnalyticsEvent] {
+    try records.map { try AnalyticsEvent(json: $0.value ?? []) }
+}
+
+/// Builds realistic events from the samples in Config/samples.
+struct EventFactory {
+    private let samples: [String: JSONObject]
+
+    init() throws {
+        var samples: [String: JSONObject] = [:]
+        let folder = repositoryRoot.appendingPathComponent("Config/samples")
+        for name in ["basic-fcm", "basic-apns", "carousel-fcm", "carousel-apns", "timer-fcm", "timer-apns"] {
+            let data = try Data(contentsOf: folder.appendingPathComponent("\(name).json"))
+            guard case .object(let object) = try JSONValue(parsing: Array(data)) else {
+                throw TestFailure(description: "\(name).json is not a JSON object")
+            }
+            samples[name] = object
+        }
+        self.samples = samples
+    }
+
+    static let kinds = ["basic-fcm", "basic-apns", "carousel-fcm", "carousel-apns", "timer-fcm", "timer-apns"]
+
+    /// A valid event of the given kind, deliverable now (timers count down for an hour).
+    func event(_ kind: String, id: String, recipient: String, occurredAt: Date = Date(), timerSeconds: Int = 3600) -> JSONObject {
+        var event = samples[kind]!
+        event["eventId"] = .string(id)
+        event["occurredAt"] = .string(Self.rfc3339(occurredAt))
+        var recipientObject = event["recipient"]!.objectValue!
+        recipientObject["id"] = .string(recipient)
+        recipientObject["token"] = .string("token-\(recipient)")
+        event["recipient"] = .object(recipientObject)
+        if var content = event["content"]?.objectValue, var remind = content["remindLater"]?.objectValue {
+            remind["at"] = .string(Self.rfc3339(occurredAt.addingTimeInterval(86_400)))
+            content["remindLater"] = .object(remind)
+            event["content"] = .object(content)
+        }
+        if kind.hasPrefix("timer") {
+            var content = event["content"]!.objectValue!
+            content["timer"] = ["durationSeconds": .int(timerSeconds)]
+            event["content"] = .object(content)
+        }
+        return event
+    }
+
+    /// A broken event and the field its rejection must name.
+    func broken(_ variant: Int, id: String, recipient: String) -> (bytes: [UInt8], field: String) {
+        switch variant % 5 {
+        case 0:
+            var event = self.event("basic-fcm", id: id, recipient: recipient)
+            var content = event["content"]!.objectValue!
+            content["title"] = nil
+            event["content"] = .object(content)
+            return (JSONValue.object(event).encoded(), "content.title")
+        case 1:
+            var event = self.event("basic-apns", id: id, recipient: recipient)
+            event["template"] = "no-such-template"
+            return (JSONValue.object(event).encoded(), "template")
+        case 2:
+            var event = self.event("basic-fcm", id: id, recipient: recipient)
+            var content = event["content"]!.objectValue!
+            content["colors"] = ["title": "red"]
+            event["content"] = .object(content)
+            return (JSONValue.object(event).encoded(), "content.colors.title")
+        case 3:
+            var event = self.event("carousel-fcm", id: id, recipient: recipient)
+            var content = event["content"]!.objectValue!
+            var items = content["items"]!.arrayValue!
+            var third = items[2].objectValue!
+            third["image"] = nil
+            items[2] = .object(third)
+            content["items"] = .array(items)
+            event["content"] = .object(content)
+            return (JSONValue.object(event).encoded(), "content.items[2].image")
+        default:
+            return (Array(#"{"eventId": "\#(id)", "template": "basic", "recipient": {"#.utf8), "$")
+        }
+    }
+
+    static func rfc3339(_ date: Date) -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return formatter.string(from: date)
+    }
+}
+
+struct TestFailure: Error, CustomStringConvertible {
+    var description: String
+}

@@ -1,0 +1,77 @@
+import PipelineCore
+import Testing
+import TimerTemplate
+
+@Suite("Timer template: golden payloads from the specification")
+struct TimerGoldenTests {
+    let registry = TemplateRegistry([TimerTemplate()])
+
+    @Test(arguments: ["timer-fcm", "timer-apns", "timer-apns-full"])
+    func matchesSeedExample(_ name: String) throws {
+        let notification = try #require(renderExpectingSuccess(registry, try Fixtures.sample(name)))
+        #expect(try JSONValue(parsing: notification.payloadBytes) == Fixtures.seed(name))
+    }
+
+    @Test func durationWinsOverEndTime() throws {
+        let event = try Fixtures.sample("timer-fcm").setting(["content", "timer"], to: ["durationSeconds": 600, "endsAt": "2023-12-25T00:00:00Z"])
+        let notification = try #require(renderExpectingSuccess(registry, event))
+        let data = try #require(try JSONValue(parsing: notification.payloadBytes).at(["message", "data"])?.objectValue)
+        #expect(data["adb_tmr_dur"] == "600")
+        #expect(data["adb_tmr_end"] == nil)
+        #expect(notification.warnings.map(\.description) == ["content.timer.endsAt: ignored: durationSeconds is set and wins"])
+    }
+
+    @Test func missingAlternateTextsAreWarnings() throws {
+        let fcm = try Fixtures.sample("timer-fcm").setting(["content", "alternate"], to: ["title": "Over"])
+        let notification = try #require(renderExpectingSuccess(registry, fcm))
+        #expect(notification.warnings.map(\.description) == [
+            "content.alternate.body: not set: the notification shows no body once the timer ends",
+            "content.alternate.expandedBody: not set: Android shows no expanded body once the timer ends",
+        ])
+        let apns = try Fixtures.sample("timer-apns").setting(["content", "alternate", "body"], to: nil)
+        #expect(try #require(renderExpectingSuccess(registry, apns)).warnings.map(\.description) == [
+            "content.alternate.body: not set: the notification shows no body once the timer ends",
+        ])
+    }
+
+    @Test func goldenSamplesHaveNoWarnings() throws {
+        for name in ["timer-fcm", "timer-apns", "timer-apns-full"] {
+            #expect(try #require(renderExpectingSuccess(registry, try Fixtures.sample(name))).warnings.isEmpty, "\(name)")
+        }
+    }
+
+    @Test func endTimeIsEpochSecondsAsAString() throws {
+        let event = try Fixtures.sample("timer-apns").setting(["content", "timer"], to: ["endsAt": "2023-12-25T01:00:00+01:00"])
+        let notification = try #require(renderExpectingSuccess(registry, event))
+        #expect(try JSONValue(parsing: notification.payloadBytes).at(["adb_tmr_end"]) == "1703462400")
+    }
+}
+
+@Suite("Timer template: validation rules")
+struct TimerValidationTests {
+    let registry = TemplateRegistry([TimerTemplate()])
+
+    static let cases: [RuleCase] = [
+        RuleCase("timer is required", "timer-fcm", [(["content", "timer"], nil)], path: "content.timer", code: .missingField),
+        RuleCase("timer needs a duration or an end time", "timer-apns", [(["content", "timer"], [:])], path: "content.timer", code: .missingField),
+        RuleCase("duration is a positive integer", "timer-apns", [(["content", "timer"], ["durationSeconds": 0])], path: "content.timer.durationSeconds", code: .invalidField),
+        RuleCase("duration is an integer", "timer-fcm", [(["content", "timer"], ["durationSeconds": 1.5])], path: "content.timer.durationSeconds", code: .invalidField),
+        RuleCase("end time is RFC 3339", "timer-fcm", [(["content", "timer"], ["endsAt": "2023-13-01T00:00:00Z"])], path: "content.timer.endsAt", code: .invalidField),
+        RuleCase("end time is after occurredAt", "timer-apns-full", [(["content", "timer"], ["endsAt": "2023-12-20T09:59:59Z"])], path: "content.timer.endsAt", code: .invalidField),
+        RuleCase("FCM needs the alternate title", "timer-fcm", [(["content", "alternate", "title"], nil)], path: "content.alternate.title", code: .missingField),
+        RuleCase("APNs needs the alternate title too (SDK)", "timer-apns", [(["content", "alternate"], nil)], path: "content.alternate.title", code: .missingField),
+        RuleCase("timer colour is six hex digits", "timer-fcm", [(["content", "colors", "timer"], "white")], path: "content.colors.timer", code: .invalidField),
+        RuleCase("link type is required on FCM", "timer-fcm", [(["content", "link", "type"], nil)], path: "content.link.type", code: .missingField),
+    ]
+
+    @Test(arguments: cases)
+    func rule(_ rule: RuleCase) throws {
+        try rule.check(registry)
+    }
+
+    @Test func apnsTimerTitleGuidelineIs50() throws {
+        let event = try Fixtures.sample("timer-apns").setting(["content", "title"], to: .string(String(repeating: "t", count: 51)))
+        let notification = try #require(renderExpectingSuccess(registry, event))
+        #expect(notification.warnings.map(\.description) == ["content.title: 51 characters; the apns guideline is at most 50"])
+    }
+}
