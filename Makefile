@@ -1,5 +1,5 @@
 # The two commands a fresh machine needs:
-#   make run    build, start the embedded broker and run the main job on it
+#   make run    build, start the embedded broker, load the sample events, run the pipeline until idle, summarize
 #   make test   build (no warnings allowed in our code) and run every test
 # Both install the system packages they need (librdkafka-dev; kcat for the tests) when missing.
 
@@ -22,7 +22,7 @@ build: deps
 	@scripts/check-warnings.sh $(BUILD_LOG)
 
 run: build
-	@scripts/run-demo.sh
+	$(SWIFT) run --skip-build campaign-pipeline demo
 
 broker: build
 	$(SWIFT) run --skip-build campaign-pipeline broker

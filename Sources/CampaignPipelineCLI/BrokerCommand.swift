@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import KafkaClient
 import Logging
+import PipelineRuntime
 import ServiceLifecycle
 import UnixSignals
 
@@ -46,7 +47,7 @@ struct BrokerCommand: AsyncParsableCommand {
     func run() async throws {
         let logger = try logging.makeLogger(label: "campaign-pipeline.broker")
         let kafka = try EmbeddedKafka(brokers: brokers, logger: logger)
-        let topics = DefaultTopics.all + extraTopics
+        let topics = PipelineConfiguration.Topics().all + extraTopics
         for topic in topics {
             try kafka.createTopic(topic, partitions: partitions, replicationFactor: Int32(min(brokers, 3)))
         }
@@ -61,6 +62,13 @@ struct BrokerCommand: AsyncParsableCommand {
                 "partitions": "\(partitions)",
             ]
         )
+        try await Self.waitForSignal(logger: logger, kafka: kafka)
+        kafka.shutdown()
+        logger.info("Embedded broker stopped")
+    }
+
+    /// Keeps `kafka` up until SIGINT or SIGTERM.
+    static func waitForSignal(logger: Logger, kafka: EmbeddedKafka) async throws {
         let group = ServiceGroup(
             configuration: ServiceGroupConfiguration(
                 services: [.init(service: EmbeddedBrokerService(kafka: kafka))],
@@ -69,8 +77,6 @@ struct BrokerCommand: AsyncParsableCommand {
             )
         )
         try await group.run()
-        kafka.shutdown()
-        logger.info("Embedded broker stopped")
     }
 }
 
@@ -81,16 +87,4 @@ struct EmbeddedBrokerService: Service {
     func run() async throws {
         try? await gracefulShutdown()
     }
-}
-
-/// The contract's default topic names.
-enum DefaultTopics {
-    static let sends = "campaign.sends"
-    static let definitions = "campaign.definitions"
-    static let fcm = "push.fcm"
-    static let apns = "push.apns"
-    static let analytics = "campaign.analytics"
-    static let deadLetters = "campaign.dlq"
-
-    static let all = [sends, definitions, fcm, apns, analytics, deadLetters]
 }

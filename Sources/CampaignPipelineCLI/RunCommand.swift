@@ -1,0 +1,158 @@
+import ArgumentParser
+import Foundation
+import Logging
+import PipelineCore
+import PipelineRuntime
+import ServiceLifecycle
+import UnixSignals
+
+/// `campaign-pipeline run`: the streaming deployment.
+struct RunCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "run",
+        abstract: "Consume campaign events from Kafka, render them and deliver the payloads (the streaming deployment).",
+        discussion: """
+            Reads push.requested events from the sends topic in a consumer group, renders each with its \
+            template plugin, writes FCM and APNs payloads to their Kafka topics and one terminal analytics \
+            event per message to the analytics topic. Events that cannot be rendered go to the dead-letter \
+            topic. A source offset is committed only after every output derived from it is acknowledged, \
+            so killing the process at any moment loses nothing. Run more instances with the same --group \
+            to scale out; SIGINT or SIGTERM stops gracefully (drain, commit, close).
+
+            Configuration, later sources winning: defaults, the --config file (or CAMPAIGN_PIPELINE_CONFIG), \
+            the environment (CAMPAIGN_PIPELINE_BOOTSTRAP_SERVERS, CAMPAIGN_PIPELINE_GROUP, and KAFKA_<NAME> \
+            for any librdkafka property, e.g. KAFKA_SECURITY_PROTOCOL=SASL_SSL), then the flags below. \
+            Config/README.md explains every key. --print-config shows the result with secrets masked.
+
+            To try it without a Kafka cluster, run `make run` (an embedded broker with sample events).
+            """
+    )
+
+    @Option(help: ArgumentHelp("Kafka brokers, comma-separated.", valueName: "host:port,..."))
+    var bootstrapServers: String?
+
+    @Option(help: "The consumer group every instance of this deployment shares.")
+    var group: String?
+
+    @Option(help: ArgumentHelp("A JSON configuration file (see Config/README.md).", valueName: "file"))
+    var config: String?
+
+    @Option(help: ArgumentHelp("Exit once every assigned partition has been read to its end, with nothing in flight, for this many seconds.", valueName: "seconds"))
+    var untilIdle: Double?
+
+    @Option(
+        name: .customLong("kafka-property"),
+        help: ArgumentHelp("Any librdkafka property for every client, as name=value (repeatable).", valueName: "name=value")
+    )
+    var kafkaProperties: [String] = []
+
+    @Flag(help: "Print the effective configuration (secrets masked) and exit.")
+    var printConfig = false
+
+    @OptionGroup var logging: LoggingOptions
+
+    func validate() throws {
+        if let untilIdle, untilIdle <= 0 { throw ValidationError("--until-idle must be a positive number of seconds, not \(untilIdle)") }
+        for property in kafkaProperties where !property.contains("=") {
+            throw ValidationError("--kafka-property '\(property)': expected name=value")
+        }
+    }
+
+    func run() async throws {
+        let configuration = try effectiveConfiguration(environment: ProcessInfo.processInfo.environment)
+        if printConfig {
+            print(String(decoding: PrettyJSON.format(configuration.describedAsJSON()), as: UTF8.self))
+            return
+        }
+        guard !configuration.bootstrapServers.isEmpty else {
+            throw ValidationError(
+                """
+                no Kafka bootstrap servers configured: pass --bootstrap-servers, set CAMPAIGN_PIPELINE_BOOTSTRAP_SERVERS, \
+                or set kafka.bootstrapServers in the --config file. To try the pipeline on an embedded broker with \
+                sample events, run `make run`.
+                """
+            )
+        }
+        let logger = try logging.makeLogger(label: "campaign-pipeline")
+        let pipeline = CampaignPipeline(configuration: configuration, registry: BuiltinTemplates.registry, logger: logger)
+        let group = ServiceGroup(
+            configuration: ServiceGroupConfiguration(
+                services: [.init(service: pipeline, successTerminationBehavior: .gracefullyShutdownGroup)],
+                gracefulShutdownSignals: [.sigterm, .sigint],
+                logger: logger
+            )
+        )
+        try await group.run()
+    }
+
+    /// Defaults ← file ← environment ← flags.
+    func effectiveConfiguration(environment: [String: String]) throws -> PipelineConfiguration {
+        var file: JSONObject?
+        if let path = config ?? environment[PipelineConfiguration.EnvironmentKey.configFile] {
+            file = try ConfigurationFile.read(path)
+        }
+        var configuration = try PipelineConfiguration.load(file: file, environment: environment)
+        if let bootstrapServers { configuration.bootstrapServers = PipelineConfiguration.splitServers(bootstrapServers) }
+        if let group { configuration.groupID = group }
+        if let untilIdle { configuration.untilIdle = .milliseconds(Int64(untilIdle * 1000)) }
+        for property in kafkaProperties {
+            let parts = property.split(separator: "=", maxSplits: 1)
+            configuration.kafkaProperties[String(parts[0])] = parts.count > 1 ? String(parts[1]) : ""
+        }
+        return configuration
+    }
+}
+
+/// Reads a JSON configuration file with errors that name the file.
+enum ConfigurationFile {
+    static func read(_ path: String) throws -> JSONObject {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ValidationError("--config: cannot read '\(path)'")
+        }
+        let value: JSONValue
+        do {
+            value = try JSONValue(parsing: Array(data))
+        } catch {
+            throw ValidationError("--config: '\(path)' is not valid JSON: \(error)")
+        }
+        guard let object = value.objectValue else {
+            throw ValidationError("--config: '\(path)' must hold a JSON object")
+        }
+        return object
+    }
+}
+
+/// Indented JSON for people (the wire format stays compact).
+enum PrettyJSON {
+    static func format(_ value: JSONValue, indent: String = "") -> [UInt8] {
+        var out: [UInt8] = []
+        write(value, indent: indent, into: &out)
+        return out
+    }
+
+    private static func write(_ value: JSONValue, indent: String, into out: inout [UInt8]) {
+        let inner = indent + "  "
+        switch value {
+        case .object(let object) where !object.isEmpty:
+            out.append(contentsOf: "{\n".utf8)
+            for (index, (key, item)) in object.enumerated() {
+                out.append(contentsOf: inner.utf8)
+                out.append(contentsOf: JSONValue.string(key).encoded())
+                out.append(contentsOf: ": ".utf8)
+                write(item, indent: inner, into: &out)
+                out.append(contentsOf: (index + 1 < object.count ? ",\n" : "\n").utf8)
+            }
+            out.append(contentsOf: (indent + "}").utf8)
+        case .array(let items) where !items.isEmpty:
+            out.append(contentsOf: "[\n".utf8)
+            for (index, item) in items.enumerated() {
+                out.append(contentsOf: inner.utf8)
+                write(item, indent: inner, into: &out)
+                out.append(contentsOf: (index + 1 < items.count ? ",\n" : "\n").utf8)
+            }
+            out.append(contentsOf: (indent + "]").utf8)
+        default:
+            out.append(contentsOf: value.encoded())
+        }
+    }
+}

@@ -1,0 +1,180 @@
+public import PipelineCore
+
+/// A configuration value that could not be used: which key, from which source, and why.
+public struct ConfigurationError: Error, CustomStringConvertible, Equatable {
+    /// The key (`kafka.bootstrapServers`, `CAMPAIGN_PIPELINE_GROUP`, `--until-idle`).
+    public var key: String
+    /// What was wrong.
+    public var reason: String
+
+    public var description: String { "configuration: \(key): \(reason)" }
+}
+
+extension PipelineConfiguration {
+    /// The environment variables the pipeline reads (each overrides the file).
+    public enum EnvironmentKey {
+        /// A configuration file to read (like `--config`).
+        public static let configFile = "CAMPAIGN_PIPELINE_CONFIG"
+        /// `host:port,...` of the brokers.
+        public static let bootstrapServers = "CAMPAIGN_PIPELINE_BOOTSTRAP_SERVERS"
+        /// The consumer group.
+        public static let group = "CAMPAIGN_PIPELINE_GROUP"
+        /// Every `KAFKA_<NAME>` variable sets the librdkafka property `<name>` with `_` read as `.`
+        /// (`KAFKA_SASL_PASSWORD` → `sasl.password`).
+        public static let kafkaPropertyPrefix = "KAFKA_"
+    }
+
+    /// Builds the effective configuration: defaults, then the file, then the environment. Flags are applied by
+    /// the caller afterwards.
+    ///
+    /// - Parameters:
+    ///   - file: the parsed configuration file (see `Config/README.md`), if any.
+    ///   - environment: the process environment.
+    /// - Throws: ``ConfigurationError`` naming the key and what was wrong with it.
+    public static func load(file: JSONObject?, environment: [String: String]) throws(ConfigurationError) -> PipelineConfiguration {
+        var configuration = PipelineConfiguration(bootstrapServers: [])
+        if let file { try configuration.apply(file: file) }
+        if let servers = environment[EnvironmentKey.bootstrapServers], !servers.isEmpty {
+            configuration.bootstrapServers = Self.splitServers(servers)
+        }
+        if let group = environment[EnvironmentKey.group], !group.isEmpty { configuration.groupID = group }
+        for (name, value) in environment where name.hasPrefix(EnvironmentKey.kafkaPropertyPrefix) {
+            let property = name.dropFirst(EnvironmentKey.kafkaPropertyPrefix.count).lowercased().replacingOccurrences(of: "_", with: ".")
+            guard !property.isEmpty else { continue }
+            configuration.kafkaProperties[property] = value
+        }
+        return configuration
+    }
+
+    /// Splits `a:1, b:2` into `["a:1", "b:2"]`.
+    public static func splitServers(_ text: String) -> [String] {
+        text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+    }
+
+    private mutating func apply(file: JSONObject) throws(ConfigurationError) {
+        for (section, value) in file {
+            switch section {
+            case "kafka":
+                let kafka = try Self.object(value, "kafka")
+                for (key, item) in kafka {
+                    let path = "kafka.\(key)"
+                    switch key {
+                    case "bootstrapServers":
+                        if let text = item.stringValue {
+                            bootstrapServers = Self.splitServers(text)
+                        } else if let list = item.arrayValue {
+                            bootstrapServers = try list.map { element throws(ConfigurationError) in try Self.string(element, path) }
+                        } else {
+                            throw ConfigurationError(key: path, reason: "expected a string or an array of strings")
+                        }
+                    case "groupId": groupID = try Self.string(item, path)
+                    case "properties": kafkaProperties = try Self.stringMap(item, path)
+                    case "consumerProperties": consumerProperties = try Self.stringMap(item, path)
+                    case "producerProperties": producerProperties = try Self.stringMap(item, path)
+                    default: throw ConfigurationError(key: path, reason: "unknown key")
+                    }
+                }
+            case "topics":
+                for (key, item) in try Self.object(value, "topics") {
+                    let name = try Self.string(item, "topics.\(key)")
+                    switch key {
+                    case "sends": topics.sends = name
+                    case "definitions": topics.definitions = name
+                    case "fcm": topics.fcm = name
+                    case "apns": topics.apns = name
+                    case "analytics": topics.analytics = name
+                    case "deadLetters": topics.deadLetters = name
+                    case "timers": topics.timers = name
+                    default: throw ConfigurationError(key: "topics.\(key)", reason: "unknown topic role")
+                    }
+                }
+            case "processing":
+                for (key, item) in try Self.object(value, "processing") {
+                    let path = "processing.\(key)"
+                    let number = try Self.positiveInteger(item, path)
+                    switch key {
+                    case "maxInFlightPerPartition": maxInFlightPerPartition = number
+                    case "drainTimeoutSeconds": drainTimeout = .seconds(number)
+                    case "retryBackoffMilliseconds": retryBackoff = .milliseconds(number)
+                    case "maxRetryBackoffSeconds": maxRetryBackoff = .seconds(number)
+                    case "messageTimeoutSeconds": messageTimeout = .seconds(number)
+                    default: throw ConfigurationError(key: path, reason: "unknown key")
+                    }
+                }
+            case "$comment":
+                continue
+            default:
+                throw ConfigurationError(key: section, reason: "unknown section (expected kafka, topics, processing)")
+            }
+        }
+    }
+
+    /// The effective configuration as JSON, with secret values masked (for `--print-config`).
+    public func describedAsJSON() -> JSONValue {
+        func masked(_ properties: [String: String]) -> JSONValue {
+            var object = JSONObject()
+            for (key, value) in properties.sorted(by: { $0.key < $1.key }) {
+                object[key] = .string(Self.isSecret(key) ? "****" : value)
+            }
+            return .object(object)
+        }
+        let kafka: JSONObject = [
+            "bootstrapServers": .string(bootstrapServers.joined(separator: ",")),
+            "groupId": .string(groupID),
+            "properties": masked(kafkaProperties),
+            "consumerProperties": masked(consumerProperties),
+            "producerProperties": masked(producerProperties),
+        ]
+        let topicObject: JSONObject = [
+            "sends": .string(topics.sends), "definitions": .string(topics.definitions), "fcm": .string(topics.fcm),
+            "apns": .string(topics.apns), "analytics": .string(topics.analytics), "deadLetters": .string(topics.deadLetters),
+            "timers": .string(topics.timers),
+        ]
+        let processing: JSONObject = [
+            "maxInFlightPerPartition": .int(maxInFlightPerPartition),
+            "drainTimeoutSeconds": .int(Int(drainTimeout.components.seconds)),
+            "retryBackoffMilliseconds": .int(Int(retryBackoff.components.seconds * 1000 + retryBackoff.components.attoseconds / 1_000_000_000_000_000)),
+            "maxRetryBackoffSeconds": .int(Int(maxRetryBackoff.components.seconds)),
+            "messageTimeoutSeconds": .int(Int(messageTimeout.components.seconds)),
+        ]
+        return ["kafka": .object(kafka), "topics": .object(topicObject), "processing": .object(processing)]
+    }
+
+    /// Whether a librdkafka property holds a secret (passwords, keys, tokens).
+    public static func isSecret(_ property: String) -> Bool {
+        let name = property.lowercased()
+        return ["password", "secret", "jaas", "token", "key.pem", "keystore", "credentials"].contains { name.contains($0) }
+    }
+
+    private static func object(_ value: JSONValue, _ path: String) throws(ConfigurationError) -> JSONObject {
+        guard let object = value.objectValue else { throw ConfigurationError(key: path, reason: "expected an object, found \(value.typeDescription)") }
+        return object
+    }
+
+    private static func string(_ value: JSONValue, _ path: String) throws(ConfigurationError) -> String {
+        guard let text = value.stringValue else { throw ConfigurationError(key: path, reason: "expected a string, found \(value.typeDescription)") }
+        return text
+    }
+
+    private static func stringMap(_ value: JSONValue, _ path: String) throws(ConfigurationError) -> [String: String] {
+        var result: [String: String] = [:]
+        for (key, item) in try object(value, path) {
+            switch item {
+            case .string(let text): result[key] = text
+            case .int(let number): result[key] = String(number)
+            case .bool(let flag): result[key] = flag ? "true" : "false"
+            default: throw ConfigurationError(key: "\(path).\(key)", reason: "expected a string, number or boolean")
+            }
+        }
+        return result
+    }
+
+    private static func positiveInteger(_ value: JSONValue, _ path: String) throws(ConfigurationError) -> Int {
+        guard case .int(let number) = value, number > 0 else {
+            throw ConfigurationError(key: path, reason: "expected a positive integer, found \(value.jsonString)")
+        }
+        return number
+    }
+}
+
+import Foundation
