@@ -74,7 +74,7 @@ struct DemoCommand: AsyncParsableCommand {
         var sends: [[UInt8]] = []
         for name in names {
             guard let data = FileManager.default.contents(atPath: "\(folder)/\(name)") else {
-                throw ValidationError("cannot read \(folder)/\(name)")
+                throw CommandError("cannot read \(folder)/\(name)")
             }
             // One event per file, sent compact (a record is one JSON value).
             let value = try JSONValue(parsing: Array(data))
@@ -85,7 +85,7 @@ struct DemoCommand: AsyncParsableCommand {
 
     private func lines(of path: String) throws -> [[UInt8]] {
         guard let data = FileManager.default.contents(atPath: path) else {
-            throw ValidationError("cannot read \(path) (run from the repository root, or pass --config-directory)")
+            throw CommandError("cannot read \(path) (run from the repository root, or pass --config-directory)")
         }
         return data.split(separator: UInt8(ascii: "\n")).map(Array.init).filter { !$0.isEmpty }
     }

@@ -65,7 +65,7 @@ struct RunCommand: AsyncParsableCommand {
             return
         }
         guard !configuration.bootstrapServers.isEmpty else {
-            throw ValidationError(
+            throw CommandError(
                 """
                 no Kafka bootstrap servers configured: pass --bootstrap-servers, set CAMPAIGN_PIPELINE_BOOTSTRAP_SERVERS, \
                 or set kafka.bootstrapServers in the --config file. To try the pipeline on an embedded broker with \
@@ -107,16 +107,16 @@ struct RunCommand: AsyncParsableCommand {
 enum ConfigurationFile {
     static func read(_ path: String) throws -> JSONObject {
         guard let data = FileManager.default.contents(atPath: path) else {
-            throw ValidationError("--config: cannot read '\(path)'")
+            throw CommandError("--config: cannot read '\(path)'")
         }
         let value: JSONValue
         do {
             value = try JSONValue(parsing: Array(data))
         } catch {
-            throw ValidationError("--config: '\(path)' is not valid JSON: \(error)")
+            throw CommandError("--config: '\(path)' is not valid JSON: \(error)")
         }
         guard let object = value.objectValue else {
-            throw ValidationError("--config: '\(path)' must hold a JSON object")
+            throw CommandError("--config: '\(path)' must hold a JSON object")
         }
         return object
     }
