@@ -93,17 +93,22 @@ let package = Package(
         // MARK: - Tests
 
         .testTarget(name: "KafkaClientTests", dependencies: ["KafkaClient"]),
-        .testTarget(name: "PipelineCoreTests", dependencies: ["PipelineCore"]),
+        .target(
+            name: "TemplateTestSupport",
+            dependencies: ["PipelineCore"],
+            path: "Tests/TemplateTestSupport"
+        ),
+        .testTarget(name: "PipelineCoreTests", dependencies: ["PipelineCore", "TemplateTestSupport"]),
         .testTarget(
             name: "PipelineRuntimeTests",
             dependencies: ["PipelineRuntime", "PipelineCore", "KafkaClient", "BasicTemplate", "CarouselTemplate", "TimerTemplate"]
         ),
-        .testTarget(name: "BasicTemplateTests", dependencies: ["BasicTemplate", "PipelineCore"]),
-        .testTarget(name: "CarouselTemplateTests", dependencies: ["CarouselTemplate", "PipelineCore"]),
-        .testTarget(name: "TimerTemplateTests", dependencies: ["TimerTemplate", "PipelineCore"]),
+        .testTarget(name: "BasicTemplateTests", dependencies: ["BasicTemplate", "PipelineCore", "TemplateTestSupport"]),
+        .testTarget(name: "CarouselTemplateTests", dependencies: ["CarouselTemplate", "PipelineCore", "TemplateTestSupport"]),
+        .testTarget(name: "TimerTemplateTests", dependencies: ["TimerTemplate", "PipelineCore", "TemplateTestSupport"]),
         .testTarget(
             name: "CampaignPipelineCLITests",
-            dependencies: ["CampaignPipelineCLI", "PipelineCore", "KafkaClient", "campaign-pipeline"]
+            dependencies: ["CampaignPipelineCLI", "PipelineCore", "KafkaClient", "TemplateTestSupport", "campaign-pipeline"]
         ),
     ]
 )

@@ -1,3 +1,4 @@
+import TemplateTestSupport
 import BasicTemplate
 import Foundation
 import PipelineCore

@@ -1,3 +1,4 @@
+import TemplateTestSupport
 import Foundation
 import Testing
 

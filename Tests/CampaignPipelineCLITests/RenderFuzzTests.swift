@@ -1,4 +1,5 @@
 @testable import CampaignPipelineCLI
+import TemplateTestSupport
 import Foundation
 import PipelineCore
 import Testing

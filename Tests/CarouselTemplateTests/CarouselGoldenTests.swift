@@ -1,3 +1,4 @@
+import TemplateTestSupport
 import CarouselTemplate
 import PipelineCore
 import Testing

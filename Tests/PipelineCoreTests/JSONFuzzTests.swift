@@ -1,4 +1,5 @@
 @testable import PipelineCore
+import TemplateTestSupport
 import Testing
 
 @Suite("JSON fuzzing (seeded)")

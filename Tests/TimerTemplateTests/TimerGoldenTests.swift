@@ -1,3 +1,4 @@
+import TemplateTestSupport
 import PipelineCore
 import Testing
 import TimerTemplate

@@ -1,30 +1,32 @@
-import Foundation
-import PipelineCore
-import Testing
+package import Foundation
+package import PipelineCore
+package import Testing
 
+/// Shared helpers of the template tests: fixtures, JSON edits, render expectations and table-driven rules.
+///
 /// Paths and loaders for the repository's samples and seed fixtures (read via `#filePath`).
-enum Fixtures {
-    static let repositoryRoot = URL(fileURLWithPath: #filePath)
+package enum Fixtures {
+    package static let repositoryRoot = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
-    static func bytes(_ relativePath: String) throws -> [UInt8] {
+    package static func bytes(_ relativePath: String) throws -> [UInt8] {
         Array(try Data(contentsOf: repositoryRoot.appendingPathComponent(relativePath)))
     }
 
     /// A neutral sample event from `Config/samples/`.
-    static func sample(_ name: String) throws -> JSONValue {
+    package static func sample(_ name: String) throws -> JSONValue {
         try JSONValue(parsing: bytes("Config/samples/\(name).json"))
     }
 
     /// A seed example payload copied verbatim into `Tests/Fixtures/seeds/`.
-    static func seed(_ name: String) throws -> JSONValue {
+    package static func seed(_ name: String) throws -> JSONValue {
         try JSONValue(parsing: bytes("Tests/Fixtures/seeds/\(name).json"))
     }
 }
 
 extension JSONValue {
     /// A copy with the value at `path` (object keys) replaced, or removed when `value` is `nil`.
-    func setting(_ path: [String], to value: JSONValue?) -> JSONValue {
+    package func setting(_ path: [String], to value: JSONValue?) -> JSONValue {
         guard let key = path.first, case .object(var object) = self else { return value ?? self }
         if path.count == 1 {
             object[key] = value
@@ -35,7 +37,7 @@ extension JSONValue {
     }
 
     /// The value at `path` (object keys).
-    func at(_ path: [String]) -> JSONValue? {
+    package func at(_ path: [String]) -> JSONValue? {
         var current: JSONValue? = self
         for key in path { current = current?.objectValue?[key] }
         return current
@@ -43,7 +45,7 @@ extension JSONValue {
 }
 
 /// Renders `event` and returns the notification, recording a test issue on failure.
-func renderExpectingSuccess(_ registry: TemplateRegistry, _ event: JSONValue, sourceLocation: SourceLocation = #_sourceLocation) -> RenderedNotification? {
+package func renderExpectingSuccess(_ registry: TemplateRegistry, _ event: JSONValue, sourceLocation: SourceLocation = #_sourceLocation) -> RenderedNotification? {
     switch registry.render(event: event) {
     case .rendered(let notification):
         return notification
@@ -54,7 +56,7 @@ func renderExpectingSuccess(_ registry: TemplateRegistry, _ event: JSONValue, so
 }
 
 /// Renders `event` and returns the error, recording a test issue if it rendered.
-func renderExpectingFailure(_ registry: TemplateRegistry, _ event: JSONValue, sourceLocation: SourceLocation = #_sourceLocation) -> PipelineError? {
+package func renderExpectingFailure(_ registry: TemplateRegistry, _ event: JSONValue, sourceLocation: SourceLocation = #_sourceLocation) -> PipelineError? {
     switch registry.render(event: event) {
     case .rendered(let notification):
         Issue.record("expected a failure, rendered \(String(decoding: notification.payloadBytes, as: UTF8.self))", sourceLocation: sourceLocation)
@@ -65,14 +67,14 @@ func renderExpectingFailure(_ registry: TemplateRegistry, _ event: JSONValue, so
 }
 
 /// One validation rule: a mutation of a sample that must fail with `code` at `path`.
-struct RuleCase: CustomTestStringConvertible, Sendable {
-    let rule: String
-    let sample: String
-    let mutations: [([String], JSONValue?)]
-    let path: String
-    let code: PipelineError.Code
+package struct RuleCase: CustomTestStringConvertible, Sendable {
+    package let rule: String
+    package let sample: String
+    package let mutations: [([String], JSONValue?)]
+    package let path: String
+    package let code: PipelineError.Code
 
-    init(_ rule: String, _ sample: String, _ mutations: [([String], JSONValue?)], path: String, code: PipelineError.Code) {
+    package init(_ rule: String, _ sample: String, _ mutations: [([String], JSONValue?)], path: String, code: PipelineError.Code) {
         self.rule = rule
         self.sample = sample
         self.mutations = mutations
@@ -80,15 +82,15 @@ struct RuleCase: CustomTestStringConvertible, Sendable {
         self.code = code
     }
 
-    var testDescription: String { rule }
+    package var testDescription: String { rule }
 
-    func event() throws -> JSONValue {
+    package func event() throws -> JSONValue {
         var event = try Fixtures.sample(sample)
         for (path, value) in mutations { event = event.setting(path, to: value) }
         return event
     }
 
-    func check(_ registry: TemplateRegistry, sourceLocation: SourceLocation = #_sourceLocation) throws {
+    package func check(_ registry: TemplateRegistry, sourceLocation: SourceLocation = #_sourceLocation) throws {
         guard let error = renderExpectingFailure(registry, try event(), sourceLocation: sourceLocation) else { return }
         let matching = error.issues.filter { "\($0.path)" == path }
         #expect(!matching.isEmpty, "no issue at \(path); got \(error.issues)", sourceLocation: sourceLocation)
