@@ -29,8 +29,10 @@ extension CampaignPipeline {
                 decisions[index] = Self.decide(batch[index], processor: processor, campaigns: table, now: now)
             }
         }
+        // Records of partitions revoked meanwhile are left to their new owner.
+        let assigned = consumer.assignment
         for (message, decision) in zip(batch, decisions) {
-            guard let decision else { continue }
+            guard let decision, assigned.contains(message.topicPartition) else { continue }
             await emit(decision, for: message, consumer: consumer, sender: sender)
         }
     }
@@ -49,11 +51,15 @@ extension CampaignPipeline {
         )
     }
 
-    /// The tracker of a partition, created on its first event after an assignment.
-    private func tracker(for partition: KafkaTopicPartition) -> PartitionProgress {
+    /// The tracker of a partition with the event at `offset` registered in it. A partition that was rewound
+    /// (read again from an earlier offset after a rebalance) gets a new tracker, so late acknowledgements of the
+    /// old reading can never complete events of the new one.
+    private func beginTracking(_ partition: KafkaTopicPartition, offset: Int64) -> PartitionProgress {
         progress.withLock { progress in
-            if let existing = progress[partition] { return existing }
+            if let existing = progress[partition], existing.begin(offset: offset) { return existing }
+            progress[partition]?.retire()
             let created = PartitionProgress(partition: partition)
+            _ = created.begin(offset: offset)
             progress[partition] = created
             return created
         }
@@ -68,8 +74,7 @@ extension CampaignPipeline {
     ) async {
         let partition = message.topicPartition
         let offset = message.offset
-        let tracker = tracker(for: partition)
-        tracker.begin(offset: offset)
+        let tracker = beginTracking(partition, offset: offset)
         readPositions.withLock { $0[partition] = offset + 1 }
         let done: @Sendable (KafkaDeliveryReport) -> Void = { [self] _ in
             self.complete(tracker, offset: offset, consumer: consumer)

@@ -19,6 +19,8 @@ final class PartitionProgress: Sendable {
         var head = 0
         /// The position after the last event whose outputs are all acknowledged, in order.
         var completedPosition: Int64?
+        /// The offset of the last event registered.
+        var lastBegun: Int64?
         var isRetired = false
         var isPaused = false
 
@@ -54,9 +56,16 @@ final class PartitionProgress: Sendable {
     var isRetired: Bool { state.withLock { $0.isRetired } }
 
     /// Registers a newly read event, holding one pending unit for the processing loop.
-    func begin(offset: Int64) {
+    ///
+    /// - Returns: `false` (registering nothing) when `offset` is not after the last event registered: the
+    ///   partition was rewound (revoked and assigned again, or sought), and the caller must start a new tracker.
+    func begin(offset: Int64) -> Bool {
         state.withLock { state in
+            guard !state.isRetired else { return false }
+            if let last = state.lastBegun, offset <= last { return false }
+            state.lastBegun = offset
             state.entries.append(Entry(offset: offset, pending: 1))
+            return true
         }
     }
 

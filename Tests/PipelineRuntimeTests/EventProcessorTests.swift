@@ -1,0 +1,105 @@
+import Foundation
+import PipelineCore
+import Testing
+
+@testable import PipelineRuntime
+
+@Suite("Deciding one event: render, reject, expire or suppress")
+struct EventProcessorTests {
+    let processor = EventProcessor(registry: builtinRegistry)
+
+    func event(_ fields: String, content: String? = #"{"title":"Hi {{name}}","body":"Body"}"#, template: String = "basic") -> [UInt8] {
+        let contentPart = content.map { #","content":\#($0)"# } ?? ""
+        return Array(
+            #"{"eventId":"e-1","occurredAt":"2026-11-20T10:00:00Z","campaignId":"c-1","template":"\#(template)","recipient":{"id":"u-1","platform":"fcm","token":"t","attributes":{"name":"Ada"}}\#(fields)\#(contentPart)}"#
+                .utf8
+        )
+    }
+
+    func time(_ text: String) -> Timestamp { try! Timestamp(rfc3339: text) }
+
+    @Test("a send after its expiresAt expires with cause ttl, judged at the decision time")
+    func ttl() {
+        let bytes = event(#","expiresAt":"2026-11-20T12:00:00Z""#)
+        guard case .expired(_, .ttl, _) = processor.process(bytes, sourcePosition: "t/0@0", campaigns: CampaignTable(), decisionTime: time("2026-11-20T12:00:01Z")) else {
+            Issue.record("expected ttl expiry")
+            return
+        }
+        guard case .deliver = processor.process(bytes, sourcePosition: "t/0@0", campaigns: CampaignTable(), decisionTime: time("2026-11-20T11:59:59Z")) else {
+            Issue.record("expected delivery before expiresAt")
+            return
+        }
+        // By event time (replays), the event's own occurredAt is the decision time.
+        guard case .deliver = processor.process(bytes, sourcePosition: "t/0@0", campaigns: CampaignTable(), decisionTime: nil) else {
+            Issue.record("expected delivery by event time")
+            return
+        }
+    }
+
+    @Test("a cancelled campaign's sends are suppressed; a later definition reopens it")
+    func cancellation() throws {
+        var table = CampaignTable()
+        try table.apply(json: Array(#"{"type":"campaign.cancelled","campaignId":"c-1","occurredAt":"2026-11-20T09:00:00Z"}"#.utf8))
+        let bytes = event("")
+        guard case .suppressed(let identity) = processor.process(bytes, sourcePosition: "t/0@0", campaigns: table, decisionTime: time("2026-11-20T10:00:00Z")) else {
+            Issue.record("expected suppression")
+            return
+        }
+        #expect(identity.eventId == "e-1")
+        #expect(identity.messageId == MessageID.make(eventId: "e-1", platform: .fcm))
+        // Before the cancellation, the campaign was live.
+        guard case .deliver = processor.process(bytes, sourcePosition: "t/0@0", campaigns: table, decisionTime: time("2026-11-20T08:00:00Z")) else {
+            Issue.record("expected delivery before the cancellation")
+            return
+        }
+        try table.apply(json: Array(#"{"type":"campaign.defined","campaignId":"c-1","version":2,"occurredAt":"2026-11-20T09:30:00Z","content":{"title":"t","body":"b"}}"#.utf8))
+        #expect(!table.isCancelled("c-1", asOf: time("2026-11-20T10:00:00Z")))
+    }
+
+    @Test("a send without content renders its campaign's definition: the named version, else the latest")
+    func campaignContent() throws {
+        var table = CampaignTable()
+        try table.apply(json: Array(#"{"type":"campaign.defined","campaignId":"c-1","version":1,"occurredAt":"2026-11-19T00:00:00Z","content":{"title":"Old {{name}}","body":"b"}}"#.utf8))
+        try table.apply(json: Array(#"{"type":"campaign.defined","campaignId":"c-1","version":2,"occurredAt":"2026-11-19T01:00:00Z","content":{"title":"New {{name}}","body":"b"}}"#.utf8))
+        func title(_ fields: String) -> String? {
+            guard case .deliver(let notification, _) = processor.process(event(fields, content: nil), sourcePosition: "t/0@0", campaigns: table, decisionTime: time("2026-11-20T10:00:00Z")),
+                case .fcm(let message) = notification.payload
+            else { return nil }
+            return message.data["adb_title"]?.stringValue
+        }
+        #expect(title("") == "New Ada")
+        #expect(title(#","campaignVersion":1"#) == "Old Ada")
+        guard case .rejected(_, let error) = processor.process(event(#","campaignVersion":7"#, content: nil), sourcePosition: "t/0@0", campaigns: table, decisionTime: nil) else {
+            Issue.record("expected a rejection for an unknown version")
+            return
+        }
+        #expect(error.issues.first?.path.description == "content")
+    }
+
+    @Test("a timer whose end has passed is not sent: it expires with cause timer")
+    func endedTimer() {
+        let content = #"{"title":"t","body":"b","alternate":{"title":"over"},"timer":{"endsAt":"2026-11-20T11:00:00Z"}}"#
+        let bytes = event("", content: content, template: "timer")
+        guard case .expired(_, .timer, _) = processor.process(bytes, sourcePosition: "t/0@0", campaigns: CampaignTable(), decisionTime: time("2026-11-20T11:00:01Z")) else {
+            Issue.record("expected timer expiry")
+            return
+        }
+        guard case .deliver(_, let timer) = processor.process(bytes, sourcePosition: "t/0@0", campaigns: CampaignTable(), decisionTime: time("2026-11-20T10:30:00Z")) else {
+            Issue.record("expected delivery before the end")
+            return
+        }
+        #expect(timer == .endsAt(time("2026-11-20T11:00:00Z")))
+    }
+
+    @Test("unreadable bytes are rejected with a message id derived from the record's position")
+    func unreadable() {
+        guard case .rejected(let identity, let error) = processor.process(Array("{not json".utf8), sourcePosition: "s/3@17", campaigns: CampaignTable(), decisionTime: nil) else {
+            Issue.record("expected a rejection")
+            return
+        }
+        #expect(error.code == .invalidJSON)
+        #expect(identity.eventId == nil)
+        guard case .rejected(let again, _) = processor.process(Array("{not json".utf8), sourcePosition: "s/3@17", campaigns: CampaignTable(), decisionTime: nil) else { return }
+        #expect(again.messageId == identity.messageId, "deterministic")
+    }
+}
