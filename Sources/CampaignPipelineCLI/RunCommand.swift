@@ -87,14 +87,30 @@ struct RunCommand: AsyncParsableCommand {
 
     /// Defaults ← file ← environment ← flags.
     func effectiveConfiguration(environment: [String: String]) throws -> PipelineConfiguration {
+        var configuration = try Self.configuration(
+            file: config,
+            bootstrapServers: bootstrapServers,
+            kafkaProperties: kafkaProperties,
+            environment: environment
+        )
+        if let group { configuration.groupID = group }
+        if let untilIdle { configuration.untilIdle = .milliseconds(Int64(untilIdle * 1000)) }
+        return configuration
+    }
+
+    /// The configuration from defaults, the file, the environment and the flags every Kafka command shares.
+    static func configuration(
+        file path: String?,
+        bootstrapServers: String?,
+        kafkaProperties: [String],
+        environment: [String: String]
+    ) throws -> PipelineConfiguration {
         var file: JSONObject?
-        if let path = config ?? environment[PipelineConfiguration.EnvironmentKey.configFile] {
+        if let path = path ?? environment[PipelineConfiguration.EnvironmentKey.configFile] {
             file = try ConfigurationFile.read(path)
         }
         var configuration = try PipelineConfiguration.load(file: file, environment: environment)
         if let bootstrapServers { configuration.bootstrapServers = PipelineConfiguration.splitServers(bootstrapServers) }
-        if let group { configuration.groupID = group }
-        if let untilIdle { configuration.untilIdle = .milliseconds(Int64(untilIdle * 1000)) }
         for property in kafkaProperties {
             let parts = property.split(separator: "=", maxSplits: 1)
             configuration.kafkaProperties[String(parts[0])] = parts.count > 1 ? String(parts[1]) : ""

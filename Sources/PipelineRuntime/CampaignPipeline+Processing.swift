@@ -32,7 +32,9 @@ extension CampaignPipeline {
         // Records of partitions revoked meanwhile are left to their new owner.
         let assigned = consumer.assignment
         for (message, decision) in zip(batch, decisions) {
-            guard let decision, assigned.contains(message.topicPartition) else { continue }
+            guard let decision, assigned.contains(message.topicPartition), isInReplayRange(message, consumer: consumer) else {
+                continue
+            }
             await emit(decision, for: message, consumer: consumer, sender: sender)
         }
     }
@@ -80,6 +82,12 @@ extension CampaignPipeline {
             self.complete(tracker, offset: offset, consumer: consumer)
         }
 
+        guard writesOutputs else {
+            countWithoutWriting(decision)
+            complete(tracker, offset: offset, consumer: consumer)
+            return
+        }
+
         switch decision {
         case .deliver(let notification, let timer):
             statistics.recordInput(template: notification.templateID, platform: notification.platform)
@@ -93,7 +101,7 @@ extension CampaignPipeline {
                     self.statistics.recordPayload(template: notification.templateID, platform: notification.platform, bytes: notification.payloadBytes)
                     let delivered = AnalyticsEvent(kind: .delivered, identity: identity, occurredAt: .now(), sink: "kafka:\(topic)")
                     var followUps = [analyticsOutput(delivered, onAcknowledged: done)]
-                    if let timer {
+                    if let timer, self.replay == nil {
                         let expiresAt: Timestamp =
                             switch timer {
                             case .endsAt(let end): end
@@ -175,6 +183,25 @@ extension CampaignPipeline {
         tracker.updateBackpressure(limit: configuration.maxInFlightPerPartition) { pause in
             if pause { try? consumer.pause([partition]) } else { consumer.resume([partition]) }
         }
+    }
+
+    /// A dry run's bookkeeping: the outcome each decision would have, counted, nothing written.
+    private func countWithoutWriting(_ decision: EventProcessor.Decision) {
+        let event: AnalyticsEvent
+        switch decision {
+        case .deliver(let notification, _):
+            statistics.recordPayload(template: notification.templateID, platform: notification.platform, bytes: notification.payloadBytes)
+            let identity = MessageIdentity(request: notification.request, template: notification.templateID)
+            event = AnalyticsEvent(kind: .delivered, identity: identity, occurredAt: .now(), sink: "dry-run")
+        case .rejected(let identity, let error):
+            event = AnalyticsEvent(kind: .rejected, identity: identity, occurredAt: .now(), reasonCode: error.code.rawValue, reasonDetail: error.issues.map(\.description).joined(separator: "; "))
+        case .expired(let identity, let cause, _):
+            event = AnalyticsEvent(kind: .expired, identity: identity, occurredAt: .now(), cause: cause)
+        case .suppressed(let identity):
+            event = AnalyticsEvent(kind: .suppressed, identity: identity, occurredAt: .now())
+        }
+        statistics.recordInput(template: event.identity.template, platform: event.identity.platform)
+        statistics.recordOutcome(event, bytes: event.encoded(), isTimerExpiry: false)
     }
 
     /// Marks one unit of an event done and stores the partition's new commit position when it advanced.

@@ -24,6 +24,10 @@ public final class CampaignPipeline: Service {
     let processor: EventProcessor
     let logger: Logger
     let decisionClock: DecisionClock
+    /// The ranges to reprocess, for a replay; `nil` streams from the consumer group's positions.
+    let replay: ReplayPlan?
+    /// Receives a replay's progress about once a second.
+    let progressHandler: (@Sendable (ReplayProgress) -> Void)?
     /// What the pipeline did so far.
     public let statistics = PipelineStatistics()
 
@@ -50,8 +54,39 @@ public final class CampaignPipeline: Service {
         self.configuration = configuration
         self.processor = EventProcessor(registry: registry)
         self.decisionClock = decisionClock
+        self.replay = nil
+        self.progressHandler = nil
         self.logger = logger
     }
+
+    /// Creates a pipeline that replays ranges of the sends topic: it reads them in its own consumer group
+    /// (``PipelineConfiguration/groupID``; offsets the group committed before are resumed from), judges expiry
+    /// and cancellations by each event's own time, schedules no timers, and stops when every range is done.
+    ///
+    /// - Parameters:
+    ///   - configuration: brokers, topics (point the outputs elsewhere to keep a replay off the live sinks) and
+    ///     the replay's group.
+    ///   - registry: the template plugins.
+    ///   - replay: the ranges to reprocess.
+    ///   - progress: receives the progress about once a second.
+    ///   - logger: the root logger.
+    public init(
+        configuration: PipelineConfiguration,
+        registry: TemplateRegistry,
+        replay: ReplayPlan,
+        progress: (@Sendable (ReplayProgress) -> Void)? = nil,
+        logger: Logger
+    ) {
+        self.configuration = configuration
+        self.processor = EventProcessor(registry: registry)
+        self.decisionClock = .eventTime
+        self.replay = replay
+        self.progressHandler = progress
+        self.logger = logger
+    }
+
+    /// Whether outputs are written (not a dry run).
+    var writesOutputs: Bool { !(replay?.isDryRun ?? false) }
 
     /// Asks a running pipeline to stop: it stops fetching, drains, commits and returns from ``run()``.
     public func stop() {
@@ -87,8 +122,14 @@ public final class CampaignPipeline: Service {
             maxBackoff: configuration.maxRetryBackoff,
             logger: logger
         )
-        let consumer = try KafkaConsumer(configuration: consumerConfiguration(groupID: configuration.groupID), logger: logger)
-        try consumer.subscribe(topics: [configuration.topics.sends])
+        var sendsConfiguration = consumerConfiguration(groupID: configuration.groupID)
+        if !writesOutputs { sendsConfiguration.isAutoCommitEnabled = false }
+        let consumer = try KafkaConsumer(configuration: sendsConfiguration, logger: logger)
+        if let replay {
+            try await assignReplayRanges(replay, consumer: consumer)
+        } else {
+            try consumer.subscribe(topics: [configuration.topics.sends])
+        }
         logger.info("Consuming", metadata: ["topic": "\(configuration.topics.sends)", "group": "\(configuration.groupID)"])
 
         var failure: (any Error)?
@@ -96,7 +137,11 @@ public final class CampaignPipeline: Service {
             group.addTask { await sender.runRetries() }
             group.addTask { await self.keepFoldingState(from: stateConsumer) }
             group.addTask { await self.followAssignments(of: consumer) }
-            group.addTask { await self.fireTimers(consumer: consumer, sender: sender) }
+            if let replay {
+                group.addTask { await self.stopWhenReplayed(replay, consumer: consumer) }
+            } else {
+                group.addTask { await self.fireTimers(consumer: consumer, sender: sender) }
+            }
             if let idle = configuration.untilIdle {
                 group.addTask { await self.stopWhenIdle(for: idle, consumer: consumer, sender: sender) }
             }
@@ -112,7 +157,7 @@ public final class CampaignPipeline: Service {
             }
             await drain(sender: sender)
             do {
-                try await consumer.commit()
+                if writesOutputs { try await consumer.commit() }
             } catch {
                 logger.warning("Final commit failed; the uncommitted events will be processed again", metadata: ["error": "\(error)"])
             }
@@ -157,7 +202,13 @@ public final class CampaignPipeline: Service {
     private func checkTopics(using consumer: KafkaConsumer) async throws -> (definitions: Int32, timers: Int32) {
         let topics = configuration.topics
         var counts: [String: Int32] = [:]
-        for topic in topics.all {
+        let needed: [String] =
+            switch (replay, writesOutputs) {
+            case (nil, _): topics.all
+            case (_, true): [topics.sends, topics.definitions, topics.fcm, topics.apns, topics.analytics, topics.deadLetters]
+            case (_, false): [topics.sends, topics.definitions]
+            }
+        for topic in needed {
             let result: Result<Int32, KafkaError>
             do throws(KafkaError) {
                 result = .success(try await consumer.partitionCount(topic: topic))
@@ -176,6 +227,8 @@ public final class CampaignPipeline: Service {
             }
         }
         let sends = counts[topics.sends] ?? 0
+        // A replay schedules no timers.
+        guard replay == nil else { return (counts[topics.definitions] ?? 0, 0) }
         let timers = counts[topics.timers] ?? 0
         guard sends == timers else {
             throw PipelineRuntimeError.partitionMismatch(sends: topics.sends, sendsCount: sends, timers: topics.timers, timersCount: timers)

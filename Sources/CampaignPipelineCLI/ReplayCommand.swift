@@ -1,0 +1,205 @@
+import ArgumentParser
+import Foundation
+import KafkaClient
+import Logging
+import PipelineCore
+import PipelineRuntime
+import ServiceLifecycle
+import UnixSignals
+
+/// `campaign-pipeline replay`: re-render a time or offset range of a topic, safely.
+struct ReplayCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "replay",
+        abstract: "Re-render a time or offset range of the sends topic (backfill), by default into separate replay.* topics.",
+        discussion: """
+            Reads the range [--from, --to) of each partition in a consumer group of its own and runs every \
+            event through the pipeline again. Decisions that depend on time (TTL expiry, timers that already \
+            ended, campaign cancellations and definitions) use each event's own time, so replaying the same \
+            range gives the same outcomes whenever it runs. Timer expiries are not scheduled.
+
+            SAFE BY DEFAULT: outputs go to topics named with --output-prefix (default 'replay.': \
+            replay.push.fcm, replay.push.apns, replay.campaign.analytics, replay.campaign.dlq), never to the \
+            live sinks. Only --deliver writes to the live topics that send to phones; it must be given \
+            explicitly. --dry-run renders and counts without writing anything at all.
+
+            Boundaries: 'beginning', 'end' (for --to: the end offsets when the replay starts, so it always \
+            terminates even while producers keep writing), an RFC 3339 time (the first record at or after it; \
+            --from is included, --to excluded), or offsets per partition '0:1200,1:980'.
+
+            Resumable: interrupt it (Ctrl-C) and run it again with the same --group to continue where it stopped.
+            """
+    )
+
+    @Option(help: ArgumentHelp("Kafka brokers, comma-separated (or CAMPAIGN_PIPELINE_BOOTSTRAP_SERVERS / the config file).", valueName: "host:port,..."))
+    var bootstrapServers: String?
+
+    @Option(help: ArgumentHelp("Where to start: beginning, an RFC 3339 time, or partition:offset,… (included).", valueName: "boundary"))
+    var from: String
+
+    @Option(help: ArgumentHelp("Where to stop: end, an RFC 3339 time, or partition:offset,… (excluded).", valueName: "boundary"))
+    var to: String = "end"
+
+    @Option(help: ArgumentHelp("The topic to replay (default: the configured sends topic, campaign.sends).", valueName: "name"))
+    var topic: String?
+
+    @Option(help: ArgumentHelp("The replay's consumer group; give the same one to resume an interrupted replay (default: a new one per run).", valueName: "name"))
+    var group: String?
+
+    @Option(help: ArgumentHelp("Prefix of the output topics (ignored with --deliver).", valueName: "prefix"))
+    var outputPrefix: String = "replay."
+
+    @Flag(help: "Write to the LIVE output topics (push.fcm, push.apns, …), which may send to phones again. Never implied.")
+    var deliver = false
+
+    @Flag(help: "Render and count only: write nothing to any topic and commit nothing.")
+    var dryRun = false
+
+    @Option(help: ArgumentHelp("A JSON configuration file (see Config/README.md).", valueName: "file"))
+    var config: String?
+
+    @Option(
+        name: .customLong("kafka-property"),
+        help: ArgumentHelp("Any librdkafka property, as name=value (repeatable).", valueName: "name=value")
+    )
+    var kafkaProperties: [String] = []
+
+    @OptionGroup var logging: LoggingOptions
+
+    func validate() throws {
+        if deliver && dryRun { throw ValidationError("--deliver and --dry-run exclude each other") }
+        if !deliver && outputPrefix.isEmpty {
+            throw ValidationError("--output-prefix must not be empty: an empty prefix would write to the live topics; use --deliver for that")
+        }
+        _ = try boundaries()
+    }
+
+    private func boundaries() throws -> (ReplayBoundary, ReplayBoundary) {
+        do {
+            let start = try ReplayBoundary(parsing: from, option: "--from")
+            let end = try ReplayBoundary(parsing: to, option: "--to")
+            if start == .end { throw ValidationError("--from end would replay nothing") }
+            if end == .beginning { throw ValidationError("--to beginning would replay nothing") }
+            return (start, end)
+        } catch let error as ConfigurationError {
+            throw ValidationError("\(error.key): \(error.reason)")
+        }
+    }
+
+    func run() async throws {
+        let logger = try logging.makeLogger(label: "campaign-pipeline.replay")
+        var configuration = try RunCommand.configuration(
+            file: config,
+            bootstrapServers: bootstrapServers,
+            kafkaProperties: kafkaProperties,
+            environment: ProcessInfo.processInfo.environment
+        )
+        guard !configuration.bootstrapServers.isEmpty else {
+            throw CommandError("no Kafka bootstrap servers configured: pass --bootstrap-servers or set CAMPAIGN_PIPELINE_BOOTSTRAP_SERVERS")
+        }
+        if let topic { configuration.topics.sends = topic }
+        if !deliver { configuration.topics = configuration.topics.prefixingOutputs(with: outputPrefix) }
+        configuration.groupID = group ?? Self.freshGroupName()
+        configuration.untilIdle = nil
+
+        let (start, end) = try boundaries()
+        let lookup = try KafkaConsumer(configuration: KafkaConsumerConfiguration(bootstrapServers: configuration.bootstrapServers, groupID: nil), logger: logger)
+        let ranges: [KafkaTopicPartition: Range<Int64>]
+        do {
+            ranges = try await ReplayBoundary.resolve(from: start, to: end, topic: configuration.topics.sends, using: lookup)
+        } catch {
+            await lookup.close()
+            throw error
+        }
+        await lookup.close()
+        let plan = ReplayPlan(ranges: ranges, isDryRun: dryRun)
+
+        let destination = dryRun ? "nothing (dry run)" : deliver ? "the LIVE topics" : "topics prefixed '\(outputPrefix)'"
+        Self.report("Replaying \(plan.totalCount) records of \(configuration.topics.sends) [\(start) .. \(end)) into \(destination)")
+        Self.report("Group: \(configuration.groupID) (run again with --group \(configuration.groupID) to resume if interrupted)")
+
+        let display = ProgressDisplay(isTerminal: isatty(STDOUT_FILENO) == 1)
+        let pipeline = CampaignPipeline(
+            configuration: configuration,
+            registry: BuiltinTemplates.registry,
+            replay: plan,
+            progress: { display.show($0) },
+            logger: logger
+        )
+        let group = ServiceGroup(
+            configuration: ServiceGroupConfiguration(
+                services: [.init(service: pipeline, successTerminationBehavior: .gracefullyShutdownGroup)],
+                gracefulShutdownSignals: [.sigterm, .sigint],
+                logger: logger
+            )
+        )
+        try await group.run()
+        let summary = pipeline.statistics.snapshot
+        let outcomes = AnalyticsEvent.Kind.allCases.map { "\($0.rawValue.dropFirst(5)) \(summary.outcomes[$0] ?? 0)" }.joined(separator: ", ")
+        Self.report("Replayed \(summary.totalIn) records: \(outcomes)")
+    }
+
+    static func freshGroupName() -> String {
+        let formatter = DateFormatter()
+        formatter.dateFormat = "yyyyMMdd'T'HHmmss"
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        return "campaign-pipeline-replay-\(formatter.string(from: Date()))-\(String(UInt16.random(in: 0...UInt16.max), radix: 16))"
+    }
+
+    static func report(_ line: String) {
+        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+    }
+}
+
+/// Shows a replay's progress: redrawn in place on a terminal, a plain line every few seconds otherwise.
+final class ProgressDisplay: Sendable {
+    private struct State {
+        var linesDrawn = 0
+        var lastPlainLine = ContinuousClock.now - .seconds(60)
+    }
+
+    private let isTerminal: Bool
+    private let state = Mutex(State())
+
+    init(isTerminal: Bool) {
+        self.isTerminal = isTerminal
+    }
+
+    func show(_ progress: ReplayProgress) {
+        let total = Self.line(
+            "total",
+            done: progress.done,
+            of: progress.total,
+            rate: progress.rate,
+            remaining: progress.remainingSeconds
+        )
+        if isTerminal {
+            var text = state.withLock { state in
+                defer { state.linesDrawn = progress.partitions.count + 1 }
+                return state.linesDrawn > 0 ? "\u{1B}[\(state.linesDrawn)A" : ""
+            }
+            for partition in progress.partitions {
+                text += "\u{1B}[2K" + Self.line("partition \(partition.partition.partition)", done: partition.done, of: partition.total, rate: nil, remaining: nil) + "\n"
+            }
+            text += "\u{1B}[2K" + total + "\n"
+            FileHandle.standardOutput.write(Data(text.utf8))
+        } else {
+            let due = state.withLock { state in
+                guard ContinuousClock.now - state.lastPlainLine >= .seconds(5) || progress.done == progress.total else { return false }
+                state.lastPlainLine = .now
+                return true
+            }
+            if due { FileHandle.standardOutput.write(Data(("progress: " + total + "\n").utf8)) }
+        }
+    }
+
+    private static func line(_ label: String, done: Int64, of total: Int64, rate: Double?, remaining: Double?) -> String {
+        let percent = total > 0 ? Double(done) * 100 / Double(total) : 100
+        var text = "\(label.padding(toLength: 14, withPad: " ", startingAt: 0)) \(done)/\(total) (\(String(format: "%.1f", percent)) %)"
+        if let rate { text += String(format: "  %.0f/s", rate) }
+        if let remaining { text += String(format: "  ETA %.0f s", remaining) }
+        return text
+    }
+}
+
+import Synchronization

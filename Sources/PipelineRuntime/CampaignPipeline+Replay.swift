@@ -1,0 +1,89 @@
+import Foundation
+import KafkaClient
+import Logging
+import Synchronization
+
+extension CampaignPipeline {
+    /// Assigns each replayed partition at the start of its range, or after the offset the replay's group
+    /// committed before (an interrupted replay resumes where it stopped).
+    func assignReplayRanges(_ plan: ReplayPlan, consumer: KafkaConsumer) async throws {
+        let partitions = plan.ranges.keys.sorted { $0.partition < $1.partition }
+        let committed = plan.isDryRun ? [] : try await consumer.committed(partitions)
+        var resumed = 0
+        var positions: [KafkaTopicPartitionOffset] = []
+        for partition in partitions {
+            guard let range = plan.ranges[partition] else { continue }
+            var start = range.lowerBound
+            if let previous = committed.first(where: { $0.topicPartition == partition })?.offset, previous > start {
+                start = min(previous, range.upperBound)
+                resumed += 1
+            }
+            // Records before the start count as done for progress and the end check.
+            readPositions.withLock { $0[partition] = start }
+            positions.append(KafkaTopicPartitionOffset(topic: partition.topic, partition: partition.partition, offset: start))
+        }
+        try consumer.assign(positions)
+        logger.info(
+            "Replay assigned",
+            metadata: [
+                "partitions": "\(positions.map(\.description).joined(separator: ","))",
+                "records": "\(plan.totalCount)",
+                "resumedPartitions": "\(resumed)",
+                "dryRun": "\(plan.isDryRun)",
+            ]
+        )
+    }
+
+    /// The replay's progress now.
+    func replayProgress(_ plan: ReplayPlan, since start: ContinuousClock.Instant) -> ReplayProgress {
+        let positions = readPositions.withLock { $0 }
+        let inFlight = progress.withLock { $0.mapValues(\.inFlight) }
+        let partitions = plan.ranges.keys.sorted { $0.partition < $1.partition }.map { partition in
+            let range = plan.ranges[partition]!
+            let position = min(max(positions[partition] ?? range.lowerBound, range.lowerBound), range.upperBound)
+            let done = max(0, position - range.lowerBound - Int64(inFlight[partition] ?? 0))
+            return ReplayProgress.Partition(partition: partition, done: done, total: Int64(range.count))
+        }
+        let elapsed = ContinuousClock.now - start
+        return ReplayProgress(
+            partitions: partitions,
+            elapsedSeconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        )
+    }
+
+    /// Reports progress and stops once every partition reached its range's end with nothing in flight.
+    func stopWhenReplayed(_ plan: ReplayPlan, consumer: KafkaConsumer) async {
+        let start = ContinuousClock.now
+        var lastReport = start
+        while !Task.isCancelled {
+            try? await Task.sleep(for: .milliseconds(100))
+            let positions = readPositions.withLock { $0 }
+            let finished = plan.ranges.allSatisfy { partition, range in (positions[partition] ?? range.lowerBound) >= range.upperBound }
+            let isDone = finished && totalInFlight() == 0
+            if isDone || ContinuousClock.now - lastReport >= .seconds(1) {
+                lastReport = .now
+                progressHandler?(replayProgress(plan, since: start))
+            }
+            if isDone {
+                logger.info("Replay complete", metadata: ["records": "\(plan.totalCount)"])
+                stop()
+                return
+            }
+        }
+    }
+
+    /// Whether a replay processes this record: inside its partition's range. A partition whose range is done is
+    /// paused, so the replay never reads past the end offsets it captured at start.
+    func isInReplayRange(_ message: KafkaConsumerMessage, consumer: KafkaConsumer) -> Bool {
+        guard let replay else { return true }
+        guard let range = replay.ranges[message.topicPartition] else { return false }
+        if message.offset >= range.upperBound {
+            try? consumer.pause([message.topicPartition])
+            readPositions.withLock { positions in
+                positions[message.topicPartition] = max(positions[message.topicPartition] ?? 0, range.upperBound)
+            }
+            return false
+        }
+        return true
+    }
+}

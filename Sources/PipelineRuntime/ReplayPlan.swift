@@ -1,0 +1,49 @@
+public import KafkaClient
+
+/// What a replay reprocesses: for each partition of the sends topic, a range of offsets, and whether anything is
+/// written at all.
+///
+/// A pipeline given a plan reads exactly those ranges (resuming after the offsets its group already committed),
+/// judges time by each event's own time, schedules no timers, and stops once every partition reached its end.
+public struct ReplayPlan: Sendable, Equatable {
+    /// Offsets to process per partition: from the first (included) to the end (excluded).
+    public var ranges: [KafkaTopicPartition: Range<Int64>]
+    /// Render and count only: write nothing to any topic and commit nothing.
+    public var isDryRun: Bool
+
+    /// Creates a plan.
+    public init(ranges: [KafkaTopicPartition: Range<Int64>], isDryRun: Bool = false) {
+        self.ranges = ranges
+        self.isDryRun = isDryRun
+    }
+
+    /// The number of records in the ranges.
+    public var totalCount: Int64 { ranges.values.reduce(0) { $0 + Int64($1.count) } }
+}
+
+/// How far a replay has come, per partition and in total.
+public struct ReplayProgress: Sendable {
+    /// One partition's progress.
+    public struct Partition: Sendable {
+        /// The partition.
+        public var partition: KafkaTopicPartition
+        /// Records of the range processed.
+        public var done: Int64
+        /// Records in the range.
+        public var total: Int64
+    }
+
+    /// Per partition, in partition order.
+    public var partitions: [Partition]
+    /// Seconds since the replay started reading.
+    public var elapsedSeconds: Double
+
+    /// Records processed in all partitions.
+    public var done: Int64 { partitions.reduce(0) { $0 + $1.done } }
+    /// Records in all ranges.
+    public var total: Int64 { partitions.reduce(0) { $0 + $1.total } }
+    /// Records per second so far.
+    public var rate: Double { elapsedSeconds > 0 ? Double(done) / elapsedSeconds : 0 }
+    /// Estimated seconds to go, when the rate is known.
+    public var remainingSeconds: Double? { rate > 0 ? Double(total - done) / rate : nil }
+}
