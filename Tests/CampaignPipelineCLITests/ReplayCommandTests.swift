@@ -1,0 +1,61 @@
+import Foundation
+import KafkaClient
+import Logging
+import PipelineCore
+import Testing
+
+@Suite("campaign-pipeline replay on the command line")
+struct ReplayCommandTests {
+    static let logger = Logger(label: "replay-cli-tests") { _ in SwiftLogNoOpLogHandler() }
+
+    @Test("the help says that only --deliver touches the live sinks")
+    func helpExplainsDeliver() throws {
+        let executable = try #require(Paths.executable, "build the campaign-pipeline product first")
+        let help = try runProcess(executable, ["replay", "--help"])
+        #expect(help.status == 0)
+        #expect(help.stdout.contains("--deliver"))
+        #expect(help.stdout.contains("LIVE"))
+        #expect(help.stdout.contains("replay.push.fcm"))
+        let both = try runProcess(executable, ["replay", "--bootstrap-servers", "x:1", "--from", "beginning", "--deliver", "--dry-run"])
+        #expect(both.status != 0)
+        #expect(both.stderr.contains("--deliver and --dry-run"))
+        let bad = try runProcess(executable, ["replay", "--bootstrap-servers", "x:1", "--from", "yesterday"])
+        #expect(bad.status != 0)
+        #expect(bad.stderr.contains("--from"))
+    }
+
+    @Test("without --deliver the outputs go to replay.* topics and the live topics get nothing")
+    func defaultsToReplayTopics() async throws {
+        let executable = try #require(Paths.executable, "build the campaign-pipeline product first")
+        let kafka = try EmbeddedKafka(brokers: 1, logger: Self.logger)
+        defer { kafka.shutdown() }
+        let live = ["campaign.sends", "campaign.definitions", "push.fcm", "push.apns", "campaign.analytics", "campaign.dlq", "campaign.timers"]
+        for topic in live + ["replay.push.fcm", "replay.push.apns", "replay.campaign.analytics", "replay.campaign.dlq"] {
+            try kafka.createTopic(topic, partitions: 2)
+        }
+        let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(bootstrapServers: [kafka.bootstrapServers]), logger: Self.logger)
+        let samples = try Paths.samples().map { try JSONValue(parsing: Array(Data(contentsOf: $0))).encoded() }
+        for result in await producer.send(contentsOf: samples.map { KafkaProducerRecord(topic: "campaign.sends", value: $0) }) {
+            _ = try result.get()
+        }
+        await producer.close()
+
+        let result = try runProcess(executable, ["replay", "--bootstrap-servers", kafka.bootstrapServers, "--from", "beginning", "--log-level", "warning"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("Replaying \(samples.count) records"))
+        #expect(result.stdout.contains("--group campaign-pipeline-replay-"), "says how to resume")
+
+        let consumer = try KafkaConsumer(configuration: KafkaConsumerConfiguration(bootstrapServers: [kafka.bootstrapServers], groupID: nil), logger: Self.logger)
+        var replayAnalytics: Int64 = 0
+        var liveOutputs: Int64 = 0
+        for partition in Int32(0)..<2 {
+            replayAnalytics += try await consumer.watermarks(topic: "replay.campaign.analytics", partition: partition).high
+            for topic in ["push.fcm", "push.apns", "campaign.analytics", "campaign.dlq"] {
+                liveOutputs += try await consumer.watermarks(topic: topic, partition: partition).high
+            }
+        }
+        await consumer.close()
+        #expect(replayAnalytics == Int64(samples.count), "one outcome per replayed event")
+        #expect(liveOutputs == 0, "nothing written to the live topics")
+    }
+}

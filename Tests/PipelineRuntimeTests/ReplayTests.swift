@@ -1,0 +1,214 @@
+import Foundation
+import KafkaClient
+import PipelineCore
+import PipelineRuntime
+import Testing
+
+@Suite("Replaying a range of the sends topic")
+struct ReplayTests {
+    /// A cluster with the pipeline's topics and the replay's prefixed output topics.
+    func withReplayCluster<T>(_ body: (EmbeddedKafka, PipelineConfiguration) async throws -> T) async throws -> T {
+        try await withPipelineCluster(partitions: 6) { kafka, configuration in
+            for topic in configuration.topics.prefixingOutputs(with: "replay.").all where topic.hasPrefix("replay.") {
+                try kafka.createTopic(topic, partitions: 6)
+            }
+            return try await body(kafka, configuration)
+        }
+    }
+
+    func replayConfiguration(_ configuration: PipelineConfiguration, group: String = "replay-\(UUID().uuidString.prefix(6))") -> PipelineConfiguration {
+        var replay = configuration
+        replay.topics = configuration.topics.prefixingOutputs(with: "replay.")
+        replay.groupID = group
+        replay.untilIdle = nil
+        return replay
+    }
+
+    func ranges(_ from: ReplayBoundary, _ to: ReplayBoundary, kafka: EmbeddedKafka, topic: String) async throws -> [KafkaTopicPartition: Range<Int64>] {
+        let consumer = try KafkaConsumer(configuration: KafkaConsumerConfiguration(bootstrapServers: [kafka.bootstrapServers], groupID: nil), logger: testLogger)
+        defer { Task { await consumer.close() } }
+        return try await ReplayBoundary.resolve(from: from, to: to, topic: topic, using: consumer)
+    }
+
+    /// Events of every kind, a few broken, stamped one second apart from `base`.
+    func events(_ count: Int, base: Date, startingAt start: Int = 0) throws -> [(key: String, value: [UInt8])] {
+        let factory = try EventFactory()
+        return (start..<(start + count)).map { index in
+            let recipient = "user-\(index % 300)"
+            if index % 25 == 3 {
+                return (recipient, factory.broken(index, id: "event-\(index)", recipient: recipient).bytes)
+            }
+            let kind = EventFactory.kinds[index % EventFactory.kinds.count]
+            let event = factory.event(kind, id: "event-\(index)", recipient: recipient, occurredAt: base.addingTimeInterval(Double(index)))
+            return (recipient, JSONValue.object(event).encoded())
+        }
+    }
+
+    @Test("a replay of what the pipeline processed gives byte-identical payloads and the same analytics, only in replay.* topics")
+    func replayMatchesOriginal() async throws {
+        try await withReplayCluster { kafka, configuration in
+            try await produce(try events(10_000, base: Date()), to: configuration.topics.sends, kafka: kafka)
+            try await CampaignPipeline(configuration: configuration, registry: builtinRegistry, logger: testLogger).run()
+
+            let live = [configuration.topics.fcm, configuration.topics.apns, configuration.topics.analytics, configuration.topics.deadLetters]
+            var liveCounts: [String: Int] = [:]
+            for topic in live { liveCounts[topic] = try await readAll(topic, kafka: kafka).count }
+
+            let plan = ReplayPlan(ranges: try await ranges(.beginning, .end, kafka: kafka, topic: configuration.topics.sends))
+            #expect(plan.totalCount == 10_000)
+            let replayed = replayConfiguration(configuration)
+            try await CampaignPipeline(configuration: replayed, registry: builtinRegistry, replay: plan, logger: testLogger).run()
+
+            for topic in live {
+                #expect(try await readAll(topic, kafka: kafka).count == liveCounts[topic], "nothing new in \(topic)")
+            }
+            for (original, copy) in [(configuration.topics.fcm, replayed.topics.fcm), (configuration.topics.apns, replayed.topics.apns)] {
+                let before = Dictionary(uniqueKeysWithValues: try await readAll(original, kafka: kafka).map { ($0.header("messageId")!, $0.value) })
+                let after = Dictionary(uniqueKeysWithValues: try await readAll(copy, kafka: kafka).map { ($0.header("messageId")!, $0.value) })
+                #expect(before.count > 0)
+                #expect(before == after, "payloads of \(copy) are byte-identical to \(original)")
+            }
+            func comparable(_ events: [AnalyticsEvent]) -> [String: AnalyticsEvent] {
+                Dictionary(uniqueKeysWithValues: events.map { event in
+                    var copy = event
+                    copy.occurredAt = Timestamp(secondsSince1970: 0)
+                    // The sink names the topic written to, which is the replay's own.
+                    copy.sink = copy.sink?.replacingOccurrences(of: "kafka:replay.", with: "kafka:")
+                    return (event.identity.messageId, copy)
+                })
+            }
+            let originalAnalytics = comparable(try analytics(try await readAll(configuration.topics.analytics, kafka: kafka)))
+            let replayAnalytics = comparable(try analytics(try await readAll(replayed.topics.analytics, kafka: kafka)))
+            #expect(originalAnalytics.count == 10_000)
+            let different = originalAnalytics.filter { replayAnalytics[$0.key] != $0.value }
+            #expect(different.isEmpty, "same types, message ids and reasons; \(different.count) differ, e.g. \(different.first.map { "\($0.value) vs \(String(describing: replayAnalytics[$0.key]))" } ?? "")")
+            #expect(try await readAll(replayed.topics.deadLetters, kafka: kafka).count == liveCounts[configuration.topics.deadLetters])
+        }
+    }
+
+    @Test("a replay by time processes exactly the events inside [from, to): the first at from included, the first at to excluded")
+    func timeBoundaries() async throws {
+        try await withReplayCluster { kafka, configuration in
+            let base = Date(timeIntervalSince1970: 1_800_000_000)
+            let inputs = try events(600, base: base)
+            let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(bootstrapServers: [kafka.bootstrapServers]), logger: testLogger)
+            let records = inputs.enumerated().map { index, input in
+                KafkaProducerRecord(topic: configuration.topics.sends, key: Array(input.key.utf8), value: input.value, timestamp: base.addingTimeInterval(Double(index)))
+            }
+            for result in await producer.send(contentsOf: records) { _ = try result.get() }
+            await producer.close()
+
+            let plan = ReplayPlan(
+                ranges: try await ranges(.time(base.addingTimeInterval(100)), .time(base.addingTimeInterval(400)), kafka: kafka, topic: configuration.topics.sends)
+            )
+            #expect(plan.totalCount == 300)
+            let replayed = replayConfiguration(configuration)
+            try await CampaignPipeline(configuration: replayed, registry: builtinRegistry, replay: plan, logger: testLogger).run()
+            let outcomes = try analytics(try await readAll(replayed.topics.analytics, kafka: kafka))
+            let ids = Set(outcomes.compactMap(\.identity.eventId))
+            let withoutId = outcomes.filter { $0.identity.eventId == nil }.count
+            let expected = Set((100..<400).map { "event-\($0)" })
+            // Unreadable events have no readable id; everything else must be exactly the range.
+            #expect(ids.isSubset(of: expected))
+            #expect(ids.count + withoutId == 300)
+            #expect(ids.contains("event-100"), "the first event at --from is included")
+            #expect(!ids.contains("event-400") && !ids.contains("event-99"), "the first event at --to is excluded")
+        }
+    }
+
+    @Test("producers keep writing during a replay; it stops at the end offsets it captured")
+    func stopsAtCapturedEnd() async throws {
+        try await withReplayCluster { kafka, configuration in
+            try await produce(try events(2_000, base: Date()), to: configuration.topics.sends, kafka: kafka)
+            let plan = ReplayPlan(ranges: try await ranges(.beginning, .end, kafka: kafka, topic: configuration.topics.sends))
+            #expect(plan.totalCount == 2_000)
+            let replayed = replayConfiguration(configuration)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    // Keep producing while the replay runs.
+                    for round in 0..<10 {
+                        try await produce(try events(200, base: Date(), startingAt: 10_000 + round * 200), to: configuration.topics.sends, kafka: kafka)
+                        try await Task.sleep(for: .milliseconds(200))
+                    }
+                }
+                group.addTask {
+                    try await CampaignPipeline(configuration: replayed, registry: builtinRegistry, replay: plan, logger: testLogger).run()
+                }
+                try await group.waitForAll()
+            }
+            let outcomes = try analytics(try await readAll(replayed.topics.analytics, kafka: kafka))
+            #expect(outcomes.count == 2_000)
+            #expect(!outcomes.contains { ($0.identity.eventId ?? "").hasPrefix("event-1") && ($0.identity.eventId?.count ?? 0) == 11 }, "no event written after the start")
+        }
+    }
+
+    @Test("an interrupted replay resumed with the same group processes every event, none before its commit again")
+    func interruptAndResume() async throws {
+        try await withReplayCluster { kafka, configuration in
+            try await produce(try events(6_000, base: Date()), to: configuration.topics.sends, kafka: kafka)
+            let plan = ReplayPlan(ranges: try await ranges(.beginning, .end, kafka: kafka, topic: configuration.topics.sends))
+            let replayed = replayConfiguration(configuration, group: "replay-resume-\(UUID().uuidString.prefix(6))")
+
+            let first = CampaignPipeline(configuration: replayed, registry: builtinRegistry, replay: plan, logger: testLogger)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { try await first.run() }
+                group.addTask {
+                    while first.statistics.snapshot.totalIn < 1_500 { try await Task.sleep(for: .milliseconds(5)) }
+                    first.stop()
+                }
+                try await group.waitForAll()
+            }
+            let firstCount = try await readAll(replayed.topics.analytics, kafka: kafka).count
+            #expect(firstCount < 6_000, "interrupted before the end (\(firstCount))")
+
+            // What the first run committed is where the second starts.
+            let check = try KafkaConsumer(configuration: KafkaConsumerConfiguration(bootstrapServers: [kafka.bootstrapServers], groupID: replayed.groupID), logger: testLogger)
+            let committed = try await check.committed(Array(plan.ranges.keys))
+            await check.close()
+            let committedTotal = committed.reduce(Int64(0)) { $0 + max(0, $1.offset) }
+            #expect(committedTotal > 0)
+
+            let second = CampaignPipeline(configuration: replayed, registry: builtinRegistry, replay: plan, logger: testLogger)
+            try await second.run()
+            #expect(Int64(second.statistics.snapshot.totalIn) == 6_000 - committedTotal, "the second run starts at the committed offsets")
+
+            let outcomes = try analytics(try await readAll(replayed.topics.analytics, kafka: kafka))
+            let messageIds = Set(outcomes.map(\.identity.messageId))
+            #expect(messageIds.count == 6_000, "every event in range processed")
+        }
+    }
+
+    @Test("a dry run writes nothing to any topic and commits nothing")
+    func dryRun() async throws {
+        try await withReplayCluster { kafka, configuration in
+            try await produce(try events(1_000, base: Date()), to: configuration.topics.sends, kafka: kafka)
+            let replayed = replayConfiguration(configuration)
+            let topics = configuration.topics.all + replayed.topics.all
+            var before: [String: Int] = [:]
+            for topic in Set(topics) { before[topic] = try await readAll(topic, kafka: kafka).count }
+
+            let plan = ReplayPlan(ranges: try await ranges(.beginning, .end, kafka: kafka, topic: configuration.topics.sends), isDryRun: true)
+            let pipeline = CampaignPipeline(configuration: replayed, registry: builtinRegistry, replay: plan, logger: testLogger)
+            try await pipeline.run()
+            #expect(pipeline.statistics.snapshot.totalIn == 1_000)
+            #expect((pipeline.statistics.snapshot.outcomes[.delivered] ?? 0) > 0)
+            for topic in Set(topics) {
+                #expect(try await readAll(topic, kafka: kafka).count == before[topic], "\(topic) unchanged")
+            }
+            let check = try KafkaConsumer(configuration: KafkaConsumerConfiguration(bootstrapServers: [kafka.bootstrapServers], groupID: replayed.groupID), logger: testLogger)
+            let committed = try await check.committed(Array(plan.ranges.keys))
+            await check.close()
+            #expect(committed.allSatisfy { $0.offset < 0 }, "no offsets committed")
+        }
+    }
+
+    @Test("boundaries parse, and bad ones are refused naming the option")
+    func boundaryParsing() throws {
+        #expect(try ReplayBoundary(parsing: "beginning", option: "--from") == .beginning)
+        #expect(try ReplayBoundary(parsing: "end", option: "--to") == .end)
+        #expect(try ReplayBoundary(parsing: "0:10,3:7", option: "--from") == .offsets([0: 10, 3: 7]))
+        #expect(try ReplayBoundary(parsing: "2026-11-20T10:00:00Z", option: "--from") == .time(Date(timeIntervalSince1970: 1_795_168_800)))
+        let error = #expect(throws: ConfigurationError.self) { try ReplayBoundary(parsing: "yesterday", option: "--to") }
+        #expect(error?.key == "--to")
+    }
+}
