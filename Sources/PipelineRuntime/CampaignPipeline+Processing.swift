@@ -1,3 +1,4 @@
+import Foundation
 import KafkaClient
 import Logging
 import PipelineCore
@@ -100,7 +101,7 @@ extension CampaignPipeline {
                     let deliveredAt = self.eventOrWallTime(notification.request.occurredAt)
                     self.statistics.recordPayload(template: notification.templateID, platform: notification.platform, bytes: notification.payloadBytes)
                     let delivered = AnalyticsEvent(kind: .delivered, identity: identity, occurredAt: .now(), sink: "kafka:\(topic)")
-                    var followUps = [analyticsOutput(delivered, onAcknowledged: done)]
+                    var followUps = [analyticsOutput(delivered, sourceTimestamp: message.timestamp, onAcknowledged: done)]
                     if let timer, self.replay == nil {
                         let expiresAt: Timestamp =
                             switch timer {
@@ -162,20 +163,20 @@ extension CampaignPipeline {
             )
             tracker.add(2, at: offset)
             await sender.send(OutputSender.Output(record: deadLetter, onAcknowledged: done))
-            await sender.send(analyticsOutput(rejected, onAcknowledged: done))
+            await sender.send(analyticsOutput(rejected, sourceTimestamp: message.timestamp, onAcknowledged: done))
 
         case .expired(let identity, let cause, let detail):
             statistics.recordInput(template: identity.template, platform: identity.platform)
             let expired = AnalyticsEvent(kind: .expired, identity: identity, occurredAt: .now(), reasonDetail: nil, cause: cause)
             logger.debug("Event expired", metadata: ["eventId": "\(identity.eventId ?? "-")", "cause": "\(cause.rawValue)", "detail": "\(detail)"])
             tracker.add(1, at: offset)
-            await sender.send(analyticsOutput(expired, onAcknowledged: done))
+            await sender.send(analyticsOutput(expired, sourceTimestamp: message.timestamp, onAcknowledged: done))
 
         case .suppressed(let identity):
             statistics.recordInput(template: identity.template, platform: identity.platform)
             let suppressed = AnalyticsEvent(kind: .suppressed, identity: identity, occurredAt: .now())
             tracker.add(1, at: offset)
-            await sender.send(analyticsOutput(suppressed, onAcknowledged: done))
+            await sender.send(analyticsOutput(suppressed, sourceTimestamp: message.timestamp, onAcknowledged: done))
         }
 
         // The processing loop's own unit: everything for this event is queued.
@@ -223,6 +224,7 @@ extension CampaignPipeline {
     func analyticsOutput(
         _ event: AnalyticsEvent,
         isTimerExpiry: Bool = false,
+        sourceTimestamp: Date? = nil,
         onAcknowledged: @escaping @Sendable (KafkaDeliveryReport) -> Void
     ) -> OutputSender.Output {
         let bytes = event.encoded()
@@ -233,7 +235,7 @@ extension CampaignPipeline {
             headers: [KafkaHeader(key: "type", string: event.kind.rawValue)]
         )
         return OutputSender.Output(record: record) { [statistics] report in
-            statistics.recordOutcome(event, bytes: bytes, isTimerExpiry: isTimerExpiry)
+            statistics.recordOutcome(event, bytes: bytes, isTimerExpiry: isTimerExpiry, sourceTimestamp: sourceTimestamp)
             onAcknowledged(report)
         }
     }

@@ -29,7 +29,7 @@ public final class CampaignPipeline: Service {
     /// Receives a replay's progress about once a second.
     let progressHandler: (@Sendable (ReplayProgress) -> Void)?
     /// What the pipeline did so far.
-    public let statistics = PipelineStatistics()
+    public let statistics: PipelineStatistics
 
     let campaigns = Mutex(CampaignTable())
     let timers = TimerBook()
@@ -44,13 +44,16 @@ public final class CampaignPipeline: Service {
     ///   - configuration: brokers, topics, group and limits.
     ///   - registry: the template plugins.
     ///   - decisionClock: wall clock for streaming (the default), event time for replays.
+    ///   - statistics: where to count what happens (pass one that records latency to benchmark).
     ///   - logger: the root logger; lifecycle steps are logged at `info`, per-event problems at `warning`.
     public init(
         configuration: PipelineConfiguration,
         registry: TemplateRegistry,
         decisionClock: DecisionClock = .wallClock,
+        statistics: PipelineStatistics = PipelineStatistics(),
         logger: Logger
     ) {
+        self.statistics = statistics
         self.configuration = configuration
         self.processor = EventProcessor(registry: registry)
         self.decisionClock = decisionClock
@@ -77,6 +80,7 @@ public final class CampaignPipeline: Service {
         progress: (@Sendable (ReplayProgress) -> Void)? = nil,
         logger: Logger
     ) {
+        self.statistics = PipelineStatistics()
         self.configuration = configuration
         self.processor = EventProcessor(registry: registry)
         self.decisionClock = .eventTime

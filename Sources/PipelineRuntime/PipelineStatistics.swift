@@ -1,3 +1,4 @@
+public import Foundation
 import PipelineCore
 import Synchronization
 
@@ -19,21 +20,37 @@ public final class PipelineStatistics: Sendable {
         /// The first analytics event written per type.
         public var sampleAnalytics: [AnalyticsEvent.Kind: [UInt8]] = [:]
 
+        /// When the first event was read.
+        public var firstInputAt: Date?
+        /// When the last terminal outcome was acknowledged.
+        public var lastOutcomeAt: Date?
+        /// Milliseconds from each event's record timestamp to its terminal outcome's acknowledgement (only when
+        /// the statistics were created with `recordsLatency`).
+        public var latenciesMilliseconds: [Double] = []
+
         /// The total number of events read.
         public var totalIn: Int { eventsIn.values.reduce(0, +) }
     }
 
     private let state = Mutex(Snapshot())
+    private let recordsLatency: Bool
 
     /// Empty statistics.
-    public init() {}
+    ///
+    /// - Parameter recordsLatency: keep every event's end-to-end latency (for benchmarks; it grows with the input).
+    public init(recordsLatency: Bool = false) {
+        self.recordsLatency = recordsLatency
+    }
 
     /// A copy of the current counts.
     public var snapshot: Snapshot { state.withLock { $0 } }
 
     func recordInput(template: String?, platform: Platform?) {
         let key = "\(template ?? "unknown")/\(platform?.rawValue ?? "unknown")"
-        state.withLock { $0.eventsIn[key, default: 0] += 1 }
+        state.withLock { state in
+            state.eventsIn[key, default: 0] += 1
+            if state.firstInputAt == nil { state.firstInputAt = Date() }
+        }
     }
 
     func recordPayload(template: String, platform: Platform, bytes: [UInt8]) {
@@ -43,8 +60,13 @@ public final class PipelineStatistics: Sendable {
         }
     }
 
-    func recordOutcome(_ event: AnalyticsEvent, bytes: [UInt8], isTimerExpiry: Bool) {
+    func recordOutcome(_ event: AnalyticsEvent, bytes: [UInt8], isTimerExpiry: Bool, sourceTimestamp: Date? = nil) {
+        let now = Date()
         state.withLock { state in
+            state.lastOutcomeAt = now
+            if recordsLatency, let sourceTimestamp {
+                state.latenciesMilliseconds.append(now.timeIntervalSince(sourceTimestamp) * 1000)
+            }
             if isTimerExpiry {
                 state.timersFired += 1
                 return

@@ -1,0 +1,124 @@
+import ArgumentParser
+import Foundation
+import KafkaClient
+import Logging
+import PipelineCore
+import PipelineRuntime
+
+/// `campaign-pipeline bench`: relay (the limit) versus the real pipeline on one embedded broker.
+struct BenchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bench",
+        abstract: "Measure the pipeline end to end against a bare Kafka relay on an embedded broker.",
+        discussion: """
+            Starts an embedded broker and feeds it N realistic mixed events (every template on both \
+            platforms, personalized, about 3 % broken), then runs, one after the other on the same broker:
+
+              relay     our Kafka layer consuming the events and producing the same bytes plus a ~200-byte \
+            analytics record each, committing after acknowledgement, with no decoding or rendering (the limit);
+              pipeline  the real `run` path with all its guarantees, followed by the accounting check (every \
+            event exactly one terminal outcome on the analytics topic).
+
+            For each: events/s from the end of the warm-up (first 5 %) to the last acknowledgement, p50/p99 \
+            end-to-end latency, CPU seconds per 1,000 events (the whole process, broker included), and the \
+            pipeline/relay ratio; the process's peak RSS at the end. The events are fed while each run \
+            consumes (the embedded broker keeps only about 5 MiB per partition).
+            """
+    )
+
+    @Option(help: "Events per run.")
+    var events: Int = 20_000
+
+    @Option(help: "Partitions of the sends topic.")
+    var partitions: Int32 = 6
+
+    @Flag(help: "Print the results as JSON instead of a table.")
+    var json = false
+
+    @Option(help: ArgumentHelp("The folder holding samples/.", valueName: "dir"))
+    var configDirectory = "Config"
+
+    @OptionGroup var logging: LoggingOptions
+
+    func validate() throws {
+        guard events >= 100 else { throw ValidationError("--events must be at least 100, not \(events)") }
+        guard (1...64).contains(partitions) else { throw ValidationError("--partitions must be between 1 and 64") }
+    }
+
+    func run() async throws {
+        var logger = try logging.makeLogger(label: "campaign-pipeline.bench")
+        if logging.logLevel == nil && ProcessInfo.processInfo.environment["LOG_LEVEL"] == nil { logger.logLevel = .error }
+        let folder = "\(configDirectory)/samples"
+        let names = try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.hasSuffix(".json") }.sorted()
+        let samples: [JSONObject] = try names.map { name in
+            guard let data = FileManager.default.contents(atPath: "\(folder)/\(name)"),
+                let object = try JSONValue(parsing: Array(data)).objectValue
+            else { throw CommandError("cannot read \(folder)/\(name) as a JSON object") }
+            return object
+        }
+        let input = BenchmarkEvents.make(from: samples, count: events)
+        let averageSize = input.reduce(0) { $0 + $1.value.count } / max(1, input.count)
+
+        let kafka = try EmbeddedKafka(brokers: 1, logger: logger)
+        defer { kafka.shutdown() }
+        let isTerminal = isatty(STDERR_FILENO) == 1
+        let lastLine = Locked(ContinuousClock.now - .seconds(10))
+        let benchmark = PipelineBenchmark(
+            kafka: kafka,
+            events: input,
+            partitions: partitions,
+            registry: BuiltinTemplates.registry,
+            logger: logger
+        ) { run, done, total in
+            let text = "\(run): \(done)/\(total) events"
+            if isTerminal {
+                FileHandle.standardError.write(Data(("\r\u{1B}[2K" + text).utf8))
+            } else if lastLine.withLock({ last in
+                guard ContinuousClock.now - last >= .seconds(2) || done == total else { return false }
+                last = .now
+                return true
+            }) {
+                FileHandle.standardError.write(Data((text + "\n").utf8))
+            }
+        }
+        let relay = try await benchmark.relay()
+        if isTerminal { FileHandle.standardError.write(Data("\n".utf8)) }
+        let pipeline = try await benchmark.pipeline()
+        if isTerminal { FileHandle.standardError.write(Data("\n".utf8)) }
+        let peak = PipelineBenchmark.peakResidentMegabytes()
+        let ratio = relay.eventsPerSecond > 0 ? pipeline.eventsPerSecond / relay.eventsPerSecond : 0
+
+        if json {
+            let results: [JSONValue] = [relay, pipeline].map { result in
+                [
+                    "run": .string(result.name), "events": .int(result.events),
+                    "eventsPerSecond": .double(result.eventsPerSecond.rounded()),
+                    "p50Milliseconds": .double(result.p50Milliseconds), "p99Milliseconds": .double(result.p99Milliseconds),
+                    "cpuSecondsPer1000": .double(result.cpuSecondsPer1000), "accounted": .bool(result.isAccounted),
+                    "accounting": .string(result.accounting),
+                ]
+            }
+            let report: JSONValue = [
+                "events": .int(events), "partitions": .int(Int(partitions)), "averageEventBytes": .int(averageSize),
+                "runs": .array(results), "pipelineToRelay": .double(ratio), "peakRSSMegabytes": .double(peak),
+            ]
+            print(String(decoding: PrettyJSON.format(report), as: UTF8.self))
+        } else {
+            print("campaign-pipeline bench: \(events) events (\(averageSize) bytes on average), \(partitions) partitions, embedded broker")
+            print("run        events/s    p50 ms    p99 ms   CPU s/1000   accounting")
+            for result in [relay, pipeline] {
+                print(
+                    String(
+                        format: "%-8@ %10.0f %9.1f %9.1f %12.3f   %@",
+                        result.name as NSString, result.eventsPerSecond, result.p50Milliseconds, result.p99Milliseconds,
+                        result.cpuSecondsPer1000, result.accounting as NSString
+                    )
+                )
+            }
+            print(String(format: "pipeline/relay: %.0f %%    peak RSS: %.0f MiB", ratio * 100, peak))
+        }
+        guard pipeline.isAccounted else {
+            throw CommandError("the pipeline run failed the accounting check: \(pipeline.accounting)")
+        }
+    }
+}

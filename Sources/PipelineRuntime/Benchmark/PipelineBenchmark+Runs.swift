@@ -1,0 +1,145 @@
+import Foundation
+import KafkaClient
+import Logging
+import PipelineCore
+import Synchronization
+
+extension PipelineBenchmark {
+    /// The limit: our Kafka layer consuming the events and producing the same bytes to a payload topic plus one
+    /// ~200-byte analytics record each, committing after acknowledgement, with no decoding or rendering.
+    public func relay() async throws -> RunResult {
+        let topics = try topics("relay")
+        let processed = Locked(0)
+        let latencies = Locked([Double]())
+        let analyticsValue = Array(String(repeating: "a", count: 200).utf8)
+        let total = events.count
+        var consumerConfiguration = KafkaConsumerConfiguration(bootstrapServers: [kafka.bootstrapServers], groupID: "bench-relay")
+        consumerConfiguration.properties = ["session.timeout.ms": "6000", "heartbeat.interval.ms": "500"]
+        let consumer = try KafkaConsumer(configuration: consumerConfiguration, logger: logger)
+        let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(bootstrapServers: [kafka.bootstrapServers]), logger: logger)
+        try consumer.subscribe(topics: [topics.sends])
+        let trackers = Locked([KafkaTopicPartition: PartitionProgress]())
+
+        let rates = try await measure("relay", processed: { processed.withLock { $0 } }) {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { try await feed(topics.sends) { processed.withLock { $0 } } }
+                group.addTask {
+                    var iterator = consumer.messages.makeAsyncIterator()
+                    var read = 0
+                    while read < total, let batch = try await iterator.nextBatch() {
+                        for message in batch {
+                            read += 1
+                            let tracker = trackers.withLock { trackers in
+                                if let existing = trackers[message.topicPartition] { return existing }
+                                let created = PartitionProgress(partition: message.topicPartition)
+                                trackers[message.topicPartition] = created
+                                return created
+                            }
+                            _ = tracker.begin(offset: message.offset)
+                            tracker.add(2, at: message.offset)
+                            let offset = message.offset
+                            let timestamp = message.timestamp
+                            let acknowledged: @Sendable (Result<KafkaDeliveryReport, KafkaError>) -> Void = { _ in
+                                if let position = tracker.complete(at: offset) {
+                                    try? consumer.storeOffsets([KafkaTopicPartitionOffset(topic: tracker.partition.topic, partition: tracker.partition.partition, offset: position)])
+                                }
+                            }
+                            try await Self.enqueue(producer, KafkaProducerRecord(topic: topics.fcm, key: message.key, value: message.value), acknowledged)
+                            try await Self.enqueue(producer, KafkaProducerRecord(topic: topics.analytics, key: message.key, value: analyticsValue)) { result in
+                                acknowledged(result)
+                                if let timestamp { latencies.withLock { $0.append(Date().timeIntervalSince(timestamp) * 1000) } }
+                                processed.withLock { $0 += 1 }
+                            }
+                            if let position = tracker.complete(at: offset) {
+                                try? consumer.storeOffsets([KafkaTopicPartitionOffset(topic: tracker.partition.topic, partition: tracker.partition.partition, offset: position)])
+                            }
+                        }
+                    }
+                    while processed.withLock({ $0 }) < total { try await Task.sleep(for: .milliseconds(1)) }
+                }
+                try await group.waitForAll()
+            }
+        }
+        try? await consumer.commit()
+        await consumer.close()
+        await producer.close()
+        let sorted = latencies.withLock { $0 }.sorted()
+        let done = processed.withLock { $0 }
+        return RunResult(
+            name: "relay",
+            events: done,
+            eventsPerSecond: rates.rate,
+            p50Milliseconds: Self.percentile(sorted, 0.5),
+            p99Milliseconds: Self.percentile(sorted, 0.99),
+            cpuSecondsPer1000: rates.cpuPer1000,
+            isAccounted: done == total,
+            accounting: "\(done) of \(total) relayed and acknowledged"
+        )
+    }
+
+    /// The real `run` path with all its guarantees, then the accounting check: every event exactly one terminal
+    /// outcome on the analytics topic.
+    public func pipeline() async throws -> RunResult {
+        let topics = try topics("pipeline")
+        var configuration = PipelineConfiguration(bootstrapServers: [kafka.bootstrapServers])
+        configuration.topics = topics
+        configuration.groupID = "bench-pipeline"
+        configuration.consumerProperties = ["session.timeout.ms": "6000", "heartbeat.interval.ms": "500"]
+        let statistics = PipelineStatistics(recordsLatency: true)
+        let pipeline = CampaignPipeline(configuration: configuration, registry: registry, statistics: statistics, logger: logger)
+        let total = events.count
+        let processed: @Sendable () -> Int = { statistics.snapshot.outcomes.values.reduce(0, +) }
+        let rates = try await measure("pipeline", processed: processed) {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { try await feed(topics.sends, processed: processed) }
+                group.addTask { try await pipeline.run() }
+                group.addTask {
+                    while processed() < total { try await Task.sleep(for: .milliseconds(10)) }
+                    pipeline.stop()
+                }
+                try await group.waitForAll()
+            }
+        }
+        let snapshot = statistics.snapshot
+        let sorted = snapshot.latenciesMilliseconds.sorted()
+        let (isAccounted, accounting) = try await account(topics.analytics, expected: total)
+        return RunResult(
+            name: "pipeline",
+            events: snapshot.totalIn,
+            eventsPerSecond: rates.rate,
+            p50Milliseconds: Self.percentile(sorted, 0.5),
+            p99Milliseconds: Self.percentile(sorted, 0.99),
+            cpuSecondsPer1000: rates.cpuPer1000,
+            isAccounted: isAccounted,
+            accounting: accounting
+        )
+    }
+
+    /// Reads the analytics topic: one terminal outcome per message id, as many as events.
+    private func account(_ topic: String, expected: Int) async throws -> (Bool, String) {
+        let consumer = try KafkaConsumer(configuration: KafkaConsumerConfiguration(bootstrapServers: [kafka.bootstrapServers], groupID: nil), logger: logger)
+        let count = try await consumer.partitionCount(topic: topic)
+        var remaining: [Int32: Int64] = [:]
+        for partition in 0..<count {
+            let marks = try await consumer.watermarks(topic: topic, partition: partition)
+            if marks.low > 0 {
+                await consumer.close()
+                return (false, "the broker dropped \(marks.low) analytics records of partition \(partition)")
+            }
+            if marks.high > 0 { remaining[partition] = marks.high }
+        }
+        try consumer.assign((0..<count).map { KafkaTopicPartitionOffset(topic: topic, partition: $0, offset: KafkaOffset.beginning) })
+        var perMessage: [String: Int] = [:]
+        var iterator = consumer.messages.makeAsyncIterator()
+        while !remaining.isEmpty, let batch = try await iterator.nextBatch() {
+            for message in batch {
+                perMessage[String(decoding: message.key ?? [], as: UTF8.self), default: 0] += 1
+                if let end = remaining[message.partition], message.offset + 1 >= end { remaining[message.partition] = nil }
+            }
+        }
+        await consumer.close()
+        let repeated = perMessage.values.filter { $0 > 1 }.count
+        let isAccounted = perMessage.count == expected
+        return (isAccounted, "\(perMessage.count) of \(expected) events have a terminal outcome (\(repeated) repeated)")
+    }
+}

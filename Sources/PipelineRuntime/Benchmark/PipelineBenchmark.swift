@@ -1,0 +1,191 @@
+import Foundation
+public import KafkaClient
+public import Logging
+public import PipelineCore
+import Synchronization
+
+/// The end-to-end benchmark behind `campaign-pipeline bench`: the same events through a bare Kafka relay (the
+/// physical limit of our Kafka layer on this machine) and through the real pipeline, on one embedded broker.
+///
+/// The mock broker keeps only about 5 MiB per partition, so the events are not preloaded all at once: a feeder
+/// produces them while the run consumes, never more than ``window`` events ahead of it.
+public struct PipelineBenchmark: Sendable {
+    /// One run's figures.
+    public struct RunResult: Sendable {
+        /// `relay` or `pipeline`.
+        public var name: String
+        /// Events processed.
+        public var events: Int
+        /// Events per second from the end of the warm-up (the first 5 %) to the last acknowledgement.
+        public var eventsPerSecond: Double
+        /// Median end-to-end latency (record timestamp to terminal acknowledgement), milliseconds.
+        public var p50Milliseconds: Double
+        /// 99th percentile end-to-end latency, milliseconds.
+        public var p99Milliseconds: Double
+        /// Process CPU seconds (user + system, broker and feeder included) per 1,000 events.
+        public var cpuSecondsPer1000: Double
+        /// Whether every event has exactly one terminal outcome (pipeline) or one acknowledged copy (relay).
+        public var isAccounted: Bool
+        /// What the accounting found.
+        public var accounting: String
+    }
+
+    /// The embedded broker.
+    public let kafka: EmbeddedKafka
+    /// The events, in the order they are produced.
+    public let events: [(key: [UInt8], value: [UInt8])]
+    /// Partitions of the sends topic.
+    public let partitions: Int32
+    /// The most events produced ahead of the run.
+    public var window: Int
+    /// The template plugins.
+    public let registry: TemplateRegistry
+    /// Receives `(run, done, total)` about every 200 ms.
+    public let progress: @Sendable (String, Int, Int) -> Void
+    let logger: Logger
+
+    /// Creates a benchmark.
+    public init(
+        kafka: EmbeddedKafka,
+        events: [(key: [UInt8], value: [UInt8])],
+        partitions: Int32,
+        registry: TemplateRegistry,
+        logger: Logger,
+        progress: @escaping @Sendable (String, Int, Int) -> Void
+    ) {
+        self.kafka = kafka
+        self.events = events
+        self.partitions = partitions
+        self.window = Int(partitions) * 2_500
+        self.registry = registry
+        self.logger = logger
+        self.progress = progress
+    }
+
+    /// The topics of one run: the contract's names under the run's prefix; outputs spread over 64 partitions so
+    /// the mock broker keeps them all.
+    func topics(_ run: String) throws(KafkaError) -> PipelineConfiguration.Topics {
+        var topics = PipelineConfiguration.Topics()
+        topics.sends = "\(run).\(topics.sends)"
+        topics = topics.prefixingOutputs(with: "\(run).")
+        topics.definitions = "\(run).\(PipelineConfiguration.Topics().definitions)"
+        for topic in topics.all {
+            let isInput = topic == topics.sends || topic == topics.timers || topic == topics.definitions
+            try kafka.createTopic(topic, partitions: isInput ? partitions : 64)
+        }
+        return topics
+    }
+
+    /// Produces the events to `topic`, staying at most ``window`` events ahead of `processed()`.
+    func feed(_ topic: String, processed: @escaping @Sendable () -> Int) async throws {
+        var configuration = KafkaProducerConfiguration(bootstrapServers: [kafka.bootstrapServers])
+        configuration.properties["linger.ms"] = "5"
+        let producer = try KafkaProducer(configuration: configuration, logger: logger)
+        let failures = Locked(0)
+        for (index, event) in events.enumerated() {
+            if index % 500 == 0 {
+                while index - processed() > window { try await Task.sleep(for: .milliseconds(2)) }
+            }
+            let record = KafkaProducerRecord(topic: topic, key: event.key, value: event.value)
+            try await Self.enqueue(producer, record) { result in
+                if case .failure = result { failures.withLock { $0 += 1 } }
+            }
+        }
+        await producer.close()
+        let failed = failures.withLock { $0 }
+        if failed > 0 { throw KafkaError(code: .deliveryFailed, message: "the feeder could not produce \(failed) events", topic: topic) }
+    }
+
+    /// Measures a run: rate after warm-up, CPU per 1,000 events.
+    func measure(
+        _ name: String,
+        processed: @escaping @Sendable () -> Int,
+        run: @escaping @Sendable () async throws -> Void
+    ) async throws -> (rate: Double, cpuPer1000: Double) {
+        let total = events.count
+        let warmUp = max(1, total / 20)
+        let cpuStart = Self.cpuSeconds()
+        let marks = Locked<(warm: Date?, end: Date?)>((nil, nil))
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await run() }
+            group.addTask {
+                while true {
+                    let done = processed()
+                    let now = Date()
+                    marks.withLock { marks in
+                        if marks.warm == nil, done >= warmUp { marks.warm = now }
+                        if done >= total { marks.end = now }
+                    }
+                    progress(name, done, total)
+                    if done >= total { return }
+                    try await Task.sleep(for: .milliseconds(20))
+                }
+            }
+            try await group.waitForAll()
+        }
+        let cpu = Self.cpuSeconds() - cpuStart
+        let (warm, end) = marks.withLock { $0 }
+        let seconds = max(0.001, (end ?? Date()).timeIntervalSince(warm ?? Date()))
+        return (Double(total - warmUp) / seconds, cpu / Double(total) * 1000)
+    }
+
+    /// Process CPU seconds so far (user + system).
+    static func cpuSeconds() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+    }
+
+    /// The process's peak resident set size, in MiB.
+    public static func peakResidentMegabytes() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        return Double(usage.ru_maxrss) / 1024
+    }
+
+    /// Queues a record, waiting while librdkafka's local queue is full.
+    static func enqueue(
+        _ producer: KafkaProducer,
+        _ record: KafkaProducerRecord,
+        _ handler: @escaping @Sendable (Result<KafkaDeliveryReport, KafkaError>) -> Void
+    ) async throws {
+        while let error = produce(producer, record, handler) {
+            guard error.librdkafkaName == "_QUEUE_FULL" else { throw error }
+            try await Task.sleep(for: .milliseconds(1))
+        }
+    }
+
+    private static func produce(
+        _ producer: KafkaProducer,
+        _ record: KafkaProducerRecord,
+        _ handler: @escaping @Sendable (Result<KafkaDeliveryReport, KafkaError>) -> Void
+    ) -> KafkaError? {
+        do throws(KafkaError) {
+            try producer.produce(record, onDelivery: handler)
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    static func percentile(_ sorted: [Double], _ fraction: Double) -> Double {
+        guard !sorted.isEmpty else { return 0 }
+        return sorted[min(sorted.count - 1, Int(Double(sorted.count - 1) * fraction))]
+    }
+}
+
+/// A value behind a lock, shareable between tasks and librdkafka's threads (for counters and marks that
+/// escaping callbacks update).
+public final class Locked<Value: Sendable>: Sendable {
+    private let mutex: Mutex<Value>
+
+    /// Wraps `value`.
+    public init(_ value: Value) {
+        mutex = Mutex(value)
+    }
+
+    /// Runs `body` with the value locked.
+    public func withLock<Result>(_ body: (inout sending Value) -> sending Result) -> sending Result {
+        mutex.withLock(body)
+    }
+}
