@@ -154,10 +154,10 @@ public struct MessageIdentity: Sendable, Hashable {
         self.template = template
     }
 
-    /// The identity of a decoded request.
-    init(request: PushRequest, template: String? = nil) {
+    /// The identity of a decoded request (`messageId` when already known, to skip hashing again).
+    init(request: PushRequest, template: String? = nil, messageId: String? = nil) {
         self.init(
-            messageId: MessageID.make(eventId: request.eventId, platform: request.recipient.platform),
+            messageId: messageId ?? MessageID.make(eventId: request.eventId, platform: request.recipient.platform),
             eventId: request.eventId,
             campaignId: request.campaignId,
             recipientId: request.recipient.id,

@@ -92,7 +92,7 @@ extension CampaignPipeline {
         switch decision {
         case .deliver(let notification, let timer):
             statistics.recordInput(template: notification.templateID, platform: notification.platform)
-            let identity = MessageIdentity(request: notification.request, template: notification.templateID)
+            let identity = MessageIdentity(request: notification.request, template: notification.templateID, messageId: notification.messageId)
             let topic = notification.platform == .fcm ? configuration.topics.fcm : configuration.topics.apns
             let payload = payloadRecord(notification, topic: topic)
             tracker.add(1, at: offset)
@@ -192,7 +192,7 @@ extension CampaignPipeline {
         switch decision {
         case .deliver(let notification, _):
             statistics.recordPayload(template: notification.templateID, platform: notification.platform, bytes: notification.payloadBytes)
-            let identity = MessageIdentity(request: notification.request, template: notification.templateID)
+            let identity = MessageIdentity(request: notification.request, template: notification.templateID, messageId: notification.messageId)
             event = AnalyticsEvent(kind: .delivered, identity: identity, occurredAt: .now(), sink: "dry-run")
         case .rejected(let identity, let error):
             event = AnalyticsEvent(kind: .rejected, identity: identity, occurredAt: .now(), reasonCode: error.code.rawValue, reasonDetail: error.issues.map(\.description).joined(separator: "; "))
