@@ -78,6 +78,7 @@ public struct BasicTemplate: TemplateRenderer {
             content.addIssue(.invalidField, "buttons", "must have \(rule), found \(count)")
         }
         var buttons: [JSONValue] = []
+        buttons.reserveCapacity(readers.count)
         for reader in readers {
             let label = reader.string("label", required: true)
             let type = reader.choice("type", from: LinkType.wireValues, required: true).flatMap(LinkType.init)

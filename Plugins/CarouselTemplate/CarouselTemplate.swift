@@ -72,12 +72,15 @@ public struct CarouselTemplate: TemplateRenderer {
             content.addIssue(.invalidField, "items", "must have \(range.lowerBound) to \(range.upperBound) items on \(platform), found \(count)")
         }
         var items: [JSONValue] = []
+        items.reserveCapacity(readers.count)
         for reader in readers {
             let image = reader.string("image", required: true)
             let text = reader.string("text")
             let uri = reader.string("uri") ?? defaultURI
             guard let image else { continue }
-            var item: JSONObject = ["img": .string(image)]
+            var item = JSONObject()
+            item.reserveCapacity(3)
+            item["img"] = .string(image)
             item.set("txt", text)
             item.set("uri", uri)
             items.append(.object(item))

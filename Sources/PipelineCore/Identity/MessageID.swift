@@ -10,22 +10,36 @@ public enum MessageID {
     /// The message id of `eventId` on `platform`: the name-based (SHA-1, version 5) UUID of
     /// `"<platform>:<eventId>"` in ``namespace``, lower case (`xxxxxxxx-xxxx-5xxx-yxxx-xxxxxxxxxxxx`).
     public static func make(eventId: String, platform: Platform) -> String {
-        uuidV5(namespace: namespace, name: Array("\(platform.rawValue):\(eventId)".utf8))
+        // Builds namespace + name in one buffer, with room for the SHA-1 padding (one allocation).
+        var message: [UInt8] = []
+        message.reserveCapacity(namespace.count + platform.rawValue.utf8.count + 1 + eventId.utf8.count + 72)
+        message += namespace
+        message += platform.rawValue.utf8
+        message.append(UInt8(ascii: ":"))
+        message += eventId.utf8
+        return uuidV5(namespacedName: &message)
     }
 
     /// RFC 9562 §5.5: a version 5 UUID of `name` in the 16-byte `namespace`, as lower-case text.
     static func uuidV5(namespace: [UInt8], name: [UInt8]) -> String {
-        var hash = SHA1.hash(namespace + name)
+        var message = namespace + name
+        return uuidV5(namespacedName: &message)
+    }
+
+    /// ``uuidV5(namespace:name:)`` of `message` = namespace + name (which is used as scratch space).
+    private static func uuidV5(namespacedName message: inout [UInt8]) -> String {
+        var hash = SHA1.hash(padding: &message)
         hash[6] = (hash[6] & 0x0F) | 0x50
         hash[8] = (hash[8] & 0x3F) | 0x80
-        let hex: [UInt8] = Array("0123456789abcdef".utf8)
         var text: [UInt8] = []
         text.reserveCapacity(36)
         for index in 0..<16 {
             if index == 4 || index == 6 || index == 8 || index == 10 { text.append(UInt8(ascii: "-")) }
-            text.append(hex[Int(hash[index] >> 4)])
-            text.append(hex[Int(hash[index] & 0x0F)])
+            text.append(hexDigits[Int(hash[index] >> 4)])
+            text.append(hexDigits[Int(hash[index] & 0x0F)])
         }
         return String(decoding: text, as: UTF8.self)
     }
+
+    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
 }

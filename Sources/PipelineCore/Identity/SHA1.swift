@@ -4,17 +4,24 @@ struct SHA1 {
 
     /// The 20-byte digest of `message`.
     static func hash(_ message: [UInt8]) -> [UInt8] {
+        var message = message
+        return hash(padding: &message)
+    }
+
+    /// The 20-byte digest of `message`, padding `message` in place (it is left padded). For callers
+    /// that built `message` only to hash it: this saves copying it.
+    static func hash(padding message: inout [UInt8]) -> [UInt8] {
         var sha = SHA1()
-        var padded = message
-        padded.append(0x80)
-        while padded.count % 64 != 56 { padded.append(0) }
         let bitLength = UInt64(message.count) &* 8
+        message.reserveCapacity((message.count + 8) / 64 * 64 + 64)  // the padded size: one allocation
+        message.append(0x80)
+        while message.count % 64 != 56 { message.append(0) }
         for shift in stride(from: 56, through: 0, by: -8) {
-            padded.append(UInt8(truncatingIfNeeded: bitLength >> UInt64(shift)))
+            message.append(UInt8(truncatingIfNeeded: bitLength >> UInt64(shift)))
         }
         var words = [UInt32](repeating: 0, count: 80)
-        for blockStart in stride(from: 0, to: padded.count, by: 64) {
-            sha.process(padded, at: blockStart, words: &words)
+        for blockStart in stride(from: 0, to: message.count, by: 64) {
+            sha.process(message, at: blockStart, words: &words)
         }
         var digest: [UInt8] = []
         digest.reserveCapacity(20)

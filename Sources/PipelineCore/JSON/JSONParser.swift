@@ -13,6 +13,12 @@ public struct JSONParser: Sendable {
     public private(set) var offset: Int
     /// Arrays and objects nested deeper than this are an error (protects the stack).
     public let maximumDepth: Int
+    /// Members of the objects being parsed, innermost last. Each object's members are collected
+    /// here and copied out once, at the exact size, when it closes: appending to the object's own
+    /// array would reallocate it as it grows (1, 2, 4, 8, … members).
+    private var memberStack: [JSONObject.Member] = []
+    /// Elements of the arrays being parsed, innermost last (same reason as ``memberStack``).
+    private var elementStack: [JSONValue] = []
 
     /// Creates a parser positioned at the start of `bytes`.
     public init(bytes: [UInt8], maximumDepth: Int = JSONParser.defaultMaximumDepth) {
@@ -71,27 +77,31 @@ public struct JSONParser: Sendable {
     private mutating func parseObject(depth: Int) throws(JSONParseError) -> JSONValue {
         guard depth <= maximumDepth else { throw JSONParseError(.tooDeeplyNested, at: offset) }
         offset += 1  // {
-        var object = JSONObject()
         skipWhitespace()
         if try peek() == UInt8(ascii: "}") {
             offset += 1
-            return .object(object)
+            return .object(JSONObject())
         }
+        if memberStack.capacity == 0 { memberStack.reserveCapacity(64) }  // grown once, not 1, 2, 4, …
+        let base = memberStack.count
+        defer { memberStack.removeSubrange(base...) }
         while true {
             skipWhitespace()
             let keyOffset = offset
             guard try peek() == UInt8(ascii: "\"") else { throw JSONParseError(.unexpectedCharacter, at: offset) }
             let key = try parseString()
-            if object.contains(key) { throw JSONParseError(.duplicateKey, at: keyOffset) }
+            if memberStack[base...].contains(where: { $0.key == key }) { throw JSONParseError(.duplicateKey, at: keyOffset) }
             skipWhitespace()
             guard try peek() == UInt8(ascii: ":") else { throw JSONParseError(.unexpectedCharacter, at: offset) }
             offset += 1
             let value = try parseValue(depth: depth)
-            object.appendUnchecked(key, value)
+            memberStack.append(JSONObject.Member(key: key, value: value))
             skipWhitespace()
             switch try peek() {
             case UInt8(ascii: ","): offset += 1
-            case UInt8(ascii: "}"): offset += 1; return .object(object)
+            case UInt8(ascii: "}"):
+                offset += 1
+                return .object(JSONObject(members: Array(memberStack[base...])))
             default: throw JSONParseError(.unexpectedCharacter, at: offset)
             }
         }
@@ -100,18 +110,22 @@ public struct JSONParser: Sendable {
     private mutating func parseArray(depth: Int) throws(JSONParseError) -> JSONValue {
         guard depth <= maximumDepth else { throw JSONParseError(.tooDeeplyNested, at: offset) }
         offset += 1  // [
-        var elements: [JSONValue] = []
         skipWhitespace()
         if try peek() == UInt8(ascii: "]") {
             offset += 1
-            return .array(elements)
+            return .array([])
         }
+        if elementStack.capacity == 0 { elementStack.reserveCapacity(16) }
+        let base = elementStack.count
+        defer { elementStack.removeSubrange(base...) }
         while true {
-            elements.append(try parseValue(depth: depth))
+            elementStack.append(try parseValue(depth: depth))
             skipWhitespace()
             switch try peek() {
             case UInt8(ascii: ","): offset += 1
-            case UInt8(ascii: "]"): offset += 1; return .array(elements)
+            case UInt8(ascii: "]"):
+                offset += 1
+                return .array(Array(elementStack[base...]))
             default: throw JSONParseError(.unexpectedCharacter, at: offset)
             }
         }
@@ -122,21 +136,34 @@ public struct JSONParser: Sendable {
     private mutating func parseString() throws(JSONParseError) -> String {
         let start = offset
         offset += 1  // opening quote
-        // Fast path: no escapes.
-        var index = offset
-        while index < bytes.count {
-            let byte = bytes[index]
-            if byte == UInt8(ascii: "\"") {
-                guard let string = String(validating: bytes[offset..<index], as: UTF8.self) else {
-                    throw JSONParseError(.invalidUTF8, at: start)
-                }
-                offset = index + 1
-                return string
+        // Fast path: no escapes. Find the end of the run of plain bytes (not `"`, `\` or a control
+        // character) in the array's buffer: this loop is the parser's hottest, and the buffer's
+        // unchecked reads (the loop keeps `index < buffer.count` itself) make it several times faster.
+        let (index, allBits) = bytes.withUnsafeBufferPointer { buffer -> (Int, UInt8) in
+            var index = offset
+            var allBits: UInt8 = 0  // the OR of the bytes: below 0x80 when all are ASCII
+            while index < buffer.count {
+                let byte = buffer[index]
+                if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte < 0x20 { break }
+                allBits |= byte
+                index += 1
             }
-            if byte == UInt8(ascii: "\\") { break }
-            if byte < 0x20 { throw JSONParseError(.controlCharacterInString, at: index) }
-            index += 1
+            return (index, allBits)
         }
+        if index < bytes.count, bytes[index] == UInt8(ascii: "\"") {
+            let string: String
+            if allBits < 0x80 {
+                // ASCII is valid UTF-8: skip `String(validating:)`, which is generic and slow here.
+                string = String(decoding: bytes[offset..<index], as: UTF8.self)
+            } else if let validated = String(validating: bytes[offset..<index], as: UTF8.self) {
+                string = validated
+            } else {
+                throw JSONParseError(.invalidUTF8, at: start)
+            }
+            offset = index + 1
+            return string
+        }
+        if index < bytes.count, bytes[index] < 0x20 { throw JSONParseError(.controlCharacterInString, at: index) }
         guard index < bytes.count else { throw JSONParseError(.unexpectedEndOfInput, at: bytes.count) }
         // Slow path: unescape into a buffer.
         var buffer = Array(bytes[offset..<index])

@@ -34,7 +34,7 @@ extension PushRequest {
         let recipient = Self.decodeRecipient(event.object("recipient", required: true))
         let options = Self.decodeOptions(event.object("options"))
         let custom = event.stringMap("custom") ?? JSONObject()
-        for key in custom.keys where key == "aps" || key.hasPrefix("adb_") {
+        for (key, _) in custom where key == "aps" || key.hasPrefix("adb_") {
             event.addIssue(.invalidField, "custom", "key '\(key)' is reserved for the template payload")
         }
         var content: CampaignContent?
@@ -95,16 +95,20 @@ extension PushRequest {
         let attributes = reader.stringMap("attributes")
         guard let id, let platform, let token else { return nil }
         var map: [String: String] = [:]
+        map.reserveCapacity(attributes?.count ?? 0)
         for (key, value) in attributes ?? JSONObject() {
             map[key] = value.stringValue
         }
         return Recipient(id: id, platform: platform, token: token, attributes: map)
     }
 
+    /// The wire values of ``DeliveryPriority``.
+    private static let priorityNames = DeliveryPriority.allCases.map(\.rawValue)
+
     private static func decodeOptions(_ reader: FieldReader?) -> DeliveryOptions {
         guard let reader else { return DeliveryOptions() }
         let collapseKey = reader.string("collapseKey", personalize: false)
-        let priority = reader.choice("priority", from: DeliveryPriority.allCases.map(\.rawValue)).flatMap(DeliveryPriority.init)
+        let priority = reader.choice("priority", from: priorityNames).flatMap(DeliveryPriority.init)
         let ttl = reader.integer("ttlSeconds", in: 0...2_419_200).map { Duration.seconds($0) }
         return DeliveryOptions(collapseKey: collapseKey, priority: priority, ttl: ttl)
     }

@@ -27,6 +27,7 @@ public struct FCMMessage: Sendable, Equatable {
     /// The `android` object (empty when no option is set).
     public var android: JSONObject {
         var android = JSONObject()
+        android.reserveCapacity(3)
         android.set("collapse_key", collapseKey)
         android.set("priority", priority?.rawValue)
         android.set("ttl", ttlSeconds.map { "\($0)s" })
@@ -45,7 +46,7 @@ public struct FCMMessage: Sendable, Equatable {
 
     /// The request body's bytes, exactly as sent.
     public func encoded() -> [UInt8] {
-        jsonValue.encoded()
+        encodedWithDataSize().bytes
     }
 
     /// The size the FCM payload limit applies to: the bytes of the encoded `data` object.
@@ -53,5 +54,23 @@ public struct FCMMessage: Sendable, Equatable {
         var writer = JSONWriter()
         writer.write(object: data)
         return writer.bytes.count
+    }
+
+    /// The request body (the same bytes as writing ``jsonValue``) and ``dataSize``, in one pass:
+    /// the render path needs both, and building ``jsonValue`` first would copy every member.
+    func encodedWithDataSize() -> (bytes: [UInt8], dataSize: Int) {
+        var writer = JSONWriter(reservingCapacity: 2048)
+        writer.writeRaw(#"{"message":{"token":"#)
+        writer.write(string: token)
+        if collapseKey != nil || priority != nil || ttlSeconds != nil {
+            writer.writeRaw(#","android":"#)
+            writer.write(object: android)
+        }
+        writer.writeRaw(#","data":"#)
+        let dataStart = writer.bytes.count
+        writer.write(object: data)
+        let dataSize = writer.bytes.count - dataStart
+        writer.writeRaw("}}")
+        return (writer.bytes, dataSize)
     }
 }

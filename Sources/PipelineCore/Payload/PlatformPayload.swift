@@ -29,6 +29,19 @@ public enum PlatformPayload: Sendable, Equatable {
         }
     }
 
+    /// The wire bytes and the size the platform's payload limit applies to (the FCM `data`
+    /// object, or the whole APNs payload), encoded once.
+    func encodedWithLimitedSize() -> (bytes: [UInt8], limitedSize: Int) {
+        switch self {
+        case .fcm(let message):
+            let (bytes, dataSize) = message.encodedWithDataSize()
+            return (bytes, dataSize)
+        case .apns(let notification):
+            let bytes = notification.encoded()
+            return (bytes, bytes.count)
+        }
+    }
+
     /// The request headers (APNs); empty for FCM.
     public var headers: [Header] {
         switch self {

@@ -146,58 +146,63 @@ public struct StandardFields: Sendable {
     /// `adb_body_ex`, so without it the expanded notification has no body text.
     public func fcmData(templateType: String) -> JSONObject {
         var data = JSONObject()
-        data.set("adb_version", version)
-        data.set("adb_template_type", templateType)
-        data.set("adb_title", title)
-        data.set("adb_body", body)
-        data.set("adb_body_ex", expandedBody ?? body)
-        data.set("adb_sound", sound)
-        data.set("adb_icon", icon)
-        data.set("adb_small_icon", smallIcon)
-        data.set("adb_large_icon", largeIcon)
-        data.set("adb_n_count", badge.map(String.init))
-        data.set("adb_n_priority", notificationPriority)
-        data.set("adb_channel_id", channelId)
-        data.set("adb_image", image)
-        data.set("adb_uri", link?.uri)
-        data.set("adb_a_type", link?.type?.rawValue)
-        data.set("adb_tag", tag)
-        data.set("adb_sticky", sticky.map { $0 ? "true" : "false" })
-        data.set("adb_ticker", ticker)
-        data.set("adb_clr_title", colors.title)
-        data.set("adb_clr_body", colors.body)
-        data.set("adb_clr_bg", colors.background)
-        data.set("adb_clr_icon", colors.smallIcon)
-        data.set("adb_clr_tmr", colors.timer)
+        data.reserveCapacity(32)  // these 23 keys, the template's own and custom ones: one allocation
+        data.appendNew("adb_version", version)
+        data.appendNew("adb_template_type", templateType)
+        data.appendNew("adb_title", title)
+        data.appendNew("adb_body", body)
+        data.appendNew("adb_body_ex", expandedBody ?? body)
+        data.appendNew("adb_sound", sound)
+        data.appendNew("adb_icon", icon)
+        data.appendNew("adb_small_icon", smallIcon)
+        data.appendNew("adb_large_icon", largeIcon)
+        data.appendNew("adb_n_count", badge.map(String.init))
+        data.appendNew("adb_n_priority", notificationPriority)
+        data.appendNew("adb_channel_id", channelId)
+        data.appendNew("adb_image", image)
+        data.appendNew("adb_uri", link?.uri)
+        data.appendNew("adb_a_type", link?.type?.rawValue)
+        data.appendNew("adb_tag", tag)
+        data.appendNew("adb_sticky", sticky.map { $0 ? "true" : "false" })
+        data.appendNew("adb_ticker", ticker)
+        data.appendNew("adb_clr_title", colors.title)
+        data.appendNew("adb_clr_body", colors.body)
+        data.appendNew("adb_clr_bg", colors.background)
+        data.appendNew("adb_clr_icon", colors.smallIcon)
+        data.appendNew("adb_clr_tmr", colors.timer)
         return data
     }
 
     /// The APNs `aps` members (`alert`, `sound`, `badge`, `thread-id`) for these fields.
     public func apnsAps() -> JSONObject {
         var alert = JSONObject()
-        alert.set("title", title)
-        alert.set("subtitle", subtitle)
-        alert.set("body", body)
-        var aps: JSONObject = ["alert": .object(alert)]
-        aps.set("sound", sound)
+        alert.reserveCapacity(3)
+        alert.appendNew("title", title)
+        alert.appendNew("subtitle", subtitle)
+        alert.appendNew("body", body)
+        var aps = JSONObject()
+        aps.reserveCapacity(6)  // these four, and `category` and `mutable-content` added by the registry
+        aps["alert"] = .object(alert)
+        aps.appendNew("sound", sound)
         if let badge { aps["badge"] = .int(badge) }
-        aps.set("thread-id", threadId)
+        aps.appendNew("thread-id", threadId)
         return aps
     }
 
     /// The APNs top-level `adb_*` members for these fields, in a fixed order.
     public func apnsFields(templateType: String) -> JSONObject {
         var fields = JSONObject()
-        fields.set("adb_template_type", templateType)
-        fields.set("adb_version", version)
-        fields.set("adb_title_ex", expandedTitle)
-        if features.contains(.expandedBodyOnAPNs) { fields.set("adb_body_ex", expandedBody) }
-        fields.set("adb_media", image)
-        fields.set("adb_uri", link?.uri)
-        fields.set("adb_clr_title", colors.title)
-        fields.set("adb_clr_body", colors.body)
-        fields.set("adb_clr_bg", colors.background)
-        fields.set("adb_clr_tmr", colors.timer)
+        fields.reserveCapacity(16)  // these ten and the template's own: one allocation
+        fields.appendNew("adb_template_type", templateType)
+        fields.appendNew("adb_version", version)
+        fields.appendNew("adb_title_ex", expandedTitle)
+        if features.contains(.expandedBodyOnAPNs) { fields.appendNew("adb_body_ex", expandedBody) }
+        fields.appendNew("adb_media", image)
+        fields.appendNew("adb_uri", link?.uri)
+        fields.appendNew("adb_clr_title", colors.title)
+        fields.appendNew("adb_clr_body", colors.body)
+        fields.appendNew("adb_clr_bg", colors.background)
+        fields.appendNew("adb_clr_tmr", colors.timer)
         return fields
     }
 

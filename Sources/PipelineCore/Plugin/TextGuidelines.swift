@@ -22,7 +22,9 @@ public struct TextGuidelines: Sendable, Hashable {
 
     /// Adds a warning to `reader` for `key` when `text` is longer than `limit` characters.
     public static func check(_ text: String?, limit: Int, key: String, platform: Platform, in reader: FieldReader) {
-        guard let text else { return }
+        // A character is at least one UTF-8 byte: skip counting characters (slow) when the byte
+        // count is already within the limit.
+        guard let text, text.utf8.count > limit else { return }
         let count = text.count
         if count > limit {
             reader.addWarning(key, "\(count) characters; the \(platform) guideline is at most \(limit)")

@@ -11,28 +11,61 @@
 ///
 /// A reader belongs to one render call and must not be kept after it.
 public final class FieldReader {
+    /// Where the object being read is, relative to ``parent``: kept as a step, so that the
+    /// ``path`` array is only built when an issue or warning needs it.
+    private enum Location {
+        /// A top-level reader.
+        case root(FieldPath)
+        /// The object at member `key` of the parent.
+        case member(key: String)
+        /// The object at `key[index]` of the parent.
+        case element(key: String, index: Int)
+    }
+
+    private let location: Location
+    /// The reader this one was made by (`nil` for a root). `unowned`: the parent keeps its children
+    /// (for ``warnAboutUnreadKeys(template:)``) and outlives them during a render.
+    private unowned let parent: FieldReader?
+
     /// The path of the object being read.
-    public let path: FieldPath
+    public var path: FieldPath {
+        switch (location, parent) {
+        case (.root(let path), _): path
+        case (.member(let key), let parent?): parent.path.appending(key)
+        case (.element(let key, let index), let parent?): parent.path.appending(key).appending(index: index)
+        case (.member, nil), (.element, nil): preconditionFailure("a child reader always has a parent")
+        }
+    }
+
     /// The object being read.
     public let object: JSONObject
     let diagnostics: RenderDiagnostics
-    private var readFlags: [Bool]
+    /// Which members were read, as bits by position (the first 64 members; content objects are
+    /// much smaller, so this usually avoids allocating a flag array per object).
+    private var readMask: UInt64 = 0
+    /// Read flags of the members after the first 64 (empty for smaller objects).
+    private var overflowReadFlags: [Bool]
     private var children: [FieldReader] = []
 
-    init(_ object: JSONObject, path: FieldPath, diagnostics: RenderDiagnostics) {
+    convenience init(_ object: JSONObject, path: FieldPath, diagnostics: RenderDiagnostics) {
+        self.init(object, location: .root(path), parent: nil, diagnostics: diagnostics)
+    }
+
+    private init(_ object: JSONObject, location: Location, parent: FieldReader?, diagnostics: RenderDiagnostics) {
         self.object = object
-        self.path = path
+        self.location = location
+        self.parent = parent
         self.diagnostics = diagnostics
-        self.readFlags = Array(repeating: false, count: object.count)
+        self.overflowReadFlags = object.count > 64 ? Array(repeating: false, count: object.count - 64) : []
     }
 
     // MARK: - Raw access
 
     /// The value of `key` (`nil` when absent or `null`); marks the key as read.
     public func value(_ key: String) -> JSONValue? {
-        guard let index = object.keys.firstIndex(of: key) else { return nil }
-        readFlags[index] = true
-        let value = object.values[index]
+        guard let index = object.index(of: key) else { return nil }
+        markRead(index)
+        let value = object.member(at: index).value
         if case .null = value { return nil }
         return value
     }
@@ -121,7 +154,7 @@ public final class FieldReader {
     public func object(_ key: String, required: Bool = false) -> FieldReader? {
         guard let value = fetch(key, required: required) else { return nil }
         guard case .object(let object) = value else { return typeMismatch(key, "an object", value) }
-        return child(object, path: path.appending(key))
+        return child(object, at: .member(key: key))
     }
 
     /// An array of objects, as readers for each element. Non-object elements are issues.
@@ -129,15 +162,15 @@ public final class FieldReader {
         guard let value = fetch(key, required: required) else { return nil }
         guard case .array(let elements) = value else { return typeMismatch(key, "an array", value) }
         var readers: [FieldReader] = []
-        let arrayPath = path.appending(key)
+        readers.reserveCapacity(elements.count)
         for (index, element) in elements.enumerated() {
             guard case .object(let object) = element else {
                 diagnostics.issues.append(
-                    .init(.invalidField, at: arrayPath.appending(index: index), "expected an object, found \(element.typeDescription)")
+                    .init(.invalidField, at: path.appending(key).appending(index: index), "expected an object, found \(element.typeDescription)")
                 )
                 continue
             }
-            readers.append(child(object, path: arrayPath.appending(index: index)))
+            readers.append(child(object, at: .element(key: key, index: index)))
         }
         return readers
     }
@@ -181,13 +214,25 @@ public final class FieldReader {
 
     /// Adds a warning for every key of this object and its read children that nobody read.
     func warnAboutUnreadKeys(template: String) {
-        for (index, key) in object.keys.enumerated() where !readFlags[index] {
+        for (index, (key, _)) in object.enumerated() where !wasRead(index) {
             addWarning(key, "not a field of template '\(template)'; ignored")
         }
         for child in children { child.warnAboutUnreadKeys(template: template) }
     }
 
     // MARK: - Private
+
+    private func markRead(_ index: Int) {
+        if index < 64 {
+            readMask |= 1 << UInt64(index)
+        } else {
+            overflowReadFlags[index - 64] = true
+        }
+    }
+
+    private func wasRead(_ index: Int) -> Bool {
+        index < 64 ? readMask & (1 << UInt64(index)) != 0 : overflowReadFlags[index - 64]
+    }
 
     private func fetch(_ key: String, required: Bool) -> JSONValue? {
         guard let value = value(key) else {
@@ -202,8 +247,9 @@ public final class FieldReader {
         return nil
     }
 
-    private func child(_ object: JSONObject, path: FieldPath) -> FieldReader {
-        let reader = FieldReader(object, path: path, diagnostics: diagnostics)
+    private func child(_ object: JSONObject, at location: Location) -> FieldReader {
+        let reader = FieldReader(object, location: location, parent: self, diagnostics: diagnostics)
+        if children.isEmpty { children.reserveCapacity(8) }  // one allocation for most readers
         children.append(reader)
         return reader
     }

@@ -7,6 +7,10 @@ import Mustache
 ///   `{{name}}` and `{{{name}}}` both insert the attribute verbatim.
 /// - A missing attribute renders empty and adds a warning naming the field and the attribute.
 /// - A string that is not valid Mustache is an ``PipelineError/Code/invalidField`` issue.
+///
+/// Strings whose only tags are plain variables (``SimpleTemplate``, the common case) are filled
+/// without Mustache: compiling a Mustache template per string was most of the render cost. Every
+/// other string still goes through Mustache, so the output is the same either way.
 struct Personalizer: Sendable {
     let attributes: [String: String]
 
@@ -14,16 +18,33 @@ struct Personalizer: Sendable {
     private static let textPragma = "{{% CONTENT_TYPE: TEXT}}"
 
     static func containsPlaceholder(_ text: String) -> Bool {
-        var previous: UInt8 = 0
-        for byte in text.utf8 {
-            if byte == UInt8(ascii: "{"), previous == UInt8(ascii: "{") { return true }
-            previous = byte
+        // Scans the contiguous UTF-8 storage (`withUTF8`): much faster than iterating `utf8`.
+        var text = text
+        return text.withUTF8 { bytes in
+            var previous: UInt8 = 0
+            for byte in bytes {
+                if byte == UInt8(ascii: "{"), previous == UInt8(ascii: "{") { return true }
+                previous = byte
+            }
+            return false
         }
-        return false
     }
 
-    func render(_ text: String, at path: FieldPath, into diagnostics: RenderDiagnostics) -> String {
+    /// Renders `text`; `path` (the field's path, for issues and warnings) is only built when needed.
+    func render(_ text: String, at path: @autoclosure () -> FieldPath, into diagnostics: RenderDiagnostics) -> String {
         guard Self.containsPlaceholder(text) else { return text }
+        let simple = SimpleTemplate.render(text, attributes) { name in
+            diagnostics.warnings.append(
+                RenderWarning(path: path(), message: "attribute '\(name)' is not in recipient.attributes; rendered empty")
+            )
+        }
+        if let simple { return simple }
+        return renderWithMustache(text, at: path(), into: diagnostics)
+    }
+
+    /// Renders `text` with Mustache, whatever its tags (the general path; tests compare it with
+    /// the ``SimpleTemplate`` fast path).
+    func renderWithMustache(_ text: String, at path: FieldPath, into diagnostics: RenderDiagnostics) -> String {
         let template: MustacheTemplate
         do {
             template = try MustacheTemplate(string: Self.textPragma + text)
@@ -39,6 +60,103 @@ struct Personalizer: Sendable {
             )
         }
         return rendered
+    }
+}
+
+/// Fills content strings whose tags are all plain variables, `{{name}}` or `{{{name}}}`, recognised
+/// conservatively so that the result is exactly what Mustache gives.
+///
+/// Anything Mustache could read differently is rejected (and left to Mustache): any other tag kind
+/// (`{{#…}}`, `{{! …}}`, `{{> …}}`, `{{= …=}}`, `{{& …}}`), dotted names and transforms, whitespace
+/// inside a tag, an unclosed `{{`, a non-ASCII byte next to a tag (it could form one grapheme with a
+/// brace, and Mustache parses by `Character`), and text whose first line is blank (Mustache drops a
+/// blank line after the standalone `CONTENT_TYPE` pragma we prepend).
+enum SimpleTemplate {
+    /// `text` with its variables filled from `attributes`, or `nil` when `text` is not simple.
+    /// Calls `missing` once per absent name, in order of first use.
+    static func render(_ text: String, _ attributes: [String: String], missing: (String) -> Void) -> String? {
+        // Tags are found in the contiguous UTF-8 storage (`withUTF8`), by byte offsets; iterating
+        // `utf8` with `String.Index` is several times slower.
+        // Two passes over the bytes: check that every tag is simple, then fill them.
+        var source = text
+        guard source.withUTF8({ scan($0) { _, _ in } }) else { return nil }
+
+        let utf8 = text.utf8
+        func substring(_ range: Range<Int>) -> Substring {
+            text[utf8.index(utf8.startIndex, offsetBy: range.lowerBound)..<utf8.index(utf8.startIndex, offsetBy: range.upperBound)]
+        }
+        var result = ""
+        result.reserveCapacity(utf8.count + 32)
+        var reported: [String] = []
+        var textStart = 0
+        _ = source.withUTF8 { bytes in
+            scan(bytes) { nameRange, tagRange in
+                result += substring(textStart..<tagRange.lowerBound)
+                let name = String(substring(nameRange))
+                if let value = attributes[name] {
+                    result += value
+                } else if !reported.contains(name) {
+                    reported.append(name)
+                    missing(name)
+                }
+                textStart = tagRange.upperBound
+            }
+        }
+        result += substring(textStart..<utf8.count)
+        return result
+    }
+
+    /// Finds the tags of `bytes`, passing each tag's name and whole range to `tag`; returns `false`
+    /// (possibly after some calls) as soon as `bytes` turns out not to be simple.
+    private static func scan(_ bytes: UnsafeBufferPointer<UInt8>, tag: (Range<Int>, Range<Int>) -> Void) -> Bool {
+        // The first line must not be blank: after any spaces and tabs comes neither a control
+        // character nor one of the other characters Swift counts as a newline (U+0085, U+2028, U+2029).
+        guard let first = bytes.firstIndex(where: { $0 != UInt8(ascii: " ") && $0 != UInt8(ascii: "\t") }) else { return false }
+        let rest = bytes[first...]
+        if bytes[first] < 0x20 || bytes[first] == 0x7F || rest.starts(with: [0xC2, 0x85]) || rest.starts(with: [0xE2, 0x80, 0xA8])
+            || rest.starts(with: [0xE2, 0x80, 0xA9])
+        {
+            return false
+        }
+
+        let end = bytes.count
+        var index = 0
+        while index < end - 1 {
+            guard bytes[index] == UInt8(ascii: "{"), bytes[index + 1] == UInt8(ascii: "{") else {
+                index += 1
+                continue
+            }
+            // A tag starts at `index`. The byte before it must be ASCII.
+            if index > 0, bytes[index - 1] >= 0x80 { return false }
+            var nameStart = index + 2
+            let isTriple = nameStart < end && bytes[nameStart] == UInt8(ascii: "{")
+            if isTriple { nameStart += 1 }
+            var nameEnd = nameStart
+            while nameEnd < end, isNameByte(bytes[nameEnd]) { nameEnd += 1 }
+            guard nameEnd > nameStart else { return false }
+            // Closing braces: `}}`, or `}}}` for a triple.
+            var close = nameEnd
+            for _ in 0..<(isTriple ? 3 : 2) {
+                guard close < end, bytes[close] == UInt8(ascii: "}") else { return false }
+                close += 1
+            }
+            // The byte after the tag must be ASCII.
+            if close < end, bytes[close] >= 0x80 { return false }
+            tag(nameStart..<nameEnd, index..<close)
+            index = close
+        }
+        return true
+    }
+
+    /// Letters, digits, `_` and `-`: name bytes Mustache reads as one plain (undotted) name.
+    private static func isNameByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+            UInt8(ascii: "_"), UInt8(ascii: "-"):
+            true
+        default:
+            false
+        }
     }
 }
 

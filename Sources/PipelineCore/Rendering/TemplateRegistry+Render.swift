@@ -54,8 +54,8 @@ extension TemplateRegistry {
         guard diagnostics.issues.isEmpty else { throw PipelineError(issues: diagnostics.issues) }
 
         let payload = try assemble(templatePayload, for: request, platform: platform)
-        let bytes = payload.encoded()
-        try checkSize(of: payload, bytes: bytes)
+        let (bytes, limitedSize) = payload.encodedWithLimitedSize()
+        try checkSize(of: payload, limitedSize: limitedSize)
         return RenderedNotification(
             request: request,
             templateID: renderer.templateID,
@@ -81,7 +81,9 @@ extension TemplateRegistry {
         case (.apns(var aps, let fields), .apns):
             aps["category"] = "AEPNotification"
             aps["mutable-content"] = 1
-            var payload: JSONObject = ["aps": .object(aps)]
+            var payload = JSONObject()
+            payload.reserveCapacity(1 + fields.count + request.custom.count)
+            payload["aps"] = .object(aps)
             for (key, value) in fields where key != "aps" { payload[key] = value }
             for (key, value) in request.custom where !payload.contains(key) { payload[key] = value }
             if let collapseId = options.collapseKey, collapseId.utf8.count > 64 {
@@ -94,14 +96,14 @@ extension TemplateRegistry {
         }
     }
 
-    private func checkSize(of payload: PlatformPayload, bytes: [UInt8]) throws(PipelineError) {
-        let (size, what): (Int, String) =
+    /// `limitedSize`: the FCM `data` object's or the APNs payload's encoded size.
+    private func checkSize(of payload: PlatformPayload, limitedSize size: Int) throws(PipelineError) {
+        guard size > maximumPayloadSize else { return }
+        let what =
             switch payload {
-            case .fcm(let message): (message.dataSize, "the FCM data object")
-            case .apns: (bytes.count, "the APNs payload")
+            case .fcm: "the FCM data object"
+            case .apns: "the APNs payload"
             }
-        guard size <= maximumPayloadSize else {
-            throw PipelineError(.payloadTooLarge, at: FieldPath("content"), "\(what) is \(size) bytes; the limit is \(maximumPayloadSize) (never sent truncated)")
-        }
+        throw PipelineError(.payloadTooLarge, at: FieldPath("content"), "\(what) is \(size) bytes; the limit is \(maximumPayloadSize) (never sent truncated)")
     }
 }
