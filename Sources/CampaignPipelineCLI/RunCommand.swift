@@ -20,8 +20,8 @@ struct RunCommand: AsyncParsableCommand {
             to scale out; SIGINT or SIGTERM stops gracefully (drain, commit, close).
 
             Configuration, later sources winning: defaults, the --config file (or CAMPAIGN_PIPELINE_CONFIG), \
-            the environment (CAMPAIGN_PIPELINE_BOOTSTRAP_SERVERS, CAMPAIGN_PIPELINE_GROUP, and KAFKA_<NAME> \
-            for any librdkafka property, e.g. KAFKA_SECURITY_PROTOCOL=SASL_SSL), then the flags below. \
+            the environment (CAMPAIGN_PIPELINE_BOOTSTRAP_SERVERS, CAMPAIGN_PIPELINE_GROUP, and CAMPAIGN_PIPELINE_KAFKA_<NAME> \
+            for any librdkafka property, e.g. CAMPAIGN_PIPELINE_KAFKA_SECURITY_PROTOCOL=SASL_SSL), then the flags below. \
             Config/README.md explains every key. --print-config shows the result with secrets masked.
 
             To try it without a Kafka cluster, run `make run` (an embedded broker with sample events).

@@ -24,8 +24,9 @@ public final class KafkaConsumer: Sendable {
     public enum Event: Sendable, Hashable {
         /// These partitions are now this consumer's; their records follow on ``KafkaConsumer/messages``.
         case partitionsAssigned([KafkaTopicPartition])
-        /// These partitions were taken away; buffered records of theirs were dropped, and positions stored for
-        /// them from now on will not be committed by this consumer.
+        /// These partitions were taken away; buffered records of theirs were dropped. With auto-commit on, the
+        /// positions stored for them were committed first; positions stored from now on are not committed by
+        /// this consumer.
         case partitionsRevoked([KafkaTopicPartition])
         /// A problem librdkafka reported that the consumer survives (a broker went down, a fetch failed).
         case error(KafkaError)
@@ -66,6 +67,7 @@ public final class KafkaConsumer: Sendable {
         let shared = Shared()
         let callbacks = RDKafkaCallbacks(logger: logger)
         let rebalanceLogger = logger
+        let commitsOnRevocation = configuration.isAutoCommitEnabled && configuration.properties["enable.auto.commit"] != "false"
         callbacks.rebalance = { rk, code, partitions in
             Self.rebalance(
                 rk,
@@ -74,6 +76,7 @@ public final class KafkaConsumer: Sendable {
                 shared: shared,
                 buffer: buffer,
                 events: eventContinuation,
+                commitsOnRevocation: commitsOnRevocation,
                 logger: rebalanceLogger
             )
         }
@@ -533,6 +536,7 @@ extension KafkaConsumer {
         shared: Shared,
         buffer: MessageBuffer,
         events: AsyncStream<Event>.Continuation,
+        commitsOnRevocation: Bool,
         logger: Logger
     ) {
         let changed = partitions.map { RDKafkaTopicPartitionList.elements(of: $0).map(\.position.topicPartition) } ?? []
@@ -552,6 +556,14 @@ extension KafkaConsumer {
             events.yield(.partitionsAssigned(changed))
         case RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS:
             buffer.remove(partitions: Set(changed))
+            // With auto-commit on, commit what the application marked done before the partitions move, so their
+            // next owner does not process it again (only stored offsets are committed: nothing unfinished).
+            if commitsOnRevocation {
+                let commitError = rd_kafka_commit(rk, nil, 0)
+                if commitError != RD_KAFKA_RESP_ERR_NO_ERROR && commitError != RD_KAFKA_RESP_ERR__NO_OFFSET {
+                    logger.debug("Commit on revocation failed", metadata: [KafkaLoggingKeys.errorName: "\(String(cString: rd_kafka_err2name(commitError)))"])
+                }
+            }
             if isCooperative {
                 if let error = rd_kafka_incremental_unassign(rk, partitions) { rd_kafka_error_destroy(error) }
             } else {

@@ -127,14 +127,21 @@ extension CampaignPipeline {
             return false
         }
         let positions = readPositions.withLock { $0 }
+        // Partitions not read from yet are where the group committed them: one look-up for all of them.
+        let unread = assigned.filter { positions[$0] == nil }
+        var committed: [KafkaTopicPartition: Int64] = [:]
+        if !unread.isEmpty {
+            guard let found = try? await consumer.committed(Array(unread)) else { return false }
+            for position in found { committed[position.topicPartition] = position.offset }
+        }
         for partition in assigned {
             guard let marks = try? await consumer.watermarks(topic: partition.topic, partition: partition.partition) else {
                 return false
             }
             var position = positions[partition]
             if position == nil {
-                let committed = try? await consumer.committed([partition]).first?.offset
-                position = (committed ?? -1) >= 0 ? committed : marks.low
+                let offset = committed[partition] ?? -1
+                position = offset >= 0 ? offset : marks.low
             }
             if (position ?? 0) < marks.high {
                 logger.debug("Not idle", metadata: ["partition": "\(partition)", "position": "\(position ?? -1)", "high": "\(marks.high)"])

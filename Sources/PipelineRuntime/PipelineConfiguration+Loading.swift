@@ -19,9 +19,10 @@ extension PipelineConfiguration {
         public static let bootstrapServers = "CAMPAIGN_PIPELINE_BOOTSTRAP_SERVERS"
         /// The consumer group.
         public static let group = "CAMPAIGN_PIPELINE_GROUP"
-        /// Every `KAFKA_<NAME>` variable sets the librdkafka property `<name>` with `_` read as `.`
-        /// (`KAFKA_SASL_PASSWORD` → `sasl.password`).
-        public static let kafkaPropertyPrefix = "KAFKA_"
+        /// Every `CAMPAIGN_PIPELINE_KAFKA_<NAME>` variable sets the librdkafka property `<name>` with `_` read as
+        /// `.` (`CAMPAIGN_PIPELINE_KAFKA_SASL_PASSWORD` → `sasl.password`). The prefix is the project's own, so
+        /// unrelated variables of a container (`KAFKA_HOME`, …) never become properties.
+        public static let kafkaPropertyPrefix = "CAMPAIGN_PIPELINE_KAFKA_"
     }
 
     /// Builds the effective configuration: defaults, then the file, then the environment. Flags are applied by

@@ -1,0 +1,387 @@
+import Foundation
+import KafkaClient
+import PipelineCore
+import PipelineRuntime
+import Testing
+
+/// The acceptance tests of the streaming pipeline. Serialized: most of them run a Kafka cluster and pipelines, and
+/// the timer tests measure time, so they must not compete with each other for the CPU.
+@Suite("The streaming pipeline's acceptance behaviour", .serialized)
+struct PipelineAcceptanceTests {
+    // MARK: - 1. Order
+
+    @Test("1,000 sends for one recipient leave on the payload topic in the order they arrived")
+    func perRecipientOrderIsKept() async throws {
+        try await withPipelineCluster(partitions: 6) { kafka, configuration in
+            let factory = try EventFactory()
+            let recipient = "user-in-order"
+            var inputs: [(key: String, value: [UInt8])] = []
+            var expectedOrder: [String] = []
+            for index in 0..<1_000 {
+                // The ordered recipient's sends are all FCM (three templates); other recipients' sends, mixed in
+                // so batches span partitions and are decided in parallel, are all APNs.
+                let kind = ["basic-fcm", "carousel-fcm", "timer-fcm"][index % 3]
+                let id = "order-\(index)"
+                inputs.append((recipient, JSONValue.object(factory.event(kind, id: id, recipient: recipient)).encoded()))
+                expectedOrder.append(MessageID.make(eventId: id, platform: .fcm))
+                if index % 4 == 0 {
+                    let other = "user-other-\(index % 37)"
+                    inputs.append((other, JSONValue.object(factory.event("basic-apns", id: "noise-\(index)", recipient: other)).encoded()))
+                }
+            }
+            try await produce(inputs, to: configuration.topics.sends, kafka: kafka)
+
+            let pipeline = CampaignPipeline(configuration: configuration, registry: builtinRegistry, logger: testLogger)
+            try await runUntilIdle(pipeline)
+
+            let records = try await readAll(configuration.topics.fcm, kafka: kafka)
+            #expect(Set(records.map(\.partition)).count == 1, "one key, one partition")
+            let ordered = records.sorted { ($0.partition, $0.offset) < ($1.partition, $1.offset) }
+            #expect(ordered.allSatisfy { $0.key == Array(recipient.utf8) })
+            let order = ordered.map { $0.header("messageId") ?? "?" }
+            #expect(order.count == expectedOrder.count, "one payload per send")
+            if order != expectedOrder {
+                let firstDifference = zip(order, expectedOrder).enumerated().first { $0.element.0 != $0.element.1 }?.offset
+                Issue.record("payloads left out of order; first difference at position \(firstDifference.map(String.init) ?? "end")")
+            }
+        }
+    }
+
+    // MARK: - 2. Scale-out and fail-over
+
+    @Test("two instances in one group share the work, and when one stops the other finishes the rest")
+    func twoInstancesShareWorkAndFailOver() async throws {
+        try await withPipelineCluster(partitions: 6) { kafka, configuration in
+            let factory = try EventFactory()
+            let total = 4_000
+            let events: [(key: String, value: [UInt8])] = (0..<total).map { index in
+                let recipient = "user-\(index % 300)"
+                let kind = EventFactory.kinds[index % EventFactory.kinds.count]
+                return (recipient, JSONValue.object(factory.event(kind, id: "shared-\(index)", recipient: recipient)).encoded())
+            }
+            // A quarter before the instances start, the rest while they run, so there is work left when one stops.
+            try await produce(Array(events[0..<1_000]), to: configuration.topics.sends, kafka: kafka)
+
+            var stoppingConfiguration = configuration
+            stoppingConfiguration.untilIdle = nil
+            var remainingConfiguration = configuration
+            remainingConfiguration.untilIdle = .seconds(4)
+            let stopping = CampaignPipeline(configuration: stoppingConfiguration, registry: builtinRegistry, logger: testLogger)
+            let remaining = CampaignPipeline(configuration: remainingConfiguration, registry: builtinRegistry, logger: testLogger)
+
+            var processedByStoppingWhenStopped = 0
+            var processedByRemainingWhenStopped = 0
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { try await stopping.run() }
+                group.addTask { try await remaining.run() }
+                do {
+                    try await eventually("both instances to process events (they share the partitions)", timeout: .seconds(45)) {
+                        stopping.statistics.snapshot.totalIn > 0 && remaining.statistics.snapshot.totalIn > 0 ? true : nil
+                    }
+                    // Keep producing while one instance is stopped mid-run.
+                    for (index, chunk) in stride(from: 1_000, to: total, by: 250).enumerated() {
+                        try await produce(Array(events[chunk..<min(chunk + 250, total)]), to: configuration.topics.sends, kafka: kafka)
+                        if index == 3 {
+                            processedByStoppingWhenStopped = stopping.statistics.snapshot.totalIn
+                            processedByRemainingWhenStopped = remaining.statistics.snapshot.totalIn
+                            stopping.stop()
+                        }
+                        try await Task.sleep(for: .milliseconds(100))
+                    }
+                } catch {
+                    stopping.stop()
+                    remaining.stop()
+                    throw error
+                }
+                // The stopped instance returns from run(); the other ends once idle (or the watchdog fails the test).
+                group.addTask {
+                    try await Task.sleep(for: .seconds(60))
+                    stopping.stop()
+                    remaining.stop()
+                    throw TestFailure(description: "the remaining instance did not finish the work and become idle within 60 s")
+                }
+                _ = try await group.next()
+                _ = try await group.next()
+                group.cancelAll()
+            }
+
+            let stoppingIn = stopping.statistics.snapshot.totalIn
+            let remainingIn = remaining.statistics.snapshot.totalIn
+            #expect(processedByStoppingWhenStopped > 0, "the stopped instance had processed events before it stopped")
+            #expect(processedByRemainingWhenStopped > 0, "the remaining instance had processed events before the other stopped")
+            #expect(remainingIn > processedByRemainingWhenStopped, "the remaining instance went on after the other stopped")
+            #expect(stoppingIn + remainingIn >= total, "together they read every event (\(stoppingIn) + \(remainingIn))")
+
+            let records = try await analyticsRecords(configuration, kafka: kafka)
+            try expectEveryEventHasATerminalOutcome(records.map(\.event), eventIds: (0..<total).map { "shared-\($0)" })
+        }
+    }
+
+    // MARK: - 3. Timer expiry
+
+    @Test("a delivered timer notification expires once, at delivery + durationSeconds or at endsAt")
+    func timersExpireOnceAtTheirInstant() async throws {
+        try await withPipelineCluster(partitions: 6) { kafka, configuration in
+            let factory = try EventFactory()
+            let durationEvent = factory.event("timer-fcm", id: "timer-duration", recipient: "user-timer-1", timerSeconds: 3)
+            // A whole second (adb_tmr_end is in epoch seconds), after the group join (~3 s) has delivered the send.
+            let endsAt = Timestamp(secondsSince1970: Int64(Date().timeIntervalSince1970.rounded(.up)) + 9)
+            let endsAtEvent = factory.event("timer-apns", id: "timer-endsAt", recipient: "user-timer-2")
+                .setting(["content", "timer"], to: ["endsAt": .string(endsAt.rfc3339)])
+            try await produce(
+                [("user-timer-1", JSONValue.object(durationEvent).encoded()), ("user-timer-2", JSONValue.object(endsAtEvent).encoded())],
+                to: configuration.topics.sends,
+                kafka: kafka
+            )
+            let durationId = MessageID.make(eventId: "timer-duration", platform: .fcm)
+            let endsAtId = MessageID.make(eventId: "timer-endsAt", platform: .apns)
+
+            var running = configuration
+            running.untilIdle = nil
+            let pipeline = CampaignPipeline(configuration: running, registry: builtinRegistry, logger: testLogger)
+            let records = try await whileRunning(pipeline) {
+                _ = try await eventually("both timers to expire", timeout: .seconds(40)) {
+                    let records = try await analyticsRecords(configuration, kafka: kafka)
+                    let expired = Set(records.filter { $0.event.kind == .expired && $0.event.cause == .timer }.map(\.event.identity.messageId))
+                    return expired.isSuperset(of: [durationId, endsAtId]) ? true : nil
+                }
+                // Long enough for a second firing to show (the timer loop wakes every 200 ms).
+                try await Task.sleep(for: .seconds(2))
+                return try await analyticsRecords(configuration, kafka: kafka)
+            }
+
+            for (messageId, label) in [(durationId, "durationSeconds"), (endsAtId, "endsAt")] {
+                let mine = records.filter { $0.event.identity.messageId == messageId }
+                let delivered = mine.filter { $0.event.kind == .delivered }
+                let expired = mine.filter { $0.event.kind == .expired }
+                try #require(delivered.count == 1, "\(label): one push.delivered, found \(delivered.count)")
+                try #require(expired.count == 1, "\(label): exactly one push.expired, found \(expired.count)")
+                #expect(expired[0].event.cause == .timer, "\(label)")
+                #expect(expired[0].offset > delivered[0].offset, "\(label): push.expired follows push.delivered")
+                let due = label == "endsAt" ? endsAt.seconds : delivered[0].event.occurredAt.seconds + 3
+                let error = expired[0].event.occurredAt.seconds - due
+                #expect(abs(error) <= 1, "\(label): expired at \(expired[0].event.occurredAt), due \(due), off by \(error) s")
+            }
+            #expect(pipeline.statistics.snapshot.timersFired == 2)
+        }
+    }
+
+    // MARK: - 4. Timers survive a restart
+
+    @Test("a pending timer survives a restart: the new instance emits the expiry at the right instant, once")
+    func timersSurviveARestart() async throws {
+        try await withPipelineCluster(partitions: 6) { kafka, configuration in
+            let factory = try EventFactory()
+            // Long enough for the restart (stop, fold, ~3 s group join) to complete before the timer is due: a timer
+            // fires on the instance that owns its partition, so one due while no instance owns it fires late.
+            let duration = 10
+            let event = factory.event("timer-fcm", id: "timer-restart", recipient: "user-restart", timerSeconds: duration)
+            try await produce([("user-restart", JSONValue.object(event).encoded())], to: configuration.topics.sends, kafka: kafka)
+            let messageId = MessageID.make(eventId: "timer-restart", platform: .fcm)
+
+            var running = configuration
+            running.untilIdle = nil
+            let first = CampaignPipeline(configuration: running, registry: builtinRegistry, logger: testLogger)
+            let deliveredAt = try await whileRunning(first) {
+                try await eventually("the timer notification to be delivered", timeout: .seconds(30)) {
+                    try await analyticsRecords(configuration, kafka: kafka)
+                        .first { $0.event.identity.messageId == messageId && $0.event.kind == .delivered }?.event.occurredAt
+                }
+            }
+            // whileRunning returned: the first instance stopped (drained, committed, closed).
+            let stoppedAt = Timestamp(Date())
+            try #require(
+                stoppedAt.seconds < deliveredAt.seconds + Double(duration) - 1,
+                "the first instance must stop before the timer is due (stopped \(stoppedAt.seconds - deliveredAt.seconds) s after delivery)"
+            )
+            #expect(first.statistics.snapshot.timersFired == 0)
+
+            let second = CampaignPipeline(configuration: running, registry: builtinRegistry, logger: testLogger)
+            let records = try await whileRunning(second) {
+                _ = try await eventually("the restarted pipeline to emit the expiry", timeout: .seconds(30)) {
+                    try await analyticsRecords(configuration, kafka: kafka)
+                        .first { $0.event.identity.messageId == messageId && $0.event.kind == .expired }
+                }
+                try await Task.sleep(for: .seconds(2))
+                return try await analyticsRecords(configuration, kafka: kafka)
+            }
+
+            let mine = records.filter { $0.event.identity.messageId == messageId }
+            #expect(mine.filter { $0.event.kind == .delivered }.count == 1, "delivered once: the restart did not process the send again")
+            let expired = mine.filter { $0.event.kind == .expired }
+            try #require(expired.count == 1, "exactly one push.expired, found \(expired.count)")
+            #expect(expired[0].event.cause == .timer)
+            let error = expired[0].event.occurredAt.seconds - (deliveredAt.seconds + Double(duration))
+            #expect(
+                abs(error) <= 1,
+                "expired \(error) s away from delivery + \(duration) s (the first instance had stopped \(stoppedAt.seconds - deliveredAt.seconds) s after delivery)"
+            )
+            #expect(second.statistics.snapshot.timersFired == 1)
+            #expect(second.statistics.snapshot.totalIn == 0, "the send was committed before the restart")
+        }
+    }
+
+    // MARK: - 5. Campaign state
+
+    @Test("campaign definitions and cancellations decide sends, and definitions are kept current while running")
+    func campaignStateDecidesSends() async throws {
+        try await withPipelineCluster(partitions: 6) { kafka, configuration in
+            let factory = try EventFactory()
+            let now = Date()
+            func definition(_ campaign: String, version: Int, title: String, at date: Date) -> (key: String, value: [UInt8]) {
+                let event: JSONObject = [
+                    "type": "campaign.defined", "campaignId": .string(campaign), "version": .int(version), "template": "basic",
+                    "content": ["title": .string(title), "body": .string("Body of \(campaign) v\(version)")],
+                    "occurredAt": .string(EventFactory.rfc3339(date)),
+                ]
+                return (campaign, JSONValue.object(event).encoded())
+            }
+            func cancellation(_ campaign: String, at date: Date) -> (key: String, value: [UInt8]) {
+                let event: JSONObject = ["type": "campaign.cancelled", "campaignId": .string(campaign), "occurredAt": .string(EventFactory.rfc3339(date))]
+                return (campaign, JSONValue.object(event).encoded())
+            }
+            /// A basic FCM send of `campaign`, by reference (no content) unless `withContent`.
+            func send(_ id: String, campaign: String, version: Int? = nil, withContent: Bool = false) -> (key: String, value: [UInt8]) {
+                var event = factory.event("basic-fcm", id: id, recipient: "user-\(id)")
+                    .setting(["campaignId"], to: .string(campaign))
+                    .setting(["recipient", "attributes"], to: ["firstName": "Ada"])
+                if !withContent { event["content"] = nil }
+                if let version { event["campaignVersion"] = .int(version) }
+                return ("user-\(id)", JSONValue.object(event).encoded())
+            }
+
+            try await produce(
+                [
+                    definition("spring", version: 1, title: "Hello {{firstName}}, spring v1", at: now.addingTimeInterval(-120)),
+                    definition("spring", version: 2, title: "Hello {{firstName}}, spring v2", at: now.addingTimeInterval(-60)),
+                    definition("stopped", version: 1, title: "Never sent", at: now.addingTimeInterval(-120)),
+                    cancellation("stopped", at: now.addingTimeInterval(-30)),
+                ],
+                to: configuration.topics.definitions,
+                kafka: kafka
+            )
+            try await produce(
+                [
+                    send("latest", campaign: "spring"),
+                    send("older", campaign: "spring", version: 1),
+                    send("cancelled-with-content", campaign: "stopped", withContent: true),
+                    send("cancelled-by-reference", campaign: "stopped"),
+                    send("unknown", campaign: "no-such-campaign"),
+                ],
+                to: configuration.topics.sends,
+                kafka: kafka
+            )
+            let firstIds = ["latest", "older", "cancelled-with-content", "cancelled-by-reference", "unknown"]
+
+            var running = configuration
+            running.untilIdle = nil
+            let pipeline = CampaignPipeline(configuration: running, registry: builtinRegistry, logger: testLogger)
+            let records = try await whileRunning(pipeline) {
+                _ = try await eventually("outcomes of the first sends", timeout: .seconds(30)) {
+                    let ids = Set(try await analyticsRecords(configuration, kafka: kafka).compactMap(\.event.identity.eventId))
+                    return ids.isSuperset(of: firstIds) ? true : nil
+                }
+                // A campaign defined while the pipeline runs, and a send referencing it a moment later.
+                try await produce(
+                    [definition("late", version: 1, title: "Hello {{firstName}}, late arrival", at: Date())],
+                    to: configuration.topics.definitions,
+                    kafka: kafka
+                )
+                try await Task.sleep(for: .seconds(1))
+                try await produce([send("late-send", campaign: "late")], to: configuration.topics.sends, kafka: kafka)
+                _ = try await eventually("the outcome of the send referencing the late campaign", timeout: .seconds(20)) {
+                    try await analyticsRecords(configuration, kafka: kafka).first { $0.event.identity.eventId == "late-send" }
+                }
+                return try await analyticsRecords(configuration, kafka: kafka)
+            }
+
+            var outcome: [String: AnalyticsEvent] = [:]
+            for record in records { if let id = record.event.identity.eventId { outcome[id] = record.event } }
+            #expect(outcome["cancelled-with-content"]?.kind == .suppressed)
+            #expect(outcome["cancelled-by-reference"]?.kind == .suppressed)
+            #expect(outcome["unknown"]?.kind == .rejected)
+            #expect(outcome["unknown"]?.reasonDetail?.contains("content") == true, "\(outcome["unknown"]?.reasonDetail ?? "no reason")")
+            for id in ["latest", "older", "late-send"] {
+                #expect(outcome[id]?.kind == .delivered, "\(id): \(outcome[id].map { "\($0.kind) \($0.reasonDetail ?? "")" } ?? "no outcome")")
+            }
+
+            var titles: [String: String] = [:]
+            for record in try await readAll(configuration.topics.fcm, kafka: kafka) {
+                let title = record.jsonObject?["message"]?.objectValue?["data"]?.objectValue?["adb_title"]?.stringValue
+                if let messageId = record.header("messageId") { titles[messageId] = title }
+            }
+            func title(_ id: String) -> String? { titles[MessageID.make(eventId: id, platform: .fcm)] }
+            #expect(title("latest") == "Hello Ada, spring v2", "the latest version, personalized")
+            #expect(title("older") == "Hello Ada, spring v1", "campaignVersion selects the older version")
+            #expect(title("late-send") == "Hello Ada, late arrival", "a definition produced while running is used")
+            #expect(title("cancelled-with-content") == nil && title("cancelled-by-reference") == nil, "nothing sent for a cancelled campaign")
+        }
+    }
+
+    // MARK: - 6. TTL expiry
+
+    @Test("a send processed after its expiresAt ends as push.expired cause ttl and is not sent")
+    func sendsPastTheirExpiryAreNotSent() async throws {
+        try await withPipelineCluster(partitions: 6) { kafka, configuration in
+            let factory = try EventFactory()
+            let past = EventFactory.rfc3339(Date().addingTimeInterval(-60))
+            let future = EventFactory.rfc3339(Date().addingTimeInterval(3_600))
+            let sends: [(id: String, kind: String, expiresAt: String)] = [
+                ("ttl-fcm", "basic-fcm", past), ("ttl-apns", "timer-apns", past), ("fresh-fcm", "basic-fcm", future),
+            ]
+            try await produce(
+                sends.map { send in
+                    let event = factory.event(send.kind, id: send.id, recipient: "user-\(send.id)", occurredAt: Date().addingTimeInterval(-120))
+                        .setting(["expiresAt"], to: .string(send.expiresAt))
+                    return ("user-\(send.id)", JSONValue.object(event).encoded())
+                },
+                to: configuration.topics.sends,
+                kafka: kafka
+            )
+            let pipeline = CampaignPipeline(configuration: configuration, registry: builtinRegistry, logger: testLogger)
+            try await runUntilIdle(pipeline)
+
+            let events = try await analyticsRecords(configuration, kafka: kafka).map(\.event)
+            for id in ["ttl-fcm", "ttl-apns"] {
+                let mine = events.filter { $0.identity.eventId == id }
+                #expect(mine.count == 1, "\(id): one outcome, found \(mine.map(\.kind.rawValue))")
+                #expect(mine.first?.kind == .expired && mine.first?.cause == .ttl, "\(id): \(mine.first.map { "\($0.kind) \($0.cause?.rawValue ?? "-")" } ?? "none")")
+            }
+            #expect(events.first { $0.identity.eventId == "fresh-fcm" }?.kind == .delivered, "the unexpired control send is delivered")
+
+            let payloads = try await readAll(configuration.topics.fcm, kafka: kafka) + (try await readAll(configuration.topics.apns, kafka: kafka))
+            let sent = Set(payloads.compactMap { $0.header("messageId") })
+            #expect(!sent.contains(MessageID.make(eventId: "ttl-fcm", platform: .fcm)))
+            #expect(!sent.contains(MessageID.make(eventId: "ttl-apns", platform: .apns)))
+            #expect(sent == [MessageID.make(eventId: "fresh-fcm", platform: .fcm)])
+            #expect(try await readAll(configuration.topics.timers, kafka: kafka).isEmpty, "no timer for an expired timer send")
+        }
+    }
+}
+
+/// Every id in `eventIds` has at least one terminal analytics event, and all of an event's terminal events carry
+/// the same message id (duplicates from a replay are allowed; missing events are not).
+func expectEveryEventHasATerminalOutcome(
+    _ events: [AnalyticsEvent],
+    eventIds: [String],
+    sourceLocation: SourceLocation = #_sourceLocation
+) throws {
+    var messageIds: [String: Set<String>] = [:]
+    var counts: [String: Int] = [:]
+    for event in events where event.isTerminal {
+        guard let id = event.identity.eventId else { continue }
+        messageIds[id, default: []].insert(event.identity.messageId)
+        counts[id, default: 0] += 1
+    }
+    let missing = eventIds.filter { messageIds[$0] == nil }
+    #expect(missing.isEmpty, "\(missing.count) events have no terminal outcome, e.g. \(missing.prefix(5))", sourceLocation: sourceLocation)
+    let conflicting = messageIds.filter { $0.value.count > 1 }
+    #expect(conflicting.isEmpty, "\(conflicting.count) events have outcomes with different message ids", sourceLocation: sourceLocation)
+    let unexpected = Set(messageIds.keys).subtracting(eventIds)
+    #expect(unexpected.isEmpty, "outcomes for events never sent: \(unexpected.prefix(5))", sourceLocation: sourceLocation)
+    let duplicated = counts.values.filter { $0 > 1 }.count
+    if duplicated > 0 {
+        // Allowed (at least once), but worth seeing in the log.
+        print("note: \(duplicated) of \(eventIds.count) events have a repeated terminal outcome (same message id)")
+    }
+}
