@@ -5,9 +5,9 @@ import Testing
 @Suite("campaign-pipeline bench (smoke test, tiny N; speed is measured by the command, not asserted here)")
 struct BenchCommandTests {
     @Test("a tiny run reports both runs as JSON and passes the accounting check")
-    func tinyRun() throws {
+    func tinyRun() async throws {
         let executable = try #require(Paths.executable, "build the campaign-pipeline product first")
-        let result = try runProcess(executable, ["bench", "--events", "300", "--partitions", "2", "--json", "--config-directory", Paths.repositoryRoot.appendingPathComponent("Config").path])
+        let result = try await runProcess(executable, ["bench", "--events", "300", "--partitions", "2", "--json", "--config-directory", Paths.repositoryRoot.appendingPathComponent("Config").path])
         #expect(result.status == 0, "\(result.stderr)")
         let report = try JSONValue(parsing: Array(result.stdout.utf8))
         let runs = try #require(report.objectValue?["runs"]?.arrayValue)

@@ -4,36 +4,36 @@ import Testing
 
 @Suite("The built campaign-pipeline executable")
 struct ExecutableTests {
-    @Test func rendersEverySample() throws {
+    @Test func rendersEverySample() async throws {
         let executable = try #require(Paths.executable, "campaign-pipeline was not found next to the test bundle")
         let samples = try Paths.samples().map(\.path)
-        let result = try runProcess(executable, ["render"] + samples)
+        let result = try await runProcess(executable, ["render"] + samples)
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stderr.isEmpty, "\(result.stderr)")
         #expect(result.stdout.split(separator: "\n").count == samples.count)
     }
 
-    @Test func brokenFilesFailWithExitStatus1() throws {
+    @Test func brokenFilesFailWithExitStatus1() async throws {
         let executable = try #require(Paths.executable, "campaign-pipeline was not found next to the test bundle")
         let broken = Paths.brokenFixtures.appendingPathComponent("missing-title.json").path
         let sample = Paths.repositoryRoot.appendingPathComponent("Config/samples/basic-apns.json").path
-        let result = try runProcess(executable, ["render", broken, sample])
+        let result = try await runProcess(executable, ["render", broken, sample])
         #expect(result.status == 1)
         #expect(result.stderr == "error: broken-missing-title: content.title: required\n")
         #expect(result.stdout.split(separator: "\n").count == 1, "the good file still renders")
     }
 
-    @Test func readsStandardInput() throws {
+    @Test func readsStandardInput() async throws {
         let executable = try #require(Paths.executable, "campaign-pipeline was not found next to the test bundle")
         let sample = try Data(contentsOf: Paths.repositoryRoot.appendingPathComponent("Config/samples/carousel-apns.json"))
-        let result = try runProcess(executable, ["render", "--envelope", "-"], input: Array(sample))
+        let result = try await runProcess(executable, ["render", "--envelope", "-"], input: Array(sample))
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout.hasPrefix(#"{"platform":"apns","messageId":""#))
     }
 
-    @Test func listsTemplates() throws {
+    @Test func listsTemplates() async throws {
         let executable = try #require(Paths.executable, "campaign-pipeline was not found next to the test bundle")
-        let result = try runProcess(executable, ["templates"])
+        let result = try await runProcess(executable, ["templates"])
         #expect(result.status == 0)
         #expect(result.stdout.contains("carousel (aliases: car)"))
         #expect(result.stdout.contains("alternate.title"))

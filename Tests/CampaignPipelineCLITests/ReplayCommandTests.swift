@@ -9,17 +9,17 @@ struct ReplayCommandTests {
     static let logger = Logger(label: "replay-cli-tests") { _ in SwiftLogNoOpLogHandler() }
 
     @Test("the help says that only --deliver touches the live sinks")
-    func helpExplainsDeliver() throws {
+    func helpExplainsDeliver() async throws {
         let executable = try #require(Paths.executable, "build the campaign-pipeline product first")
-        let help = try runProcess(executable, ["replay", "--help"])
+        let help = try await runProcess(executable, ["replay", "--help"])
         #expect(help.status == 0)
         #expect(help.stdout.contains("--deliver"))
         #expect(help.stdout.contains("LIVE"))
         #expect(help.stdout.contains("replay.push.fcm"))
-        let both = try runProcess(executable, ["replay", "--bootstrap-servers", "x:1", "--from", "beginning", "--deliver", "--dry-run"])
+        let both = try await runProcess(executable, ["replay", "--bootstrap-servers", "x:1", "--from", "beginning", "--deliver", "--dry-run"])
         #expect(both.status != 0)
         #expect(both.stderr.contains("--deliver and --dry-run"))
-        let bad = try runProcess(executable, ["replay", "--bootstrap-servers", "x:1", "--from", "yesterday"])
+        let bad = try await runProcess(executable, ["replay", "--bootstrap-servers", "x:1", "--from", "yesterday"])
         #expect(bad.status != 0)
         #expect(bad.stderr.contains("--from"))
     }
@@ -40,7 +40,7 @@ struct ReplayCommandTests {
         }
         await producer.close()
 
-        let result = try runProcess(executable, ["replay", "--bootstrap-servers", kafka.bootstrapServers, "--from", "beginning", "--log-level", "warning"])
+        let result = try await runProcess(executable, ["replay", "--bootstrap-servers", kafka.bootstrapServers, "--from", "beginning", "--log-level", "warning"])
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout.contains("Replaying \(samples.count) records"))
         #expect(result.stdout.contains("--group campaign-pipeline-replay-"), "says how to resume")

@@ -64,8 +64,18 @@ struct ProcessResult {
     var stderr: String
 }
 
-/// Runs `executable` with `arguments`, feeding `input` on standard input.
-func runProcess(_ executable: URL, _ arguments: [String], input: [UInt8] = []) throws -> ProcessResult {
+/// Runs `executable` with `arguments`, feeding `input` on standard input. The blocking reads and the wait run
+/// on a dispatch queue, so a long child never holds one of the (two, on this machine) cooperative threads that
+/// every other test needs.
+func runProcess(_ executable: URL, _ arguments: [String], input: [UInt8] = []) async throws -> ProcessResult {
+    try await withCheckedThrowingContinuation { continuation in
+        DispatchQueue.global().async {
+            continuation.resume(with: Result { try runProcessBlocking(executable, arguments, input: input) })
+        }
+    }
+}
+
+private func runProcessBlocking(_ executable: URL, _ arguments: [String], input: [UInt8]) throws -> ProcessResult {
     let process = Process()
     process.executableURL = executable
     process.arguments = arguments

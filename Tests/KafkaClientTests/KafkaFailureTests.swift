@@ -66,7 +66,8 @@ struct KafkaFailureTests {
             for try await _ in consumer.messages {}
         }
         #expect(error?.code == .brokerUnreachable)
-        #expect(ContinuousClock.now - started < .seconds(10))
+        // Generous: the parallel test run can keep this task waiting for a thread; a hang never ends.
+        #expect(ContinuousClock.now - started < .seconds(20), "bounded, not a hang")
         await consumer.close()
     }
 
@@ -81,7 +82,8 @@ struct KafkaFailureTests {
         }
         #expect(error?.code == .deliveryFailed)
         #expect(error?.librdkafkaName == "_MSG_TIMED_OUT")
-        #expect(ContinuousClock.now - started < .seconds(10))
+        // Generous: the parallel test run can keep this task waiting for a thread; a hang never ends.
+        #expect(ContinuousClock.now - started < .seconds(20), "bounded, not a hang")
         await producer.close(timeout: .seconds(1))
     }
 

@@ -18,7 +18,7 @@ struct KafkaInteropTests {
                 )
             )
             await producer.close()
-            let output = try runKcat(["-C", "-b", kafka.bootstrapServers, "-t", "to-kcat", "-o", "beginning", "-e", "-q", "-f", "%k|%s|%h\n"])
+            let output = try await runKcat(["-C", "-b", kafka.bootstrapServers, "-t", "to-kcat", "-o", "beginning", "-e", "-q", "-f", "%k|%s|%h\n"])
             #expect(output == #"user-42|{"hello":"wörld"}|messageId=m-1,template=basic"# + "\n")
         }
     }
@@ -26,7 +26,7 @@ struct KafkaInteropTests {
     @Test("a record produced by kcat is read by our consumer")
     func oursReadsKcat() async throws {
         try await withEmbeddedKafka(topics: ["from-kcat": 1]) { kafka in
-            _ = try runKcat(
+            _ = try await runKcat(
                 ["-P", "-b", kafka.bootstrapServers, "-t", "from-kcat", "-K", "\t", "-H", "origin=kcat"],
                 input: "user-7\t{\"n\":1}\nuser-8\t{\"n\":2}\n"
             )
@@ -41,8 +41,17 @@ struct KafkaInteropTests {
     }
 }
 
-/// Runs kcat and returns its standard output; fails the test when kcat is missing or fails.
-func runKcat(_ arguments: [String], input: String? = nil) throws -> String {
+/// Runs kcat and returns its standard output; fails the test when kcat is missing or fails. It waits on a
+/// dispatch queue, not on a cooperative thread other tests need.
+func runKcat(_ arguments: [String], input: String? = nil) async throws -> String {
+    try await withCheckedThrowingContinuation { continuation in
+        DispatchQueue.global().async {
+            continuation.resume(with: Result { try runKcatBlocking(arguments, input: input) })
+        }
+    }
+}
+
+private func runKcatBlocking(_ arguments: [String], input: String?) throws -> String {
     let path = ["/usr/bin/kcat", "/usr/local/bin/kcat"].first { FileManager.default.isExecutableFile(atPath: $0) }
     guard let path else {
         throw TestTimeout(description: "kcat is not installed: `make test` installs it (apt-get install -y kcat)")
