@@ -133,23 +133,28 @@ public struct JSONParser: Sendable {
 
     // MARK: - Scalars
 
+    /// The end of the run of plain string bytes starting at `start`, and the OR of those bytes (below
+    /// 0x80 when all are ASCII).
+    private static func plainRun(in bytes: [UInt8], from start: Int) -> (end: Int, allBits: UInt8) {
+        let span = bytes.span
+        var index = start
+        var allBits: UInt8 = 0
+        while index < span.count {
+            let byte = span[index]
+            if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte < 0x20 { break }
+            allBits |= byte
+            index += 1
+        }
+        return (index, allBits)
+    }
+
     private mutating func parseString() throws(JSONParseError) -> String {
         let start = offset
         offset += 1  // opening quote
         // Fast path: no escapes. Find the end of the run of plain bytes (not `"`, `\` or a control
-        // character) in the array's buffer: this loop is the parser's hottest, and the buffer's
-        // unchecked reads (the loop keeps `index < buffer.count` itself) make it several times faster.
-        let (index, allBits) = bytes.withUnsafeBufferPointer { buffer -> (Int, UInt8) in
-            var index = offset
-            var allBits: UInt8 = 0  // the OR of the bytes: below 0x80 when all are ASCII
-            while index < buffer.count {
-                let byte = buffer[index]
-                if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte < 0x20 { break }
-                allBits |= byte
-                index += 1
-            }
-            return (index, allBits)
-        }
+        // character). This loop is the parser's hottest; it reads through the array's `Span`, which is
+        // bounds-checked and safe but avoids the array's copy-on-write and retain traffic per byte.
+        let (index, allBits) = Self.plainRun(in: bytes, from: offset)
         if index < bytes.count, bytes[index] == UInt8(ascii: "\"") {
             let string: String
             if allBits < 0x80 {

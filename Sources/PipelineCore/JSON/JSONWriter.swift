@@ -52,29 +52,37 @@ public struct JSONWriter: Sendable {
     /// Appends `string` as a quoted, escaped JSON string.
     public mutating func write(string: String) {
         bytes.append(UInt8(ascii: "\""))
-        // Works on the string's contiguous UTF-8 storage (`withUTF8`): iterating `utf8` byte by
-        // byte is several times slower. Most strings need no escape and are copied in one go.
-        var string = string
-        string.withUTF8 { utf8 in
-            guard utf8.contains(where: Self.needsEscape) else {
-                bytes.append(contentsOf: utf8)
-                return
+        // Most strings need no escape: check through the UTF-8 `Span` (safe, bounds-checked, much faster
+        // than iterating `utf8`) and copy them in one go.
+        let utf8 = string.utf8.span
+        var needsEscaping = false
+        var index = 0
+        while index < utf8.count {
+            if Self.needsEscape(utf8[index]) {
+                needsEscaping = true
+                break
             }
-            for byte in utf8 {
-                switch byte {
-                case UInt8(ascii: "\""): append("\\\"")
-                case UInt8(ascii: "\\"): append("\\\\")
-                case 0x0A: append("\\n")
-                case 0x0D: append("\\r")
-                case 0x09: append("\\t")
-                case 0x08: append("\\b")
-                case 0x0C: append("\\f")
-                case 0..<0x20:
-                    append("\\u00")
-                    bytes.append(Self.hexDigits[Int(byte >> 4)])
-                    bytes.append(Self.hexDigits[Int(byte & 0x0F)])
-                default: bytes.append(byte)
-                }
+            index += 1
+        }
+        guard needsEscaping else {
+            bytes.append(contentsOf: string.utf8)
+            bytes.append(UInt8(ascii: "\""))
+            return
+        }
+        for byte in string.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): append("\\\"")
+            case UInt8(ascii: "\\"): append("\\\\")
+            case 0x0A: append("\\n")
+            case 0x0D: append("\\r")
+            case 0x09: append("\\t")
+            case 0x08: append("\\b")
+            case 0x0C: append("\\f")
+            case 0..<0x20:
+                append("\\u00")
+                bytes.append(Self.hexDigits[Int(byte >> 4)])
+                bytes.append(Self.hexDigits[Int(byte & 0x0F)])
+            default: bytes.append(byte)
             }
         }
         bytes.append(UInt8(ascii: "\""))
@@ -86,8 +94,8 @@ public struct JSONWriter: Sendable {
     }
 
     /// Appends `text` as is: for fixed, already valid JSON fragments such as `{"message":`.
-    mutating func writeRaw(_ text: StaticString) {
-        text.withUTF8Buffer { bytes.append(contentsOf: $0) }
+    mutating func writeRaw(_ text: String) {
+        append(text)
     }
 
     private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
