@@ -207,16 +207,41 @@ extension CampaignPipeline {
 
     /// Marks one unit of an event done and stores the partition's new commit position when it advanced.
     private func complete(_ tracker: PartitionProgress, offset: Int64, consumer: KafkaConsumer) {
-        guard let position = tracker.complete(at: offset) else { return }
+        guard tracker.complete(at: offset) != nil else { return }
         let partition = tracker.partition
-        do throws(KafkaError) {
-            try consumer.storeOffsets([KafkaTopicPartitionOffset(topic: partition.topic, partition: partition.partition, offset: position)])
-        } catch {
-            // The partition was revoked meanwhile: its new owner processes the rest again.
-            logger.debug("Offset not stored", metadata: ["partition": "\(partition)", "offset": "\(position)", "error": "\(error)"])
-        }
+        // The new position is stored with the others by the next ``storeCompletedPositions(of:)``: one
+        // librdkafka call for all partitions instead of one per acknowledgement.
+        completedTrackers.withLock { $0[partition] = tracker }
         tracker.updateBackpressure(limit: configuration.maxInFlightPerPartition) { pause in
             if pause { try? consumer.pause([partition]) } else { consumer.resume([partition]) }
+        }
+    }
+
+    /// Stores the commit positions that advanced since the last call (the background auto-commit and the final
+    /// commit pick them up). Positions of retired trackers are dropped: their partitions were revoked.
+    func storeCompletedPositions(of consumer: KafkaConsumer) {
+        let trackers = completedTrackers.withLock { trackers in
+            defer { trackers = [:] }
+            return trackers
+        }
+        let positions = trackers.values.compactMap { tracker -> KafkaTopicPartitionOffset? in
+            guard !tracker.isRetired, let position = tracker.completedPosition else { return nil }
+            return KafkaTopicPartitionOffset(topic: tracker.partition.topic, partition: tracker.partition.partition, offset: position)
+        }
+        guard !positions.isEmpty else { return }
+        do throws(KafkaError) {
+            try consumer.storeOffsets(positions)
+        } catch {
+            // A partition was revoked meanwhile: its new owner processes the rest again.
+            logger.debug("Offsets not stored", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// Stores advanced positions every 50 ms until cancelled.
+    func keepStoringCompletedPositions(of consumer: KafkaConsumer) async {
+        while !Task.isCancelled {
+            try? await Task.sleep(for: .milliseconds(50))
+            storeCompletedPositions(of: consumer)
         }
     }
 

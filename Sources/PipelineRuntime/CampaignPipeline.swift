@@ -36,6 +36,8 @@ public final class CampaignPipeline: Service {
     let progress = Mutex([KafkaTopicPartition: PartitionProgress]())
     /// The position after the last event read, per partition (for idle detection).
     let readPositions = Mutex([KafkaTopicPartition: Int64]())
+    /// Trackers whose commit position advanced since it was last stored.
+    let completedTrackers = Mutex([KafkaTopicPartition: PartitionProgress]())
     private let stopSignal = StopSignal()
 
     /// Creates a pipeline.
@@ -139,6 +141,7 @@ public final class CampaignPipeline: Service {
         var failure: (any Error)?
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await sender.runRetries() }
+            group.addTask { await self.keepStoringCompletedPositions(of: consumer) }
             group.addTask { await self.keepFoldingState(from: stateConsumer) }
             group.addTask { await self.followAssignments(of: consumer) }
             if let replay {
@@ -160,6 +163,7 @@ public final class CampaignPipeline: Service {
                 logger.error("Processing stopped", metadata: ["error": "\(error)"])
             }
             await drain(sender: sender)
+            storeCompletedPositions(of: consumer)
             do {
                 if writesOutputs { try await consumer.commit() }
             } catch {
