@@ -34,10 +34,17 @@ public final class KafkaConsumer: Sendable {
 
     struct State {
         var isStarted = false
+        /// No more commands are taken (closing, or the poll thread ended).
         var isClosed = false
+        /// ``close()`` was called.
+        var isCloseRequested = false
         var assignment: Set<KafkaTopicPartition> = []
         /// The offset after the last record handed to the application, per partition (poll thread writes).
         var positions: [KafkaTopicPartition: Int64] = [:]
+        /// How many times each partition was assigned to this consumer (bumped synchronously on assignment).
+        var generations: [KafkaTopicPartition: Int] = [:]
+        /// Partitions revoked during the poll in progress (the poll thread drops what it polled for them before).
+        var revokedDuringPoll: Set<KafkaTopicPartition> = []
         var commands: [@Sendable (OpaquePointer) -> Void] = []
     }
 
@@ -116,6 +123,13 @@ public final class KafkaConsumer: Sendable {
     /// The partitions currently assigned to this consumer.
     public var assignment: Set<KafkaTopicPartition> { shared.state.withLock { $0.assignment } }
 
+    /// How many times `partition` has been assigned to this consumer; it changes, synchronously, every time the
+    /// partition is assigned again (for example after an eager rebalance gave it back). Work begun under an
+    /// older generation belongs to a reading of the partition that is over.
+    public func assignmentGeneration(of partition: KafkaTopicPartition) -> Int {
+        shared.state.withLock { $0.generations[partition] ?? 0 }
+    }
+
     // MARK: - Starting
 
     /// Joins the consumer group and starts reading the given topics. Partitions are assigned by the group, and
@@ -151,7 +165,10 @@ public final class KafkaConsumer: Sendable {
             throw KafkaError.librdkafka(.consumerFailed, err)
         }
         let partitions = positions.map(\.topicPartition)
-        shared.state.withLock { $0.assignment = Set(partitions) }
+        shared.state.withLock { state in
+            state.assignment = Set(partitions)
+            for partition in partitions { state.generations[partition, default: 0] += 1 }
+        }
         eventContinuation.yield(.partitionsAssigned(partitions))
         startPolling()
     }
@@ -350,11 +367,14 @@ public final class KafkaConsumer: Sendable {
     /// ``messages`` and ``events``. Safe to call more than once.
     public func close() async {
         let thread = pollThread.withLock { $0 }
-        let wasClosed = shared.state.withLock { state in
-            defer { state.isClosed = true }
-            return state.isClosed
+        let wasRequested = shared.state.withLock { state in
+            defer {
+                state.isCloseRequested = true
+                state.isClosed = true
+            }
+            return state.isCloseRequested
         }
-        guard !wasClosed else { return }
+        guard !wasRequested else { return }
         if let thread {
             await thread.stop()
         } else {
@@ -398,6 +418,15 @@ extension KafkaConsumer {
         thread: PollThread
     ) {
         let rk = handle.pointer
+        // However the loop ends, the consumer is closed and queued commands still get an answer.
+        defer {
+            let leftovers = shared.state.withLock { state in
+                state.isClosed = true
+                defer { state.commands = [] }
+                return state.commands
+            }
+            for command in leftovers { command(rk) }
+        }
         // Fail fast and clearly when no broker answers.
         do throws(KafkaError) {
             _ = try handle.blockingMetadata(topic: nil, timeout: configuration.connectTimeout)
@@ -421,29 +450,42 @@ extension KafkaConsumer {
 
             // rd_kafka_consumer_poll (not rd_kafka_consume_batch_queue) for every record: in librdkafka 2.0 only
             // it advances the application position that pause/resume and seek restart fetching from.
-            guard let first = rd_kafka_consumer_poll(rk, 100) else { continue }
-            raw[0] = first
-            var count = 1
-            while count < maxBatch, let next = rd_kafka_consumer_poll(rk, 0) {
+            var count = 0
+            var timeout: Int32 = 100
+            while count < maxBatch, let next = rd_kafka_consumer_poll(rk, timeout) {
+                // A revocation served inside that poll makes what was polled before it for those partitions
+                // stale: their new owner reads it. Drop it here, before it reaches the application.
+                let revoked = shared.state.withLock { state in
+                    defer { state.revokedDuringPoll = [] }
+                    return state.revokedDuringPoll
+                }
+                if !revoked.isEmpty {
+                    count = Self.dropMessages(of: revoked, from: &raw, count: count)
+                }
                 raw[count] = next
                 count += 1
+                timeout = 0
             }
+            shared.state.withLock { $0.revokedDuringPoll = [] }
+            guard count > 0 else { continue }
             var batch: [KafkaConsumerMessage] = []
             batch.reserveCapacity(count)
+            var fatal: KafkaError?
             for index in 0..<count {
                 guard let message = raw[index] else { continue }
                 defer { rd_kafka_message_destroy(message) }
+                if fatal != nil { continue }
                 if message.pointee.err != RD_KAFKA_RESP_ERR_NO_ERROR {
-                    if let fatal = Self.report(message, handle: handle, events: events, logger: logger) {
-                        buffer.push(batch)
-                        buffer.finish(error: fatal)
-                        thread.requestStop()
-                        batch = []
-                        break
-                    }
+                    fatal = Self.report(message, handle: handle, events: events, logger: logger)
                     continue
                 }
                 batch.append(Self.convert(message, topicNames: &topicNames))
+            }
+            if let fatal {
+                buffer.push(batch)
+                buffer.finish(error: fatal)
+                thread.requestStop()
+                break
             }
             if !batch.isEmpty {
                 shared.state.withLock { state in
@@ -457,11 +499,28 @@ extension KafkaConsumer {
         if err != RD_KAFKA_RESP_ERR_NO_ERROR {
             logger.warning("Consumer close reported \(String(cString: rd_kafka_err2name(err)))")
         }
-        let leftovers = shared.state.withLock { state in
-            defer { state.commands = [] }
-            return state.commands
+    }
+
+    /// Destroys the messages of `partitions` among the first `count` of `raw`, keeping the order of the others.
+    /// Returns the new count.
+    private static func dropMessages(
+        of partitions: Set<KafkaTopicPartition>,
+        from raw: inout [UnsafeMutablePointer<rd_kafka_message_t>?],
+        count: Int
+    ) -> Int {
+        var names: [OpaquePointer: String] = [:]
+        var kept = 0
+        for index in 0..<count {
+            guard let message = raw[index] else { continue }
+            let partition = KafkaTopicPartition(topic: topicName(message.pointee.rkt, cache: &names), partition: message.pointee.partition)
+            if partitions.contains(partition) {
+                rd_kafka_message_destroy(message)
+            } else {
+                raw[kept] = message
+                kept += 1
+            }
         }
-        for command in leftovers { command(rk) }
+        return kept
     }
 
     /// Copies a librdkafka message into a Swift value.
@@ -551,6 +610,7 @@ extension KafkaConsumer {
             shared.state.withLock { state in
                 if !isCooperative { state.assignment = [] }
                 state.assignment.formUnion(changed)
+                for partition in changed { state.generations[partition, default: 0] += 1 }
             }
             logger.info("Partitions assigned", metadata: ["partitions": "\(changed.map(\.description).sorted().joined(separator: ","))"])
             events.yield(.partitionsAssigned(changed))
@@ -558,7 +618,9 @@ extension KafkaConsumer {
             buffer.remove(partitions: Set(changed))
             // With auto-commit on, commit what the application marked done before the partitions move, so their
             // next owner does not process it again (only stored offsets are committed: nothing unfinished).
-            if commitsOnRevocation {
+            shared.state.withLock { $0.revokedDuringPoll.formUnion(changed) }
+            // A lost assignment (session timed out) can no longer be committed to; don't block trying.
+            if commitsOnRevocation && rd_kafka_assignment_lost(rk) == 0 {
                 let commitError = rd_kafka_commit(rk, nil, 0)
                 if commitError != RD_KAFKA_RESP_ERR_NO_ERROR && commitError != RD_KAFKA_RESP_ERR__NO_OFFSET {
                     logger.debug("Commit on revocation failed", metadata: [KafkaLoggingKeys.errorName: "\(String(cString: rd_kafka_err2name(commitError)))"])
@@ -586,6 +648,7 @@ extension KafkaConsumer {
                 return Array(state.assignment)
             }
             buffer.remove(partitions: Set(previous))
+            shared.state.withLock { $0.revokedDuringPoll.formUnion(previous) }
             events.yield(.partitionsRevoked(previous))
             events.yield(.error(.librdkafka(.consumerFailed, code)))
         }

@@ -86,7 +86,8 @@ public final class KafkaProducer: Sendable {
             return id
         }
         if let error = enqueue(record, id: id) {
-            _ = shared.state.withLock { $0.pending.removeValue(forKey: id) }
+            // If the handler is gone, close() already reported this record; do not report it twice.
+            guard shared.state.withLock({ $0.pending.removeValue(forKey: id) }) != nil else { return }
             throw error
         }
     }
@@ -165,7 +166,9 @@ public final class KafkaProducer: Sendable {
             }
             return
         }
-        while pendingCount > 0 { try? await Task.sleep(for: .milliseconds(1)) }
+        // Reports of the last records may still be on their way to our delivery thread.
+        let deadline = ContinuousClock.now + timeout
+        while pendingCount > 0, ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(1)) }
     }
 
     /// Flushes queued records (waiting at most `timeout`), stops the background thread and refuses further sends.

@@ -54,14 +54,16 @@ extension CampaignPipeline {
         )
     }
 
-    /// The tracker of a partition with the event at `offset` registered in it. A partition that was rewound
-    /// (read again from an earlier offset after a rebalance) gets a new tracker, so late acknowledgements of the
-    /// old reading can never complete events of the new one.
-    private func beginTracking(_ partition: KafkaTopicPartition, offset: Int64) -> PartitionProgress {
+    /// The tracker of a partition with the event at `offset` registered in it. A partition assigned again, or
+    /// rewound (read again from an earlier offset), gets a new tracker, so late acknowledgements of the old reading
+    /// can never complete events of the new one.
+    private func beginTracking(_ partition: KafkaTopicPartition, offset: Int64, generation: Int) -> PartitionProgress {
         progress.withLock { progress in
-            if let existing = progress[partition], existing.begin(offset: offset) { return existing }
+            if let existing = progress[partition], existing.generation == generation, existing.begin(offset: offset) {
+                return existing
+            }
             progress[partition]?.retire()
-            let created = PartitionProgress(partition: partition)
+            let created = PartitionProgress(partition: partition, generation: generation)
             _ = created.begin(offset: offset)
             progress[partition] = created
             return created
@@ -77,7 +79,7 @@ extension CampaignPipeline {
     ) async {
         let partition = message.topicPartition
         let offset = message.offset
-        let tracker = beginTracking(partition, offset: offset)
+        let tracker = beginTracking(partition, offset: offset, generation: consumer.assignmentGeneration(of: partition))
         readPositions.withLock { $0[partition] = offset + 1 }
         let done: @Sendable (KafkaDeliveryReport) -> Void = { [self] _ in
             self.complete(tracker, offset: offset, consumer: consumer)

@@ -293,8 +293,15 @@ public final class CampaignPipeline: Service {
             case .partitionsRevoked(let partitions):
                 // Abandon in-flight work of revoked partitions: it was not committed, so their new owner
                 // processes it again (at least once; outputs carry the same message ids).
+                // The event arrives after the fact: a partition given straight back may already have a tracker
+                // for its new reading (a newer generation), which stays.
+                let assigned = consumer.assignment
                 let retired = progress.withLock { progress in
-                    partitions.compactMap { progress.removeValue(forKey: $0) }
+                    partitions.compactMap { partition -> PartitionProgress? in
+                        guard let tracker = progress[partition] else { return nil }
+                        let isCurrent = assigned.contains(partition) && tracker.generation == consumer.assignmentGeneration(of: partition)
+                        return isCurrent ? nil : progress.removeValue(forKey: partition)
+                    }
                 }
                 for tracker in retired {
                     tracker.retire()

@@ -41,10 +41,13 @@ final class PartitionProgress: Sendable {
     }
 
     let partition: KafkaTopicPartition
+    /// The consumer's assignment generation of the partition this tracker counts for.
+    let generation: Int
     private let state = Mutex(State())
 
-    init(partition: KafkaTopicPartition) {
+    init(partition: KafkaTopicPartition, generation: Int = 0) {
         self.partition = partition
+        self.generation = generation
     }
 
     /// The number of events in flight.
