@@ -31,8 +31,7 @@ struct ReplayCommand: AsyncParsableCommand {
             """
     )
 
-    @Option(help: ArgumentHelp("Kafka brokers, comma-separated (or CAMPAIGN_PIPELINE_BOOTSTRAP_SERVERS / the config file).", valueName: "host:port,..."))
-    var bootstrapServers: String?
+    @OptionGroup var connection: KafkaConnectionOptions
 
     @Option(help: ArgumentHelp("Where to start: beginning, an RFC 3339 time, or partition:offset,… (included).", valueName: "boundary"))
     var from: String
@@ -54,15 +53,6 @@ struct ReplayCommand: AsyncParsableCommand {
 
     @Flag(help: "Render and count only: write nothing to any topic and commit nothing.")
     var dryRun = false
-
-    @Option(help: ArgumentHelp("A JSON configuration file (see Config/README.md).", valueName: "file"))
-    var config: String?
-
-    @Option(
-        name: .customLong("kafka-property"),
-        help: ArgumentHelp("Any librdkafka property, as name=value (repeatable).", valueName: "name=value")
-    )
-    var kafkaProperties: [String] = []
 
     @OptionGroup var logging: LoggingOptions
 
@@ -88,12 +78,7 @@ struct ReplayCommand: AsyncParsableCommand {
 
     func run() async throws {
         let logger = try logging.makeLogger(label: "campaign-pipeline.replay")
-        var configuration = try RunCommand.configuration(
-            file: config,
-            bootstrapServers: bootstrapServers,
-            kafkaProperties: kafkaProperties,
-            environment: ProcessInfo.processInfo.environment
-        )
+        var configuration = try connection.configuration(environment: ProcessInfo.processInfo.environment)
         guard !configuration.bootstrapServers.isEmpty else {
             throw CommandError("no Kafka bootstrap servers configured: pass --bootstrap-servers or set CAMPAIGN_PIPELINE_BOOTSTRAP_SERVERS")
         }

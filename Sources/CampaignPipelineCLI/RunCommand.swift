@@ -28,23 +28,13 @@ struct RunCommand: AsyncParsableCommand {
             """
     )
 
-    @Option(help: ArgumentHelp("Kafka brokers, comma-separated.", valueName: "host:port,..."))
-    var bootstrapServers: String?
+    @OptionGroup var connection: KafkaConnectionOptions
 
     @Option(help: "The consumer group every instance of this deployment shares.")
     var group: String?
 
-    @Option(help: ArgumentHelp("A JSON configuration file (see Config/README.md).", valueName: "file"))
-    var config: String?
-
     @Option(help: ArgumentHelp("Exit once every assigned partition has been read to its end, with nothing in flight, for this many seconds.", valueName: "seconds"))
     var untilIdle: Double?
-
-    @Option(
-        name: .customLong("kafka-property"),
-        help: ArgumentHelp("Any librdkafka property for every client, as name=value (repeatable).", valueName: "name=value")
-    )
-    var kafkaProperties: [String] = []
 
     @Flag(help: "Print the effective configuration (secrets masked) and exit.")
     var printConfig = false
@@ -53,9 +43,6 @@ struct RunCommand: AsyncParsableCommand {
 
     func validate() throws {
         if let untilIdle, untilIdle <= 0 { throw ValidationError("--until-idle must be a positive number of seconds, not \(untilIdle)") }
-        for property in kafkaProperties where !property.contains("=") {
-            throw ValidationError("--kafka-property '\(property)': expected name=value")
-        }
     }
 
     func run() async throws {
@@ -87,26 +74,38 @@ struct RunCommand: AsyncParsableCommand {
 
     /// Defaults ← file ← environment ← flags.
     func effectiveConfiguration(environment: [String: String]) throws -> PipelineConfiguration {
-        var configuration = try Self.configuration(
-            file: config,
-            bootstrapServers: bootstrapServers,
-            kafkaProperties: kafkaProperties,
-            environment: environment
-        )
+        var configuration = try connection.configuration(environment: environment)
         if let group { configuration.groupID = group }
         if let untilIdle { configuration.untilIdle = .milliseconds(Int64(untilIdle * 1000)) }
         return configuration
     }
+}
 
-    /// The configuration from defaults, the file, the environment and the flags every Kafka command shares.
-    static func configuration(
-        file path: String?,
-        bootstrapServers: String?,
-        kafkaProperties: [String],
-        environment: [String: String]
-    ) throws -> PipelineConfiguration {
+/// The options every command that talks to Kafka shares: brokers, the configuration file and librdkafka
+/// properties.
+struct KafkaConnectionOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("Kafka brokers, comma-separated (or CAMPAIGN_PIPELINE_BOOTSTRAP_SERVERS, or the config file).", valueName: "host:port,..."))
+    var bootstrapServers: String?
+
+    @Option(help: ArgumentHelp("A JSON configuration file (see Config/README.md; or CAMPAIGN_PIPELINE_CONFIG).", valueName: "file"))
+    var config: String?
+
+    @Option(
+        name: .customLong("kafka-property"),
+        help: ArgumentHelp("Any librdkafka property for every client, as name=value (repeatable).", valueName: "name=value")
+    )
+    var kafkaProperties: [String] = []
+
+    func validate() throws {
+        for property in kafkaProperties where !property.contains("=") {
+            throw ValidationError("--kafka-property '\(property)': expected name=value")
+        }
+    }
+
+    /// The configuration from defaults, the file, the environment and these flags.
+    func configuration(environment: [String: String]) throws -> PipelineConfiguration {
         var file: JSONObject?
-        if let path = path ?? environment[PipelineConfiguration.EnvironmentKey.configFile] {
+        if let path = config ?? environment[PipelineConfiguration.EnvironmentKey.configFile] {
             file = try ConfigurationFile.read(path)
         }
         var configuration = try PipelineConfiguration.load(file: file, environment: environment)
