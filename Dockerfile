@@ -1,5 +1,5 @@
 # Build stage: the Swift toolchain plus librdkafka's headers.
-ARG SWIFT_VERSION=6.1
+ARG SWIFT_VERSION=6.3
 FROM swift:${SWIFT_VERSION}-bookworm AS build
 RUN apt-get update \
     && apt-get install -y --no-install-recommends librdkafka-dev pkg-config \

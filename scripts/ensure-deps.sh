@@ -5,7 +5,7 @@
 set -euo pipefail
 
 if ! command -v swift >/dev/null 2>&1; then
-    echo "error: swift is not on PATH; install a Swift 6.1+ toolchain first (https://www.swift.org/install/linux/)" >&2
+    echo "error: swift is not on PATH; install a Swift 6.2+ toolchain first (https://www.swift.org/install/linux/)" >&2
     exit 1
 fi
 
