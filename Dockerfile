@@ -12,7 +12,7 @@ RUN swift build -c release --product campaign-pipeline --static-swift-stdlib \
 # Runtime stage: a slim Debian with only librdkafka's shared library.
 FROM debian:bookworm-slim
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends librdkafka1 ca-certificates \
+    && apt-get install -y --no-install-recommends librdkafka1 libstdc++6 ca-certificates \
     && rm -rf /var/lib/apt/lists/*
 COPY --from=build /campaign-pipeline /usr/local/bin/campaign-pipeline
 COPY Config /etc/campaign-pipeline
