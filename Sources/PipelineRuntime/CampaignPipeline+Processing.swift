@@ -98,8 +98,21 @@ extension CampaignPipeline {
             let topic = notification.platform == .fcm ? configuration.topics.fcm : configuration.topics.apns
             let payload = payloadRecord(notification, topic: topic)
             tracker.add(1, at: offset)
+            // A payload the sink refuses for good ends as push.failed instead of being retried forever.
+            let refused: @Sendable (KafkaError) -> Void = { [self] error in
+                let failed = AnalyticsEvent(
+                    kind: .failed,
+                    identity: identity,
+                    occurredAt: .now(),
+                    reasonCode: "rejected_by_platform",
+                    reasonDetail: "\(topic) refused the payload: \(error)"
+                )
+                tracker.add(1, at: offset)
+                sender.sendNow(self.analyticsOutput(failed, sourceTimestamp: message.timestamp, onAcknowledged: done))
+                self.complete(tracker, offset: offset, consumer: consumer)
+            }
             await sender.send(
-                OutputSender.Output(record: payload) { [self] report in
+                OutputSender.Output(record: payload, onRefused: refused) { [self] report in
                     let deliveredAt = self.eventOrWallTime(notification.request.occurredAt)
                     self.statistics.recordPayload(template: notification.templateID, platform: notification.platform, bytes: notification.payloadBytes)
                     let delivered = AnalyticsEvent(kind: .delivered, identity: identity, occurredAt: .now(), sink: "kafka:\(topic)")

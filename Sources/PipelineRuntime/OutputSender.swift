@@ -11,7 +11,20 @@ final class OutputSender: Sendable {
     struct Output: Sendable {
         var record: KafkaProducerRecord
         var attempt = 0
+        /// Called instead of retrying when the cluster refuses the record for good (see ``isPermanent(_:)``);
+        /// without it such an output is retried like any other.
+        var onRefused: (@Sendable (KafkaError) -> Void)? = nil
         var onAcknowledged: @Sendable (KafkaDeliveryReport) -> Void
+    }
+
+    /// Errors no retry can get past: the record itself is refused (too large, invalid).
+    static func isPermanent(_ error: KafkaError) -> Bool {
+        switch error.librdkafkaName {
+        case "MSG_SIZE_TOO_LARGE", "_MSG_SIZE_TOO_LARGE", "INVALID_RECORD", "RECORD_LIST_TOO_LARGE", "INVALID_MSG_SIZE":
+            true
+        default:
+            false
+        }
     }
 
     private struct Retry {
@@ -81,6 +94,11 @@ final class OutputSender: Sendable {
     }
 
     private func scheduleRetry(_ output: Output, after error: KafkaError) {
+        if let onRefused = output.onRefused, Self.isPermanent(error) {
+            logger.warning("Output refused for good", metadata: ["topic": "\(output.record.topic)", "error": "\(error)"])
+            onRefused(error)
+            return
+        }
         var next = output
         next.attempt += 1
         let isQueueFull = error.librdkafkaName == "_QUEUE_FULL"

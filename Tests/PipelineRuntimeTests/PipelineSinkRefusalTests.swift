@@ -1,0 +1,38 @@
+import Foundation
+import KafkaClient
+import PipelineCore
+import PipelineRuntime
+import Testing
+
+@Suite("Payloads the sink refuses for good", .timeLimit(.minutes(2)))
+struct PipelineSinkRefusalTests {
+    @Test("a payload the Kafka sink refuses for good (too large) ends as push.failed, once, and is committed past")
+    func refusedPayloadIsFailed() async throws {
+        try await withPipelineCluster(partitions: 2) { kafka, configuration in
+            let factory = try EventFactory()
+            let inputs = (0..<40).map { index -> (key: String, value: [UInt8]) in
+                let kind = EventFactory.kinds[index % EventFactory.kinds.count]
+                return ("user-\(index)", JSONValue.object(factory.event(kind, id: "refused-\(index)", recipient: "user-\(index)")).encoded())
+            }
+            try await produce(inputs, to: configuration.topics.sends, kafka: kafka)
+            var limited = configuration
+            // Payloads of these events are over 1,000 bytes; analytics records are well under.
+            limited.producerProperties["message.max.bytes"] = "1000"
+            try await CampaignPipeline(configuration: limited, registry: builtinRegistry, logger: testLogger).run()
+
+            let outcomes = try analytics(try await readAll(configuration.topics.analytics, kafka: kafka))
+            let failed = outcomes.filter { $0.kind == .failed }
+            #expect(Set(outcomes.compactMap(\.identity.eventId)).count == 40, "every event has an outcome")
+            #expect(outcomes.count == 40, "exactly one each")
+            #expect(!failed.isEmpty)
+            for event in failed {
+                #expect(event.reasonCode == "rejected_by_platform")
+                #expect(event.reasonDetail?.contains("MSG_SIZE_TOO_LARGE") == true, "\(event.reasonDetail ?? "")")
+            }
+            // Everything was committed: a second run has nothing left to do.
+            let again = CampaignPipeline(configuration: limited, registry: builtinRegistry, logger: testLogger)
+            try await again.run()
+            #expect(again.statistics.snapshot.totalIn == 0)
+        }
+    }
+}
