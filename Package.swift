@@ -94,21 +94,21 @@ let package = Package(
 
         .testTarget(name: "KafkaClientTests", dependencies: ["KafkaClient"]),
         .target(
-            name: "TemplateTestSupport",
+            name: "TestSupport",
             dependencies: ["PipelineCore"],
-            path: "Tests/TemplateTestSupport"
+            path: "Tests/TestSupport"
         ),
-        .testTarget(name: "PipelineCoreTests", dependencies: ["PipelineCore", "TemplateTestSupport"]),
+        .testTarget(name: "PipelineCoreTests", dependencies: ["PipelineCore", "TestSupport"]),
         .testTarget(
             name: "PipelineRuntimeTests",
-            dependencies: ["PipelineRuntime", "PipelineCore", "KafkaClient", "BasicTemplate", "CarouselTemplate", "TimerTemplate"]
+            dependencies: ["PipelineRuntime", "PipelineCore", "KafkaClient", "BasicTemplate", "CarouselTemplate", "TimerTemplate", "TestSupport"]
         ),
-        .testTarget(name: "BasicTemplateTests", dependencies: ["BasicTemplate", "PipelineCore", "TemplateTestSupport"]),
-        .testTarget(name: "CarouselTemplateTests", dependencies: ["CarouselTemplate", "PipelineCore", "TemplateTestSupport"]),
-        .testTarget(name: "TimerTemplateTests", dependencies: ["TimerTemplate", "PipelineCore", "TemplateTestSupport"]),
+        .testTarget(name: "BasicTemplateTests", dependencies: ["BasicTemplate", "PipelineCore", "TestSupport"]),
+        .testTarget(name: "CarouselTemplateTests", dependencies: ["CarouselTemplate", "PipelineCore", "TestSupport"]),
+        .testTarget(name: "TimerTemplateTests", dependencies: ["TimerTemplate", "PipelineCore", "TestSupport"]),
         .testTarget(
             name: "CampaignPipelineCLITests",
-            dependencies: ["CampaignPipelineCLI", "PipelineCore", "KafkaClient", "TemplateTestSupport", "campaign-pipeline"]
+            dependencies: ["CampaignPipelineCLI", "PipelineCore", "KafkaClient", "TestSupport", "campaign-pipeline"]
         ),
     ]
 )

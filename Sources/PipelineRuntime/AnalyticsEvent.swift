@@ -84,15 +84,7 @@ public struct AnalyticsEvent: Sendable, Hashable {
     ///
     /// - Throws: ``PipelineError`` when a required key is missing or has the wrong type.
     public init(json bytes: [UInt8]) throws(PipelineError) {
-        let value: JSONValue
-        do {
-            value = try JSONValue(parsing: bytes)
-        } catch {
-            throw PipelineError(.invalidJSON, at: .root, "invalid JSON: \(error)")
-        }
-        guard let object = value.objectValue else {
-            throw PipelineError(.invalidField, at: .root, "expected an object, found \(value.typeDescription)")
-        }
+        let object = try JSONObject(parsing: bytes)
         guard let typeText = object["type"]?.stringValue, let kind = Kind(rawValue: typeText) else {
             throw PipelineError(.invalidField, at: FieldPath("type"), "not an analytics event type")
         }

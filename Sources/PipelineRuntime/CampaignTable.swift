@@ -35,15 +35,7 @@ public struct CampaignTable: Sendable {
     ///
     /// - Throws: ``PipelineError`` naming the field when the record is not a campaign event.
     public mutating func apply(json bytes: [UInt8]) throws(PipelineError) {
-        let value: JSONValue
-        do {
-            value = try JSONValue(parsing: bytes)
-        } catch {
-            throw PipelineError(.invalidJSON, at: .root, "invalid JSON: \(error)")
-        }
-        guard let object = value.objectValue else {
-            throw PipelineError(.invalidField, at: .root, "expected an object, found \(value.typeDescription)")
-        }
+        let object = try JSONObject(parsing: bytes)
         let campaignId = try Self.string(object, "campaignId")
         let occurredAt = try Self.timestamp(object, "occurredAt")
         switch try Self.string(object, "type") {

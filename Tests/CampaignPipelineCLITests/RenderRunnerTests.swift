@@ -1,5 +1,5 @@
 @testable import CampaignPipelineCLI
-import TemplateTestSupport
+import TestSupport
 import Foundation
 import PipelineCore
 import Testing

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 @testable import CampaignPipelineCLI
 import PipelineCore
 
@@ -17,23 +18,8 @@ enum Paths {
         ).filter { $0.pathExtension == "json" }.sorted { $0.lastPathComponent < $1.lastPathComponent }
     }
 
-    /// The `campaign-pipeline` executable in the build products directory that holds this test
-    /// bundle, if it was built.
-    static var executable: URL? {
-        let candidates = [Bundle.main.executableURL, URL(fileURLWithPath: CommandLine.arguments[0])].compactMap { $0 }
-        for candidate in candidates {
-            var directory = candidate.deletingLastPathComponent()
-            for _ in 0..<4 {
-                let url = directory.appendingPathComponent("campaign-pipeline")
-                var isDirectory: ObjCBool = false
-                if FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory), !isDirectory.boolValue {
-                    return url
-                }
-                directory = directory.deletingLastPathComponent()
-            }
-        }
-        return nil
-    }
+    /// The built `campaign-pipeline` executable, if it was built.
+    static var executable: URL? { campaignPipelineExecutable }
 }
 
 /// What one run of ``RenderRunner`` wrote.

@@ -1,4 +1,4 @@
-import TemplateTestSupport
+import TestSupport
 import CarouselTemplate
 import PipelineCore
 import Testing

@@ -1,5 +1,5 @@
 @testable import PipelineCore
-import TemplateTestSupport
+import TestSupport
 import Testing
 
 @Suite("JSON fuzzing (seeded)")

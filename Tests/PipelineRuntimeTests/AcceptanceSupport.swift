@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import KafkaClient
 import PipelineCore
 import PipelineRuntime
@@ -137,22 +138,8 @@ struct AcceptanceRandom: RandomNumberGenerator {
 
 // MARK: - The built executable
 
-/// The `campaign-pipeline` executable in the build products directory that holds this test bundle, if built.
-var pipelineExecutable: URL? {
-    let candidates = [Bundle.main.executableURL, URL(fileURLWithPath: CommandLine.arguments[0])].compactMap { $0 }
-    for candidate in candidates {
-        var directory = candidate.deletingLastPathComponent()
-        for _ in 0..<4 {
-            let url = directory.appendingPathComponent("campaign-pipeline")
-            var isDirectory: ObjCBool = false
-            if FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory), !isDirectory.boolValue {
-                return url
-            }
-            directory = directory.deletingLastPathComponent()
-        }
-    }
-    return nil
-}
+/// The `campaign-pipeline` executable, if it was built.
+var pipelineExecutable: URL? { campaignPipelineExecutable }
 
 /// The environment for a child `campaign-pipeline`: this process's, without any pipeline or Kafka settings
 /// (so the developer's shell cannot change what the test runs), plus `extra`.

@@ -1,4 +1,4 @@
-import TemplateTestSupport
+import TestSupport
 import PipelineCore
 import Testing
 import TimerTemplate

@@ -17,15 +17,6 @@ public struct CampaignContent: Sendable, Equatable {
     /// - Throws: ``PipelineError`` with code ``PipelineError/Code/invalidJSON`` if the bytes are not a
     ///   JSON object.
     public init(json bytes: some Sequence<UInt8>) throws(PipelineError) {
-        let value: JSONValue
-        do {
-            value = try JSONValue(parsing: bytes)
-        } catch {
-            throw PipelineError(.invalidJSON, at: FieldPath("content"), "invalid JSON: \(error)")
-        }
-        guard let object = value.objectValue else {
-            throw PipelineError(.invalidField, at: FieldPath("content"), "expected an object, found \(value.typeDescription)")
-        }
-        self.fields = object
+        self.fields = try JSONObject(parsing: bytes, at: FieldPath("content"))
     }
 }
