@@ -18,6 +18,8 @@ let package = Package(
         .library(name: "KafkaClient", targets: ["KafkaClient"]),
         .library(name: "PipelineCore", targets: ["PipelineCore"]),
         .library(name: "PipelineRuntime", targets: ["PipelineRuntime"]),
+        .library(name: "PushSinks", targets: ["PushSinks"]),
+        .library(name: "PlatformSinks", targets: ["PlatformSinks"]),
         .library(name: "BasicTemplate", targets: ["BasicTemplate"]),
         .library(name: "CarouselTemplate", targets: ["CarouselTemplate"]),
         .library(name: "TimerTemplate", targets: ["TimerTemplate"]),
@@ -27,6 +29,12 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/hummingbird-project/swift-mustache", from: "2.1.1"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-nio-http2", from: "1.46.0"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
+        .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
     ],
     targets: [
         // MARK: - Kafka (the only place that touches C)
@@ -56,6 +64,30 @@ let package = Package(
         .target(name: "CarouselTemplate", dependencies: ["PipelineCore"], path: "Plugins/CarouselTemplate"),
         .target(name: "TimerTemplate", dependencies: ["PipelineCore"], path: "Plugins/TimerTemplate"),
 
+        // MARK: - Sinks
+
+        .target(
+            name: "PushSinks",
+            dependencies: [
+                "PipelineCore",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .target(
+            name: "PlatformSinks",
+            dependencies: [
+                "PushSinks",
+                "PipelineCore",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+
         // MARK: - The streaming pipeline
 
         .target(
@@ -63,6 +95,8 @@ let package = Package(
             dependencies: [
                 "KafkaClient",
                 "PipelineCore",
+                "PushSinks",
+                "PlatformSinks",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
@@ -76,6 +110,8 @@ let package = Package(
                 "KafkaClient",
                 "PipelineCore",
                 "PipelineRuntime",
+                "PushSinks",
+                "PlatformSinks",
                 "BasicTemplate",
                 "CarouselTemplate",
                 "TimerTemplate",
@@ -95,13 +131,43 @@ let package = Package(
         .testTarget(name: "KafkaClientTests", dependencies: ["KafkaClient"]),
         .target(
             name: "TestSupport",
-            dependencies: ["PipelineCore"],
+            dependencies: ["PipelineCore", "PushSinks"],
             path: "Tests/TestSupport"
         ),
+        .target(
+            name: "SinkTestSupport",
+            dependencies: [
+                "PipelineCore",
+                "PlatformSinks",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ],
+            path: "Tests/SinkTestSupport"
+        ),
         .testTarget(name: "PipelineCoreTests", dependencies: ["PipelineCore", "TestSupport"]),
+        .testTarget(name: "PushSinksTests", dependencies: ["PushSinks", "PipelineCore", "BasicTemplate", "TestSupport"]),
+        .testTarget(
+            name: "PlatformSinksTests",
+            dependencies: [
+                "PlatformSinks", "PushSinks", "PipelineCore", "BasicTemplate", "CarouselTemplate", "TimerTemplate", "TestSupport",
+                "SinkTestSupport",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ]
+        ),
         .testTarget(
             name: "PipelineRuntimeTests",
-            dependencies: ["PipelineRuntime", "PipelineCore", "KafkaClient", "BasicTemplate", "CarouselTemplate", "TimerTemplate", "TestSupport"]
+            dependencies: [
+                "PipelineRuntime", "PipelineCore", "KafkaClient", "PushSinks", "PlatformSinks", "BasicTemplate", "CarouselTemplate",
+                "TimerTemplate", "TestSupport", "SinkTestSupport",
+            ]
         ),
         .testTarget(name: "BasicTemplateTests", dependencies: ["BasicTemplate", "PipelineCore", "TestSupport"]),
         .testTarget(name: "CarouselTemplateTests", dependencies: ["CarouselTemplate", "PipelineCore", "TestSupport"]),

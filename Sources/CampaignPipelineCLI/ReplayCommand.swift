@@ -20,7 +20,8 @@ struct ReplayCommand: AsyncParsableCommand {
 
             SAFE BY DEFAULT: outputs go to topics named with --output-prefix (default 'replay.': \
             replay.push.fcm, replay.push.apns, replay.campaign.analytics, replay.campaign.dlq), never to the \
-            live sinks. Only --deliver writes to the live topics that send to phones; it must be given \
+            live sinks: the FCM and APNs HTTP sinks are not used even when configured. Only --deliver writes \
+            to the live topics and sends through the configured sinks, to phones; it must be given \
             explicitly. --dry-run renders and counts without writing anything at all.
 
             Boundaries: 'beginning', 'end' (for --to: the end offsets when the replay starts, so it always \
@@ -48,7 +49,7 @@ struct ReplayCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Prefix of the output topics (ignored with --deliver).", valueName: "prefix"))
     var outputPrefix: String = "replay."
 
-    @Flag(help: "Write to the LIVE output topics (push.fcm, push.apns, …), which may send to phones again. Never implied.")
+    @Flag(help: "Write to the LIVE output topics and send through the configured FCM/APNs sinks: phones get the notifications again. Never implied.")
     var deliver = false
 
     @Flag(help: "Render and count only: write nothing to any topic and commit nothing.")
@@ -83,7 +84,11 @@ struct ReplayCommand: AsyncParsableCommand {
             throw CommandError("no Kafka bootstrap servers configured: pass --bootstrap-servers or set CAMPAIGN_PIPELINE_BOOTSTRAP_SERVERS")
         }
         if let topic { configuration.topics.sends = topic }
-        if !deliver { configuration.topics = configuration.topics.prefixingOutputs(with: outputPrefix) }
+        if !deliver {
+            // Without --deliver nothing reaches a device: payloads go to the prefixed Kafka topics only.
+            configuration.topics = configuration.topics.prefixingOutputs(with: outputPrefix)
+            configuration.sinks.routeToKafkaOnly()
+        }
         configuration.groupID = group ?? Self.freshGroupName()
         configuration.untilIdle = nil
 

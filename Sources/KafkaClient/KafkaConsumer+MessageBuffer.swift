@@ -50,14 +50,22 @@ extension KafkaConsumer {
             condition.unlock()
         }
 
-        /// Drops buffered messages of the given partitions (revoked, or about to be read from another offset).
-        func remove(partitions: Set<KafkaTopicPartition>) {
-            guard !partitions.isEmpty else { return }
+        /// Drops buffered messages of the given partitions (revoked, paused, or about to be read from another
+        /// offset).
+        ///
+        /// - Returns: the first dropped offset of each partition that had buffered messages.
+        @discardableResult
+        func remove(partitions: Set<KafkaTopicPartition>) -> [KafkaTopicPartition: Int64] {
+            guard !partitions.isEmpty else { return [:] }
             condition.lock()
             defer { condition.unlock() }
             var kept: [[KafkaConsumerMessage]] = []
             var keptCount = 0
+            var firstDropped: [KafkaTopicPartition: Int64] = [:]
             for batch in batches[head...] {
+                for message in batch where partitions.contains(message.topicPartition) {
+                    firstDropped[message.topicPartition] = min(firstDropped[message.topicPartition] ?? message.offset, message.offset)
+                }
                 let remaining = batch.filter { !partitions.contains($0.topicPartition) }
                 if !remaining.isEmpty {
                     kept.append(remaining)
@@ -68,6 +76,7 @@ extension KafkaConsumer {
             head = 0
             count = keptCount
             condition.broadcast()
+            return firstDropped
         }
 
         /// Ends the sequence: buffered messages are still handed out, then the iterator gets `nil` (or `error`).

@@ -45,6 +45,9 @@ public final class KafkaConsumer: Sendable {
         var generations: [KafkaTopicPartition: Int] = [:]
         /// Partitions revoked during the poll in progress (the poll thread drops what it polled for them before).
         var revokedDuringPoll: Set<KafkaTopicPartition> = []
+        /// Partitions paused by the application: records of theirs still in flight are dropped, not handed over, and
+        /// read again after ``KafkaConsumer/resume(_:)``.
+        var paused: Set<KafkaTopicPartition> = []
         var commands: [@Sendable (OpaquePointer) -> Void] = []
     }
 
@@ -302,12 +305,26 @@ public final class KafkaConsumer: Sendable {
         try result.get()
     }
 
-    /// Stops fetching the given partitions (records already buffered are still delivered). Use it for
-    /// backpressure; ``resume(_:)`` continues where it stopped.
+    /// Stops handing over records of the given partitions, for backpressure: fetching stops, and records already
+    /// fetched but not yet handed over on ``messages`` are dropped (a batch being handed over at the same moment may
+    /// still carry a few). ``resume(_:)`` continues at the first record not handed over.
     public func pause(_ partitions: [KafkaTopicPartition]) throws(KafkaError) {
         let list = RDKafkaTopicPartitionList(partitions)
         let err = rd_kafka_pause_partitions(handle.pointer, list.pointer)
         guard err == RD_KAFKA_RESP_ERR_NO_ERROR else { throw KafkaError.librdkafka(.consumerFailed, err) }
+        let paused = Set(partitions)
+        shared.state.withLock { $0.paused.formUnion(paused) }
+        // On the poll thread, so no batch is being buffered meanwhile: what is dropped is read again after resume.
+        let buffer = self.buffer
+        let shared = self.shared
+        enqueueCommand { _ in
+            let dropped = buffer.remove(partitions: paused)
+            shared.state.withLock { state in
+                for (partition, first) in dropped where state.paused.contains(partition) {
+                    state.positions[partition] = min(state.positions[partition] ?? first, first)
+                }
+            }
+        } orElse: {}
     }
 
     /// Resumes fetching partitions paused with ``pause(_:)``, at the record after the last one handed over on
@@ -324,7 +341,8 @@ public final class KafkaConsumer: Sendable {
                 return
             }
             let positions = shared.state.withLock { state in
-                partitions.compactMap { partition in
+                state.paused.subtract(partitions)
+                return partitions.compactMap { partition in
                     state.positions[partition].map {
                         KafkaTopicPartitionOffset(topic: partition.topic, partition: partition.partition, offset: $0)
                     }
@@ -471,6 +489,9 @@ extension KafkaConsumer {
             var batch: [KafkaConsumerMessage] = []
             batch.reserveCapacity(count)
             var fatal: KafkaError?
+            let paused = shared.state.withLock { $0.paused }
+            // The first offset polled for each paused partition: resume reads again from there.
+            var droppedFrom: [KafkaTopicPartition: Int64] = [:]
             for index in 0..<count {
                 guard let message = raw[index] else { continue }
                 defer { rd_kafka_message_destroy(message) }
@@ -479,7 +500,19 @@ extension KafkaConsumer {
                     fatal = Self.report(message, handle: handle, events: events, logger: logger)
                     continue
                 }
-                batch.append(Self.convert(message, topicNames: &topicNames))
+                let converted = Self.convert(message, topicNames: &topicNames)
+                if !paused.isEmpty, paused.contains(converted.topicPartition) {
+                    droppedFrom[converted.topicPartition] = min(droppedFrom[converted.topicPartition] ?? converted.offset, converted.offset)
+                    continue
+                }
+                batch.append(converted)
+            }
+            if !droppedFrom.isEmpty {
+                shared.state.withLock { state in
+                    for (partition, first) in droppedFrom {
+                        state.positions[partition] = min(state.positions[partition] ?? first, first)
+                    }
+                }
             }
             if let fatal {
                 buffer.push(batch)
@@ -633,6 +666,7 @@ extension KafkaConsumer {
             }
             shared.state.withLock { state in
                 state.assignment.subtract(changed)
+                state.paused.subtract(changed)
                 for partition in changed { state.positions[partition] = nil }
             }
             logger.info("Partitions revoked", metadata: ["partitions": "\(changed.map(\.description).sorted().joined(separator: ","))"])
@@ -644,6 +678,7 @@ extension KafkaConsumer {
                 defer {
                     state.assignment = []
                     state.positions = [:]
+                    state.paused = []
                 }
                 return Array(state.assignment)
             }

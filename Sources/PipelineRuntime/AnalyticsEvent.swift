@@ -30,7 +30,8 @@ public struct AnalyticsEvent: Sendable, Hashable {
     public var identity: MessageIdentity
     /// When this analytics event was written.
     public var occurredAt: Timestamp
-    /// The sink that accepted the payload (`kafka:push.fcm`), for ``Kind/delivered``.
+    /// The sinks that accepted the payload (`kafka:push.fcm`, `apns:production,kafka:push.apns`), for
+    /// ``Kind/delivered``; the sink that refused it, for ``Kind/failed``.
     public var sink: String?
     /// The reason code (`missing_field`, `invalid_token`, …) for rejected and failed messages.
     public var reasonCode: String?

@@ -2,6 +2,7 @@ import Foundation
 import KafkaClient
 import Logging
 import PipelineCore
+import PushSinks
 import Synchronization
 
 extension CampaignPipeline {
@@ -32,11 +33,12 @@ extension CampaignPipeline {
         }
         // Records of partitions revoked meanwhile are left to their new owner.
         let assigned = consumer.assignment
+        let routes = activeRoutes.withLock { $0 }
         for (message, decision) in zip(batch, decisions) {
             guard let decision, assigned.contains(message.topicPartition), isInReplayRange(message, consumer: consumer) else {
                 continue
             }
-            await emit(decision, for: message, consumer: consumer, sender: sender)
+            await emit(decision, for: message, routes: routes, consumer: consumer, sender: sender)
         }
     }
 
@@ -74,6 +76,7 @@ extension CampaignPipeline {
     private func emit(
         _ decision: EventProcessor.Decision,
         for message: KafkaConsumerMessage,
+        routes: [Platform: [any PushSink]],
         consumer: KafkaConsumer,
         sender: OutputSender
     ) async {
@@ -94,54 +97,28 @@ extension CampaignPipeline {
         switch decision {
         case .deliver(let notification, let timer):
             statistics.recordInput(template: notification.templateID, platform: notification.platform)
-            let identity = MessageIdentity(request: notification.request, template: notification.templateID, messageId: notification.messageId)
-            let topic = notification.platform == .fcm ? configuration.topics.fcm : configuration.topics.apns
-            let payload = payloadRecord(notification, topic: topic)
+            let sinks = routes[notification.platform] ?? []
+            // One unit for the delivery as a whole: done when every sink has answered and the outcome is queued.
             tracker.add(1, at: offset)
-            // A payload the sink refuses for good ends as push.failed instead of being retried forever.
-            let refused: @Sendable (KafkaError) -> Void = { [self] error in
-                let failed = AnalyticsEvent(
-                    kind: .failed,
-                    identity: identity,
-                    occurredAt: .now(),
-                    reasonCode: "rejected_by_platform",
-                    reasonDetail: "\(topic) refused the payload: \(error)"
-                )
-                tracker.add(1, at: offset)
-                sender.sendNow(self.analyticsOutput(failed, sourceTimestamp: message.timestamp, onAcknowledged: done))
-                self.complete(tracker, offset: offset, consumer: consumer)
-            }
-            await sender.send(
-                OutputSender.Output(record: payload, onRefused: refused) { [self] report in
-                    let deliveredAt = self.eventOrWallTime(notification.request.occurredAt)
-                    self.statistics.recordPayload(template: notification.templateID, platform: notification.platform, bytes: notification.payloadBytes)
-                    let delivered = AnalyticsEvent(kind: .delivered, identity: identity, occurredAt: .now(), sink: "kafka:\(topic)")
-                    var followUps = [analyticsOutput(delivered, sourceTimestamp: message.timestamp, onAcknowledged: done)]
-                    if let timer, self.replay == nil {
-                        let expiresAt: Timestamp =
-                            switch timer {
-                            case .endsAt(let end): end
-                            case .duration(let seconds): deliveredAt.adding(seconds: seconds)
-                            }
-                        let pending = TimerBook.PendingTimer(identity: identity, expiresAt: expiresAt, partition: message.partition)
-                        self.timers.schedule(pending)
-                        followUps.append(
-                            OutputSender.Output(
-                                record: KafkaProducerRecord(
-                                    topic: self.configuration.topics.timers,
-                                    partition: message.partition,
-                                    key: Array(identity.messageId.utf8),
-                                    value: TimerBook.encode(pending)
-                                ),
-                                onAcknowledged: done
-                            )
-                        )
-                    }
-                    tracker.add(followUps.count, at: offset)
-                    for output in followUps { sender.sendNow(output) }
-                    done(report)
+            let collector = DeliveryCollector(expected: sinks.count)
+            for sink in sinks {
+                let sinkName = sink.name
+                tracker.wait(on: sinkName, 1)
+                await sink.submit(notification) { [self] outcome in
+                    tracker.wait(on: sinkName, -1)
+                    guard let outcomes = collector.add(outcome, from: sink) else { return }
+                    self.finishDelivery(
+                        notification,
+                        timer: timer,
+                        outcomes: outcomes,
+                        message: message,
+                        tracker: tracker,
+                        consumer: consumer,
+                        sender: sender,
+                        done: done
+                    )
                 }
-            )
+            }
 
         case .rejected(let identity, let error):
             statistics.recordInput(template: identity.template, platform: identity.platform)
@@ -196,9 +173,100 @@ extension CampaignPipeline {
 
         // The processing loop's own unit: everything for this event is queued.
         complete(tracker, offset: offset, consumer: consumer)
-        tracker.updateBackpressure(limit: configuration.maxInFlightPerPartition) { pause in
-            if pause { try? consumer.pause([partition]) } else { consumer.resume([partition]) }
+        applyBackpressure(to: tracker, consumer: consumer)
+    }
+
+    /// Turns the sinks' answers for one notification into its outcome: `push.delivered` when every sink took it
+    /// (then its timer is scheduled), `push.failed` with the first failure's reason otherwise (plus a
+    /// `token.invalidated` event when the token is dead). A sink that stopped leaves the event uncommitted and stops
+    /// the pipeline.
+    private func finishDelivery(
+        _ notification: RenderedNotification,
+        timer: EventProcessor.TimerSchedule?,
+        outcomes: [(sink: any PushSink, outcome: SinkOutcome)],
+        message: KafkaConsumerMessage,
+        tracker: PartitionProgress,
+        consumer: KafkaConsumer,
+        sender: OutputSender,
+        done: @escaping @Sendable (KafkaDeliveryReport) -> Void
+    ) {
+        let offset = message.offset
+        let identity = MessageIdentity(request: notification.request, template: notification.templateID, messageId: notification.messageId)
+        var followUps: [OutputSender.Output] = []
+        var failure: (sink: String, failure: SinkFailure)?
+        for (sink, outcome) in outcomes {
+            switch outcome {
+            case .delivered:
+                continue
+            case .failed(let reason):
+                if failure == nil { failure = (sink.name, reason) }
+            case .abandoned(let reason):
+                // Not an outcome: the event stays uncommitted and is processed again after a restart.
+                abandonedEvents.withLock { $0 += 1 }
+                if case .stopped = sink.state { stopBecauseSinkStopped(sink.name, reason) }
+                return
+            }
         }
+        if let (sinkName, reason) = failure {
+            let failed = AnalyticsEvent(
+                kind: .failed,
+                identity: identity,
+                occurredAt: .now(),
+                sink: sinkName,
+                reasonCode: reason.code.rawValue,
+                reasonDetail: reason.detail
+            )
+            followUps.append(analyticsOutput(failed, sourceTimestamp: message.timestamp, onAcknowledged: done))
+            if reason.code == .invalidToken {
+                let event = TokenInvalidatedEvent(
+                    platform: notification.platform,
+                    token: notification.token,
+                    recipientId: notification.request.recipient.id,
+                    messageId: notification.messageId,
+                    sourceEventId: notification.eventId,
+                    detail: reason.detail,
+                    invalidatedAt: reason.tokenInvalidatedAt,
+                    occurredAt: .now()
+                )
+                let record = KafkaProducerRecord(
+                    topic: configuration.topics.tokens,
+                    key: Array(notification.token.utf8),
+                    value: event.encoded(),
+                    headers: [KafkaHeader(key: "type", string: TokenInvalidatedEvent.type)]
+                )
+                followUps.append(OutputSender.Output(record: record, onAcknowledged: done))
+            }
+        } else {
+            let deliveredAt = eventOrWallTime(notification.request.occurredAt)
+            statistics.recordPayload(template: notification.templateID, platform: notification.platform, bytes: notification.payloadBytes)
+            // Named in route order, whatever order they answered in.
+            let sinkNames = (activeRoutes.withLock { $0[notification.platform] } ?? outcomes.map(\.sink)).map(\.name).joined(separator: ",")
+            let delivered = AnalyticsEvent(kind: .delivered, identity: identity, occurredAt: .now(), sink: sinkNames)
+            followUps.append(analyticsOutput(delivered, sourceTimestamp: message.timestamp, onAcknowledged: done))
+            if let timer, replay == nil {
+                let expiresAt: Timestamp =
+                    switch timer {
+                    case .endsAt(let end): end
+                    case .duration(let seconds): deliveredAt.adding(seconds: seconds)
+                    }
+                let pending = TimerBook.PendingTimer(identity: identity, expiresAt: expiresAt, partition: message.partition)
+                timers.schedule(pending)
+                followUps.append(
+                    OutputSender.Output(
+                        record: KafkaProducerRecord(
+                            topic: configuration.topics.timers,
+                            partition: message.partition,
+                            key: Array(identity.messageId.utf8),
+                            value: TimerBook.encode(pending)
+                        ),
+                        onAcknowledged: done
+                    )
+                )
+            }
+        }
+        tracker.add(followUps.count, at: offset)
+        for output in followUps { sender.sendNow(output) }
+        complete(tracker, offset: offset, consumer: consumer)
     }
 
     /// A dry run's bookkeeping: the outcome each decision would have, counted, nothing written.
@@ -227,7 +295,14 @@ extension CampaignPipeline {
         // The new position is stored with the others by the next ``storeCompletedPositions(of:)``: one
         // librdkafka call for all partitions instead of one per acknowledgement.
         completedTrackers.withLock { $0[partition] = tracker }
-        tracker.updateBackpressure(limit: configuration.maxInFlightPerPartition) { pause in
+        applyBackpressure(to: tracker, consumer: consumer)
+    }
+
+    /// Pauses or resumes a partition for its in-flight count and for the throttled sinks its deliveries wait on.
+    func applyBackpressure(to tracker: PartitionProgress, consumer: KafkaConsumer) {
+        let partition = tracker.partition
+        let throttled = throttledSinks.withLock { $0 }
+        tracker.updateBackpressure(limit: configuration.maxInFlightPerPartition, throttledSinks: throttled) { pause in
             if pause { try? consumer.pause([partition]) } else { consumer.resume([partition]) }
         }
     }
@@ -280,32 +355,29 @@ extension CampaignPipeline {
         }
     }
 
-    /// The payload record: key = recipient id, headers per the contract (APNs token and request headers too).
-    private func payloadRecord(_ notification: RenderedNotification, topic: String) -> KafkaProducerRecord {
-        var headers = [
-            KafkaHeader(key: "messageId", string: notification.messageId),
-            KafkaHeader(key: "campaignId", string: notification.request.campaignId),
-            KafkaHeader(key: "template", string: notification.templateID),
-        ]
-        if notification.platform == .apns {
-            headers.append(KafkaHeader(key: "token", string: notification.token))
-            for header in notification.headers {
-                headers.append(KafkaHeader(key: header.name, string: header.value))
-            }
-        }
-        return KafkaProducerRecord(
-            topic: topic,
-            key: Array(notification.request.recipient.id.utf8),
-            value: notification.payloadBytes,
-            headers: headers
-        )
-    }
-
     /// The event's own time when replaying by event time, otherwise now.
     func eventOrWallTime(_ eventTime: Timestamp) -> Timestamp {
         switch decisionClock {
         case .wallClock: .now()
         case .eventTime: eventTime
+        }
+    }
+}
+
+/// Collects the answers of every sink a notification went to; the last answer gets them all.
+final class DeliveryCollector: Sendable {
+    private let expected: Int
+    private let outcomes = Mutex<[(sink: any PushSink, outcome: SinkOutcome)]>([])
+
+    init(expected: Int) {
+        self.expected = expected
+    }
+
+    /// Records one answer; returns all of them (in the order they came) once every sink has answered.
+    func add(_ outcome: SinkOutcome, from sink: any PushSink) -> [(sink: any PushSink, outcome: SinkOutcome)]? {
+        outcomes.withLock { outcomes in
+            outcomes.append((sink, outcome))
+            return outcomes.count == expected ? outcomes : nil
         }
     }
 }

@@ -2,6 +2,8 @@ import Foundation
 import KafkaClient
 public import Logging
 public import PipelineCore
+import PlatformSinks
+public import PushSinks
 public import ServiceLifecycle
 import Synchronization
 
@@ -38,6 +40,16 @@ public final class CampaignPipeline: Service {
     let readPositions = Mutex([KafkaTopicPartition: Int64]())
     /// Trackers whose commit position advanced since it was last stored.
     let completedTrackers = Mutex([KafkaTopicPartition: PartitionProgress]())
+    /// Sinks handed over in code (custom sinks, or HTTP sinks built by the caller), used for their ``PushSink/kind``.
+    let providedSinks: [any PushSink]
+    /// The sinks of each platform while running.
+    let activeRoutes = Mutex([Platform: [any PushSink]]())
+    /// Names of the sinks that are throttled now; partitions with deliveries waiting on them are paused.
+    let throttledSinks = Mutex(Set<String>())
+    /// Events left uncommitted because a sink stopped before answering.
+    let abandonedEvents = Mutex(0)
+    /// The first sink that stopped (refused credentials), which stops the pipeline.
+    let sinkStop = Mutex<(sink: String, failure: SinkFailure)?>(nil)
     private let stopSignal = StopSignal()
 
     /// Creates a pipeline.
@@ -47,14 +59,18 @@ public final class CampaignPipeline: Service {
     ///   - registry: the template plugins.
     ///   - decisionClock: wall clock for streaming (the default), event time for replays.
     ///   - statistics: where to count what happens (pass one that records latency to benchmark).
+    ///   - sinks: sinks to use instead of building them from the configuration, matched to the routes by their
+    ///     ``PushSink/kind`` (your own sinks, or HTTP sinks built with settings of your own). `kafka` is built in.
     ///   - logger: the root logger; lifecycle steps are logged at `info`, per-event problems at `warning`.
     public init(
         configuration: PipelineConfiguration,
         registry: TemplateRegistry,
         decisionClock: DecisionClock = .wallClock,
         statistics: PipelineStatistics = PipelineStatistics(),
+        sinks: [any PushSink] = [],
         logger: Logger
     ) {
+        self.providedSinks = sinks
         self.statistics = statistics
         self.configuration = configuration
         self.processor = EventProcessor(registry: registry)
@@ -74,14 +90,17 @@ public final class CampaignPipeline: Service {
     ///   - registry: the template plugins.
     ///   - replay: the ranges to reprocess.
     ///   - progress: receives the progress about once a second.
+    ///   - sinks: sinks to use instead of building them from the configuration (see the streaming initializer).
     ///   - logger: the root logger.
     public init(
         configuration: PipelineConfiguration,
         registry: TemplateRegistry,
         replay: ReplayPlan,
         progress: (@Sendable (ReplayProgress) -> Void)? = nil,
+        sinks: [any PushSink] = [],
         logger: Logger
     ) {
+        self.providedSinks = sinks
         self.statistics = PipelineStatistics()
         self.configuration = configuration
         self.processor = EventProcessor(registry: registry)
@@ -128,6 +147,14 @@ public final class CampaignPipeline: Service {
             maxBackoff: configuration.maxRetryBackoff,
             logger: logger
         )
+        let sinks: [any PushSink]
+        do {
+            sinks = try makeRoutes(sender: sender)
+        } catch {
+            await stateConsumer.close()
+            await producer.close(timeout: .seconds(1))
+            throw error
+        }
         var sendsConfiguration = consumerConfiguration(groupID: configuration.groupID)
         if !writesOutputs { sendsConfiguration.isAutoCommitEnabled = false }
         let consumer = try KafkaConsumer(configuration: sendsConfiguration, logger: logger)
@@ -141,6 +168,10 @@ public final class CampaignPipeline: Service {
         var failure: (any Error)?
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await sender.runRetries() }
+            for sink in sinks {
+                group.addTask { await sink.run() }
+            }
+            group.addTask { await self.followSinkStates(sinks, consumer: consumer) }
             group.addTask { await self.keepStoringCompletedPositions(of: consumer) }
             group.addTask { await self.keepFoldingState(from: stateConsumer) }
             group.addTask { await self.followAssignments(of: consumer) }
@@ -174,12 +205,16 @@ public final class CampaignPipeline: Service {
             group.cancelAll()
         }
         await producer.close(timeout: .seconds(5))
+        if failure == nil, let (sink, reason) = sinkStop.withLock({ $0 }) {
+            failure = PipelineRuntimeError.sinkStopped(sink: sink, reason: reason.detail)
+        }
         let summary = statistics.snapshot
         logger.info(
             "Pipeline stopped",
             metadata: [
                 "events": "\(summary.totalIn)",
                 "delivered": "\(summary.outcomes[.delivered] ?? 0)",
+                "failed": "\(summary.outcomes[.failed] ?? 0)",
                 "rejected": "\(summary.outcomes[.rejected] ?? 0)",
                 "expired": "\(summary.outcomes[.expired] ?? 0)",
                 "suppressed": "\(summary.outcomes[.suppressed] ?? 0)",
@@ -187,6 +222,83 @@ public final class CampaignPipeline: Service {
             ]
         )
         if let failure { throw failure }
+    }
+
+    // MARK: - Sinks
+
+    /// Builds the sinks of each platform's route (`kafka` on the pipeline's producer; a provided sink of the kind;
+    /// otherwise FCM or APNs from the configuration) and publishes the routes.
+    ///
+    /// - Returns: the distinct sinks, to run.
+    private func makeRoutes(sender: OutputSender) throws -> [any PushSink] {
+        var built: [String: any PushSink] = [:]
+        var routes: [Platform: [any PushSink]] = [:]
+        for (platform, kinds) in configuration.sinks.routes {
+            for kind in kinds {
+                let sink: any PushSink
+                if kind == "kafka" {
+                    sink = KafkaPayloadSink(topic: platform == .fcm ? configuration.topics.fcm : configuration.topics.apns, sender: sender)
+                } else if let existing = built[kind] {
+                    sink = existing
+                } else if let provided = providedSinks.first(where: { $0.kind == kind }) {
+                    sink = provided
+                } else if kind == "fcm" {
+                    sink = try FCMSender.makeSink(configuration.sinks.fcm, environment: ProcessInfo.processInfo.environment, retry: configuration.sinks.retry, logger: logger)
+                } else if kind == "apns" {
+                    sink = try APNsSender.makeSink(configuration.sinks.apns, environment: ProcessInfo.processInfo.environment, retry: configuration.sinks.retry, logger: logger)
+                } else {
+                    throw ConfigurationError(key: "sinks.\(platform.rawValue)", reason: "no sink of kind '\(kind)' (built in: kafka, fcm, apns)")
+                }
+                if kind != "kafka" { built[kind] = sink }
+                routes[platform, default: []].append(sink)
+            }
+        }
+        activeRoutes.withLock { $0 = routes }
+        for (platform, sinks) in routes.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
+            logger.info("Sinks", metadata: ["platform": "\(platform.rawValue)", "sinks": "\(sinks.map(\.name).joined(separator: ","))"])
+        }
+        return Array(built.values)
+    }
+
+    /// Whether a route sends to something besides the Kafka payload topics (then dead tokens are reported).
+    var usesPlatformSinks: Bool {
+        configuration.sinks.routes.values.contains { kinds in kinds.contains { $0 != "kafka" } }
+    }
+
+    /// Every 100 ms: pauses the partitions with deliveries waiting on a throttled sink, resumes them when it recovers.
+    private func followSinkStates(_ sinks: [any PushSink], consumer: KafkaConsumer) async {
+        guard !sinks.isEmpty else { return }
+        var previous = Set<String>()
+        while !Task.isCancelled {
+            try? await Task.sleep(for: .milliseconds(100))
+            let throttled = Set(sinks.filter { $0.state == .throttled }.map(\.name))
+            throttledSinks.withLock { $0 = throttled }
+            if throttled != previous {
+                if !throttled.isEmpty {
+                    logger.warning("Sinks throttled by the platform; partitions waiting on them are paused", metadata: ["sinks": "\(throttled.sorted().joined(separator: ","))"])
+                } else {
+                    logger.info("Sinks no longer throttled; partitions resume")
+                }
+                previous = throttled
+            }
+            for tracker in progress.withLock({ Array($0.values) }) {
+                applyBackpressure(to: tracker, consumer: consumer)
+            }
+        }
+    }
+
+    /// A sink stopped for good: stop consuming; ``run()`` ends with ``PipelineRuntimeError/sinkStopped(sink:reason:)``.
+    func stopBecauseSinkStopped(_ sink: String, _ failure: SinkFailure) {
+        let isFirst = sinkStop.withLock { stop in
+            defer { if stop == nil { stop = (sink, failure) } }
+            return stop == nil
+        }
+        guard isFirst else { return }
+        logger.error(
+            "A sink stopped; the pipeline stops consuming. Events it did not deliver stay uncommitted and are sent after a restart",
+            metadata: ["sink": "\(sink)", "reason": "\(failure.detail)"]
+        )
+        stopSignal.fire()
     }
 
     // MARK: - Clients
@@ -210,12 +322,13 @@ public final class CampaignPipeline: Service {
     private func checkTopics(using consumer: KafkaConsumer) async throws -> (definitions: Int32, timers: Int32) {
         let topics = configuration.topics
         var counts: [String: Int32] = [:]
-        let needed: [String] =
+        var needed: [String] =
             switch (replay, writesOutputs) {
-            case (nil, _): topics.all
+            case (nil, _): topics.all.filter { $0 != topics.tokens }
             case (_, true): [topics.sends, topics.definitions, topics.fcm, topics.apns, topics.analytics, topics.deadLetters]
             case (_, false): [topics.sends, topics.definitions]
             }
+        if writesOutputs, usesPlatformSinks { needed.append(topics.tokens) }
         for topic in needed {
             let result: Result<Int32, KafkaError>
             do throws(KafkaError) {
@@ -265,7 +378,8 @@ public final class CampaignPipeline: Service {
     /// Waits until nothing is in flight (or the drain timeout passes).
     private func drain(sender: OutputSender) async {
         let deadline = ContinuousClock.now + configuration.drainTimeout
-        var inFlight = totalInFlight()
+        // Events a stopped sink abandoned never complete; they stay uncommitted.
+        var inFlight = max(0, totalInFlight() - abandonedEvents.withLock { $0 })
         while inFlight > 0 || sender.pendingRetries > 0 {
             if ContinuousClock.now >= deadline {
                 logger.warning(
@@ -275,7 +389,7 @@ public final class CampaignPipeline: Service {
                 return
             }
             try? await Task.sleep(for: .milliseconds(10))
-            inFlight = totalInFlight()
+            inFlight = max(0, totalInFlight() - abandonedEvents.withLock { $0 })
         }
         logger.info("Drained in-flight work")
     }
@@ -333,6 +447,8 @@ public enum PipelineRuntimeError: Error, CustomStringConvertible, Equatable {
     case missingTopic(String)
     /// The timers topic must have as many partitions as the sends topic.
     case partitionMismatch(sends: String, sendsCount: Int32, timers: String, timersCount: Int32)
+    /// A sink stopped for good (the platform refused its credentials); the pipeline stopped consuming.
+    case sinkStopped(sink: String, reason: String)
 
     public var description: String {
         switch self {
@@ -340,6 +456,8 @@ public enum PipelineRuntimeError: Error, CustomStringConvertible, Equatable {
             "topic '\(topic)' does not exist; create it (see docker-compose.yml's kafka-init) or fix the topic name in the configuration"
         case .partitionMismatch(let sends, let sendsCount, let timers, let timersCount):
             "topic '\(timers)' has \(timersCount) partitions but '\(sends)' has \(sendsCount); they must match (timers live in their send's partition)"
+        case .sinkStopped(let sink, let reason):
+            "sink \(sink) stopped: \(reason). The pipeline stopped consuming; nothing after the last delivered event was committed. Fix the sink's credentials and restart"
         }
     }
 }

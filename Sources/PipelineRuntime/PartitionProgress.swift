@@ -23,6 +23,8 @@ final class PartitionProgress: Sendable {
         var lastBegun: Int64?
         var isRetired = false
         var isPaused = false
+        /// Deliveries waiting on each sink (by name), to hold the partition while one of them is throttled.
+        var sinkWaits: [String: Int] = [:]
 
         /// The entry index of `offset` (entries are in increasing offset order).
         func index(of offset: Int64) -> Int? {
@@ -102,6 +104,13 @@ final class PartitionProgress: Sendable {
         }
     }
 
+    /// Counts deliveries of this partition's events waiting on `sink` (`delta` +1 when handed over, -1 when answered).
+    func wait(on sink: String, _ delta: Int) {
+        state.withLock { state in
+            state.sinkWaits[sink, default: 0] += delta
+        }
+    }
+
     /// Stops tracking: the partition was revoked.
     func retire() {
         state.withLock { state in
@@ -111,20 +120,24 @@ final class PartitionProgress: Sendable {
         }
     }
 
-    /// Pauses the partition when `limit` events are in flight and resumes it when half of them are done.
+    /// Pauses the partition when `limit` events are in flight, or while one of its deliveries waits on a sink in
+    /// `throttledSinks`; resumes it when half of the events are done and none waits on a throttled sink.
     /// `apply` (pause when `true`) runs under the tracker's lock, so pause and resume calls cannot cross.
-    func updateBackpressure(limit: Int, apply: (Bool) -> Void) {
+    func updateBackpressure(limit: Int, throttledSinks: Set<String> = [], apply: (Bool) -> Void) {
         state.withLock { state in
             guard !state.isRetired else { return }
             let inFlight = state.entries.count - state.head
-            if !state.isPaused, inFlight >= limit {
+            let isHeld = !throttledSinks.isEmpty && state.sinkWaits.contains { throttledSinks.contains($0.key) && $0.value > 0 }
+            if !state.isPaused, inFlight >= limit || isHeld {
                 state.isPaused = true
                 apply(true)
-            } else if state.isPaused, inFlight <= limit / 2 {
+            } else if state.isPaused, inFlight <= limit / 2, !isHeld {
                 state.isPaused = false
                 apply(false)
             }
         }
     }
-}
 
+    /// Whether the partition is paused for backpressure.
+    var isPaused: Bool { state.withLock { $0.isPaused } }
+}

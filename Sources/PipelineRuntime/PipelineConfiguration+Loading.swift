@@ -1,4 +1,6 @@
 public import PipelineCore
+import PlatformSinks
+import PushSinks
 
 /// A configuration value that could not be used: which key, from which source, and why.
 public struct ConfigurationError: Error, CustomStringConvertible, Equatable {
@@ -23,6 +25,28 @@ extension PipelineConfiguration {
         /// `.` (`CAMPAIGN_PIPELINE_KAFKA_SASL_PASSWORD` → `sasl.password`). The prefix is the project's own, so
         /// unrelated variables of a container (`KAFKA_HOME`, …) never become properties.
         public static let kafkaPropertyPrefix = "CAMPAIGN_PIPELINE_KAFKA_"
+        /// The sinks of FCM payloads, comma-separated (`kafka,fcm`).
+        public static let fcmSinks = "CAMPAIGN_PIPELINE_SINKS_FCM"
+        /// The sinks of APNs payloads, comma-separated (`apns`).
+        public static let apnsSinks = "CAMPAIGN_PIPELINE_SINKS_APNS"
+        /// A path to the FCM service-account JSON key file.
+        public static let fcmServiceAccountFile = "CAMPAIGN_PIPELINE_FCM_SERVICE_ACCOUNT_FILE"
+        /// The FCM service-account JSON key itself (read when the sink starts; never printed).
+        public static let fcmServiceAccount = "CAMPAIGN_PIPELINE_FCM_SERVICE_ACCOUNT"
+        /// The Firebase project id (default: the key's `project_id`).
+        public static let fcmProjectID = "CAMPAIGN_PIPELINE_FCM_PROJECT_ID"
+        /// A path to the APNs .p8 auth key.
+        public static let apnsPrivateKeyFile = "CAMPAIGN_PIPELINE_APNS_PRIVATE_KEY_FILE"
+        /// The APNs .p8 auth key itself (PEM; read when the sink starts; never printed).
+        public static let apnsPrivateKey = "CAMPAIGN_PIPELINE_APNS_PRIVATE_KEY"
+        /// The APNs key id.
+        public static let apnsKeyID = "CAMPAIGN_PIPELINE_APNS_KEY_ID"
+        /// The APNs team id.
+        public static let apnsTeamID = "CAMPAIGN_PIPELINE_APNS_TEAM_ID"
+        /// The app's bundle id (`apns-topic`).
+        public static let apnsTopic = "CAMPAIGN_PIPELINE_APNS_TOPIC"
+        /// `production` or `sandbox`.
+        public static let apnsEnvironment = "CAMPAIGN_PIPELINE_APNS_ENVIRONMENT"
     }
 
     /// Builds the effective configuration: defaults, then the file, then the environment. Flags are applied by
@@ -44,7 +68,32 @@ extension PipelineConfiguration {
             guard !property.isEmpty else { continue }
             configuration.kafkaProperties[property] = value
         }
+        try configuration.applySinkEnvironment(environment)
+        try configuration.sinks.validate()
         return configuration
+    }
+
+    private mutating func applySinkEnvironment(_ environment: [String: String]) throws(ConfigurationError) {
+        func value(_ name: String) -> String? {
+            guard let text = environment[name], !text.isEmpty else { return nil }
+            return text
+        }
+        if let list = value(EnvironmentKey.fcmSinks) { sinks.routes[.fcm] = Self.splitServers(list) }
+        if let list = value(EnvironmentKey.apnsSinks) { sinks.routes[.apns] = Self.splitServers(list) }
+        if let path = value(EnvironmentKey.fcmServiceAccountFile) { sinks.fcm.serviceAccount = .file(path: path) }
+        if value(EnvironmentKey.fcmServiceAccount) != nil { sinks.fcm.serviceAccount = .environment(name: EnvironmentKey.fcmServiceAccount) }
+        if let project = value(EnvironmentKey.fcmProjectID) { sinks.fcm.projectID = project }
+        if let path = value(EnvironmentKey.apnsPrivateKeyFile) { sinks.apns.privateKey = .file(path: path) }
+        if value(EnvironmentKey.apnsPrivateKey) != nil { sinks.apns.privateKey = .environment(name: EnvironmentKey.apnsPrivateKey) }
+        if let keyID = value(EnvironmentKey.apnsKeyID) { sinks.apns.keyID = keyID }
+        if let teamID = value(EnvironmentKey.apnsTeamID) { sinks.apns.teamID = teamID }
+        if let topic = value(EnvironmentKey.apnsTopic) { sinks.apns.topic = topic }
+        if let name = value(EnvironmentKey.apnsEnvironment) {
+            guard let parsed = APNsSinkConfiguration.Environment(rawValue: name) else {
+                throw ConfigurationError(key: EnvironmentKey.apnsEnvironment, reason: "expected production or sandbox, found '\(name)'")
+            }
+            sinks.apns.environment = parsed
+        }
     }
 
     /// Splits `a:1, b:2` into `["a:1", "b:2"]`.
@@ -86,6 +135,7 @@ extension PipelineConfiguration {
                     case "analytics": topics.analytics = name
                     case "deadLetters": topics.deadLetters = name
                     case "timers": topics.timers = name
+                    case "tokens": topics.tokens = name
                     default: throw ConfigurationError(key: "topics.\(key)", reason: "unknown topic role")
                     }
                 }
@@ -102,10 +152,16 @@ extension PipelineConfiguration {
                     default: throw ConfigurationError(key: path, reason: "unknown key")
                     }
                 }
+            case "sinks":
+                try sinks.apply(sinksSection: try Self.object(value, "sinks"))
+            case "fcm":
+                try sinks.fcm.apply(try Self.object(value, "fcm"))
+            case "apns":
+                try sinks.apns.apply(try Self.object(value, "apns"))
             case "$comment":
                 continue
             default:
-                throw ConfigurationError(key: section, reason: "unknown section (expected kafka, topics, processing)")
+                throw ConfigurationError(key: section, reason: "unknown section (expected kafka, topics, processing, sinks, fcm, apns)")
             }
         }
     }
@@ -129,7 +185,7 @@ extension PipelineConfiguration {
         let topicObject: JSONObject = [
             "sends": .string(topics.sends), "definitions": .string(topics.definitions), "fcm": .string(topics.fcm),
             "apns": .string(topics.apns), "analytics": .string(topics.analytics), "deadLetters": .string(topics.deadLetters),
-            "timers": .string(topics.timers),
+            "timers": .string(topics.timers), "tokens": .string(topics.tokens),
         ]
         let processing: JSONObject = [
             "maxInFlightPerPartition": .int(maxInFlightPerPartition),
@@ -138,7 +194,10 @@ extension PipelineConfiguration {
             "maxRetryBackoffSeconds": .int(Int(maxRetryBackoff.components.seconds)),
             "messageTimeoutSeconds": .int(Int(messageTimeout.components.seconds)),
         ]
-        return ["kafka": .object(kafka), "topics": .object(topicObject), "processing": .object(processing)]
+        return [
+            "kafka": .object(kafka), "topics": .object(topicObject), "processing": .object(processing),
+            "sinks": sinks.describedAsJSON(), "fcm": sinks.fcm.describedAsJSON(), "apns": sinks.apns.describedAsJSON(),
+        ]
     }
 
     /// Whether a librdkafka property holds a secret (passwords, keys, tokens).
@@ -147,12 +206,12 @@ extension PipelineConfiguration {
         return ["password", "secret", "jaas", "token", "key.pem", "keystore", "credentials"].contains { name.contains($0) }
     }
 
-    private static func object(_ value: JSONValue, _ path: String) throws(ConfigurationError) -> JSONObject {
+    static func object(_ value: JSONValue, _ path: String) throws(ConfigurationError) -> JSONObject {
         guard let object = value.objectValue else { throw ConfigurationError(key: path, reason: "expected an object, found \(value.typeDescription)") }
         return object
     }
 
-    private static func string(_ value: JSONValue, _ path: String) throws(ConfigurationError) -> String {
+    static func string(_ value: JSONValue, _ path: String) throws(ConfigurationError) -> String {
         guard let text = value.stringValue else { throw ConfigurationError(key: path, reason: "expected a string, found \(value.typeDescription)") }
         return text
     }
@@ -170,7 +229,7 @@ extension PipelineConfiguration {
         return result
     }
 
-    private static func positiveInteger(_ value: JSONValue, _ path: String) throws(ConfigurationError) -> Int {
+    static func positiveInteger(_ value: JSONValue, _ path: String) throws(ConfigurationError) -> Int {
         guard case .int(let number) = value, number > 0 else {
             throw ConfigurationError(key: path, reason: "expected a positive integer, found \(value.jsonString)")
         }

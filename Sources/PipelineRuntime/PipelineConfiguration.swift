@@ -1,3 +1,7 @@
+public import PipelineCore
+public import PlatformSinks
+public import PushSinks
+
 /// Everything the streaming pipeline needs to know. Loaded from `Config/pipeline.json`, the environment and
 /// command-line flags by the executable (see `Config/README.md` for every key).
 public struct PipelineConfiguration: Sendable, Equatable {
@@ -19,12 +23,14 @@ public struct PipelineConfiguration: Sendable, Equatable {
         /// many partitions as ``sends``: a timer lives in the partition of the send it came from, and fires on
         /// the instance that owns that partition.
         public var timers = "campaign.timers"
+        /// `token.invalidated` events for device tokens a platform reported dead (HTTP sinks only).
+        public var tokens = "campaign.tokens"
 
         /// The default names of the contract.
         public init() {}
 
         /// Every topic, for checks and for creating them on the embedded broker.
-        public var all: [String] { [sends, definitions, fcm, apns, analytics, deadLetters, timers] }
+        public var all: [String] { [sends, definitions, fcm, apns, analytics, deadLetters, timers, tokens] }
 
         /// A copy with `prefix` before every output topic name (the inputs keep their names).
         public func prefixingOutputs(with prefix: String) -> Topics {
@@ -34,7 +40,33 @@ public struct PipelineConfiguration: Sendable, Equatable {
             copy.analytics = prefix + analytics
             copy.deadLetters = prefix + deadLetters
             copy.timers = prefix + timers
+            copy.tokens = prefix + tokens
             return copy
+        }
+    }
+
+    /// Where rendered payloads go, and how the HTTP sinks reach the platforms.
+    public struct Sinks: Sendable, Equatable {
+        /// The sink kinds each platform's payloads go to, in order: `kafka` (the payload topics), `fcm` (FCM HTTP
+        /// v1), `apns` (APNs), or the kind of a sink handed to the pipeline in code. Several at once are allowed; a
+        /// message counts as delivered when every one of them took it.
+        public var routes: [Platform: [String]] = [.fcm: ["kafka"], .apns: ["kafka"]]
+        /// How the HTTP sinks retry throttled and unavailable attempts.
+        public var retry = RetryPolicy()
+        /// FCM HTTP v1 settings (used when a route names `fcm`).
+        public var fcm = FCMSinkConfiguration()
+        /// APNs settings (used when a route names `apns`).
+        public var apns = APNsSinkConfiguration()
+
+        /// The default: both platforms to the Kafka payload topics.
+        public init() {}
+
+        /// Whether any platform is routed to `kind`.
+        public func uses(_ kind: String) -> Bool { routes.values.contains { $0.contains(kind) } }
+
+        /// Routes every platform to the Kafka payload topics only (replays that must not reach devices).
+        public mutating func routeToKafkaOnly() {
+            routes = [.fcm: ["kafka"], .apns: ["kafka"]]
         }
     }
 
@@ -44,6 +76,8 @@ public struct PipelineConfiguration: Sendable, Equatable {
     public var groupID = "campaign-pipeline"
     /// The topics.
     public var topics = Topics()
+    /// The sinks.
+    public var sinks = Sinks()
     /// librdkafka properties for every client (TLS, SASL, compression, ...), passed through as they are.
     public var kafkaProperties: [String: String] = [:]
     /// librdkafka properties for the consumers only.

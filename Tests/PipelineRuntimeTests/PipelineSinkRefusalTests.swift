@@ -26,7 +26,8 @@ struct PipelineSinkRefusalTests {
             #expect(outcomes.count == 40, "exactly one each")
             #expect(!failed.isEmpty)
             for event in failed {
-                #expect(event.reasonCode == "rejected_by_platform")
+                #expect(event.reasonCode == "payload_too_large")
+                #expect(event.sink == "kafka:push.fcm" || event.sink == "kafka:push.apns")
                 #expect(event.reasonDetail?.contains("MSG_SIZE_TOO_LARGE") == true, "\(event.reasonDetail ?? "")")
             }
             // Everything was committed: a second run has nothing left to do.

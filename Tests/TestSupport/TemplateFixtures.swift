@@ -98,3 +98,26 @@ package struct RuleCase: CustomTestStringConvertible, Sendable {
         #expect(error.eventId != nil, sourceLocation: sourceLocation)
     }
 }
+
+extension Fixtures {
+    /// A sample from `Config/samples/` rendered with its event id, recipient and token replaced: notifications for
+    /// sink tests.
+    package static func notification(
+        _ sample: String,
+        registry: TemplateRegistry,
+        eventId: String,
+        recipient: String,
+        token: String
+    ) throws -> RenderedNotification {
+        let event = try Self.sample(sample)
+            .setting(["eventId"], to: .string(eventId))
+            .setting(["recipient", "id"], to: .string(recipient))
+            .setting(["recipient", "token"], to: .string(token))
+        switch registry.render(event: event) {
+        case .rendered(let notification):
+            return notification
+        case .failed(let error):
+            throw error
+        }
+    }
+}

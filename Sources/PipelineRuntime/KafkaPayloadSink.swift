@@ -1,0 +1,49 @@
+import KafkaClient
+import PipelineCore
+import PushSinks
+
+/// The Kafka sink: writes each rendered payload to its platform's payload topic (`push.fcm`, `push.apns`) with the
+/// headers of the contract, for teams that run their own senders. Acknowledged = delivered; a record the cluster
+/// refuses for good (too large, invalid) fails; everything else is retried by the ``OutputSender``.
+struct KafkaPayloadSink: PushSink {
+    let topic: String
+    let sender: OutputSender
+
+    var kind: String { "kafka" }
+    var name: String { "kafka:\(topic)" }
+
+    func submit(_ notification: RenderedNotification, completion: @escaping @Sendable (SinkOutcome) -> Void) async {
+        let topic = self.topic
+        await sender.send(
+            OutputSender.Output(
+                record: Self.record(notification, topic: topic),
+                onRefused: { error in
+                    let code: SinkFailure.Code = (error.librdkafkaName ?? "").contains("SIZE_TOO_LARGE") ? .payloadTooLarge : .payloadRejected
+                    completion(.failed(SinkFailure(code, "\(topic) refused the payload: \(error)")))
+                },
+                onAcknowledged: { _ in completion(.delivered(attempts: 1)) }
+            )
+        )
+    }
+
+    /// The payload record: key = recipient id, headers per the contract (APNs token and request headers too).
+    static func record(_ notification: RenderedNotification, topic: String) -> KafkaProducerRecord {
+        var headers = [
+            KafkaHeader(key: "messageId", string: notification.messageId),
+            KafkaHeader(key: "campaignId", string: notification.request.campaignId),
+            KafkaHeader(key: "template", string: notification.templateID),
+        ]
+        if notification.platform == .apns {
+            headers.append(KafkaHeader(key: "token", string: notification.token))
+            for header in notification.headers {
+                headers.append(KafkaHeader(key: header.name, string: header.value))
+            }
+        }
+        return KafkaProducerRecord(
+            topic: topic,
+            key: Array(notification.request.recipient.id.utf8),
+            value: notification.payloadBytes,
+            headers: headers
+        )
+    }
+}

@@ -1,0 +1,204 @@
+import PipelineCore
+import PlatformSinks
+import PushSinks
+
+// Reading and printing the `sinks`, `fcm` and `apns` sections of the configuration file (see Config/README.md).
+
+extension PipelineConfiguration.Sinks {
+    /// The sink kinds the configuration can build.
+    static let builtinKinds: Set<String> = ["kafka", "fcm", "apns"]
+
+    mutating func apply(sinksSection section: JSONObject) throws(ConfigurationError) {
+        for (key, item) in section {
+            let path = "sinks.\(key)"
+            switch key {
+            case "fcm", "apns":
+                let kinds: [String]
+                if let text = item.stringValue {
+                    kinds = PipelineConfiguration.splitServers(text)
+                } else if let list = item.arrayValue {
+                    kinds = try list.map { element throws(ConfigurationError) in try PipelineConfiguration.string(element, path) }
+                } else {
+                    throw ConfigurationError(key: path, reason: "expected an array of sink kinds (kafka, fcm, apns)")
+                }
+                routes[key == "fcm" ? .fcm : .apns] = kinds
+            case "retry":
+                for (retryKey, value) in try PipelineConfiguration.object(item, path) {
+                    let retryPath = "\(path).\(retryKey)"
+                    let number = try PipelineConfiguration.positiveInteger(value, retryPath)
+                    switch retryKey {
+                    case "initialBackoffMilliseconds": retry.initialBackoff = .milliseconds(number)
+                    case "maxBackoffSeconds": retry.maxBackoff = .seconds(number)
+                    case "deadlineSeconds": retry.deadline = .seconds(number)
+                    default: throw ConfigurationError(key: retryPath, reason: "unknown key")
+                    }
+                }
+            case "$comment":
+                continue
+            default:
+                throw ConfigurationError(key: path, reason: "unknown key (expected fcm, apns, retry)")
+            }
+        }
+    }
+
+    /// Checks the routes name known sinks, and that each HTTP sink used has its credentials configured.
+    func validate() throws(ConfigurationError) {
+        for (platform, kinds) in routes.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
+            let path = "sinks.\(platform.rawValue)"
+            if kinds.isEmpty { throw ConfigurationError(key: path, reason: "at least one sink is needed (kafka, fcm, apns)") }
+            for kind in kinds where !Self.builtinKinds.contains(kind) {
+                throw ConfigurationError(key: path, reason: "unknown sink '\(kind)' (expected kafka, fcm or apns)")
+            }
+            if Set(kinds).count != kinds.count { throw ConfigurationError(key: path, reason: "a sink is named twice") }
+            if platform == .fcm, kinds.contains("apns") { throw ConfigurationError(key: path, reason: "FCM payloads cannot go to APNs") }
+            if platform == .apns, kinds.contains("fcm") { throw ConfigurationError(key: path, reason: "APNs payloads cannot go to FCM") }
+        }
+        if uses("fcm"), fcm.serviceAccount == nil {
+            throw ConfigurationError(
+                key: "fcm.serviceAccountFile",
+                reason: "required when sinks.fcm includes fcm (or fcm.serviceAccountEnv, or \(PipelineConfiguration.EnvironmentKey.fcmServiceAccountFile))"
+            )
+        }
+        if uses("apns") {
+            if apns.privateKey == nil {
+                throw ConfigurationError(
+                    key: "apns.privateKeyFile",
+                    reason: "required when sinks.apns includes apns (or apns.privateKeyEnv, or \(PipelineConfiguration.EnvironmentKey.apnsPrivateKeyFile))"
+                )
+            }
+            for (key, value) in [("apns.keyId", apns.keyID), ("apns.teamId", apns.teamID), ("apns.topic", apns.topic)] where value.isEmpty {
+                throw ConfigurationError(key: key, reason: "required when sinks.apns includes apns")
+            }
+        }
+    }
+
+    func describedAsJSON() -> JSONValue {
+        var object = JSONObject()
+        object["fcm"] = .array((routes[.fcm] ?? []).map { .string($0) })
+        object["apns"] = .array((routes[.apns] ?? []).map { .string($0) })
+        object["retry"] = .object([
+            "initialBackoffMilliseconds": .int(retry.initialBackoff.wholeMilliseconds),
+            "maxBackoffSeconds": .int(retry.maxBackoff.wholeMilliseconds / 1000),
+            "deadlineSeconds": .int(retry.deadline.wholeMilliseconds / 1000),
+        ])
+        return .object(object)
+    }
+}
+
+extension FCMSinkConfiguration {
+    mutating func apply(_ section: JSONObject) throws(ConfigurationError) {
+        for (key, item) in section {
+            let path = "fcm.\(key)"
+            switch key {
+            case "serviceAccountFile": serviceAccount = .file(path: try PipelineConfiguration.string(item, path))
+            case "serviceAccountEnv": serviceAccount = .environment(name: try PipelineConfiguration.string(item, path))
+            case "projectId": projectID = try PipelineConfiguration.string(item, path)
+            case "baseUrl": baseURL = try PipelineConfiguration.string(item, path)
+            case "tokenUrl": tokenURL = try PipelineConfiguration.string(item, path)
+            case "$comment": continue
+            default:
+                guard try applyHTTPSetting(key, item, path, connection: &connection, concurrency: &concurrency) else {
+                    throw ConfigurationError(key: path, reason: "unknown key")
+                }
+            }
+        }
+    }
+
+    func describedAsJSON() -> JSONValue {
+        var object = JSONObject()
+        switch serviceAccount {
+        case .file(let path)?: object["serviceAccountFile"] = .string(path)
+        case .environment(let name)?: object["serviceAccountEnv"] = .string(name)
+        case .value?: object["serviceAccount"] = "****"
+        case nil: break
+        }
+        object.set("projectId", projectID)
+        object["baseUrl"] = .string(baseURL)
+        object.set("tokenUrl", tokenURL)
+        describeHTTPSettings(connection: connection, concurrency: concurrency, into: &object)
+        return .object(object)
+    }
+}
+
+extension APNsSinkConfiguration {
+    mutating func apply(_ section: JSONObject) throws(ConfigurationError) {
+        for (key, item) in section {
+            let path = "apns.\(key)"
+            switch key {
+            case "environment":
+                let name = try PipelineConfiguration.string(item, path)
+                guard let parsed = Environment(rawValue: name) else {
+                    throw ConfigurationError(key: path, reason: "expected production or sandbox, found '\(name)'")
+                }
+                environment = parsed
+            case "baseUrl": baseURL = try PipelineConfiguration.string(item, path)
+            case "keyId": keyID = try PipelineConfiguration.string(item, path)
+            case "teamId": teamID = try PipelineConfiguration.string(item, path)
+            case "privateKeyFile": privateKey = .file(path: try PipelineConfiguration.string(item, path))
+            case "privateKeyEnv": privateKey = .environment(name: try PipelineConfiguration.string(item, path))
+            case "topic": topic = try PipelineConfiguration.string(item, path)
+            case "tokenRefreshMinutes":
+                let minutes = try PipelineConfiguration.positiveInteger(item, path)
+                guard (20...50).contains(minutes) else { throw ConfigurationError(key: path, reason: "expected 20 to 50 minutes, found \(minutes)") }
+                tokenRefreshMinutes = minutes
+            case "$comment": continue
+            default:
+                guard try applyHTTPSetting(key, item, path, connection: &connection, concurrency: &concurrency) else {
+                    throw ConfigurationError(key: path, reason: "unknown key")
+                }
+            }
+        }
+    }
+
+    func describedAsJSON() -> JSONValue {
+        var object = JSONObject()
+        object["environment"] = .string(environment.rawValue)
+        object.set("baseUrl", baseURL)
+        object["keyId"] = .string(keyID)
+        object["teamId"] = .string(teamID)
+        switch privateKey {
+        case .file(let path)?: object["privateKeyFile"] = .string(path)
+        case .environment(let name)?: object["privateKeyEnv"] = .string(name)
+        case .value?: object["privateKey"] = "****"
+        case nil: break
+        }
+        object["topic"] = .string(topic)
+        object["tokenRefreshMinutes"] = .int(tokenRefreshMinutes)
+        describeHTTPSettings(connection: connection, concurrency: concurrency, into: &object)
+        return .object(object)
+    }
+}
+
+/// Reads a setting every HTTP sink has (`concurrency`, `caCertificateFile`, `requestTimeoutSeconds`).
+///
+/// - Returns: whether `key` was one of them.
+private func applyHTTPSetting(
+    _ key: String,
+    _ item: JSONValue,
+    _ path: String,
+    connection: inout HTTPSinkConnection,
+    concurrency: inout Int
+) throws(ConfigurationError) -> Bool {
+    switch key {
+    case "concurrency": concurrency = try PipelineConfiguration.positiveInteger(item, path)
+    case "caCertificateFile": connection.caCertificateFile = try PipelineConfiguration.string(item, path)
+    case "requestTimeoutSeconds": connection.requestTimeout = .seconds(try PipelineConfiguration.positiveInteger(item, path))
+    default: return false
+    }
+    return true
+}
+
+/// Prints the settings ``applyHTTPSetting(_:_:_:connection:concurrency:)`` reads.
+private func describeHTTPSettings(connection: HTTPSinkConnection, concurrency: Int, into object: inout JSONObject) {
+    object["concurrency"] = .int(concurrency)
+    object.set("caCertificateFile", connection.caCertificateFile)
+    object["requestTimeoutSeconds"] = .int(connection.requestTimeout.wholeMilliseconds / 1000)
+}
+
+extension Duration {
+    /// The duration in whole milliseconds.
+    var wholeMilliseconds: Int {
+        let (seconds, attoseconds) = components
+        return Int(seconds) * 1000 + Int(attoseconds / 1_000_000_000_000_000)
+    }
+}

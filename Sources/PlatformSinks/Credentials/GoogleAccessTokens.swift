@@ -1,0 +1,91 @@
+import Foundation
+import NIOHTTP1
+import PipelineCore
+import PushSinks
+
+/// OAuth 2.0 access tokens for FCM from a service account: a signed JWT assertion exchanged at the key's
+/// `token_uri`, cached, and refreshed five minutes before it expires (or at half its life when that is shorter).
+/// Concurrent callers share one exchange.
+actor GoogleAccessTokens {
+    /// The scope FCM HTTP v1 needs.
+    static let scope = "https://www.googleapis.com/auth/firebase.messaging"
+
+    struct AccessToken: Sendable {
+        var value: String
+        var obtainedAt: Timestamp
+        var refreshAt: Timestamp
+    }
+
+    private let key: ServiceAccountKey
+    private let http: SinkHTTPClient
+    private let tokenURL: String
+    private let now: @Sendable () -> Timestamp
+    private var cached: AccessToken?
+    private var exchange: Task<Result<AccessToken, SinkFailure>, Never>?
+
+    init(key: ServiceAccountKey, http: SinkHTTPClient, tokenURL: String? = nil, now: @escaping @Sendable () -> Timestamp = { .current }) {
+        self.key = key
+        self.http = http
+        self.tokenURL = tokenURL ?? key.tokenURI
+        self.now = now
+    }
+
+    /// A valid access token, exchanging a new assertion when the cached one is due for refresh.
+    func token() async -> Result<AccessToken, SinkFailure> {
+        if let cached, now() < cached.refreshAt { return .success(cached) }
+        if let exchange { return await exchange.value }
+        let task = Task { await self.exchangeAssertion() }
+        exchange = task
+        let result = await task.value
+        exchange = nil
+        if case .success(let token) = result { cached = token }
+        return result
+    }
+
+    /// Forgets `token` (FCM refused it): the next call exchanges a new one.
+    func invalidate(_ token: String) {
+        if cached?.value == token { cached = nil }
+    }
+
+    private func exchangeAssertion() async -> Result<AccessToken, SinkFailure> {
+        let issuedAt = now()
+        let assertion: String
+        do {
+            assertion = try key.assertion(scope: Self.scope, now: issuedAt)
+        } catch {
+            return .failure(SinkFailure(.auth, "signing the OAuth assertion failed: \(error)"))
+        }
+        let form = "grant_type=\(Self.formEncoded("urn:ietf:params:oauth:grant-type:jwt-bearer"))&assertion=\(Self.formEncoded(assertion))"
+        let reply: HTTPReply
+        do {
+            reply = try await http.send(.POST, tokenURL, headers: [("content-type", "application/x-www-form-urlencoded")], body: Array(form.utf8))
+        } catch {
+            return .failure(SinkHTTPClient.unavailable(error, url: tokenURL))
+        }
+        let object = reply.jsonObject
+        switch reply.status {
+        case 200:
+            guard let value = object?["access_token"]?.stringValue, !value.isEmpty else {
+                return .failure(SinkFailure(.unavailable, "the token endpoint answered 200 without an access_token"))
+            }
+            let lifetime = Int64(object?["expires_in"]?.integerValue ?? 3600)
+            let margin = lifetime > 600 ? 300 : lifetime / 2
+            return .success(AccessToken(value: value, obtainedAt: issuedAt, refreshAt: issuedAt.adding(seconds: lifetime - margin)))
+        case 429:
+            return .failure(SinkFailure(.throttled, "token endpoint: 429 \(reply.bodyText.prefix(200))", retryAfter: reply.retryAfter()))
+        case 500...:
+            return .failure(SinkFailure(.unavailable, "token endpoint: \(reply.status) \(reply.bodyText.prefix(200))", retryAfter: reply.retryAfter()))
+        default:
+            // invalid_grant, invalid_client, unauthorized_client: the key is revoked, disabled or wrong.
+            let error = object?["error"]?.stringValue ?? "HTTP \(reply.status)"
+            let description = object?["error_description"]?.stringValue.map { ": \($0)" } ?? ""
+            return .failure(SinkFailure(.auth, "the token endpoint refused the service account \(key.clientEmail) (\(error)\(description))"))
+        }
+    }
+
+    private static func formEncoded(_ text: String) -> String {
+        var allowed = CharacterSet.alphanumerics
+        allowed.insert(charactersIn: "-._~")
+        return text.addingPercentEncoding(withAllowedCharacters: allowed) ?? text
+    }
+}

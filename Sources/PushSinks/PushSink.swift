@@ -1,0 +1,103 @@
+public import PipelineCore
+
+/// Where rendered notifications go: the Kafka payload topics, FCM HTTP v1, APNs, or a sink of your own.
+///
+/// The pipeline hands every rendered notification of a platform to each sink configured for that platform and
+/// decides the message's one terminal outcome from what the sinks report. A sink must therefore report exactly one
+/// ``SinkOutcome`` per submitted notification, sooner or later, and must keep one recipient's notifications in the
+/// order they were submitted.
+///
+/// Sinks do their own retrying: ``SinkOutcome/failed(_:)`` is final (retries ran out or retrying cannot help), and a
+/// sink that cannot go on at all (its credentials are refused) reports ``SinkOutcome/abandoned(_:)`` for everything it
+/// holds and turns ``state`` to ``SinkState/stopped(_:)``, so the pipeline stops instead of failing the whole backlog.
+public protocol PushSink: Sendable {
+    /// The name the configuration routes by: `kafka`, `fcm`, `apns`.
+    var kind: String { get }
+
+    /// The name written to analytics (`sink`) and logs, e.g. `kafka:push.fcm`, `fcm:my-project`, `apns:production`.
+    var name: String { get }
+
+    /// Whether the sink is sending normally, held back by the platform, or stopped for good.
+    var state: SinkState { get }
+
+    /// Runs the sink's workers until the task is cancelled. The pipeline runs it for as long as it runs.
+    func run() async
+
+    /// Hands over one notification. Returns once the sink has taken it (it may wait briefly while a local queue is
+    /// full, which slows the caller down); the outcome arrives later through `completion`, exactly once.
+    func submit(_ notification: RenderedNotification, completion: @escaping @Sendable (SinkOutcome) -> Void) async
+}
+
+extension PushSink {
+    /// A sink without workers of its own.
+    public func run() async {}
+
+    /// A sink that is never throttled or stopped.
+    public var state: SinkState { .ready }
+}
+
+/// How a sink is doing.
+public enum SinkState: Sendable, Equatable {
+    /// Sending normally.
+    case ready
+    /// The platform asked it to slow down (HTTP 429); notifications wait for it.
+    case throttled
+    /// It cannot send at all (its credentials were refused); nothing more will be sent until it is restarted.
+    case stopped(SinkFailure)
+}
+
+/// What happened to one notification handed to a sink.
+public enum SinkOutcome: Sendable, Equatable {
+    /// The platform accepted it (Kafka acknowledgement, FCM 200, APNs 200).
+    case delivered(attempts: Int)
+    /// It will not be delivered: refused for good, or retries ran out. Final.
+    case failed(SinkFailure)
+    /// The sink stopped (see ``SinkState/stopped(_:)``) before it could deliver it. Not an outcome of the
+    /// message: the pipeline leaves the event uncommitted, so it is processed again once the sink is fixed.
+    case abandoned(SinkFailure)
+}
+
+/// Why a sink did not deliver a notification, in one taxonomy for every platform (the analytics `reason.code`).
+public struct SinkFailure: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The reason codes.
+    public enum Code: String, Sendable, Hashable, CaseIterable {
+        /// The device token is unknown, expired or not for this app: stop sending to it.
+        case invalidToken = "invalid_token"
+        /// The payload is over the platform's size limit.
+        case payloadTooLarge = "payload_too_large"
+        /// The platform refused the request for another reason (other 4xx); retrying cannot help.
+        case payloadRejected = "payload_rejected"
+        /// The platform asked to slow down (429); retried.
+        case throttled
+        /// The platform could not be reached or failed (5xx, timeouts, lost connections); retried.
+        case unavailable
+        /// The sink's credentials were refused (401/403, a bad key): the sink stops.
+        case auth
+    }
+
+    /// The reason code.
+    public var code: Code
+    /// What the platform said, for people.
+    public var detail: String
+    /// How long the platform asked to wait before the next attempt (`Retry-After`).
+    public var retryAfter: Duration?
+    /// For ``Code/invalidToken``: the instant the platform says the token stopped being valid, when it says so
+    /// (APNs' `timestamp`).
+    public var tokenInvalidatedAt: Timestamp?
+    /// How many attempts were made in all, once the failure is final.
+    public var attempts: Int
+
+    /// Creates a failure.
+    public init(_ code: Code, _ detail: String, retryAfter: Duration? = nil, tokenInvalidatedAt: Timestamp? = nil, attempts: Int = 1) {
+        self.code = code
+        self.detail = detail
+        self.retryAfter = retryAfter
+        self.tokenInvalidatedAt = tokenInvalidatedAt
+        self.attempts = attempts
+    }
+
+    /// Whether another attempt may succeed.
+    public var isRetryable: Bool { code == .throttled || code == .unavailable }
+
+    public var description: String { "\(code.rawValue): \(detail)" }
+}

@@ -1,0 +1,117 @@
+/// How a sink retries a notification the platform could not take yet (``SinkFailure/Code/throttled`` and
+/// ``SinkFailure/Code/unavailable``): exponential backoff with jitter, the platform's `Retry-After` when it gives
+/// one, and a deadline after which the notification fails for good.
+public struct RetryPolicy: Sendable, Equatable {
+    /// The wait after the first failed attempt; it doubles with every further failure.
+    public var initialBackoff: Duration
+    /// The longest wait between two attempts (a `Retry-After` may ask for longer, and is honoured).
+    public var maxBackoff: Duration
+    /// Up to this fraction of the backoff is added at random, so many failed notifications do not retry in lockstep.
+    public var jitter: Double
+    /// How long after its first attempt a notification may still be retried; past it, it fails with the last reason.
+    public var deadline: Duration
+
+    /// Creates a policy. The defaults suit FCM and APNs: 0.5 s doubling up to 60 s, 20 % jitter, 10 minutes.
+    public init(
+        initialBackoff: Duration = .milliseconds(500),
+        maxBackoff: Duration = .seconds(60),
+        jitter: Double = 0.2,
+        deadline: Duration = .seconds(600)
+    ) {
+        self.initialBackoff = initialBackoff
+        self.maxBackoff = maxBackoff
+        self.jitter = jitter
+        self.deadline = deadline
+    }
+
+    /// The wait before the next attempt after `attempts` failed ones.
+    ///
+    /// - Parameters:
+    ///   - attempts: how many attempts failed so far (1 after the first).
+    ///   - retryAfter: the platform's `Retry-After`, which wins over the backoff when given.
+    ///   - random: a number in `0..<1` choosing the jitter.
+    public func delay(afterAttempts attempts: Int, retryAfter: Duration?, random: Double) -> Duration {
+        if let retryAfter { return max(retryAfter, .zero) }
+        var delay = initialBackoff
+        for _ in 1..<max(1, min(attempts, 40)) where delay < maxBackoff { delay *= 2 }
+        let capped = min(delay, maxBackoff)
+        return capped + capped * (jitter * min(max(random, 0), 1))
+    }
+}
+
+/// Time as a sink's retries see it: the real monotonic clock, or a virtual one in tests (where sleeping only
+/// advances the virtual time, so retry timing can be checked exactly and instantly).
+public struct RetryClock: Sendable {
+    /// Monotonic time since an arbitrary origin.
+    public var now: @Sendable () -> Duration
+    /// Waits for a duration; throws `CancellationError` when the task is cancelled.
+    public var sleep: @Sendable (Duration) async throws -> Void
+
+    /// Creates a clock from its two operations.
+    public init(now: @escaping @Sendable () -> Duration, sleep: @escaping @Sendable (Duration) async throws -> Void) {
+        self.now = now
+        self.sleep = sleep
+    }
+
+    /// The process's continuous clock.
+    public static var continuous: RetryClock {
+        let origin = ContinuousClock.now
+        return RetryClock(now: { ContinuousClock.now - origin }, sleep: { try await Task.sleep(for: $0) })
+    }
+}
+
+/// The attempts of one notification under a ``RetryPolicy``.
+public enum RetryingDelivery {
+    /// The end of the attempts.
+    public enum Result: Sendable, Equatable {
+        /// An attempt succeeded.
+        case delivered(attempts: Int)
+        /// The last attempt failed with a reason retrying cannot help, or the deadline passed; `attempts` is set.
+        case failed(SinkFailure)
+        /// The task was cancelled while waiting to retry (the pipeline is shutting down).
+        case cancelled(SinkFailure)
+    }
+
+    /// Makes attempts until one succeeds, one fails for good, or the deadline passes.
+    ///
+    /// - Parameters:
+    ///   - policy: backoff, jitter and deadline.
+    ///   - clock: the clock to wait on.
+    ///   - random: jitter source, a number in `0..<1` per call.
+    ///   - willRetry: told before each wait, with the failure and the wait (to mark a sink throttled, to log).
+    ///   - attempt: one attempt, given its number (1 for the first); `nil` when it succeeded.
+    public static func run(
+        policy: RetryPolicy,
+        clock: RetryClock,
+        random: @Sendable () -> Double = { Double.random(in: 0..<1) },
+        willRetry: (SinkFailure, Duration) -> Void = { _, _ in },
+        attempt: (Int) async -> SinkFailure?
+    ) async -> Result {
+        let start = clock.now()
+        var attempts = 0
+        while true {
+            attempts += 1
+            guard var failure = await attempt(attempts) else { return .delivered(attempts: attempts) }
+            failure.attempts = attempts
+            guard failure.isRetryable else { return .failed(failure) }
+            let wait = policy.delay(afterAttempts: attempts, retryAfter: failure.retryAfter, random: random())
+            let elapsed = clock.now() - start
+            if elapsed + wait > policy.deadline {
+                failure.detail += " (gave up after \(attempts) attempt\(attempts == 1 ? "" : "s") over \(Self.seconds(elapsed)); the retry deadline is \(Self.seconds(policy.deadline)))"
+                return .failed(failure)
+            }
+            willRetry(failure, wait)
+            do {
+                try await clock.sleep(wait)
+            } catch {
+                return .cancelled(failure)
+            }
+        }
+    }
+
+    private static func seconds(_ duration: Duration) -> String {
+        let (seconds, attoseconds) = duration.components
+        let tenths = attoseconds / 100_000_000_000_000_000
+        return "\(seconds).\(tenths) s"
+    }
+}

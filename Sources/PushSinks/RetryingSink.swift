@@ -1,0 +1,166 @@
+public import Logging
+public import PipelineCore
+import Synchronization
+
+/// One platform's single delivery attempt (an HTTP request to FCM or APNs). ``RetryingSink`` adds the queueing,
+/// per-recipient order, bounded concurrency, retries and the stop on refused credentials.
+public protocol PlatformSender: Sendable {
+    /// The routing name (``PushSink/kind``).
+    var kind: String { get }
+    /// The analytics name (``PushSink/name``).
+    var name: String { get }
+    /// Makes one attempt; `nil` when the platform accepted the notification.
+    func attempt(_ notification: RenderedNotification) async -> SinkFailure?
+    /// Releases connections; called once when the sink stops running.
+    func shutdown() async
+}
+
+extension PlatformSender {
+    /// Nothing to release.
+    public func shutdown() async {}
+}
+
+/// A ``PushSink`` over a ``PlatformSender``: at most `concurrency` attempts at a time, one recipient's
+/// notifications strictly in submission order, ``RetryPolicy`` for throttled and unavailable answers, and a stop
+/// (everything held reported ``SinkOutcome/abandoned(_:)``) when the platform refuses the sink's credentials.
+public final class RetryingSink<Sender: PlatformSender>: PushSink {
+    private struct Job: Sendable {
+        var notification: RenderedNotification
+        var completion: @Sendable (SinkOutcome) -> Void
+    }
+
+    private struct Health {
+        var stopped: SinkFailure?
+        /// Set by a throttled answer, cleared by the next accepted notification (or when nothing is left to send):
+        /// the gaps between a `Retry-After` ending and the next answer do not count as recovered.
+        var isThrottled = false
+        var lastRetryLog: Duration?
+        var retriesSinceLog = 0
+    }
+
+    /// The platform's attempt.
+    public let sender: Sender
+    /// The most attempts in flight at once.
+    public let concurrency: Int
+    /// Backoff, jitter and deadline.
+    public let policy: RetryPolicy
+    private let clock: RetryClock
+    private let logger: Logger
+    private let queue = KeyedWorkQueue<Job>()
+    private let health = Mutex(Health())
+
+    /// Creates a sink.
+    ///
+    /// - Parameters:
+    ///   - sender: makes single attempts.
+    ///   - concurrency: the most attempts in flight at once (HTTP/2 streams, HTTP/1.1 requests).
+    ///   - policy: how throttled and unavailable attempts are retried.
+    ///   - clock: the clock retries wait on (a virtual one in tests).
+    ///   - logger: failures are logged here, rate-limited.
+    public init(sender: Sender, concurrency: Int, policy: RetryPolicy, clock: RetryClock = .continuous, logger: Logger) {
+        self.sender = sender
+        self.concurrency = max(1, concurrency)
+        self.policy = policy
+        self.clock = clock
+        self.logger = logger
+    }
+
+    public var kind: String { sender.kind }
+    public var name: String { sender.name }
+
+    public var state: SinkState {
+        let isIdle = queue.count == 0
+        return health.withLock { health in
+            if let stopped = health.stopped { return .stopped(stopped) }
+            if health.isThrottled, isIdle { health.isThrottled = false }
+            return health.isThrottled ? .throttled : .ready
+        }
+    }
+
+    /// Notifications queued or being attempted.
+    public var pending: Int { queue.count }
+
+    public func run() async {
+        await withDiscardingTaskGroup { group in
+            for _ in 0..<concurrency {
+                group.addTask { await self.work() }
+            }
+        }
+        await sender.shutdown()
+    }
+
+    public func submit(_ notification: RenderedNotification, completion: @escaping @Sendable (SinkOutcome) -> Void) async {
+        if let stopped = health.withLock({ $0.stopped }) {
+            completion(.abandoned(stopped))
+            return
+        }
+        let job = Job(notification: notification, completion: completion)
+        if !queue.submit(job, key: notification.request.recipient.id) {
+            completion(.abandoned(health.withLock { $0.stopped } ?? SinkFailure(.unavailable, "\(name) is shut down")))
+        }
+    }
+
+    private func work() async {
+        while let (key, job) = await queue.next() {
+            let outcome = await deliver(job.notification)
+            job.completion(outcome)
+            queue.finished(key: key)
+        }
+    }
+
+    private func deliver(_ notification: RenderedNotification) async -> SinkOutcome {
+        let result = await RetryingDelivery.run(
+            policy: policy,
+            clock: clock,
+            willRetry: { failure, wait in noteRetry(failure, wait: wait) },
+            attempt: { _ in
+                if let stopped = health.withLock({ $0.stopped }) { return stopped }
+                return await sender.attempt(notification)
+            }
+        )
+        switch result {
+        case .delivered(let attempts):
+            health.withLock { $0.isThrottled = false }
+            return .delivered(attempts: attempts)
+        case .failed(let failure) where failure.code == .auth:
+            stop(because: failure)
+            return .abandoned(failure)
+        case .failed(let failure):
+            return .failed(failure)
+        case .cancelled(let failure):
+            return .abandoned(failure)
+        }
+    }
+
+    /// Marks the sink stopped and answers everything it holds as abandoned.
+    private func stop(because failure: SinkFailure) {
+        let isFirst = health.withLock { health in
+            defer { if health.stopped == nil { health.stopped = failure } }
+            return health.stopped == nil
+        }
+        guard isFirst else { return }
+        logger.error(
+            "Sink stopped: the platform refused its credentials; nothing more is sent until the configuration is fixed and the pipeline restarted",
+            metadata: ["sink": "\(name)", "reason": "\(failure.detail)"]
+        )
+        for job in queue.close() { job.completion(.abandoned(failure)) }
+    }
+
+    private func noteRetry(_ failure: SinkFailure, wait: Duration) {
+        let now = clock.now()
+        let report: Int? = health.withLock { health in
+            if failure.code == .throttled { health.isThrottled = true }
+            health.retriesSinceLog += 1
+            if let last = health.lastRetryLog, now - last < .seconds(5) { return nil }
+            health.lastRetryLog = now
+            defer { health.retriesSinceLog = 0 }
+            return health.retriesSinceLog
+        }
+        if let report {
+            logger.warning(
+                "Sink attempts failed and are retried",
+                metadata: ["sink": "\(name)", "retries": "\(report)", "lastReason": "\(failure)", "pending": "\(queue.count)"]
+            )
+        }
+    }
+}

@@ -1,0 +1,92 @@
+import Foundation
+import PipelineCore
+import PipelineRuntime
+import PlatformSinks
+import PushSinks
+import TestSupport
+import Testing
+
+@Suite("Sink configuration: routes, settings, secrets")
+struct SinkConfigurationTests {
+    func object(_ json: String) throws -> JSONObject {
+        try #require(try JSONValue(parsing: Array(json.utf8)).objectValue)
+    }
+
+    @Test("the file's sinks, fcm and apns sections; the environment overrides them")
+    func layering() throws {
+        let file = try object(
+            #"""
+            {
+              "sinks": {"fcm": ["kafka", "fcm"], "apns": ["apns"], "retry": {"initialBackoffMilliseconds": 250, "maxBackoffSeconds": 20, "deadlineSeconds": 120}},
+              "fcm": {"serviceAccountFile": "/run/secrets/fcm.json", "projectId": "p1", "concurrency": 32, "requestTimeoutSeconds": 5},
+              "apns": {"environment": "sandbox", "keyId": "K1", "teamId": "T1", "privateKeyFile": "/run/secrets/apns.p8", "topic": "com.example", "tokenRefreshMinutes": 30, "concurrency": 200},
+              "topics": {"tokens": "dead.tokens"}
+            }
+            """#
+        )
+        let loaded = try PipelineConfiguration.load(file: file, environment: [:])
+        #expect(loaded.sinks.routes == [.fcm: ["kafka", "fcm"], .apns: ["apns"]])
+        #expect(loaded.sinks.retry == RetryPolicy(initialBackoff: .milliseconds(250), maxBackoff: .seconds(20), deadline: .seconds(120)))
+        #expect(loaded.sinks.fcm.serviceAccount == .file(path: "/run/secrets/fcm.json"))
+        #expect(loaded.sinks.fcm.projectID == "p1")
+        #expect(loaded.sinks.fcm.concurrency == 32)
+        #expect(loaded.sinks.fcm.connection.requestTimeout == .seconds(5))
+        #expect(loaded.sinks.apns.environment == .sandbox)
+        #expect(loaded.sinks.apns.effectiveBaseURL == "https://api.sandbox.push.apple.com")
+        #expect(loaded.sinks.apns.privateKey == .file(path: "/run/secrets/apns.p8"))
+        #expect(loaded.sinks.apns.tokenRefreshMinutes == 30)
+        #expect(loaded.sinks.apns.concurrency == 200)
+        #expect(loaded.topics.tokens == "dead.tokens")
+
+        let environment = [
+            "CAMPAIGN_PIPELINE_SINKS_FCM": "fcm",
+            "CAMPAIGN_PIPELINE_FCM_SERVICE_ACCOUNT": #"{"private_key":"-----BEGIN PRIVATE KEY-----SECRET-FCM"}"#,
+            "CAMPAIGN_PIPELINE_APNS_PRIVATE_KEY": "-----BEGIN PRIVATE KEY-----SECRET-APNS",
+            "CAMPAIGN_PIPELINE_APNS_KEY_ID": "K2",
+            "CAMPAIGN_PIPELINE_APNS_ENVIRONMENT": "production",
+        ]
+        let overridden = try PipelineConfiguration.load(file: file, environment: environment)
+        #expect(overridden.sinks.routes[.fcm] == ["fcm"])
+        #expect(overridden.sinks.fcm.serviceAccount == .environment(name: "CAMPAIGN_PIPELINE_FCM_SERVICE_ACCOUNT"), "the secret stays in the environment")
+        #expect(overridden.sinks.apns.privateKey == .environment(name: "CAMPAIGN_PIPELINE_APNS_PRIVATE_KEY"))
+        #expect(overridden.sinks.apns.keyID == "K2")
+        #expect(overridden.sinks.apns.environment == .production)
+
+        // The printed configuration names where secrets come from, never what they are.
+        let text = String(decoding: overridden.describedAsJSON().encoded(), as: UTF8.self)
+        #expect(!text.contains("SECRET-FCM") && !text.contains("SECRET-APNS"), "\(text)")
+        #expect(text.contains(#""serviceAccountEnv":"CAMPAIGN_PIPELINE_FCM_SERVICE_ACCOUNT""#), "\(text)")
+        #expect(text.contains(#""privateKeyEnv":"CAMPAIGN_PIPELINE_APNS_PRIVATE_KEY""#), "\(text)")
+        var inline = overridden
+        inline.sinks.apns.privateKey = .value("-----BEGIN PRIVATE KEY-----INLINE")
+        let inlineText = String(decoding: inline.describedAsJSON().encoded(), as: UTF8.self)
+        #expect(!inlineText.contains("INLINE") && inlineText.contains(#""privateKey":"****""#), "\(inlineText)")
+        // What is printed loads again to the same configuration.
+        guard case .object(let printed) = overridden.describedAsJSON() else {
+            Issue.record("the description is an object")
+            return
+        }
+        let reloaded = try PipelineConfiguration.load(file: printed, environment: environment)
+        #expect(reloaded.sinks == overridden.sinks)
+    }
+
+    @Test("bad sink settings are refused at load, naming the key", arguments: [
+        (#"{"sinks": {"fcm": ["fcm"]}}"#, "fcm.serviceAccountFile"),
+        (#"{"sinks": {"apns": ["apns"]}, "apns": {"privateKeyFile": "/k.p8", "teamId": "T", "topic": "t"}}"#, "apns.keyId"),
+        (#"{"sinks": {"apns": ["apns"]}, "apns": {"keyId": "K", "teamId": "T", "topic": "t"}}"#, "apns.privateKeyFile"),
+        (#"{"sinks": {"fcm": ["pigeon"]}}"#, "sinks.fcm"),
+        (#"{"sinks": {"fcm": ["apns"]}}"#, "sinks.fcm"),
+        (#"{"sinks": {"apns": []}}"#, "sinks.apns"),
+        (#"{"sinks": {"fcm": ["kafka", "kafka"]}}"#, "sinks.fcm"),
+        (#"{"sinks": {"retry": {"deadlineSeconds": 0}}}"#, "sinks.retry.deadlineSeconds"),
+        (#"{"apns": {"environment": "staging"}}"#, "apns.environment"),
+        (#"{"apns": {"tokenRefreshMinutes": 10}}"#, "apns.tokenRefreshMinutes"),
+        (#"{"fcm": {"serviceAccount": "inline"}}"#, "fcm.serviceAccount"),
+    ])
+    func refused(json: String, key: String) throws {
+        let error = #expect(throws: ConfigurationError.self) {
+            try PipelineConfiguration.load(file: try object(json), environment: [:])
+        }
+        #expect(error?.key == key, "\(json): \(error.map(String.init(describing:)) ?? "no error")")
+    }
+}

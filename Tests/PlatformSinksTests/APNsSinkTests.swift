@@ -1,0 +1,192 @@
+import Foundation
+import PipelineCore
+@testable import PlatformSinks
+import PushSinks
+import SinkTestSupport
+import Synchronization
+import TestSupport
+import Testing
+
+@Suite("APNs sink against a local HTTP/2 APNs", .timeLimit(.minutes(2)))
+struct APNsSinkTests {
+    @Test("sends the rendered payload and headers over HTTP/2 with a verified ES256 provider token, many streams on one connection")
+    func delivers() async throws {
+        let apns = try await FakeAPNs.start(directory: try temporaryDirectory(), responseDelay: .milliseconds(20))
+        defer { Task { await apns.shutdown() } }
+        let sink = try APNsSender.makeSink(apns.configuration, environment: [:], retry: RetryPolicy(), logger: sinkLogger)
+        let outcomes = Outcomes()
+        let names = ["basic-apns", "carousel-apns", "timer-apns", "timer-apns-full"]
+        let notifications = try (0..<100).map { try sample(names[$0 % names.count], $0, token: String(format: "%064x", $0 + 1)) }
+        try await whileRunning(sink) {
+            for notification in notifications {
+                await sink.submit(notification, completion: outcomes.completion(for: notification.eventId))
+            }
+            try await outcomes.wait(for: 100)
+        }
+        #expect(notifications.allSatisfy { outcomes[$0.eventId] == .delivered(attempts: 1) })
+
+        let requests = apns.server.requests
+        #expect(requests.count == 100)
+        #expect(Set(requests.map(\.connectionID)).count == 1, "one connection")
+        #expect(apns.server.peakConcurrentRequests > 1, "concurrent streams")
+        let byPath = Dictionary(grouping: requests, by: \.path)
+        for notification in notifications {
+            let request = try #require(byPath["/3/device/\(notification.token)"]?.first)
+            #expect(request.httpVersion == "HTTP/2")
+            #expect(request.body == notification.payloadBytes)
+            #expect(request.header("apns-topic") == apns.topic)
+            #expect(request.header("apns-id") == notification.messageId)
+            for header in notification.headers {
+                #expect(request.header(header.name) == header.value, "\(header.name)")
+            }
+            #expect(request.header("apns-push-type") == "alert")
+        }
+        // One provider token, reused for every request, signed by the team's key.
+        let bearers = Set(requests.compactMap { $0.header("authorization") })
+        #expect(bearers.count == 1)
+        let bearer = try #require(bearers.first)
+        #expect(bearer.hasPrefix("bearer "))
+        let jwt = try JWTVerification.verifyES256(String(bearer.dropFirst("bearer ".count)), publicKey: apns.publicKey)
+        #expect(jwt.headerString("alg") == "ES256")
+        #expect(jwt.headerString("kid") == apns.keyID)
+        #expect(jwt.claimString("iss") == apns.teamID)
+        let issuedAt = try #require(jwt.claimInteger("iat"))
+        #expect(abs(issuedAt - Int(Date().timeIntervalSince1970)) < 60)
+    }
+
+    @Test("headers from delivery options: priority, expiration and collapse id")
+    func optionHeaders() async throws {
+        let apns = try await FakeAPNs.start(directory: try temporaryDirectory())
+        defer { Task { await apns.shutdown() } }
+        let sink = try APNsSender.makeSink(apns.configuration, environment: [:], retry: RetryPolicy(), logger: sinkLogger)
+        let event = try Fixtures.sample("basic-apns")
+            .setting(["options"], to: .object(["collapseKey": "sale", "priority": "normal", "ttlSeconds": .int(600)]))
+            .setting(["recipient", "token"], to: "abcdef0123")
+        guard case .rendered(let notification) = sinkRegistry.render(event: event) else {
+            Issue.record("the sample must render")
+            return
+        }
+        let outcomes = Outcomes()
+        try await whileRunning(sink) {
+            await sink.submit(notification, completion: outcomes.completion(for: notification.eventId))
+            try await outcomes.wait(for: 1)
+        }
+        let request = try #require(apns.server.requests.first)
+        #expect(request.header("apns-priority") == "5")
+        #expect(request.header("apns-collapse-id") == "sale")
+        #expect(request.header("apns-expiration").flatMap(Int64.init) != nil)
+    }
+
+    struct ErrorCase: Sendable, CustomTestStringConvertible {
+        var name: String
+        var answers: [StubResponse]
+        var code: SinkFailure.Code?
+        var abandoned = false
+        var attempts: Int
+        var sleeps: [Duration] = []
+        var invalidatedAt: Timestamp? = nil
+        var testDescription: String { name }
+    }
+
+    static func reason(_ status: Int, _ reason: String, timestamp: Int? = nil, headers: [(name: String, value: String)] = []) -> StubResponse {
+        let extra = timestamp.map { #","timestamp":\#($0)"# } ?? ""
+        return .json(status, #"{"reason":"\#(reason)"\#(extra)}"#, headers: headers)
+    }
+
+    static let errorCases: [ErrorCase] = [
+        ErrorCase(name: "400 BadDeviceToken → invalid_token", answers: [reason(400, "BadDeviceToken")], code: .invalidToken, attempts: 1),
+        ErrorCase(name: "400 DeviceTokenNotForTopic → invalid_token", answers: [reason(400, "DeviceTokenNotForTopic")], code: .invalidToken, attempts: 1),
+        ErrorCase(
+            name: "410 Unregistered with timestamp → invalid_token, since then",
+            answers: [reason(410, "Unregistered", timestamp: 1_763_800_000_123)], code: .invalidToken, attempts: 1,
+            invalidatedAt: Timestamp(secondsSince1970: 1_763_800_000, nanoseconds: 123_000_000)
+        ),
+        ErrorCase(name: "413 PayloadTooLarge → payload_too_large", answers: [reason(413, "PayloadTooLarge")], code: .payloadTooLarge, attempts: 1),
+        ErrorCase(name: "400 BadCollapseId → payload_rejected", answers: [reason(400, "BadCollapseId")], code: .payloadRejected, attempts: 1),
+        ErrorCase(
+            name: "429 TooManyRequests with Retry-After 3 → retried after 3 s",
+            answers: [reason(429, "TooManyRequests", headers: [("retry-after", "3")])], code: nil, attempts: 2, sleeps: [.seconds(3)]
+        ),
+        ErrorCase(
+            name: "503 ServiceUnavailable then 500 → retried with backoff",
+            answers: [reason(503, "ServiceUnavailable"), reason(500, "InternalServerError")], code: nil, attempts: 3, sleeps: [.milliseconds(500), .seconds(1)]
+        ),
+        ErrorCase(name: "403 InvalidProviderToken → the sink stops", answers: [reason(403, "InvalidProviderToken")], code: .auth, abandoned: true, attempts: 1),
+        ErrorCase(
+            name: "403 ExpiredProviderToken on a token younger than 20 minutes → the sink stops (a clock problem)",
+            answers: [reason(403, "ExpiredProviderToken")], code: .auth, abandoned: true, attempts: 1
+        ),
+    ]
+
+    @Test("error answers map to the outcome taxonomy with the right retries and waits", arguments: errorCases)
+    func errorTaxonomy(_ errorCase: ErrorCase) async throws {
+        let apns = try await FakeAPNs.start(directory: try temporaryDirectory())
+        defer { Task { await apns.shutdown() } }
+        apns.answers.script("0badc0de", errorCase.answers)
+        let clock = VirtualClock()
+        let policy = RetryPolicy(initialBackoff: .milliseconds(500), maxBackoff: .seconds(4), jitter: 0, deadline: .seconds(30))
+        let sink = RetryingSink(sender: try APNsSender(apns.configuration, environment: [:]), concurrency: 4, policy: policy, clock: clock.retryClock, logger: sinkLogger)
+        let outcomes = Outcomes()
+        let notification = try sample("basic-apns", 1, token: "0badc0de")
+        try await whileRunning(sink) {
+            await sink.submit(notification, completion: outcomes.completion(for: notification.eventId))
+            try await outcomes.wait(for: 1)
+        }
+        let outcome = try #require(outcomes[notification.eventId])
+        switch outcome {
+        case .delivered(let attempts):
+            #expect(errorCase.code == nil, "expected \(String(describing: errorCase.code))")
+            #expect(attempts == errorCase.attempts)
+        case .failed(let failure):
+            #expect(!errorCase.abandoned)
+            #expect(failure.code == errorCase.code)
+            #expect(failure.attempts == errorCase.attempts)
+            #expect(failure.tokenInvalidatedAt == errorCase.invalidatedAt)
+            #expect(failure.detail.hasPrefix("APNs "), "\(failure.detail)")
+        case .abandoned(let failure):
+            #expect(errorCase.abandoned)
+            #expect(failure.code == errorCase.code)
+            #expect(sink.state == .stopped(failure))
+        }
+        #expect(clock.sleeps == errorCase.sleeps)
+        #expect(apns.server.requests.count == errorCase.attempts)
+    }
+
+    @Test("the provider token is reused until the refresh interval, then replaced; APNs' expiry replaces it only after 20 minutes")
+    func providerTokenLifetime() throws {
+        let key = TestCredentials.makeAPNsKey()
+        let now = Mutex(Timestamp(secondsSince1970: 1_800_000_000))
+        let tokens = try APNsProviderToken(p8: key.p8, keyID: "K", teamID: "T", refreshMinutes: 40, configurationKey: "apns.privateKey", now: { now.withLock { $0 } })
+        let first = try tokens.token()
+        now.withLock { $0 = $0.adding(seconds: 39 * 60) }
+        #expect(try tokens.token() == first, "reused within 40 minutes")
+        now.withLock { $0 = $0.adding(seconds: 60) }
+        let second = try tokens.token()
+        #expect(second != first, "replaced after 40 minutes")
+        #expect(!tokens.expire(second), "not replaced again within 20 minutes, even when APNs says it expired")
+        now.withLock { $0 = $0.adding(seconds: 20 * 60) }
+        #expect(tokens.expire(second))
+        #expect(try tokens.token() != second)
+        // Intervals outside 20–50 minutes are clamped.
+        #expect(try APNsProviderToken(p8: key.p8, keyID: "K", teamID: "T", refreshMinutes: 5, configurationKey: "k").refreshInterval == 20 * 60)
+        #expect(try APNsProviderToken(p8: key.p8, keyID: "K", teamID: "T", refreshMinutes: 90, configurationKey: "k").refreshInterval == 50 * 60)
+    }
+
+    @Test("a token that cannot go into a URL path is invalid without a request")
+    func unsafeToken() async throws {
+        #expect(APNsSender.isPathSafe("0a1b2c"))
+        #expect(!APNsSender.isPathSafe("../../x"))
+        #expect(!APNsSender.isPathSafe("a b"))
+        #expect(!APNsSender.isPathSafe(""))
+    }
+
+    @Test("configuration errors name the setting")
+    func configurationErrors() {
+        #expect(throws: SinkConfigurationError(key: "apns.keyId", reason: "required")) {
+            try APNsSender(APNsSinkConfiguration(teamID: "T", privateKey: .value("x"), topic: "t"), environment: [:])
+        }
+        #expect(throws: SinkConfigurationError(key: "apns.privateKey (value (hidden))", reason: "not an APNs auth key (.p8, a P-256 private key in PEM)")) {
+            try APNsSender(APNsSinkConfiguration(keyID: "K", teamID: "T", privateKey: .value("not a key"), topic: "t"), environment: [:])
+        }
+    }
+}

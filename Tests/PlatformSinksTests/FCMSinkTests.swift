@@ -1,0 +1,208 @@
+import Foundation
+import PipelineCore
+@testable import PlatformSinks
+import PushSinks
+import SinkTestSupport
+import TestSupport
+import Testing
+
+@Suite("FCM HTTP v1 sink against a local FCM", .timeLimit(.minutes(2)))
+struct FCMSinkTests {
+    @Test("sends exactly the rendered body with a bearer token exchanged for a verified RS256 assertion, token reused")
+    func deliversWithOAuth() async throws {
+        let fcm = try await FakeFCM.start(directory: try temporaryDirectory())
+        defer { Task { await fcm.shutdown() } }
+        let sink = try FCMSender.makeSink(fcm.configuration, environment: [:], retry: RetryPolicy(), logger: sinkLogger)
+        #expect(sink.name == "fcm:test-project")
+        let outcomes = Outcomes()
+        let notifications = try (0..<20).map { try sample(["basic-fcm", "carousel-fcm", "timer-fcm"][$0 % 3], $0, token: "fcm-token-\($0)") }
+        try await whileRunning(sink) {
+            for notification in notifications {
+                await sink.submit(notification, completion: outcomes.completion(for: notification.eventId))
+            }
+            try await outcomes.wait(for: 20)
+        }
+        for notification in notifications {
+            #expect(outcomes[notification.eventId] == .delivered(attempts: 1))
+        }
+        // One token exchange for all twenty messages.
+        #expect(fcm.tokenRequests.count == 1)
+        let exchange = try #require(fcm.tokenRequests.first)
+        let form = formFields(exchange.body)
+        #expect(form["grant_type"] == "urn:ietf:params:oauth:grant-type:jwt-bearer")
+        let assertion = try JWTVerification.verifyRS256(try #require(form["assertion"]), publicKey: fcm.publicKey)
+        #expect(assertion.headerString("kid") == fcm.privateKeyID)
+        #expect(assertion.claimString("iss") == fcm.clientEmail)
+        #expect(assertion.claimString("scope") == "https://www.googleapis.com/auth/firebase.messaging")
+        #expect(assertion.claimString("aud") == "\(fcm.server.baseURL)/token")
+        let issuedAt = try #require(assertion.claimInteger("iat"))
+        #expect(abs(issuedAt - Int(Date().timeIntervalSince1970)) < 60)
+        #expect(assertion.claimInteger("exp") == issuedAt + 3600)
+
+        // Every send: the exact rendered body, the bearer token, JSON.
+        let sends = fcm.sendRequests
+        #expect(sends.count == 20)
+        let bodies = Set(sends.map(\.body))
+        #expect(bodies == Set(notifications.map(\.payloadBytes)))
+        for request in sends {
+            #expect(request.method == "POST")
+            #expect(request.path == "/v1/projects/test-project/messages:send")
+            #expect(request.header("authorization") == "Bearer access-token-1")
+            #expect(request.header("content-type")?.hasPrefix("application/json") == true)
+            #expect(request.httpVersion == "HTTP/2")
+        }
+    }
+
+    @Test("the access token is refreshed before it expires")
+    func refreshesToken() async throws {
+        let fcm = try await FakeFCM.start(directory: try temporaryDirectory(), wireProtocol: .http1)
+        defer { Task { await fcm.shutdown() } }
+        fcm.setTokenLifetime(seconds: 2)  // refreshed after half its life
+        let sink = try FCMSender.makeSink(fcm.configuration, environment: [:], retry: RetryPolicy(), logger: sinkLogger)
+        let outcomes = Outcomes()
+        try await whileRunning(sink) {
+            let first = try sample("basic-fcm", 1, token: "a")
+            await sink.submit(first, completion: outcomes.completion(for: first.eventId))
+            try await outcomes.wait(for: 1)
+            try await Task.sleep(for: .milliseconds(1_300))
+            let second = try sample("basic-fcm", 2, token: "b")
+            await sink.submit(second, completion: outcomes.completion(for: second.eventId))
+            try await outcomes.wait(for: 2)
+        }
+        #expect(fcm.tokenRequests.count == 2)
+        #expect(fcm.sendRequests.map { $0.header("authorization") } == ["Bearer access-token-1", "Bearer access-token-2"])
+        #expect(fcm.sendRequests.first?.httpVersion == "HTTP/1.1")
+    }
+
+    /// One scripted error answer and what must come of it.
+    struct ErrorCase: Sendable, CustomTestStringConvertible {
+        var name: String
+        var answers: [StubResponse]
+        var outcome: Expected
+        var sleeps: [Duration] = []
+        var requests: Int
+
+        enum Expected: Sendable, Equatable {
+            case delivered(attempts: Int)
+            case failed(SinkFailure.Code, attempts: Int)
+            case abandoned(SinkFailure.Code)
+        }
+
+        var testDescription: String { name }
+    }
+
+    static func fcmError(_ status: Int, _ code: String, _ message: String, fieldViolation: String? = nil, headers: [(name: String, value: String)] = []) -> StubResponse {
+        var details = #"{"@type":"type.googleapis.com/google.firebase.fcm.v1.FcmError","errorCode":"\#(code)"}"#
+        if let fieldViolation {
+            details += #",{"@type":"type.googleapis.com/google.rpc.BadRequest","fieldViolations":[{"field":"\#(fieldViolation)","description":"Invalid registration token"}]}"#
+        }
+        let status_ = code == "UNREGISTERED" ? "NOT_FOUND" : code == "QUOTA_EXCEEDED" ? "RESOURCE_EXHAUSTED" : code
+        return .json(status, #"{"error":{"code":\#(status),"message":"\#(message)","status":"\#(status_)","details":[\#(details)]}}"#, headers: headers)
+    }
+
+    static let errorCases: [ErrorCase] = [
+        ErrorCase(name: "404 UNREGISTERED → invalid_token", answers: [fcmError(404, "UNREGISTERED", "Requested entity was not found.")], outcome: .failed(.invalidToken, attempts: 1), requests: 1),
+        ErrorCase(
+            name: "400 INVALID_ARGUMENT on message.token → invalid_token",
+            answers: [fcmError(400, "INVALID_ARGUMENT", "The registration token is not a valid FCM registration token", fieldViolation: "message.token")],
+            outcome: .failed(.invalidToken, attempts: 1), requests: 1
+        ),
+        ErrorCase(
+            name: "400 INVALID_ARGUMENT on another field → payload_rejected",
+            answers: [fcmError(400, "INVALID_ARGUMENT", "Invalid value at 'message.android.ttl'", fieldViolation: "message.android.ttl")],
+            outcome: .failed(.payloadRejected, attempts: 1), requests: 1
+        ),
+        ErrorCase(name: "403 SENDER_ID_MISMATCH → invalid_token", answers: [fcmError(403, "SENDER_ID_MISMATCH", "SenderId mismatch")], outcome: .failed(.invalidToken, attempts: 1), requests: 1),
+        ErrorCase(
+            name: "429 QUOTA_EXCEEDED with Retry-After 7 → retried after exactly 7 s",
+            answers: [fcmError(429, "QUOTA_EXCEEDED", "Quota exceeded", headers: [("retry-after", "7")])],
+            outcome: .delivered(attempts: 2), sleeps: [.seconds(7)], requests: 2
+        ),
+        ErrorCase(
+            name: "503 UNAVAILABLE twice → retried with backoff",
+            answers: [fcmError(503, "UNAVAILABLE", "The service is unavailable"), fcmError(503, "UNAVAILABLE", "The service is unavailable")],
+            outcome: .delivered(attempts: 3), sleeps: [.milliseconds(500), .seconds(1)], requests: 3
+        ),
+        ErrorCase(
+            name: "500 INTERNAL until the deadline → unavailable",
+            answers: Array(repeating: fcmError(500, "INTERNAL", "Internal error"), count: 20),
+            outcome: .failed(.unavailable, attempts: 6), sleeps: [.milliseconds(500), .seconds(1), .seconds(2), .seconds(4), .seconds(4)], requests: 6
+        ),
+        ErrorCase(name: "403 PERMISSION_DENIED → the sink stops", answers: [fcmError(403, "PERMISSION_DENIED", "Permission denied")], outcome: .abandoned(.auth), requests: 1),
+    ]
+
+    @Test("error answers map to the outcome taxonomy with the right retries and waits", arguments: errorCases)
+    func errorTaxonomy(_ errorCase: ErrorCase) async throws {
+        let fcm = try await FakeFCM.start(directory: try temporaryDirectory())
+        defer { Task { await fcm.shutdown() } }
+        fcm.answers.script("the-token", errorCase.answers)
+        let clock = VirtualClock()
+        let policy = RetryPolicy(initialBackoff: .milliseconds(500), maxBackoff: .seconds(4), jitter: 0, deadline: .seconds(12))
+        let sink = RetryingSink(sender: try FCMSender(fcm.configuration, environment: [:]), concurrency: 4, policy: policy, clock: clock.retryClock, logger: sinkLogger)
+        let outcomes = Outcomes()
+        let notification = try sample("basic-fcm", 1, token: "the-token")
+        try await whileRunning(sink) {
+            await sink.submit(notification, completion: outcomes.completion(for: notification.eventId))
+            try await outcomes.wait(for: 1)
+        }
+        let outcome = try #require(outcomes[notification.eventId])
+        switch (errorCase.outcome, outcome) {
+        case (.delivered(let attempts), .delivered(let actual)):
+            #expect(actual == attempts)
+        case (.failed(let code, let attempts), .failed(let failure)):
+            #expect(failure.code == code, "\(failure)")
+            #expect(failure.attempts == attempts)
+            #expect(failure.detail.hasPrefix("FCM "), "the detail says what FCM said: \(failure.detail)")
+        case (.abandoned(let code), .abandoned(let failure)):
+            #expect(failure.code == code)
+            #expect(sink.state == .stopped(failure))
+        default:
+            Issue.record("expected \(errorCase.outcome), got \(outcome)")
+        }
+        #expect(clock.sleeps == errorCase.sleeps)
+        #expect(fcm.sendRequests.count == errorCase.requests)
+    }
+
+    @Test("a refused service account (invalid_grant) stops the sink with the token endpoint's reason")
+    func refusedServiceAccount() async throws {
+        let fcm = try await FakeFCM.start(directory: try temporaryDirectory())
+        defer { Task { await fcm.shutdown() } }
+        fcm.scriptTokenEndpoint([.json(400, #"{"error":"invalid_grant","error_description":"Invalid JWT Signature."}"#)])
+        let sink = try FCMSender.makeSink(fcm.configuration, environment: [:], retry: RetryPolicy(), logger: sinkLogger)
+        let outcomes = Outcomes()
+        try await whileRunning(sink) {
+            for index in 0..<5 {
+                let notification = try sample("basic-fcm", index, token: "t\(index)")
+                await sink.submit(notification, completion: outcomes.completion(for: notification.eventId))
+            }
+            try await outcomes.wait(for: 5)
+        }
+        guard case .abandoned(let failure)? = outcomes["event-0"] else {
+            Issue.record("expected abandoned, got \(String(describing: outcomes["event-0"]))")
+            return
+        }
+        #expect(failure.code == .auth)
+        #expect(failure.detail.contains("invalid_grant"))
+        #expect(failure.detail.contains("Invalid JWT Signature."))
+        #expect(fcm.sendRequests.isEmpty, "nothing is sent without a token")
+    }
+
+    @Test("configuration errors name the setting, never the key material")
+    func configurationErrors() throws {
+        #expect(throws: SinkConfigurationError(key: "fcm.serviceAccountFile", reason: "required: the service-account JSON key (or fcm.serviceAccountEnv)")) {
+            try FCMSender(FCMSinkConfiguration(), environment: [:])
+        }
+        #expect(throws: SinkConfigurationError(key: "fcm.serviceAccount", reason: "the environment variable SA_JSON is not set")) {
+            try FCMSender(FCMSinkConfiguration(serviceAccount: .environment(name: "SA_JSON")), environment: [:])
+        }
+        let broken = #"{"type":"service_account","project_id":"p","client_email":"e@x","token_uri":"https://t","private_key":"-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n"}"#
+        do {
+            _ = try FCMSender(FCMSinkConfiguration(serviceAccount: .value(broken)), environment: [:])
+            Issue.record("a broken key must be refused")
+        } catch {
+            #expect(error.key == "fcm.serviceAccount (value (hidden))")
+            #expect(error.reason.contains("private_key"))
+            #expect(!error.description.contains("AAAA"))
+        }
+    }
+}

@@ -1,0 +1,94 @@
+import PushSinks
+import TestSupport
+import Synchronization
+import Testing
+
+@Suite("Retry policy and retrying delivery")
+struct RetryPolicyTests {
+    let policy = RetryPolicy(initialBackoff: .milliseconds(500), maxBackoff: .seconds(8), jitter: 0.2, deadline: .seconds(60))
+
+    @Test("backoff doubles from the initial wait up to the maximum; jitter adds at most its fraction")
+    func backoff() {
+        let waits = (1...7).map { policy.delay(afterAttempts: $0, retryAfter: nil, random: 0) }
+        #expect(waits == [.milliseconds(500), .seconds(1), .seconds(2), .seconds(4), .seconds(8), .seconds(8), .seconds(8)])
+        #expect(policy.delay(afterAttempts: 3, retryAfter: nil, random: 0.999_999) < .milliseconds(2_400))
+        #expect(policy.delay(afterAttempts: 3, retryAfter: nil, random: 0.5) == .milliseconds(2_200))
+    }
+
+    @Test("Retry-After wins over the backoff, also when it is longer than the maximum backoff")
+    func retryAfter() {
+        #expect(policy.delay(afterAttempts: 1, retryAfter: .seconds(7), random: 0.9) == .seconds(7))
+        #expect(policy.delay(afterAttempts: 9, retryAfter: .seconds(30), random: 0) == .seconds(30))
+    }
+
+    @Test("unavailable attempts are retried with growing waits until one succeeds")
+    func retriesUntilSuccess() async {
+        let clock = VirtualClock()
+        let result = await RetryingDelivery.run(policy: policy, clock: clock.retryClock, random: { 0 }) { attempt in
+            attempt < 4 ? SinkFailure(.unavailable, "503") : nil
+        }
+        #expect(result == .delivered(attempts: 4))
+        #expect(clock.sleeps == [.milliseconds(500), .seconds(1), .seconds(2)])
+    }
+
+    @Test("a throttled answer waits exactly Retry-After before the next attempt")
+    func honoursRetryAfter() async {
+        let clock = VirtualClock()
+        let told = Mutex<[Duration]>([])
+        let result = await RetryingDelivery.run(
+            policy: policy,
+            clock: clock.retryClock,
+            random: { 0.5 },
+            willRetry: { failure, wait in
+                #expect(failure.code == .throttled)
+                told.withLock { $0.append(wait) }
+            },
+            attempt: { attempt in attempt == 1 ? SinkFailure(.throttled, "429", retryAfter: .seconds(12)) : nil }
+        )
+        #expect(result == .delivered(attempts: 2))
+        #expect(clock.sleeps == [.seconds(12)])
+        #expect(told.withLock { $0 } == [.seconds(12)])
+    }
+
+    @Test("failures retrying cannot help end at once, with the attempt count", arguments: [
+        SinkFailure.Code.invalidToken, .payloadRejected, .payloadTooLarge, .auth,
+    ])
+    func finalFailures(code: SinkFailure.Code) async {
+        let clock = VirtualClock()
+        let result = await RetryingDelivery.run(policy: policy, clock: clock.retryClock) { _ in SinkFailure(code, "refused") }
+        #expect(result == .failed(SinkFailure(code, "refused", attempts: 1)))
+        #expect(clock.sleeps.isEmpty)
+    }
+
+    @Test("past the deadline the last reason is final, with the attempts and elapsed time in the detail")
+    func deadline() async {
+        let clock = VirtualClock()
+        let result = await RetryingDelivery.run(policy: policy, clock: clock.retryClock, random: { 0 }) { _ in
+            clock.advance(by: .seconds(1))  // each attempt takes a second (a timeout)
+            return SinkFailure(.unavailable, "connection refused")
+        }
+        guard case .failed(let failure) = result else {
+            Issue.record("expected a failure, got \(result)")
+            return
+        }
+        #expect(failure.code == .unavailable)
+        // Attempts take 1 s and waits 0.5, 1, 2, 4, 8, 8, 8, 8, 8 s: the tenth attempt ends at 57.5 s, and another
+        // 8 s wait would pass the 60 s deadline.
+        #expect(failure.attempts == 10)
+        #expect(clock.sleeps == [.milliseconds(500), .seconds(1), .seconds(2), .seconds(4), .seconds(8), .seconds(8), .seconds(8), .seconds(8), .seconds(8)])
+        #expect(failure.detail.contains("gave up after 10 attempts over 57.5 s"), "\(failure.detail)")
+        #expect(clock.now <= .seconds(60))
+    }
+
+    @Test("a cancelled wait ends the delivery as cancelled, not failed")
+    func cancellation() async {
+        let policy = RetryPolicy(initialBackoff: .seconds(30), deadline: .seconds(600))
+        let task = Task {
+            await RetryingDelivery.run(policy: policy, clock: .continuous) { _ in SinkFailure(.unavailable, "down") }
+        }
+        try? await Task.sleep(for: .milliseconds(100))
+        task.cancel()
+        let result = await task.value
+        #expect(result == .cancelled(SinkFailure(.unavailable, "down", attempts: 1)))
+    }
+}

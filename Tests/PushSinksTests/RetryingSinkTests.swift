@@ -1,0 +1,219 @@
+import BasicTemplate
+import Logging
+import PipelineCore
+import PushSinks
+import Synchronization
+import TestSupport
+import Testing
+
+/// A platform whose answers the test scripts per attempt, recording what it was asked and how many attempts ran
+/// at once. It stands in for the network so the sink's own queueing, ordering, retrying and stopping can be
+/// checked; the real HTTP senders are tested against local servers in PlatformSinksTests.
+final class ScriptedPlatform: PlatformSender {
+    private struct State {
+        var attempts: [String] = []
+        var running = 0
+        var peakRunning = 0
+    }
+
+    let kind = "scripted"
+    let name = "scripted:test"
+    private let answer: @Sendable (RenderedNotification, Int) async -> SinkFailure?
+    private let state = Mutex(State())
+
+    /// `answer` gets the notification and its attempt number (1-based, per message id).
+    init(answer: @escaping @Sendable (RenderedNotification, Int) async -> SinkFailure?) {
+        self.answer = answer
+    }
+
+    /// Event ids in the order attempts started.
+    var attempts: [String] { state.withLock { $0.attempts } }
+    var peakRunning: Int { state.withLock { $0.peakRunning } }
+
+    func attempt(_ notification: RenderedNotification) async -> SinkFailure? {
+        let number = state.withLock { state in
+            state.attempts.append(notification.eventId)
+            state.running += 1
+            state.peakRunning = max(state.peakRunning, state.running)
+            return state.attempts.filter { $0 == notification.eventId }.count
+        }
+        let result = await answer(notification, number)
+        state.withLock { $0.running -= 1 }
+        return result
+    }
+}
+
+/// Collects outcomes by event id.
+final class OutcomeLog: Sendable {
+    private let outcomes = Mutex<[(String, SinkOutcome)]>([])
+
+    func record(_ eventId: String) -> @Sendable (SinkOutcome) -> Void {
+        { outcome in self.outcomes.withLock { $0.append((eventId, outcome)) } }
+    }
+
+    var all: [(String, SinkOutcome)] { outcomes.withLock { $0 } }
+
+    func waitForCount(_ count: Int) async throws {
+        let start = ContinuousClock.now
+        while all.count < count {
+            if ContinuousClock.now - start > .seconds(60) { throw TestFailure(description: "only \(all.count) of \(count) outcomes arrived") }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+    }
+}
+
+struct TestFailure: Error, CustomStringConvertible {
+    var description: String
+}
+
+@Suite("RetryingSink: queueing, order, retries and the stop")
+struct RetryingSinkTests {
+    let registry = TemplateRegistry([BasicTemplate()])
+    let logger = Logger(label: "test")
+
+    func notification(_ index: Int, recipient: String) throws -> RenderedNotification {
+        try Fixtures.notification("basic-fcm", registry: registry, eventId: "event-\(index)", recipient: recipient, token: "token-\(recipient)")
+    }
+
+    /// Runs the sink while `body` runs.
+    func running<S: PushSink>(_ sink: S, _ body: () async throws -> Void) async throws {
+        let task = Task { await sink.run() }
+        defer { task.cancel() }
+        try await body()
+        task.cancel()
+        await task.value
+    }
+
+    @Test("one recipient's notifications are attempted strictly in order, others in parallel up to the bound")
+    func orderAndConcurrency() async throws {
+        let platform = ScriptedPlatform { notification, _ in
+            try? await Task.sleep(for: .milliseconds(Int.random(in: 1...5)))
+            return nil
+        }
+        let sink = RetryingSink(sender: platform, concurrency: 4, policy: RetryPolicy(), logger: logger)
+        let log = OutcomeLog()
+        try await running(sink) {
+            for index in 0..<200 {
+                let item = try notification(index, recipient: "user-\(index % 10)")
+                await sink.submit(item, completion: log.record(item.eventId))
+            }
+            try await log.waitForCount(200)
+        }
+        #expect(log.all.allSatisfy { $0.1 == .delivered(attempts: 1) })
+        for user in 0..<10 {
+            let expected = stride(from: user, to: 200, by: 10).map { "event-\($0)" }
+            let attempted = platform.attempts.filter { id in expected.contains(id) }
+            #expect(attempted == expected, "user-\(user)'s notifications in submission order")
+            let completed = log.all.map(\.0).filter { expected.contains($0) }
+            #expect(completed == expected)
+        }
+        #expect(platform.peakRunning <= 4)
+        #expect(platform.peakRunning > 1, "different recipients run in parallel")
+    }
+
+    @Test("a throttled recipient holds only its own later notifications; the sink reports throttled while waiting")
+    func throttledHoldsItsRecipient() async throws {
+        let clock = VirtualClock()
+        let release = Mutex(false)
+        let platform = ScriptedPlatform { notification, attempt in
+            if notification.eventId == "event-0", attempt == 1 {
+                return SinkFailure(.throttled, "429", retryAfter: .seconds(30))
+            }
+            return nil
+        }
+        // A virtual clock whose sleep blocks until released, to observe the state in between.
+        let blockingClock = RetryClock(now: clock.retryClock.now) { duration in
+            while !release.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(2)) }
+            try await clock.retryClock.sleep(duration)
+        }
+        let sink = RetryingSink(sender: platform, concurrency: 2, policy: RetryPolicy(), clock: blockingClock, logger: logger)
+        let log = OutcomeLog()
+        try await running(sink) {
+            let first = try notification(0, recipient: "slow")
+            let second = try notification(1, recipient: "slow")
+            await sink.submit(first, completion: log.record(first.eventId))
+            await sink.submit(second, completion: log.record(second.eventId))
+            let start = ContinuousClock.now
+            while sink.state != .throttled {
+                if ContinuousClock.now - start > .seconds(60) { throw TestFailure(description: "the sink never reported throttled") }
+                try await Task.sleep(for: .milliseconds(2))
+            }
+            for index in 2..<6 {
+                let other = try notification(index, recipient: "fast-\(index)")
+                await sink.submit(other, completion: log.record(other.eventId))
+            }
+            try await log.waitForCount(4)
+            #expect(Set(log.all.map(\.0)) == ["event-2", "event-3", "event-4", "event-5"], "other recipients are not held")
+            #expect(sink.state == .ready, "an accepted notification shows the platform takes notifications again")
+            release.withLock { $0 = true }
+            try await log.waitForCount(6)
+        }
+        #expect(log.all.suffix(2).map(\.0) == ["event-0", "event-1"], "the held recipient keeps its order")
+        #expect(log.all.first { $0.0 == "event-0" }?.1 == .delivered(attempts: 2))
+        #expect(clock.sleeps == [.seconds(30)], "Retry-After honoured")
+    }
+
+    @Test("refused credentials stop the sink: that and every held notification is abandoned, nothing more is attempted")
+    func authStops() async throws {
+        let gate = Mutex(false)
+        let platform = ScriptedPlatform { notification, _ in
+            if notification.eventId == "event-0" {
+                while !gate.withLock({ $0 }) { try? await Task.sleep(for: .milliseconds(2)) }
+                return SinkFailure(.auth, "403 InvalidProviderToken")
+            }
+            return SinkFailure(.auth, "403 InvalidProviderToken")
+        }
+        let sink = RetryingSink(sender: platform, concurrency: 1, policy: RetryPolicy(), logger: logger)
+        let log = OutcomeLog()
+        try await running(sink) {
+            for index in 0..<50 {
+                let item = try notification(index, recipient: "user-\(index)")
+                await sink.submit(item, completion: log.record(item.eventId))
+            }
+            gate.withLock { $0 = true }
+            try await log.waitForCount(50)
+            let late = try notification(99, recipient: "late")
+            await sink.submit(late, completion: log.record(late.eventId))
+            try await log.waitForCount(51)
+        }
+        #expect(platform.attempts == ["event-0"], "one refusal stops the sink; the backlog is not burnt through")
+        #expect(log.all.allSatisfy { if case .abandoned(let failure) = $0.1 { failure.code == .auth } else { false } })
+        guard case .stopped(let failure) = sink.state else {
+            Issue.record("expected the sink stopped, got \(sink.state)")
+            return
+        }
+        #expect(failure.detail == "403 InvalidProviderToken")
+    }
+
+    @Test("final failures are reported once with their reason; retries ran out ends as the last reason")
+    func finalFailures() async throws {
+        let clock = VirtualClock()
+        let platform = ScriptedPlatform { notification, _ in
+            switch notification.request.recipient.id {
+            case "dead": SinkFailure(.invalidToken, "410 Unregistered")
+            case "down": SinkFailure(.unavailable, "503")
+            default: nil
+            }
+        }
+        let policy = RetryPolicy(initialBackoff: .seconds(1), maxBackoff: .seconds(4), deadline: .seconds(20))
+        let sink = RetryingSink(sender: platform, concurrency: 2, policy: policy, clock: clock.retryClock, logger: logger)
+        let log = OutcomeLog()
+        try await running(sink) {
+            for (index, recipient) in ["dead", "down", "fine"].enumerated() {
+                let item = try notification(index, recipient: recipient)
+                await sink.submit(item, completion: log.record(item.eventId))
+            }
+            try await log.waitForCount(3)
+        }
+        let outcomes = Dictionary(uniqueKeysWithValues: log.all)
+        #expect(outcomes["event-0"] == .failed(SinkFailure(.invalidToken, "410 Unregistered", attempts: 1)))
+        #expect(outcomes["event-2"] == .delivered(attempts: 1))
+        guard case .failed(let failure)? = outcomes["event-1"] else {
+            Issue.record("expected event-1 to fail, got \(String(describing: outcomes["event-1"]))")
+            return
+        }
+        #expect(failure.code == .unavailable)
+        #expect(platform.attempts.filter { $0 == "event-1" }.count == failure.attempts)
+        #expect(failure.attempts > 3)
+    }
+}

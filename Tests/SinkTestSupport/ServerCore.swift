@@ -1,0 +1,191 @@
+import NIOCore
+import NIOHTTP1
+import NIOHTTP2
+import NIOPosix
+import NIOSSL
+import Synchronization
+
+/// The shared, thread-safe part of a ``LocalHTTPServer``: its listener, open connections and records.
+///
+/// Channel handlers hold it to record requests and run the handler; all mutable state sits in one `Mutex`.
+final class ServerCore: Sendable {
+    struct State {
+        var port: Int = 0
+        var listener: (any Channel)?
+        /// True from the start of binding until ``stop()``; connections that race with ``stop()`` are refused.
+        var isAcceptingConnections = false
+        var isShutDown = false
+        var openConnections: [Int: any Channel] = [:]
+        var requests: [RecordedRequest] = []
+        var connectionsAccepted = 0
+        var inFlight = 0
+        var peakInFlight = 0
+    }
+
+    let sslContext: NIOSSLContext?
+    let wireProtocol: LocalHTTPServer.WireProtocol
+    private let handler: @Sendable (RecordedRequest) async -> StubResponse
+    private let state = Mutex(State())
+
+    init(
+        sslContext: NIOSSLContext?,
+        wireProtocol: LocalHTTPServer.WireProtocol,
+        handler: @escaping @Sendable (RecordedRequest) async -> StubResponse
+    ) {
+        self.sslContext = sslContext
+        self.wireProtocol = wireProtocol
+        self.handler = handler
+    }
+
+    var port: Int {
+        snapshot { $0.port }
+    }
+
+    func snapshot<Value>(_ read: (State) -> Value) -> Value {
+        state.withLock { read($0) }
+    }
+
+    // MARK: - Listening
+
+    func listen(port: Int) async throws {
+        let mayListen = try state.withLock { state -> Bool in
+            guard !state.isShutDown else {
+                throw SinkTestSupportError("the server was shut down; start a new one instead of restarting it")
+            }
+            // Already listening, or another call is binding right now.
+            guard state.listener == nil, !state.isAcceptingConnections else { return false }
+            state.isAcceptingConnections = true
+            return true
+        }
+        guard mayListen else { return }
+
+        let listener: any Channel
+        do {
+            listener = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+                .serverChannelOption(.backlog, value: 256)
+                .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+                .childChannelInitializer { [self] channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try self.initializeConnection(channel)
+                    }
+                }
+                .bind(host: "127.0.0.1", port: port)
+                .get()
+        } catch {
+            state.withLock { $0.isAcceptingConnections = false }
+            throw SinkTestSupportError("could not listen on 127.0.0.1:\(port): \(error)")
+        }
+        let stoppedWhileBinding = state.withLock { state -> Bool in
+            state.port = listener.localAddress?.port ?? port
+            guard state.isAcceptingConnections else { return true }
+            state.listener = listener
+            return false
+        }
+        if stoppedWhileBinding {
+            try? await listener.close()
+        }
+    }
+
+    func stop() async throws {
+        let (listener, connections) = state.withLock { state in
+            state.isAcceptingConnections = false
+            let listener = state.listener
+            state.listener = nil
+            return (listener, Array(state.openConnections.values))
+        }
+        var closeError: (any Error)?
+        if let listener {
+            do {
+                try await listener.close()
+            } catch ChannelError.alreadyClosed {
+                // Nothing to do.
+            } catch {
+                closeError = error
+            }
+        }
+        for connection in connections {
+            // Closing an already closed connection fails; that is fine here.
+            try? await connection.close()
+        }
+        if let closeError {
+            throw SinkTestSupportError("could not close the listening socket: \(closeError)")
+        }
+    }
+
+    func shutdown() async throws {
+        state.withLock { $0.isShutDown = true }
+        try await stop()
+    }
+
+    // MARK: - Connections
+
+    /// Sets up a newly accepted connection's pipeline. Runs on the connection's event loop.
+    private func initializeConnection(_ channel: any Channel) throws {
+        let connectionID = try state.withLock { state -> Int in
+            guard state.isAcceptingConnections else {
+                throw SinkTestSupportError("the server is stopped")
+            }
+            state.connectionsAccepted += 1
+            let connectionID = state.connectionsAccepted
+            state.openConnections[connectionID] = channel
+            return connectionID
+        }
+        channel.closeFuture.whenComplete { [self] _ in
+            _ = state.withLock { $0.openConnections.removeValue(forKey: connectionID) }
+        }
+
+        let pipeline = channel.pipeline.syncOperations
+        if let sslContext {
+            try pipeline.addHandler(NIOSSLServerHandler(context: sslContext))
+        }
+        switch wireProtocol {
+        case .http1:
+            try pipeline.configureHTTPServerPipeline(withErrorHandling: true)
+            try pipeline.addHandler(HTTP1RequestHandler(core: self, connectionID: connectionID))
+        case .http2:
+            var connectionConfiguration = NIOHTTP2Handler.ConnectionConfiguration()
+            connectionConfiguration.initialSettings =
+                nioDefaultSettings.filter { $0.parameter != .maxConcurrentStreams }
+                + [HTTP2Setting(parameter: .maxConcurrentStreams, value: 1000)]
+            _ = try pipeline.configureHTTP2Pipeline(
+                mode: .server,
+                connectionConfiguration: connectionConfiguration,
+                streamConfiguration: NIOHTTP2Handler.StreamConfiguration()
+            ) { [self] stream in
+                stream.eventLoop.makeCompletedFuture {
+                    try stream.pipeline.syncOperations.addHandler(
+                        HTTP2StreamHandler(core: self, connectionID: connectionID)
+                    )
+                }
+            }
+        }
+    }
+
+    // MARK: - Requests
+
+    /// Records a fully received request, then runs the handler in a new task and passes its response to `reply`
+    /// on `eventLoop`.
+    ///
+    /// `reply` must check that the channel is still open: the connection may have closed meanwhile.
+    func dispatch(
+        _ request: RecordedRequest,
+        on eventLoop: any EventLoop,
+        reply: @escaping @Sendable (StubResponse) -> Void
+    ) {
+        state.withLock { state in
+            state.requests.append(request)
+            state.inFlight += 1
+            state.peakInFlight = max(state.peakInFlight, state.inFlight)
+        }
+        let handler = self.handler
+        Task { [self] in
+            let response = await handler(request)
+            eventLoop.execute { [self] in
+                reply(response)
+                // A request counts as being handled until its response is handed to the connection.
+                state.withLock { $0.inFlight -= 1 }
+            }
+        }
+    }
+}
