@@ -170,6 +170,8 @@ public final class KafkaConsumer: Sendable {
         let partitions = positions.map(\.topicPartition)
         shared.state.withLock { state in
             state.assignment = Set(partitions)
+            state.positions = [:]
+            state.paused = []
             for partition in partitions { state.generations[partition, default: 0] += 1 }
         }
         eventContinuation.yield(.partitionsAssigned(partitions))
@@ -293,8 +295,10 @@ public final class KafkaConsumer: Sendable {
                     return
                 }
                 shared.state.withLock { state in
-                    for position in positions where position.offset >= 0 {
-                        state.positions[position.topicPartition] = position.offset
+                    // A logical offset (beginning, end) has no number yet: forget the old one, so a later resume
+                    // does not undo the seek.
+                    for position in positions {
+                        state.positions[position.topicPartition] = position.offset >= 0 ? position.offset : nil
                     }
                 }
                 continuation.resume(returning: .success(()))
@@ -308,19 +312,27 @@ public final class KafkaConsumer: Sendable {
     /// Stops handing over records of the given partitions, for backpressure: fetching stops, and records already
     /// fetched but not yet handed over on ``messages`` are dropped (a batch being handed over at the same moment may
     /// still carry a few). ``resume(_:)`` continues at the first record not handed over.
-    public func pause(_ partitions: [KafkaTopicPartition]) throws(KafkaError) {
-        let list = RDKafkaTopicPartitionList(partitions)
-        let err = rd_kafka_pause_partitions(handle.pointer, list.pointer)
-        guard err == RD_KAFKA_RESP_ERR_NO_ERROR else { throw KafkaError.librdkafka(.consumerFailed, err) }
+    ///
+    /// Returns at once; the pause happens on the poll thread, in call order with ``resume(_:)``, so a pause and a
+    /// resume called one after the other always take effect in that order.
+    public func pause(_ partitions: [KafkaTopicPartition]) {
         let paused = Set(partitions)
-        shared.state.withLock { $0.paused.formUnion(paused) }
-        // On the poll thread, so no batch is being buffered meanwhile: what is dropped is read again after resume.
         let buffer = self.buffer
         let shared = self.shared
-        enqueueCommand { _ in
+        let logger = self.logger
+        enqueueCommand { rk in
+            let list = RDKafkaTopicPartitionList(partitions)
+            let err = rd_kafka_pause_partitions(rk, list.pointer)
+            if err != RD_KAFKA_RESP_ERR_NO_ERROR {
+                logger.warning("Pause failed", metadata: [KafkaLoggingKeys.errorName: "\(String(cString: rd_kafka_err2name(err)))"])
+                return
+            }
+            // Nothing is being buffered meanwhile (this is the poll thread): what is dropped is read again after
+            // resume, which seeks to the first dropped record.
             let dropped = buffer.remove(partitions: paused)
             shared.state.withLock { state in
-                for (partition, first) in dropped where state.paused.contains(partition) {
+                state.paused.formUnion(paused)
+                for (partition, first) in dropped {
                     state.positions[partition] = min(state.positions[partition] ?? first, first)
                 }
             }

@@ -100,11 +100,19 @@ extension CampaignPipeline {
             let sinks = routes[notification.platform] ?? []
             // One unit for the delivery as a whole: done when every sink has answered and the outcome is queued.
             tracker.add(1, at: offset)
+            if sinks.isEmpty {
+                // Only possible with a configuration built in code (loaded ones always route both platforms).
+                let failure = SinkFailure(.payloadRejected, "no sink is configured for \(notification.platform.rawValue) payloads")
+                finishDelivery(
+                    notification, timer: timer, outcomes: [(NoSink(), .failed(failure))], message: message, tracker: tracker,
+                    consumer: consumer, sender: sender, done: done
+                )
+            }
             let collector = DeliveryCollector(expected: sinks.count)
             for sink in sinks {
                 let sinkName = sink.name
                 tracker.wait(on: sinkName, 1)
-                await sink.submit(notification) { [self] outcome in
+                await sink.submit(notification, isCancelled: { tracker.isRetired }) { [self] outcome in
                     tracker.wait(on: sinkName, -1)
                     guard let outcomes = collector.add(outcome, from: sink) else { return }
                     self.finishDelivery(
@@ -191,6 +199,8 @@ extension CampaignPipeline {
         done: @escaping @Sendable (KafkaDeliveryReport) -> Void
     ) {
         let offset = message.offset
+        // The partition moved to another instance, which processes the event again: nothing more to do here.
+        guard !tracker.isRetired else { return }
         let identity = MessageIdentity(request: notification.request, template: notification.templateID, messageId: notification.messageId)
         var followUps: [OutputSender.Output] = []
         var failure: (sink: String, failure: SinkFailure)?
@@ -201,9 +211,11 @@ extension CampaignPipeline {
             case .failed(let reason):
                 if failure == nil { failure = (sink.name, reason) }
             case .abandoned(let reason):
-                // Not an outcome: the event stays uncommitted and is processed again after a restart.
-                abandonedEvents.withLock { $0 += 1 }
-                if case .stopped = sink.state { stopBecauseSinkStopped(sink.name, reason) }
+                // Not an outcome: the event stays uncommitted and is processed again after a restart. A sink that
+                // gives events up while the pipeline runs (it stopped) must stop the pipeline, or every later
+                // commit of the partition would wait for good.
+                tracker.abandon(at: offset)
+                if !isStopping { stopBecauseSinkStopped(sink.name, reason) }
                 return
             }
         }
@@ -303,7 +315,7 @@ extension CampaignPipeline {
         let partition = tracker.partition
         let throttled = throttledSinks.withLock { $0 }
         tracker.updateBackpressure(limit: configuration.maxInFlightPerPartition, throttledSinks: throttled) { pause in
-            if pause { try? consumer.pause([partition]) } else { consumer.resume([partition]) }
+            if pause { consumer.pause([partition]) } else { consumer.resume([partition]) }
         }
     }
 
@@ -361,6 +373,20 @@ extension CampaignPipeline {
         case .wallClock: .now()
         case .eventTime: eventTime
         }
+    }
+}
+
+/// The sink named in the outcome of a notification no sink was configured for.
+private struct NoSink: PushSink {
+    var kind: String { "none" }
+    var name: String { "none" }
+
+    func submit(
+        _ notification: RenderedNotification,
+        isCancelled: @escaping @Sendable () -> Bool,
+        completion: @escaping @Sendable (SinkOutcome) -> Void
+    ) async {
+        completion(.failed(SinkFailure(.payloadRejected, "no sink")))
     }
 }
 

@@ -78,7 +78,7 @@ extension CampaignPipeline {
         guard let replay else { return true }
         guard let range = replay.ranges[message.topicPartition] else { return false }
         if message.offset >= range.upperBound {
-            try? consumer.pause([message.topicPartition])
+            consumer.pause([message.topicPartition])
             readPositions.withLock { positions in
                 positions[message.topicPartition] = max(positions[message.topicPartition] ?? 0, range.upperBound)
             }

@@ -46,8 +46,6 @@ public final class CampaignPipeline: Service {
     let activeRoutes = Mutex([Platform: [any PushSink]]())
     /// Names of the sinks that are throttled now; partitions with deliveries waiting on them are paused.
     let throttledSinks = Mutex(Set<String>())
-    /// Events left uncommitted because a sink stopped before answering.
-    let abandonedEvents = Mutex(0)
     /// The first sink that stopped (refused credentials), which stops the pipeline.
     let sinkStop = Mutex<(sink: String, failure: SinkFailure)?>(nil)
     private let stopSignal = StopSignal()
@@ -149,7 +147,7 @@ public final class CampaignPipeline: Service {
         )
         let sinks: [any PushSink]
         do {
-            sinks = try makeRoutes(sender: sender)
+            sinks = try await makeRoutes(sender: sender)
         } catch {
             await stateConsumer.close()
             await producer.close(timeout: .seconds(1))
@@ -157,11 +155,24 @@ public final class CampaignPipeline: Service {
         }
         var sendsConfiguration = consumerConfiguration(groupID: configuration.groupID)
         if !writesOutputs { sendsConfiguration.isAutoCommitEnabled = false }
-        let consumer = try KafkaConsumer(configuration: sendsConfiguration, logger: logger)
-        if let replay {
-            try await assignReplayRanges(replay, consumer: consumer)
-        } else {
-            try consumer.subscribe(topics: [configuration.topics.sends])
+        let consumer: KafkaConsumer
+        do {
+            consumer = try KafkaConsumer(configuration: sendsConfiguration, logger: logger)
+            do {
+                if let replay {
+                    try await assignReplayRanges(replay, consumer: consumer)
+                } else {
+                    try consumer.subscribe(topics: [configuration.topics.sends])
+                }
+            } catch {
+                await consumer.close()
+                throw error
+            }
+        } catch {
+            for sink in sinks { await sink.shutdown() }
+            await stateConsumer.close()
+            await producer.close(timeout: .seconds(1))
+            throw error
         }
         logger.info("Consuming", metadata: ["topic": "\(configuration.topics.sends)", "group": "\(configuration.groupID)"])
 
@@ -193,6 +204,8 @@ public final class CampaignPipeline: Service {
                 failure = error
                 logger.error("Processing stopped", metadata: ["error": "\(error)"])
             }
+            // Whatever ended the processing, everything from here on is shutting down.
+            stopSignal.fire()
             await drain(sender: sender)
             storeCompletedPositions(of: consumer)
             do {
@@ -230,9 +243,24 @@ public final class CampaignPipeline: Service {
     /// otherwise FCM or APNs from the configuration) and publishes the routes.
     ///
     /// - Returns: the distinct sinks, to run.
-    private func makeRoutes(sender: OutputSender) throws -> [any PushSink] {
+    private func makeRoutes(sender: OutputSender) async throws -> [any PushSink] {
         var built: [String: any PushSink] = [:]
         var routes: [Platform: [any PushSink]] = [:]
+        do {
+            try buildRoutes(sender: sender, built: &built, routes: &routes)
+        } catch {
+            // Sinks built before the failure release their connections.
+            for sink in built.values { await sink.shutdown() }
+            throw error
+        }
+        activeRoutes.withLock { $0 = routes }
+        for (platform, sinks) in routes.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
+            logger.info("Sinks", metadata: ["platform": "\(platform.rawValue)", "sinks": "\(sinks.map(\.name).joined(separator: ","))"])
+        }
+        return Array(built.values)
+    }
+
+    private func buildRoutes(sender: OutputSender, built: inout [String: any PushSink], routes: inout [Platform: [any PushSink]]) throws {
         for (platform, kinds) in configuration.sinks.routes {
             for kind in kinds {
                 let sink: any PushSink
@@ -253,11 +281,6 @@ public final class CampaignPipeline: Service {
                 routes[platform, default: []].append(sink)
             }
         }
-        activeRoutes.withLock { $0 = routes }
-        for (platform, sinks) in routes.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
-            logger.info("Sinks", metadata: ["platform": "\(platform.rawValue)", "sinks": "\(sinks.map(\.name).joined(separator: ","))"])
-        }
-        return Array(built.values)
     }
 
     /// Whether a route sends to something besides the Kafka payload topics (then dead tokens are reported).
@@ -379,7 +402,7 @@ public final class CampaignPipeline: Service {
     private func drain(sender: OutputSender) async {
         let deadline = ContinuousClock.now + configuration.drainTimeout
         // Events a stopped sink abandoned never complete; they stay uncommitted.
-        var inFlight = max(0, totalInFlight() - abandonedEvents.withLock { $0 })
+        var inFlight = totalUnfinished()
         while inFlight > 0 || sender.pendingRetries > 0 {
             if ContinuousClock.now >= deadline {
                 logger.warning(
@@ -389,7 +412,7 @@ public final class CampaignPipeline: Service {
                 return
             }
             try? await Task.sleep(for: .milliseconds(10))
-            inFlight = max(0, totalInFlight() - abandonedEvents.withLock { $0 })
+            inFlight = totalUnfinished()
         }
         logger.info("Drained in-flight work")
     }
@@ -397,6 +420,14 @@ public final class CampaignPipeline: Service {
     func totalInFlight() -> Int {
         progress.withLock { $0.values.reduce(0) { $0 + $1.inFlight } }
     }
+
+    /// Events still waiting for an output (not done, not given up by a stopped sink), over every partition.
+    func totalUnfinished() -> Int {
+        progress.withLock { $0.values.reduce(0) { $0 + $1.unfinished } }
+    }
+
+    /// Whether the pipeline was asked to stop (or stops by itself).
+    var isStopping: Bool { stopSignal.isFired }
 
     /// Keeps the per-partition trackers in step with the group's assignment.
     private func followAssignments(of consumer: KafkaConsumer) async {
@@ -418,9 +449,10 @@ public final class CampaignPipeline: Service {
                     }
                 }
                 for tracker in retired {
+                    let wasPaused = tracker.isPaused
                     tracker.retire()
                     // A partition paused for backpressure must not stay paused if it comes back.
-                    consumer.resume([tracker.partition])
+                    if wasPaused { consumer.resume([tracker.partition]) }
                 }
                 readPositions.withLock { positions in
                     for partition in partitions { positions[partition] = nil }

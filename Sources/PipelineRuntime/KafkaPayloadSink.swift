@@ -12,7 +12,13 @@ struct KafkaPayloadSink: PushSink {
     var kind: String { "kafka" }
     var name: String { "kafka:\(topic)" }
 
-    func submit(_ notification: RenderedNotification, completion: @escaping @Sendable (SinkOutcome) -> Void) async {
+    /// Writes the payload. `isCancelled` is not asked: the cluster answers in moments, and a payload written for a
+    /// partition that moved meanwhile is a duplicate with the same message id, as after any rebalance.
+    func submit(
+        _ notification: RenderedNotification,
+        isCancelled: @escaping @Sendable () -> Bool,
+        completion: @escaping @Sendable (SinkOutcome) -> Void
+    ) async {
         let topic = self.topic
         await sender.send(
             OutputSender.Output(

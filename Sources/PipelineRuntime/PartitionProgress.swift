@@ -12,6 +12,8 @@ final class PartitionProgress: Sendable {
     private struct Entry {
         var offset: Int64
         var pending: Int
+        /// A sink gave the event up (it stopped): it never completes, and holds the commit back for good.
+        var isAbandoned = false
     }
 
     private struct State {
@@ -54,6 +56,21 @@ final class PartitionProgress: Sendable {
 
     /// The number of events in flight.
     var inFlight: Int { state.withLock { $0.entries.count - $0.head } }
+
+    /// The events still waiting for an output: in flight, neither done (behind an unfinished one) nor abandoned.
+    var unfinished: Int {
+        state.withLock { state in
+            state.entries[state.head...].reduce(0) { $0 + ($1.pending > 0 && !$1.isAbandoned ? 1 : 0) }
+        }
+    }
+
+    /// Marks the event at `offset` given up by a sink: it stays uncommitted, and draining no longer waits for it.
+    func abandon(at offset: Int64) {
+        state.withLock { state in
+            guard let index = state.index(of: offset) else { return }
+            state.entries[index].isAbandoned = true
+        }
+    }
 
     /// The position up to which everything is done (`nil` before the first event completes).
     var completedPosition: Int64? { state.withLock { $0.completedPosition } }

@@ -97,14 +97,13 @@ final class KeyedWorkQueue<Job: Sendable>: Sendable {
     /// Marks the running job of `key` done, making the key's next job ready.
     func finished(key: String) {
         let handOver: (CheckedContinuation<(key: String, job: Job)?, Never>, Job)? = state.withLock { state in
-            guard var queue = state.jobs[key], !queue.isEmpty else { return nil }
-            queue.removeFirst()
+            guard state.jobs[key]?.isEmpty == false else { return nil }
+            state.jobs[key]!.removeFirst()
             state.count -= 1
-            if queue.isEmpty {
+            if state.jobs[key]!.isEmpty {
                 state.jobs[key] = nil
                 return nil
             }
-            state.jobs[key] = queue
             return state.isClosed ? nil : state.makeReady(key)
         }
         if let (waiter, job) = handOver { waiter.resume(returning: (key, job)) }
@@ -116,9 +115,10 @@ final class KeyedWorkQueue<Job: Sendable>: Sendable {
         let (waiters, pending) = state.withLock { state in
             state.isClosed = true
             var pending: [Job] = []
+            let waiting = Set(state.ready[state.readyHead...])
             for (key, queue) in state.jobs {
                 // The first job of a key that is not in the ready list is running.
-                let isRunning = !state.ready[state.readyHead...].contains(key)
+                let isRunning = !waiting.contains(key)
                 pending += queue.dropFirst(isRunning ? 1 : 0)
                 state.jobs[key] = isRunning ? Array(queue.prefix(1)) : nil
             }

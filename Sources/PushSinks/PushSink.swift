@@ -25,12 +25,35 @@ public protocol PushSink: Sendable {
 
     /// Hands over one notification. Returns once the sink has taken it (it may wait briefly while a local queue is
     /// full, which slows the caller down); the outcome arrives later through `completion`, exactly once.
-    func submit(_ notification: RenderedNotification, completion: @escaping @Sendable (SinkOutcome) -> Void) async
+    ///
+    /// - Parameters:
+    ///   - notification: what to send.
+    ///   - isCancelled: asked before each attempt; `true` means the notification is withdrawn (its partition moved to
+    ///     another instance, which sends it instead), and the sink answers ``SinkOutcome/abandoned(_:)`` without
+    ///     sending.
+    ///   - completion: receives the outcome.
+    func submit(
+        _ notification: RenderedNotification,
+        isCancelled: @escaping @Sendable () -> Bool,
+        completion: @escaping @Sendable (SinkOutcome) -> Void
+    ) async
+
+    /// Releases the sink's connections. Called once when the sink is not going to run (or has run); a sink whose
+    /// ``run()`` ended releases them itself.
+    func shutdown() async
 }
 
 extension PushSink {
+    /// Hands over a notification that is never withdrawn.
+    public func submit(_ notification: RenderedNotification, completion: @escaping @Sendable (SinkOutcome) -> Void) async {
+        await submit(notification, isCancelled: { false }, completion: completion)
+    }
+
     /// A sink without workers of its own.
     public func run() async {}
+
+    /// A sink without connections of its own.
+    public func shutdown() async {}
 
     /// A sink that is never throttled or stopped.
     public var state: SinkState { .ready }
@@ -52,8 +75,9 @@ public enum SinkOutcome: Sendable, Equatable {
     case delivered(attempts: Int)
     /// It will not be delivered: refused for good, or retries ran out. Final.
     case failed(SinkFailure)
-    /// The sink stopped (see ``SinkState/stopped(_:)``) before it could deliver it. Not an outcome of the
-    /// message: the pipeline leaves the event uncommitted, so it is processed again once the sink is fixed.
+    /// Not sent and not an outcome of the message: the sink stopped (see ``SinkState/stopped(_:)``), the
+    /// notification was withdrawn, or the sink is shutting down. The pipeline leaves the event uncommitted, so it is
+    /// processed again (after a restart, or by the partition's new owner).
     case abandoned(SinkFailure)
 }
 
@@ -86,14 +110,25 @@ public struct SinkFailure: Error, Sendable, Equatable, CustomStringConvertible {
     public var tokenInvalidatedAt: Timestamp?
     /// How many attempts were made in all, once the failure is final.
     public var attempts: Int
+    /// For ``Code/throttled``: the limit concerns this recipient's device only (APNs' 429 is per device token), so
+    /// only this recipient's notifications wait, not the sink.
+    public var concernsOneRecipient: Bool
 
     /// Creates a failure.
-    public init(_ code: Code, _ detail: String, retryAfter: Duration? = nil, tokenInvalidatedAt: Timestamp? = nil, attempts: Int = 1) {
+    public init(
+        _ code: Code,
+        _ detail: String,
+        retryAfter: Duration? = nil,
+        tokenInvalidatedAt: Timestamp? = nil,
+        attempts: Int = 1,
+        concernsOneRecipient: Bool = false
+    ) {
         self.code = code
         self.detail = detail
         self.retryAfter = retryAfter
         self.tokenInvalidatedAt = tokenInvalidatedAt
         self.attempts = attempts
+        self.concernsOneRecipient = concernsOneRecipient
     }
 
     /// Whether another attempt may succeed.

@@ -28,14 +28,21 @@ public struct RetryPolicy: Sendable, Equatable {
     ///
     /// - Parameters:
     ///   - attempts: how many attempts failed so far (1 after the first).
-    ///   - retryAfter: the platform's `Retry-After`, which wins over the backoff when given.
+    ///   - retryAfter: the platform's `Retry-After`, which wins over the backoff when given (with jitter on top,
+    ///     and at least ``initialBackoff``).
     ///   - random: a number in `0..<1` choosing the jitter.
     public func delay(afterAttempts attempts: Int, retryAfter: Duration?, random: Double) -> Duration {
-        if let retryAfter { return max(retryAfter, .zero) }
+        let spread = jitter * min(max(random, 0), 1)
+        // Never sooner than asked, never sooner than the first backoff (a `Retry-After: 0` is no reason to hammer),
+        // and spread out so every throttled notification does not come back at the same instant.
+        if let retryAfter {
+            let base = max(retryAfter, initialBackoff)
+            return base + base * spread
+        }
         var delay = initialBackoff
         for _ in 1..<max(1, min(attempts, 40)) where delay < maxBackoff { delay *= 2 }
         let capped = min(delay, maxBackoff)
-        return capped + capped * (jitter * min(max(random, 0), 1))
+        return capped + capped * spread
     }
 }
 
@@ -68,7 +75,8 @@ public enum RetryingDelivery {
         case delivered(attempts: Int)
         /// The last attempt failed with a reason retrying cannot help, or the deadline passed; `attempts` is set.
         case failed(SinkFailure)
-        /// The task was cancelled while waiting to retry (the pipeline is shutting down).
+        /// Ended unattempted: the task was cancelled while waiting to retry (the pipeline is shutting down), or
+        /// `stopReason` gave a reason.
         case cancelled(SinkFailure)
     }
 
@@ -79,17 +87,20 @@ public enum RetryingDelivery {
     ///   - clock: the clock to wait on.
     ///   - random: jitter source, a number in `0..<1` per call.
     ///   - willRetry: told before each wait, with the failure and the wait (to mark a sink throttled, to log).
+    ///   - stopReason: asked before each attempt; a reason ends the delivery as ``Result/cancelled(_:)`` unattempted.
     ///   - attempt: one attempt, given its number (1 for the first); `nil` when it succeeded.
     public static func run(
         policy: RetryPolicy,
         clock: RetryClock,
         random: @Sendable () -> Double = { Double.random(in: 0..<1) },
         willRetry: (SinkFailure, Duration) -> Void = { _, _ in },
+        stopReason: () -> SinkFailure? = { nil },
         attempt: (Int) async -> SinkFailure?
     ) async -> Result {
         let start = clock.now()
         var attempts = 0
         while true {
+            if let reason = stopReason() { return .cancelled(reason) }
             attempts += 1
             guard var failure = await attempt(attempts) else { return .delivered(attempts: attempts) }
             failure.attempts = attempts

@@ -26,14 +26,20 @@ extension PlatformSender {
 public final class RetryingSink<Sender: PlatformSender>: PushSink {
     private struct Job: Sendable {
         var notification: RenderedNotification
+        var isCancelled: @Sendable () -> Bool
         var completion: @Sendable (SinkOutcome) -> Void
     }
 
     private struct Health {
         var stopped: SinkFailure?
-        /// Set by a throttled answer, cleared by the next accepted notification (or when nothing is left to send):
-        /// the gaps between a `Retry-After` ending and the next answer do not count as recovered.
+        /// Set by a throttled answer, cleared by an accepted notification at least a second later (or when nothing
+        /// is left to send): the gap between a `Retry-After` ending and the next answer does not count as recovered.
         var isThrottled = false
+        var lastThrottled: Duration = .zero
+        /// Whether any notification was accepted since the sink started.
+        var hasDelivered = false
+        /// Dead-token answers in a row, while nothing was ever accepted.
+        var refusalsInARow = 0
         var lastRetryLog: Duration?
         var retriesSinceLog = 0
     }
@@ -44,6 +50,9 @@ public final class RetryingSink<Sender: PlatformSender>: PushSink {
     public let concurrency: Int
     /// Backoff, jitter and deadline.
     public let policy: RetryPolicy
+    /// After this many `invalid_token` answers in a row with no notification ever accepted, the sink stops instead
+    /// of reporting more tokens dead: a wrong environment, topic or project makes every token look dead.
+    public let refusalLimit: Int
     private let clock: RetryClock
     private let logger: Logger
     private let queue = KeyedWorkQueue<Job>()
@@ -56,11 +65,20 @@ public final class RetryingSink<Sender: PlatformSender>: PushSink {
     ///   - concurrency: the most attempts in flight at once (HTTP/2 streams, HTTP/1.1 requests).
     ///   - policy: how throttled and unavailable attempts are retried.
     ///   - clock: the clock retries wait on (a virtual one in tests).
+    ///   - refusalLimit: dead-token answers in a row, with none accepted yet, after which the sink stops.
     ///   - logger: failures are logged here, rate-limited.
-    public init(sender: Sender, concurrency: Int, policy: RetryPolicy, clock: RetryClock = .continuous, logger: Logger) {
+    public init(
+        sender: Sender,
+        concurrency: Int,
+        policy: RetryPolicy,
+        clock: RetryClock = .continuous,
+        refusalLimit: Int = 50,
+        logger: Logger
+    ) {
         self.sender = sender
         self.concurrency = max(1, concurrency)
         self.policy = policy
+        self.refusalLimit = max(1, refusalLimit)
         self.clock = clock
         self.logger = logger
     }
@@ -89,12 +107,20 @@ public final class RetryingSink<Sender: PlatformSender>: PushSink {
         await sender.shutdown()
     }
 
-    public func submit(_ notification: RenderedNotification, completion: @escaping @Sendable (SinkOutcome) -> Void) async {
+    public func shutdown() async {
+        await sender.shutdown()
+    }
+
+    public func submit(
+        _ notification: RenderedNotification,
+        isCancelled: @escaping @Sendable () -> Bool,
+        completion: @escaping @Sendable (SinkOutcome) -> Void
+    ) async {
         if let stopped = health.withLock({ $0.stopped }) {
             completion(.abandoned(stopped))
             return
         }
-        let job = Job(notification: notification, completion: completion)
+        let job = Job(notification: notification, isCancelled: isCancelled, completion: completion)
         if !queue.submit(job, key: notification.request.recipient.id) {
             completion(.abandoned(health.withLock { $0.stopped } ?? SinkFailure(.unavailable, "\(name) is shut down")))
         }
@@ -102,29 +128,50 @@ public final class RetryingSink<Sender: PlatformSender>: PushSink {
 
     private func work() async {
         while let (key, job) = await queue.next() {
-            let outcome = await deliver(job.notification)
+            let outcome = await deliver(job)
             job.completion(outcome)
             queue.finished(key: key)
         }
     }
 
-    private func deliver(_ notification: RenderedNotification) async -> SinkOutcome {
+    private func deliver(_ job: Job) async -> SinkOutcome {
         let result = await RetryingDelivery.run(
             policy: policy,
             clock: clock,
             willRetry: { failure, wait in noteRetry(failure, wait: wait) },
-            attempt: { _ in
+            stopReason: {
                 if let stopped = health.withLock({ $0.stopped }) { return stopped }
-                return await sender.attempt(notification)
-            }
+                if job.isCancelled() { return SinkFailure(.unavailable, "withdrawn: the event's partition moved to another instance") }
+                return nil
+            },
+            attempt: { _ in await sender.attempt(job.notification) }
         )
         switch result {
         case .delivered(let attempts):
-            health.withLock { $0.isThrottled = false }
+            let now = clock.now()
+            health.withLock { health in
+                health.hasDelivered = true
+                health.refusalsInARow = 0
+                if now - health.lastThrottled >= .seconds(1) { health.isThrottled = false }
+            }
             return .delivered(attempts: attempts)
         case .failed(let failure) where failure.code == .auth:
             stop(because: failure)
             return .abandoned(failure)
+        case .failed(let failure) where failure.code == .invalidToken:
+            let tooMany = health.withLock { health in
+                guard !health.hasDelivered else { return false }
+                health.refusalsInARow += 1
+                return health.refusalsInARow >= refusalLimit
+            }
+            guard tooMany else { return .failed(failure) }
+            let stop = SinkFailure(
+                .auth,
+                "\(refusalLimit) device tokens in a row were refused (\(failure.detail)) and none was accepted since the sink started: "
+                    + "the sink's environment, topic or project is likely wrong for these tokens"
+            )
+            self.stop(because: stop)
+            return .abandoned(stop)
         case .failed(let failure):
             return .failed(failure)
         case .cancelled(let failure):
@@ -149,7 +196,11 @@ public final class RetryingSink<Sender: PlatformSender>: PushSink {
     private func noteRetry(_ failure: SinkFailure, wait: Duration) {
         let now = clock.now()
         let report: Int? = health.withLock { health in
-            if failure.code == .throttled { health.isThrottled = true }
+            // A limit on one device's messages (APNs 429) holds back that recipient only, not the sink.
+            if failure.code == .throttled, !failure.concernsOneRecipient {
+                health.isThrottled = true
+                health.lastThrottled = now
+            }
             health.retriesSinceLog += 1
             if let last = health.lastRetryLog, now - last < .seconds(5) { return nil }
             health.lastRetryLog = now

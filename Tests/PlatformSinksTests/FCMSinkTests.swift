@@ -53,24 +53,30 @@ struct FCMSinkTests {
         }
     }
 
-    @Test("the access token is refreshed before it expires")
+    @Test("the access token is refreshed before it expires, alongside sends that keep using the valid one")
     func refreshesToken() async throws {
         let fcm = try await FakeFCM.start(directory: try temporaryDirectory(), wireProtocol: .http1)
         defer { Task { await fcm.shutdown() } }
-        fcm.setTokenLifetime(seconds: 2)  // refreshed after half its life
+        fcm.setTokenLifetime(seconds: 4)  // due for a refresh after half its life
         let sink = try FCMSender.makeSink(fcm.configuration, environment: [:], retry: RetryPolicy(), logger: sinkLogger)
         let outcomes = Outcomes()
         try await whileRunning(sink) {
             let first = try sample("basic-fcm", 1, token: "a")
             await sink.submit(first, completion: outcomes.completion(for: first.eventId))
             try await outcomes.wait(for: 1)
-            try await Task.sleep(for: .milliseconds(1_300))
+            try await Task.sleep(for: .milliseconds(2_300))
+            // Due for a refresh: sent with the still-valid token while the new one is fetched.
             let second = try sample("basic-fcm", 2, token: "b")
             await sink.submit(second, completion: outcomes.completion(for: second.eventId))
             try await outcomes.wait(for: 2)
+            let start = ContinuousClock.now
+            while fcm.tokenRequests.count < 2, ContinuousClock.now - start < .seconds(10) { try await Task.sleep(for: .milliseconds(10)) }
+            let third = try sample("basic-fcm", 3, token: "c")
+            await sink.submit(third, completion: outcomes.completion(for: third.eventId))
+            try await outcomes.wait(for: 3)
         }
         #expect(fcm.tokenRequests.count == 2)
-        #expect(fcm.sendRequests.map { $0.header("authorization") } == ["Bearer access-token-1", "Bearer access-token-2"])
+        #expect(fcm.sendRequests.map { $0.header("authorization") } == ["Bearer access-token-1", "Bearer access-token-1", "Bearer access-token-2"])
         #expect(fcm.sendRequests.first?.httpVersion == "HTTP/1.1")
     }
 
@@ -127,6 +133,11 @@ struct FCMSinkTests {
             name: "500 INTERNAL until the deadline → unavailable",
             answers: Array(repeating: fcmError(500, "INTERNAL", "Internal error"), count: 20),
             outcome: .failed(.unavailable, attempts: 6), sleeps: [.milliseconds(500), .seconds(1), .seconds(2), .seconds(4), .seconds(4)], requests: 6
+        ),
+        ErrorCase(
+            name: "401 THIRD_PARTY_AUTH_ERROR (the app's APNs credentials in Firebase) → payload_rejected, the sink goes on",
+            answers: [fcmError(401, "THIRD_PARTY_AUTH_ERROR", "Auth error from APNS or Web Push Service")],
+            outcome: .failed(.payloadRejected, attempts: 1), requests: 1
         ),
         ErrorCase(name: "403 PERMISSION_DENIED → the sink stops", answers: [fcmError(403, "PERMISSION_DENIED", "Permission denied")], outcome: .abandoned(.auth), requests: 1),
     ]

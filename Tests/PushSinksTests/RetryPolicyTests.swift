@@ -15,10 +15,12 @@ struct RetryPolicyTests {
         #expect(policy.delay(afterAttempts: 3, retryAfter: nil, random: 0.5) == .milliseconds(2_200))
     }
 
-    @Test("Retry-After wins over the backoff, also when it is longer than the maximum backoff")
+    @Test("Retry-After wins over the backoff, also when longer than the maximum; jitter on top; never below the first backoff")
     func retryAfter() {
-        #expect(policy.delay(afterAttempts: 1, retryAfter: .seconds(7), random: 0.9) == .seconds(7))
+        #expect(policy.delay(afterAttempts: 1, retryAfter: .seconds(7), random: 0) == .seconds(7))
+        #expect(policy.delay(afterAttempts: 1, retryAfter: .seconds(7), random: 0.5) == .milliseconds(7_700))
         #expect(policy.delay(afterAttempts: 9, retryAfter: .seconds(30), random: 0) == .seconds(30))
+        #expect(policy.delay(afterAttempts: 1, retryAfter: .zero, random: 0) == .milliseconds(500), "Retry-After: 0 is no reason to hammer")
     }
 
     @Test("unavailable attempts are retried with growing waits until one succeeds")
@@ -38,7 +40,7 @@ struct RetryPolicyTests {
         let result = await RetryingDelivery.run(
             policy: policy,
             clock: clock.retryClock,
-            random: { 0.5 },
+            random: { 0 },
             willRetry: { failure, wait in
                 #expect(failure.code == .throttled)
                 told.withLock { $0.append(wait) }

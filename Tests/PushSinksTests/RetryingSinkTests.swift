@@ -126,7 +126,7 @@ struct RetryingSinkTests {
             while !release.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(2)) }
             try await clock.retryClock.sleep(duration)
         }
-        let sink = RetryingSink(sender: platform, concurrency: 2, policy: RetryPolicy(), clock: blockingClock, logger: logger)
+        let sink = RetryingSink(sender: platform, concurrency: 2, policy: RetryPolicy(jitter: 0), clock: blockingClock, logger: logger)
         let log = OutcomeLog()
         try await running(sink) {
             let first = try notification(0, recipient: "slow")
@@ -144,7 +144,7 @@ struct RetryingSinkTests {
             }
             try await log.waitForCount(4)
             #expect(Set(log.all.map(\.0)) == ["event-2", "event-3", "event-4", "event-5"], "other recipients are not held")
-            #expect(sink.state == .ready, "an accepted notification shows the platform takes notifications again")
+            #expect(sink.state == .throttled, "notifications accepted within a second of a 429 are not yet a recovery")
             release.withLock { $0 = true }
             try await log.waitForCount(6)
         }
@@ -215,5 +215,89 @@ struct RetryingSinkTests {
         #expect(failure.code == .unavailable)
         #expect(platform.attempts.filter { $0 == "event-1" }.count == failure.attempts)
         #expect(failure.attempts > 3)
+    }
+
+    @Test("a withdrawn notification (its partition moved) is abandoned without being sent")
+    func withdrawn() async throws {
+        let platform = ScriptedPlatform { _, _ in nil }
+        let sink = RetryingSink(sender: platform, concurrency: 2, policy: RetryPolicy(), logger: logger)
+        let log = OutcomeLog()
+        try await running(sink) {
+            let kept = try notification(0, recipient: "a")
+            let withdrawn = try notification(1, recipient: "b")
+            await sink.submit(kept, isCancelled: { false }, completion: log.record(kept.eventId))
+            await sink.submit(withdrawn, isCancelled: { true }, completion: log.record(withdrawn.eventId))
+            try await log.waitForCount(2)
+        }
+        let outcomes = Dictionary(uniqueKeysWithValues: log.all)
+        #expect(outcomes["event-0"] == .delivered(attempts: 1))
+        guard case .abandoned(let reason)? = outcomes["event-1"] else {
+            Issue.record("expected abandoned, got \(String(describing: outcomes["event-1"]))")
+            return
+        }
+        #expect(reason.detail.contains("withdrawn"))
+        #expect(platform.attempts == ["event-0"])
+        #expect(sink.state == .ready, "withdrawing is not a stop")
+    }
+
+    @Test("a limit on one device (APNs 429) holds that recipient back but does not mark the sink throttled")
+    func perRecipientThrottle() async throws {
+        let clock = VirtualClock()
+        let platform = ScriptedPlatform { notification, attempt in
+            attempt == 1 ? SinkFailure(.throttled, "429 TooManyRequests", retryAfter: .seconds(5), concernsOneRecipient: true) : nil
+        }
+        let sink = RetryingSink(sender: platform, concurrency: 1, policy: RetryPolicy(jitter: 0), clock: clock.retryClock, logger: logger)
+        let log = OutcomeLog()
+        try await running(sink) {
+            let item = try notification(0, recipient: "busy-device")
+            await sink.submit(item, completion: log.record(item.eventId))
+            try await log.waitForCount(1)
+        }
+        #expect(log.all.first?.1 == .delivered(attempts: 2))
+        #expect(clock.sleeps == [.seconds(5)])
+        #expect(sink.state == .ready)
+    }
+
+    @Test("dead-token answers in a row with nothing ever accepted stop the sink instead of reporting every token dead")
+    func refusalLimit() async throws {
+        let platform = ScriptedPlatform { _, _ in SinkFailure(.invalidToken, "400 BadDeviceToken") }
+        let sink = RetryingSink(sender: platform, concurrency: 1, policy: RetryPolicy(), refusalLimit: 5, logger: logger)
+        let log = OutcomeLog()
+        try await running(sink) {
+            for index in 0..<20 {
+                let item = try notification(index, recipient: "user-\(index)")
+                await sink.submit(item, completion: log.record(item.eventId))
+            }
+            try await log.waitForCount(20)
+        }
+        let failed = log.all.filter { if case .failed = $0.1 { true } else { false } }
+        let abandoned = log.all.filter { if case .abandoned = $0.1 { true } else { false } }
+        #expect(failed.count == 4, "the first four are reported dead")
+        #expect(abandoned.count == 16, "the fifth stops the sink; it and the rest stay unsent")
+        #expect(platform.attempts.count == 5)
+        guard case .stopped(let reason) = sink.state else {
+            Issue.record("expected the sink stopped, got \(sink.state)")
+            return
+        }
+        #expect(reason.code == .auth)
+        #expect(reason.detail.contains("5 device tokens in a row"))
+    }
+
+    @Test("dead tokens after an accepted notification are reported, however many")
+    func refusalsAfterDelivery() async throws {
+        let platform = ScriptedPlatform { notification, _ in
+            notification.eventId == "event-0" ? nil : SinkFailure(.invalidToken, "410 Unregistered")
+        }
+        let sink = RetryingSink(sender: platform, concurrency: 1, policy: RetryPolicy(), refusalLimit: 5, logger: logger)
+        let log = OutcomeLog()
+        try await running(sink) {
+            for index in 0..<20 {
+                let item = try notification(index, recipient: "user-\(index)")
+                await sink.submit(item, completion: log.record(item.eventId))
+            }
+            try await log.waitForCount(20)
+        }
+        #expect(log.all.filter { if case .failed = $0.1 { true } else { false } }.count == 19)
+        #expect(sink.state == .ready)
     }
 }

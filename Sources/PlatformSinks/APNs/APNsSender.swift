@@ -123,7 +123,8 @@ public struct APNsSender: PlatformSender {
         case (401, _), (403, _):
             return SinkFailure(.auth, detail)
         case (429, _):
-            return SinkFailure(.throttled, detail, retryAfter: reply.retryAfter())
+            // TooManyRequests: too many notifications to this one device token.
+            return SinkFailure(.throttled, detail, retryAfter: reply.retryAfter(), concernsOneRecipient: true)
         case (500..., _):
             return SinkFailure(.unavailable, detail, retryAfter: reply.retryAfter())
         case (400..<500, _):

@@ -5,7 +5,8 @@ import PushSinks
 
 /// OAuth 2.0 access tokens for FCM from a service account: a signed JWT assertion exchanged at the key's
 /// `token_uri`, cached, and refreshed five minutes before it expires (or at half its life when that is shorter).
-/// Concurrent callers share one exchange.
+/// Concurrent callers share one exchange; while a refresh runs (or after it failed) the cached token is used until
+/// it really expires, so a slow or failing token endpoint does not hold sends up.
 actor GoogleAccessTokens {
     /// The scope FCM HTTP v1 needs.
     static let scope = "https://www.googleapis.com/auth/firebase.messaging"
@@ -14,6 +15,7 @@ actor GoogleAccessTokens {
         var value: String
         var obtainedAt: Timestamp
         var refreshAt: Timestamp
+        var expiresAt: Timestamp
     }
 
     private let key: ServiceAccountKey
@@ -22,6 +24,8 @@ actor GoogleAccessTokens {
     private let now: @Sendable () -> Timestamp
     private var cached: AccessToken?
     private var exchange: Task<Result<AccessToken, SinkFailure>, Never>?
+    /// After a failed background refresh, the next one waits until then.
+    private var nextRefresh: Timestamp?
 
     init(key: ServiceAccountKey, http: SinkHTTPClient, tokenURL: String? = nil, now: @escaping @Sendable () -> Timestamp = { .current }) {
         self.key = key
@@ -32,13 +36,32 @@ actor GoogleAccessTokens {
 
     /// A valid access token, exchanging a new assertion when the cached one is due for refresh.
     func token() async -> Result<AccessToken, SinkFailure> {
-        if let cached, now() < cached.refreshAt { return .success(cached) }
-        if let exchange { return await exchange.value }
-        let task = Task { await self.exchangeAssertion() }
+        let time = now()
+        if let cached, time < cached.refreshAt { return .success(cached) }
+        if let cached, time < cached.expiresAt {
+            // Due for a refresh but still valid: refresh alongside, keep using it.
+            if exchange == nil, nextRefresh.map({ time >= $0 }) ?? true { _ = startExchange() }
+            return .success(cached)
+        }
+        return await (exchange ?? startExchange()).value
+    }
+
+    private func startExchange() -> Task<Result<AccessToken, SinkFailure>, Never> {
+        let task = Task { await self.exchangeAndKeep() }
         exchange = task
-        let result = await task.value
+        return task
+    }
+
+    private func exchangeAndKeep() async -> Result<AccessToken, SinkFailure> {
+        let result = await exchangeAssertion()
+        switch result {
+        case .success(let token):
+            cached = token
+            nextRefresh = nil
+        case .failure:
+            nextRefresh = now().adding(seconds: 10)
+        }
         exchange = nil
-        if case .success(let token) = result { cached = token }
         return result
     }
 
@@ -70,7 +93,14 @@ actor GoogleAccessTokens {
             }
             let lifetime = Int64(object?["expires_in"]?.integerValue ?? 3600)
             let margin = lifetime > 600 ? 300 : lifetime / 2
-            return .success(AccessToken(value: value, obtainedAt: issuedAt, refreshAt: issuedAt.adding(seconds: lifetime - margin)))
+            return .success(
+                AccessToken(
+                    value: value,
+                    obtainedAt: issuedAt,
+                    refreshAt: issuedAt.adding(seconds: lifetime - margin),
+                    expiresAt: issuedAt.adding(seconds: lifetime)
+                )
+            )
         case 429:
             return .failure(SinkFailure(.throttled, "token endpoint: 429 \(reply.bodyText.prefix(200))", retryAfter: reply.retryAfter()))
         case 500...:

@@ -96,6 +96,9 @@ public struct FCMSender: PlatformSender {
             return SinkFailure(.throttled, detail, retryAfter: reply.retryAfter())
         case 500...:
             return SinkFailure(.unavailable, detail, retryAfter: reply.retryAfter())
+        case _ where code == "THIRD_PARTY_AUTH_ERROR":
+            // The app's APNs credentials in Firebase (iOS through FCM): a problem of that app, not of our account.
+            return SinkFailure(.payloadRejected, detail)
         case 401:
             return SinkFailure(.auth, detail)
         case _ where code == "UNREGISTERED" || code == "SENDER_ID_MISMATCH":
