@@ -20,11 +20,24 @@ struct BenchCommand: AsyncParsableCommand {
             event exactly one terminal outcome on the analytics topic).
 
             For each: events/s from the end of the warm-up (first 5 %) to the last acknowledgement, p50/p99 \
-            end-to-end latency, CPU seconds per 1,000 events (the whole process, broker included), and the \
-            pipeline/relay ratio; the process's peak RSS at the end. The events are fed while each run \
-            consumes (the embedded broker keeps only about 5 MiB per partition).
+            end-to-end latency, CPU seconds per 1,000 events of this process, this process's peak RSS during \
+            the run (reset before each run), and the pipeline/relay ratio. The events are fed while each run consumes (the embedded \
+            broker keeps only about 5 MiB per partition).
+
+            The broker runs in a child process (`campaign-pipeline broker`) by default, so CPU and RSS are \
+            the pipeline's own (plus the feeder's); --broker in-process runs it inside this process instead, \
+            where its memory (every topic's records) and CPU count too.
             """
     )
+
+    /// Where the embedded broker runs.
+    enum BrokerPlacement: String, ExpressibleByArgument, CaseIterable {
+        case process
+        case inProcess = "in-process"
+    }
+
+    @Option(help: "Where the embedded broker runs: a child process (the default) or in-process.")
+    var broker: BrokerPlacement = .process
 
     @Option(help: "Events per run.")
     var events: Int = 20_000
@@ -56,15 +69,37 @@ struct BenchCommand: AsyncParsableCommand {
             else { throw CommandError("cannot read \(folder)/\(name) as a JSON object") }
             return object
         }
-        let input = BenchmarkEvents.make(from: samples, count: events)
-        let averageSize = input.reduce(0) { $0 + $1.value.count } / max(1, input.count)
+        let input = BenchmarkEvents(samples: samples, count: events)
+        let averageSize = input.averageSize
 
-        let kafka = try EmbeddedKafka(brokers: 1, logger: logger)
-        defer { kafka.shutdown() }
+        let cluster: BenchmarkCluster
+        var inProcess: EmbeddedKafka?
+        var child: BrokerProcess?
+        switch broker {
+        case .inProcess:
+            let kafka = try EmbeddedKafka(brokers: 1, logger: logger)
+            inProcess = kafka
+            cluster = .inProcess(kafka)
+        case .process:
+            let process = try await BrokerProcess.start(topics: PipelineBenchmark.topicPlan(partitions: partitions))
+            child = process
+            cluster = BenchmarkCluster(bootstrapServers: process.bootstrapServers) { _, _ in }
+        }
+        defer { inProcess?.shutdown() }
+        do {
+            try await measure(on: cluster, input: input, averageSize: averageSize, logger: logger)
+        } catch {
+            await child?.stop()
+            throw error
+        }
+        await child?.stop()
+    }
+
+    private func measure(on cluster: BenchmarkCluster, input: BenchmarkEvents, averageSize: Int, logger: Logger) async throws {
         let isTerminal = isatty(STDERR_FILENO) == 1
         let lastLine = Locked(ContinuousClock.now - .seconds(10))
         let benchmark = PipelineBenchmark(
-            kafka: kafka,
+            cluster: cluster,
             events: input,
             partitions: partitions,
             registry: BuiltinTemplates.registry,
@@ -94,31 +129,87 @@ struct BenchCommand: AsyncParsableCommand {
                     "run": .string(result.name), "events": .int(result.events),
                     "eventsPerSecond": .double(result.eventsPerSecond.rounded()),
                     "p50Milliseconds": .double(result.p50Milliseconds), "p99Milliseconds": .double(result.p99Milliseconds),
-                    "cpuSecondsPer1000": .double(result.cpuSecondsPer1000), "accounted": .bool(result.isAccounted),
+                    "cpuSecondsPer1000": .double(result.cpuSecondsPer1000), "peakRSSMegabytes": .double(result.peakRSSMegabytes.rounded()),
+                    "accounted": .bool(result.isAccounted),
                     "accounting": .string(result.accounting),
                 ]
             }
             let report: JSONValue = [
                 "events": .int(events), "partitions": .int(Int(partitions)), "averageEventBytes": .int(averageSize),
+                "broker": .string(broker.rawValue),
                 "runs": .array(results), "pipelineToRelay": .double(ratio), "peakRSSMegabytes": .double(peak),
             ]
             print(String(decoding: PrettyJSON.format(report), as: UTF8.self))
         } else {
-            print("campaign-pipeline bench: \(events) events (\(averageSize) bytes on average), \(partitions) partitions, embedded broker")
-            print("run        events/s    p50 ms    p99 ms   CPU s/1000   accounting")
+            print("campaign-pipeline bench: \(events) events (\(averageSize) bytes on average), \(partitions) partitions, embedded broker (\(broker.rawValue))")
+            print("run        events/s    p50 ms    p99 ms   CPU s/1000   peak RSS MiB   accounting")
             for result in [relay, pipeline] {
                 print(
                     String(
-                        format: "%-8@ %10.0f %9.1f %9.1f %12.3f   %@",
+                        format: "%-8@ %10.0f %9.1f %9.1f %12.3f %14.0f   %@",
                         result.name as NSString, result.eventsPerSecond, result.p50Milliseconds, result.p99Milliseconds,
-                        result.cpuSecondsPer1000, result.accounting as NSString
+                        result.cpuSecondsPer1000, result.peakRSSMegabytes, result.accounting as NSString
                     )
                 )
             }
-            print(String(format: "pipeline/relay: %.0f %%    peak RSS: %.0f MiB", ratio * 100, peak))
+            print(String(format: "pipeline/relay: %.0f %%    process peak RSS (accounting included): %.0f MiB", ratio * 100, peak))
         }
         guard pipeline.isAccounted else {
             throw CommandError("the pipeline run failed the accounting check: \(pipeline.accounting)")
+        }
+    }
+}
+
+/// The embedded broker in a child process of this executable (`campaign-pipeline broker`), so the benchmark's own
+/// memory and CPU are measured without it.
+final class BrokerProcess: Sendable {
+    private let process: Process
+    /// The child's bootstrap address.
+    let bootstrapServers: String
+
+    private init(process: Process, bootstrapServers: String) {
+        self.process = process
+        self.bootstrapServers = bootstrapServers
+    }
+
+    /// Starts the child with `topics` created and waits for its address.
+    static func start(topics: [(name: String, partitions: Int32)]) async throws -> BrokerProcess {
+        let executable = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = ["broker", "--brokers", "1", "--partitions", "1", "--log-level", "error"] + topics.flatMap { ["--topic", "\($0.name):\($0.partitions)"] }
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        // Read the first line off the cooperative pool: the read blocks until the child prints it.
+        let line: String? = await withCheckedContinuation { continuation in
+            Thread.detachNewThread {
+                var bytes: [UInt8] = []
+                while true {
+                    let chunk = output.fileHandleForReading.readData(ofLength: 1)
+                    guard let byte = chunk.first, byte != UInt8(ascii: "\n") else { break }
+                    bytes.append(byte)
+                }
+                continuation.resume(returning: bytes.isEmpty ? nil : String(decoding: bytes, as: UTF8.self))
+            }
+        }
+        guard let line, !line.isEmpty else {
+            process.terminate()
+            throw CommandError("the broker child process did not start (exit status \(process.isRunning ? -1 : process.terminationStatus))")
+        }
+        return BrokerProcess(process: process, bootstrapServers: line)
+    }
+
+    /// Stops the child (SIGTERM) and waits for it, off the cooperative pool.
+    func stop() async {
+        guard process.isRunning else { return }
+        process.terminate()
+        let process = self.process
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            Thread.detachNewThread {
+                process.waitUntilExit()
+                continuation.resume()
+            }
         }
     }
 }

@@ -33,23 +33,38 @@ struct BrokerCommand: AsyncParsableCommand {
 
     @Option(
         name: .customLong("topic"),
-        help: ArgumentHelp("Create this topic too (repeatable).", valueName: "name")
+        help: ArgumentHelp("Create this topic too (repeatable); ':n' sets its partitions (default --partitions).", valueName: "name[:n]")
     )
     var extraTopics: [String] = []
+
+    /// The extra topics with their partition counts.
+    var parsedTopics: [(name: String, partitions: Int32)] {
+        get throws {
+            try extraTopics.map { spec in
+                guard let colon = spec.lastIndex(of: ":") else { return (spec, partitions) }
+                let name = String(spec[..<colon])
+                guard !name.isEmpty, let count = Int32(spec[spec.index(after: colon)...]), count >= 1 else {
+                    throw ValidationError("--topic \(spec): expected name or name:partitions with a positive number")
+                }
+                return (name, count)
+            }
+        }
+    }
 
     @OptionGroup var logging: LoggingOptions
 
     func validate() throws {
         guard (1...16).contains(brokers) else { throw ValidationError("--brokers must be between 1 and 16, not \(brokers)") }
         guard partitions >= 1 else { throw ValidationError("--partitions must be at least 1, not \(partitions)") }
+        _ = try parsedTopics
     }
 
     func run() async throws {
         let logger = try logging.makeLogger(label: "campaign-pipeline.broker")
         let kafka = try EmbeddedKafka(brokers: brokers, logger: logger)
-        let topics = PipelineConfiguration.Topics().all + extraTopics
+        let topics = PipelineConfiguration.Topics().all.map { (name: $0, partitions: partitions) } + (try parsedTopics)
         for topic in topics {
-            try kafka.createTopic(topic, partitions: partitions, replicationFactor: Int32(min(brokers, 3)))
+            try kafka.createTopic(topic.name, partitions: topic.partitions, replicationFactor: Int32(min(brokers, 3)))
         }
         // Unbuffered, so a parent process reading a pipe sees the address at once.
         FileHandle.standardOutput.write(Data((kafka.bootstrapServers + "\n").utf8))
@@ -58,7 +73,7 @@ struct BrokerCommand: AsyncParsableCommand {
             metadata: [
                 "bootstrap": "\(kafka.bootstrapServers)",
                 "brokers": "\(brokers)",
-                "topics": "\(topics.joined(separator: ","))",
+                "topics": "\(topics.map(\.name).joined(separator: ","))",
                 "partitions": "\(partitions)",
             ]
         )

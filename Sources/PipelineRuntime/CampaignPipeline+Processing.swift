@@ -97,14 +97,17 @@ extension CampaignPipeline {
         switch decision {
         case .deliver(let notification, let timer):
             statistics.recordInput(template: notification.templateID, platform: notification.platform)
+            statistics.recordPayload(template: notification.templateID, platform: notification.platform, bytes: notification.payloadBytes)
             let sinks = routes[notification.platform] ?? []
+            // What the outcome needs, without the payload: the notification itself is let go once the sinks have it.
+            let delivery = DeliveryContext(notification)
             // One unit for the delivery as a whole: done when every sink has answered and the outcome is queued.
             tracker.add(1, at: offset)
             if sinks.isEmpty {
                 // Only possible with a configuration built in code (loaded ones always route both platforms).
                 let failure = SinkFailure(.payloadRejected, "no sink is configured for \(notification.platform.rawValue) payloads")
                 finishDelivery(
-                    notification, timer: timer, outcomes: [(NoSink(), .failed(failure))], message: message, tracker: tracker,
+                    delivery, timer: timer, outcomes: [(NoSink(), .failed(failure))], message: message, tracker: tracker,
                     consumer: consumer, sender: sender, done: done
                 )
             }
@@ -116,7 +119,7 @@ extension CampaignPipeline {
                     tracker.wait(on: sinkName, -1)
                     guard let outcomes = collector.add(outcome, from: sink) else { return }
                     self.finishDelivery(
-                        notification,
+                        delivery,
                         timer: timer,
                         outcomes: outcomes,
                         message: message,
@@ -189,7 +192,7 @@ extension CampaignPipeline {
     /// `token.invalidated` event when the token is dead). A sink that stopped leaves the event uncommitted and stops
     /// the pipeline.
     private func finishDelivery(
-        _ notification: RenderedNotification,
+        _ notification: DeliveryContext,
         timer: EventProcessor.TimerSchedule?,
         outcomes: [(sink: any PushSink, outcome: SinkOutcome)],
         message: KafkaConsumerMessage,
@@ -201,7 +204,7 @@ extension CampaignPipeline {
         let offset = message.offset
         // The partition moved to another instance, which processes the event again: nothing more to do here.
         guard !tracker.isRetired else { return }
-        let identity = MessageIdentity(request: notification.request, template: notification.templateID, messageId: notification.messageId)
+        let identity = notification.identity
         var followUps: [OutputSender.Output] = []
         var failure: (sink: String, failure: SinkFailure)?
         for (sink, outcome) in outcomes {
@@ -233,8 +236,8 @@ extension CampaignPipeline {
                 let event = TokenInvalidatedEvent(
                     platform: notification.platform,
                     token: notification.token,
-                    recipientId: notification.request.recipient.id,
-                    messageId: notification.messageId,
+                    recipientId: notification.recipientId,
+                    messageId: identity.messageId,
                     sourceEventId: notification.eventId,
                     detail: reason.detail,
                     invalidatedAt: reason.tokenInvalidatedAt,
@@ -249,8 +252,7 @@ extension CampaignPipeline {
                 followUps.append(OutputSender.Output(record: record, onAcknowledged: done))
             }
         } else {
-            let deliveredAt = eventOrWallTime(notification.request.occurredAt)
-            statistics.recordPayload(template: notification.templateID, platform: notification.platform, bytes: notification.payloadBytes)
+            let deliveredAt = eventOrWallTime(notification.occurredAt)
             // Named in route order, whatever order they answered in.
             let sinkNames = (activeRoutes.withLock { $0[notification.platform] } ?? outcomes.map(\.sink)).map(\.name).joined(separator: ",")
             let delivered = AnalyticsEvent(kind: .delivered, identity: identity, occurredAt: .now(), sink: sinkNames)
@@ -373,6 +375,26 @@ extension CampaignPipeline {
         case .wallClock: .now()
         case .eventTime: eventTime
         }
+    }
+}
+
+/// What deciding a delivered notification's outcome needs, without its payload (which can be large and is held by
+/// the sinks only as long as they need it).
+struct DeliveryContext: Sendable {
+    var identity: MessageIdentity
+    var platform: Platform
+    var token: String
+    var recipientId: String
+    var eventId: String
+    var occurredAt: Timestamp
+
+    init(_ notification: RenderedNotification) {
+        identity = MessageIdentity(request: notification.request, template: notification.templateID, messageId: notification.messageId)
+        platform = notification.platform
+        token = notification.token
+        recipientId = notification.request.recipient.id
+        eventId = notification.eventId
+        occurredAt = notification.request.occurredAt
     }
 }
 

@@ -86,7 +86,7 @@ public struct PipelineConfiguration: Sendable, Equatable {
     public var producerProperties: [String: String] = [:]
     /// The most events of one partition in flight (read but not yet acknowledged by every sink); beyond it the
     /// partition is paused until half of them are done.
-    public var maxInFlightPerPartition = 5_000
+    public var maxInFlightPerPartition = 1_000
     /// How long a graceful shutdown waits for in-flight outputs before abandoning them (uncommitted, so they are
     /// processed again after a restart).
     public var drainTimeout: Duration = .seconds(15)

@@ -221,6 +221,8 @@ struct PipelinePlatformSinkTests {
         try await withPipelineCluster(partitions: 2) { kafka, base in
             var configuration = base
             configuration.untilIdle = nil
+            // High enough that only the throttled sink, not the in-flight limit, can pause partition 0.
+            configuration.maxInFlightPerPartition = 20_000
             configuration.sinks.routes = [.fcm: ["fcm"], .apns: ["kafka"]]
             configuration.sinks.fcm = fcm.configuration
             let factory = try EventFactory()

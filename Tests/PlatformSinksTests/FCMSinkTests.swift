@@ -3,6 +3,7 @@ import PipelineCore
 @testable import PlatformSinks
 import PushSinks
 import SinkTestSupport
+import Synchronization
 import TestSupport
 import Testing
 
@@ -53,31 +54,52 @@ struct FCMSinkTests {
         }
     }
 
-    @Test("the access token is refreshed before it expires, alongside sends that keep using the valid one")
+    @Test("the access token is refreshed before it expires, alongside sends that keep using the valid one, and replaced once expired")
     func refreshesToken() async throws {
         let fcm = try await FakeFCM.start(directory: try temporaryDirectory(), wireProtocol: .http1)
         defer { Task { await fcm.shutdown() } }
-        fcm.setTokenLifetime(seconds: 4)  // due for a refresh after half its life
-        let sink = try FCMSender.makeSink(fcm.configuration, environment: [:], retry: RetryPolicy(), logger: sinkLogger)
+        fcm.setTokenLifetime(seconds: 3_600)  // due for a refresh after 55 minutes
+        let time = Mutex(Timestamp(secondsSince1970: Int64(Date().timeIntervalSince1970)))
+        let sender = try FCMSender(fcm.configuration, environment: [:], now: { time.withLock { $0 } })
+        let sink = RetryingSink(sender: sender, concurrency: 4, policy: RetryPolicy(), logger: sinkLogger)
+        let outcomes = Outcomes()
+        func send(_ index: Int) async throws {
+            let notification = try sample("basic-fcm", index, token: "t\(index)")
+            await sink.submit(notification, completion: outcomes.completion(for: notification.eventId))
+            try await outcomes.wait(for: index)
+        }
+        try await whileRunning(sink) {
+            try await send(1)
+            time.withLock { $0 = $0.adding(seconds: 56 * 60) }
+            // Due for a refresh: sent with the still-valid token while the new one is fetched.
+            try await send(2)
+            let start = ContinuousClock.now
+            while fcm.tokenRequests.count < 2, ContinuousClock.now - start < .seconds(30) { try await Task.sleep(for: .milliseconds(10)) }
+            try await send(3)
+        }
+        #expect(fcm.tokenRequests.count == 2)
+        #expect(fcm.sendRequests.map { $0.header("authorization") } == ["Bearer access-token-1", "Bearer access-token-1", "Bearer access-token-2"])
+        #expect(fcm.sendRequests.first?.httpVersion == "HTTP/1.1")
+    }
+
+    @Test("an expired access token is not used: the send waits for a new one")
+    func expiredToken() async throws {
+        let fcm = try await FakeFCM.start(directory: try temporaryDirectory())
+        defer { Task { await fcm.shutdown() } }
+        let time = Mutex(Timestamp(secondsSince1970: Int64(Date().timeIntervalSince1970)))
+        let sender = try FCMSender(fcm.configuration, environment: [:], now: { time.withLock { $0 } })
+        let sink = RetryingSink(sender: sender, concurrency: 4, policy: RetryPolicy(), logger: sinkLogger)
         let outcomes = Outcomes()
         try await whileRunning(sink) {
             let first = try sample("basic-fcm", 1, token: "a")
             await sink.submit(first, completion: outcomes.completion(for: first.eventId))
             try await outcomes.wait(for: 1)
-            try await Task.sleep(for: .milliseconds(2_300))
-            // Due for a refresh: sent with the still-valid token while the new one is fetched.
+            time.withLock { $0 = $0.adding(seconds: 3_601) }
             let second = try sample("basic-fcm", 2, token: "b")
             await sink.submit(second, completion: outcomes.completion(for: second.eventId))
             try await outcomes.wait(for: 2)
-            let start = ContinuousClock.now
-            while fcm.tokenRequests.count < 2, ContinuousClock.now - start < .seconds(10) { try await Task.sleep(for: .milliseconds(10)) }
-            let third = try sample("basic-fcm", 3, token: "c")
-            await sink.submit(third, completion: outcomes.completion(for: third.eventId))
-            try await outcomes.wait(for: 3)
         }
-        #expect(fcm.tokenRequests.count == 2)
-        #expect(fcm.sendRequests.map { $0.header("authorization") } == ["Bearer access-token-1", "Bearer access-token-1", "Bearer access-token-2"])
-        #expect(fcm.sendRequests.first?.httpVersion == "HTTP/1.1")
+        #expect(fcm.sendRequests.map { $0.header("authorization") } == ["Bearer access-token-1", "Bearer access-token-2"])
     }
 
     /// One scripted error answer and what must come of it.

@@ -13,10 +13,10 @@ extension PipelineBenchmark {
         let latencies = Locked([Double]())
         let analyticsValue = Array(String(repeating: "a", count: 200).utf8)
         let total = events.count
-        var consumerConfiguration = KafkaConsumerConfiguration(bootstrapServers: [kafka.bootstrapServers], groupID: "bench-relay")
+        var consumerConfiguration = KafkaConsumerConfiguration(bootstrapServers: [cluster.bootstrapServers], groupID: "bench-relay")
         consumerConfiguration.properties = ["session.timeout.ms": "6000", "heartbeat.interval.ms": "500"]
         let consumer = try KafkaConsumer(configuration: consumerConfiguration, logger: logger)
-        let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(bootstrapServers: [kafka.bootstrapServers]), logger: logger)
+        let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(bootstrapServers: [cluster.bootstrapServers]), logger: logger)
         try consumer.subscribe(topics: [topics.sends])
         let trackers = Locked([KafkaTopicPartition: PartitionProgress]())
 
@@ -73,6 +73,7 @@ extension PipelineBenchmark {
             p50Milliseconds: Self.percentile(sorted, 0.5),
             p99Milliseconds: Self.percentile(sorted, 0.99),
             cpuSecondsPer1000: rates.cpuPer1000,
+            peakRSSMegabytes: rates.peakRSS,
             isAccounted: done == total,
             accounting: "\(done) of \(total) relayed and acknowledged"
         )
@@ -82,7 +83,7 @@ extension PipelineBenchmark {
     /// outcome on the analytics topic.
     public func pipeline() async throws -> RunResult {
         let topics = try topics("pipeline")
-        var configuration = PipelineConfiguration(bootstrapServers: [kafka.bootstrapServers])
+        var configuration = PipelineConfiguration(bootstrapServers: [cluster.bootstrapServers])
         configuration.topics = topics
         configuration.groupID = "bench-pipeline"
         configuration.consumerProperties = ["session.timeout.ms": "6000", "heartbeat.interval.ms": "500"]
@@ -111,6 +112,7 @@ extension PipelineBenchmark {
             p50Milliseconds: Self.percentile(sorted, 0.5),
             p99Milliseconds: Self.percentile(sorted, 0.99),
             cpuSecondsPer1000: rates.cpuPer1000,
+            peakRSSMegabytes: rates.peakRSS,
             isAccounted: isAccounted,
             accounting: accounting
         )
@@ -118,7 +120,7 @@ extension PipelineBenchmark {
 
     /// Reads the analytics topic: one terminal outcome per message id, as many as events.
     private func account(_ topic: String, expected: Int) async throws -> (Bool, String) {
-        let consumer = try KafkaConsumer(configuration: KafkaConsumerConfiguration(bootstrapServers: [kafka.bootstrapServers], groupID: nil), logger: logger)
+        let consumer = try KafkaConsumer(configuration: KafkaConsumerConfiguration(bootstrapServers: [cluster.bootstrapServers], groupID: nil), logger: logger)
         let count = try await consumer.partitionCount(topic: topic)
         var remaining: [Int32: Int64] = [:]
         for partition in 0..<count {

@@ -23,18 +23,22 @@ public struct PipelineBenchmark: Sendable {
         public var p50Milliseconds: Double
         /// 99th percentile end-to-end latency, milliseconds.
         public var p99Milliseconds: Double
-        /// Process CPU seconds (user + system, broker and feeder included) per 1,000 events.
+        /// Process CPU seconds (user + system, the feeder included; the broker too when it runs in-process) per
+        /// 1,000 events.
         public var cpuSecondsPer1000: Double
+        /// The process's peak resident memory during the run (the feeder included; the broker too when it runs
+        /// in-process), MiB; the peak is reset to the current RSS before each run.
+        public var peakRSSMegabytes: Double
         /// Whether every event has exactly one terminal outcome (pipeline) or one acknowledged copy (relay).
         public var isAccounted: Bool
         /// What the accounting found.
         public var accounting: String
     }
 
-    /// The embedded broker.
-    public let kafka: EmbeddedKafka
+    /// The broker the runs use.
+    public let cluster: BenchmarkCluster
     /// The events, in the order they are produced.
-    public let events: [(key: [UInt8], value: [UInt8])]
+    public let events: BenchmarkEvents
     /// Partitions of the sends topic.
     public let partitions: Int32
     /// The most events produced ahead of the run.
@@ -47,14 +51,14 @@ public struct PipelineBenchmark: Sendable {
 
     /// Creates a benchmark.
     public init(
-        kafka: EmbeddedKafka,
-        events: [(key: [UInt8], value: [UInt8])],
+        cluster: BenchmarkCluster,
+        events: BenchmarkEvents,
         partitions: Int32,
         registry: TemplateRegistry,
         logger: Logger,
         progress: @escaping @Sendable (String, Int, Int) -> Void
     ) {
-        self.kafka = kafka
+        self.cluster = cluster
         self.events = events
         self.partitions = partitions
         self.window = Int(partitions) * 2_500
@@ -63,30 +67,47 @@ public struct PipelineBenchmark: Sendable {
         self.progress = progress
     }
 
-    /// The topics of one run: the contract's names under the run's prefix; outputs spread over 64 partitions so
-    /// the mock broker keeps them all.
-    func topics(_ run: String) throws(KafkaError) -> PipelineConfiguration.Topics {
+    /// The topics of one run: the contract's names under the run's prefix.
+    static func topics(_ run: String) -> PipelineConfiguration.Topics {
         var topics = PipelineConfiguration.Topics()
         topics.sends = "\(run).\(topics.sends)"
         topics = topics.prefixingOutputs(with: "\(run).")
         topics.definitions = "\(run).\(PipelineConfiguration.Topics().definitions)"
-        for topic in topics.all {
-            let isInput = topic == topics.sends || topic == topics.timers || topic == topics.definitions
-            try kafka.createTopic(topic, partitions: isInput ? partitions : 64)
+        return topics
+    }
+
+    /// Every topic both runs use and its partition count: inputs have `partitions`, outputs 64, so the mock broker
+    /// (about 5 MiB per partition) keeps them all. Create them before the runs (``BenchmarkCluster``).
+    public static func topicPlan(partitions: Int32) -> [(name: String, partitions: Int32)] {
+        ["relay", "pipeline"].flatMap { run in
+            let topics = Self.topics(run)
+            return topics.all.map { topic in
+                let isInput = topic == topics.sends || topic == topics.timers || topic == topics.definitions
+                return (topic, isInput ? partitions : 64)
+            }
+        }
+    }
+
+    /// The topics of one run, created if the cluster creates topics.
+    func topics(_ run: String) throws(KafkaError) -> PipelineConfiguration.Topics {
+        let topics = Self.topics(run)
+        for (name, count) in Self.topicPlan(partitions: partitions) where topics.all.contains(name) {
+            try cluster.createTopic(name, count)
         }
         return topics
     }
 
     /// Produces the events to `topic`, staying at most ``window`` events ahead of `processed()`.
     func feed(_ topic: String, processed: @escaping @Sendable () -> Int) async throws {
-        var configuration = KafkaProducerConfiguration(bootstrapServers: [kafka.bootstrapServers])
+        var configuration = KafkaProducerConfiguration(bootstrapServers: [cluster.bootstrapServers])
         configuration.properties["linger.ms"] = "5"
         let producer = try KafkaProducer(configuration: configuration, logger: logger)
         let failures = Locked(0)
-        for (index, event) in events.enumerated() {
+        for index in 0..<events.count {
             if index % 500 == 0 {
                 while index - processed() > window { try await Task.sleep(for: .milliseconds(2)) }
             }
+            let event = events.event(at: index)
             let record = KafkaProducerRecord(topic: topic, key: event.key, value: event.value)
             try await Self.enqueue(producer, record) { result in
                 if case .failure = result { failures.withLock { $0 += 1 } }
@@ -102,9 +123,10 @@ public struct PipelineBenchmark: Sendable {
         _ name: String,
         processed: @escaping @Sendable () -> Int,
         run: @escaping @Sendable () async throws -> Void
-    ) async throws -> (rate: Double, cpuPer1000: Double) {
+    ) async throws -> (rate: Double, cpuPer1000: Double, peakRSS: Double) {
         let total = events.count
         let warmUp = max(1, total / 20)
+        Self.resetPeakResident()
         let cpuStart = Self.cpuSeconds()
         let marks = Locked<(warm: Date?, end: Date?)>((nil, nil))
         try await withThrowingTaskGroup(of: Void.self) { group in
@@ -125,9 +147,16 @@ public struct PipelineBenchmark: Sendable {
             try await group.waitForAll()
         }
         let cpu = Self.cpuSeconds() - cpuStart
+        let peak = Self.peakResidentMegabytes()
         let (warm, end) = marks.withLock { $0 }
         let seconds = max(0.001, (end ?? Date()).timeIntervalSince(warm ?? Date()))
-        return (Double(total - warmUp) / seconds, cpu / Double(total) * 1000)
+        return (Double(total - warmUp) / seconds, cpu / Double(total) * 1000, peak)
+    }
+
+    /// Resets the process's peak RSS (`VmHWM`) to its current RSS, so the next reading is the next run's peak.
+    static func resetPeakResident() {
+        // "5" resets the peak resident set size (Linux 4.0 and later); elsewhere the peak stays process-wide.
+        try? Data("5".utf8).write(to: URL(fileURLWithPath: "/proc/self/clear_refs"))
     }
 
     /// Process CPU seconds so far (user + system), from `/proc/self/stat`.
@@ -178,6 +207,27 @@ public struct PipelineBenchmark: Sendable {
     static func percentile(_ sorted: [Double], _ fraction: Double) -> Double {
         guard !sorted.isEmpty else { return 0 }
         return sorted[min(sorted.count - 1, Int(Double(sorted.count - 1) * fraction))]
+    }
+}
+
+/// Where the benchmark runs: the bootstrap address and how to create a topic.
+public struct BenchmarkCluster: Sendable {
+    /// `host:port` of the broker.
+    public var bootstrapServers: String
+    /// Creates a topic with a partition count (a no-op for a broker started with every topic already).
+    public var createTopic: @Sendable (String, Int32) throws(KafkaError) -> Void
+
+    /// A cluster from its two parts.
+    public init(bootstrapServers: String, createTopic: @escaping @Sendable (String, Int32) throws(KafkaError) -> Void) {
+        self.bootstrapServers = bootstrapServers
+        self.createTopic = createTopic
+    }
+
+    /// An embedded broker in this process.
+    public static func inProcess(_ kafka: EmbeddedKafka) -> BenchmarkCluster {
+        BenchmarkCluster(bootstrapServers: kafka.bootstrapServers) { name, partitions throws(KafkaError) in
+            try kafka.createTopic(name, partitions: partitions)
+        }
     }
 }
 

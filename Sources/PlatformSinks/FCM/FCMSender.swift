@@ -14,11 +14,21 @@ public struct FCMSender: PlatformSender {
     private let url: String
     private let http: SinkHTTPClient
     private let tokens: GoogleAccessTokens
+    private let now: @Sendable () -> Timestamp
 
     /// Reads the key and prepares the client; nothing is sent yet.
     ///
     /// - Throws: ``SinkConfigurationError`` naming the setting that cannot be used.
     public init(_ configuration: FCMSinkConfiguration, environment: [String: String]) throws(SinkConfigurationError) {
+        try self.init(configuration, environment: environment, now: { .current })
+    }
+
+    /// The same, with the wall clock access tokens are timed by (tests move it).
+    init(
+        _ configuration: FCMSinkConfiguration,
+        environment: [String: String],
+        now: @escaping @Sendable () -> Timestamp
+    ) throws(SinkConfigurationError) {
         guard let source = configuration.serviceAccount else {
             throw SinkConfigurationError(key: "fcm.serviceAccountFile", reason: "required: the service-account JSON key (or fcm.serviceAccountEnv)")
         }
@@ -30,7 +40,8 @@ public struct FCMSender: PlatformSender {
         self.name = "fcm:\(project)"
         self.url = "\(base)/v1/projects/\(project)/messages:send"
         self.http = try SinkHTTPClient(connection: configuration.connection, concurrency: configuration.concurrency, configurationKey: "fcm")
-        self.tokens = GoogleAccessTokens(key: key, http: http, tokenURL: configuration.tokenURL)
+        self.tokens = GoogleAccessTokens(key: key, http: http, tokenURL: configuration.tokenURL, now: now)
+        self.now = now
     }
 
     /// The sink the pipeline uses: this sender behind a ``RetryingSink``.
@@ -66,7 +77,7 @@ public struct FCMSender: PlatformSender {
             // An access token refused before its time (revoked, clock skew): one more try with a new one; a fresh
             // token refused too means the account itself is refused.
             await tokens.invalidate(token.value)
-            if Timestamp.current.secondsSince1970 - token.obtainedAt.secondsSince1970 > 60 {
+            if now().secondsSince1970 - token.obtainedAt.secondsSince1970 > 60 {
                 failure = SinkFailure(.unavailable, "\(failure.detail); the access token is refreshed and the message retried")
             }
         }
