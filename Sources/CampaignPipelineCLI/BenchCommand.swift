@@ -200,10 +200,16 @@ final class BrokerProcess: Sendable {
         return BrokerProcess(process: process, bootstrapServers: line)
     }
 
-    /// Stops the child (SIGTERM) and waits for it, off the cooperative pool.
+    /// Stops the child (SIGTERM, then SIGKILL after 5 s: a child spawned from a thread with SIGTERM blocked
+    /// inherits that mask and never sees it) and waits for it, off the cooperative pool.
     func stop() async {
         guard process.isRunning else { return }
         process.terminate()
+        let deadline = ContinuousClock.now + .seconds(5)
+        while process.isRunning, ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         let process = self.process
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             Thread.detachNewThread {

@@ -7,7 +7,13 @@ public final class PipelineStatistics: Sendable {
     /// A point-in-time copy of the counts.
     public struct Snapshot: Sendable {
         /// Events read, by `template/platform` (`unknown` where the event did not say or could not be read).
-        public var eventsIn: [String: Int] = [:]
+        public var eventsIn: [String: Int] {
+            var result: [String: Int] = [:]
+            for (key, count) in inputCounts { result[key.description, default: 0] += count }
+            return result
+        }
+        /// Events read, by template and platform (counted without building a key string per event).
+        var inputCounts: [InputKey: Int] = [:]
         /// Terminal outcomes written, by analytics type (acknowledged by Kafka).
         public var outcomes: [AnalyticsEvent.Kind: Int] = [:]
         /// Expired messages by cause.
@@ -17,6 +23,8 @@ public final class PipelineStatistics: Sendable {
         public var timersFired = 0
         /// The first payload rendered per `template/platform`.
         public var samplePayloads: [String: [UInt8]] = [:]
+        /// Which ``samplePayloads`` are taken.
+        var sampledPayloads: Set<InputKey> = []
         /// The first analytics event written per type.
         public var sampleAnalytics: [AnalyticsEvent.Kind: [UInt8]] = [:]
 
@@ -29,7 +37,15 @@ public final class PipelineStatistics: Sendable {
         public var latenciesMilliseconds: [Double] = []
 
         /// The total number of events read.
-        public var totalIn: Int { eventsIn.values.reduce(0, +) }
+        public var totalIn: Int { inputCounts.values.reduce(0, +) }
+    }
+
+    /// A template and platform, as read from an event.
+    struct InputKey: Hashable, Sendable, CustomStringConvertible {
+        var template: String?
+        var platform: Platform?
+
+        var description: String { "\(template ?? "unknown")/\(platform?.rawValue ?? "unknown")" }
     }
 
     private let state = Mutex(Snapshot())
@@ -45,18 +61,22 @@ public final class PipelineStatistics: Sendable {
     /// A copy of the current counts.
     public var snapshot: Snapshot { state.withLock { $0 } }
 
+    /// The number of terminal outcomes so far: cheap enough to poll often (a ``snapshot`` copies everything, and
+    /// the next recorded latency then copies the whole latency list).
+    public var outcomeCount: Int { state.withLock { $0.outcomes.values.reduce(0, +) } }
+
     func recordInput(template: String?, platform: Platform?) {
-        let key = "\(template ?? "unknown")/\(platform?.rawValue ?? "unknown")"
+        let key = InputKey(template: template, platform: platform)
         state.withLock { state in
-            state.eventsIn[key, default: 0] += 1
+            state.inputCounts[key, default: 0] += 1
             if state.firstInputAt == nil { state.firstInputAt = Date() }
         }
     }
 
     func recordPayload(template: String, platform: Platform, bytes: [UInt8]) {
-        let key = "\(template)/\(platform.rawValue)"
+        let key = InputKey(template: template, platform: platform)
         state.withLock { state in
-            if state.samplePayloads[key] == nil { state.samplePayloads[key] = bytes }
+            if state.sampledPayloads.insert(key).inserted { state.samplePayloads[key.description] = bytes }
         }
     }
 

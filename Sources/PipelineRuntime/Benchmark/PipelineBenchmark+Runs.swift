@@ -90,7 +90,7 @@ extension PipelineBenchmark {
         let statistics = PipelineStatistics(recordsLatency: true)
         let pipeline = CampaignPipeline(configuration: configuration, registry: registry, statistics: statistics, logger: logger)
         let total = events.count
-        let processed: @Sendable () -> Int = { statistics.snapshot.outcomes.values.reduce(0, +) }
+        let processed: @Sendable () -> Int = { statistics.outcomeCount }
         let rates = try await measure("pipeline", processed: processed) {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { try await feed(topics.sends, processed: processed) }
