@@ -89,6 +89,23 @@ struct JSONTests {
         #expect(throws: JSONParseError.self) { try parse(hostile) }
     }
 
+    @Test func keysMatchLikeStringEquality() throws {
+        // Lookups and the duplicate check skip most `String` comparisons by a tag of the key's
+        // bytes; keys that are canonically equivalent but spelled differently must still match.
+        let kelvin = "\u{212A}"  // KELVIN SIGN, canonically equivalent to "K"
+        #expect(kelvin == "K")
+        #expect(throws: JSONParseError(.duplicateKey, at: 7)) { try parse(#"{"K":1,"\#(kelvin)":2}"#) }
+        #expect(throws: JSONParseError(.duplicateKey, at: 13)) { try parse(#"{"e\u0301":1,"\u00e9":2}"#) }
+        let object = try #require(try parse(#"{"K":1,"ab":2,"a\u0062c":3,"":4}"#).objectValue)
+        #expect(object[kelvin] == 1 && object["K"] == 1)
+        #expect(object["ab"] == 2 && object["abc"] == 3 && object["ac"] == nil && object["a"] == nil)
+        #expect(object[""] == 4)
+        var built = JSONObject()
+        built["\u{212A}"] = 1
+        built["K"] = 2
+        #expect(built.count == 1 && built["K"] == 2)
+    }
+
     @Test func readsSeveralValuesFromAStream() throws {
         var parser = JSONParser(bytes: Array("{\"a\":1}\n{\"a\":2}\n  ".utf8))
         #expect(try parser.nextValue() == ["a": 1])

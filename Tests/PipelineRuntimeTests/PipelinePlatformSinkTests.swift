@@ -1,5 +1,6 @@
 import Foundation
 import KafkaClient
+import Logging
 import PipelineCore
 @testable import PipelineRuntime
 import PlatformSinks
@@ -60,7 +61,7 @@ struct PipelinePlatformSinkTests {
             configuration.sinks.routes = [.fcm: ["fcm"], .apns: ["apns", "kafka"]]
             configuration.sinks.fcm = fcm.configuration
             configuration.sinks.apns = apns.configuration
-            configuration.sinks.retry = RetryPolicy(initialBackoff: .milliseconds(100), maxBackoff: .milliseconds(400), deadline: .seconds(3))
+            configuration.sinks.retry = RetryPolicy(initialBackoff: .milliseconds(100), maxBackoff: .milliseconds(400), deadline: .seconds(8))
             // 0 basic-fcm, 1 basic-apns, 2 carousel-fcm, 3 carousel-apns, 4 timer-fcm, 5 timer-apns, then 24 more.
             let kinds = (0..<30).map { EventFactory.kinds[$0 % EventFactory.kinds.count] }
             fcm.answers.script("token-s-0", [.json(404, #"{"error":{"code":404,"message":"Requested entity was not found.","status":"NOT_FOUND","details":[{"@type":"type.googleapis.com/google.firebase.fcm.v1.FcmError","errorCode":"UNREGISTERED"}]}}"#)])
@@ -71,8 +72,20 @@ struct PipelinePlatformSinkTests {
             apns.answers.script("token-s-5", Array(repeating: .json(503, #"{"reason":"ServiceUnavailable"}"#), count: 100))
             _ = try await produceEvents(kinds, prefix: "s", kafka: kafka, configuration: configuration)
 
-            let pipeline = CampaignPipeline(configuration: configuration, registry: builtinRegistry, logger: testLogger)
+            // Everything logged, at every level, is captured: the keys must never appear in it.
+            let captured = CapturedLog()
+            var logger = Logger(label: "secrets-check") { _ in captured }
+            logger.logLevel = .trace
+            let pipeline = CampaignPipeline(configuration: configuration, registry: builtinRegistry, logger: logger)
             try await runUntilIdle(pipeline, timeout: .seconds(60))
+            let logText = captured.text
+            #expect(!logText.isEmpty)
+            for secret in [apns.p8, fcm.serviceAccountJSON] {
+                let keyLines = secret.replacingOccurrences(of: "\\n", with: "\n").split(separator: "\n").filter { $0.count > 40 }
+                #expect(keyLines.count >= 2)
+                for line in keyLines.prefix(5) { #expect(!logText.contains(line), "key material in the log") }
+            }
+            #expect(!logText.contains("access-token-"), "access tokens are not logged either")
 
             let outcomes = try analytics(try await readAll(configuration.topics.analytics, kafka: kafka))
             #expect(outcomes.count == 30, "exactly one outcome per event")
@@ -274,4 +287,29 @@ struct PipelinePlatformSinkTests {
             #expect(committed == [0: 3_000, 1: 200])
         }
     }
+}
+
+/// A log handler that keeps every message with its metadata, as text.
+final class CapturedLog: LogHandler, Sendable {
+    private let lines = Mutex<[String]>([])
+    var logLevel: Logger.Level {
+        get { .trace }
+        set {}
+    }
+    var metadata: Logger.Metadata {
+        get { [:] }
+        set {}
+    }
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { nil }
+        set {}
+    }
+
+    func log(event: LogEvent) {
+        let metadata = (event.metadata ?? [:]).map { "\($0.key)=\($0.value)" }.sorted().joined(separator: " ")
+        lines.withLock { $0.append("\(event.level) \(event.message) \(metadata)") }
+    }
+
+    var text: String { lines.withLock { $0.joined(separator: "\n") } }
 }

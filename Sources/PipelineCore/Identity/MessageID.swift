@@ -28,17 +28,23 @@ public enum MessageID {
 
     /// ``uuidV5(namespace:name:)`` of `message` = namespace + name (which is used as scratch space).
     private static func uuidV5(namespacedName message: inout [UInt8]) -> String {
-        var hash = SHA1.hash(padding: &message)
+        var hash = SHA1.digest(padding: &message)
         hash[6] = (hash[6] & 0x0F) | 0x50
         hash[8] = (hash[8] & 0x3F) | 0x80
-        var text: [UInt8] = []
-        text.reserveCapacity(36)
+        // The text is built inline and copied into the `String` once (one allocation, not two).
+        var text = InlineArray<36, UInt8>(repeating: UInt8(ascii: "-"))
+        var position = 0
         for index in 0..<16 {
-            if index == 4 || index == 6 || index == 8 || index == 10 { text.append(UInt8(ascii: "-")) }
-            text.append(hexDigits[Int(hash[index] >> 4)])
-            text.append(hexDigits[Int(hash[index] & 0x0F)])
+            if index == 4 || index == 6 || index == 8 || index == 10 { position += 1 }  // a dash
+            text[position] = hexDigits[Int(hash[index] >> 4)]
+            text[position + 1] = hexDigits[Int(hash[index] & 0x0F)]
+            position += 2
         }
-        return String(decoding: text, as: UTF8.self)
+        do {
+            return String(copying: try UTF8Span(validating: text.span))
+        } catch {
+            preconditionFailure("hex digits and dashes are ASCII")
+        }
     }
 
     private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)

@@ -11,6 +11,15 @@ struct SHA1 {
     /// The 20-byte digest of `message`, padding `message` in place (it is left padded). For callers
     /// that built `message` only to hash it: this saves copying it.
     static func hash(padding message: inout [UInt8]) -> [UInt8] {
+        let digest = digest(padding: &message)
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(digest.count)
+        for index in digest.indices { bytes.append(digest[index]) }
+        return bytes
+    }
+
+    /// ``hash(padding:)`` as an inline value: no allocation besides the padding of `message`.
+    static func digest(padding message: inout [UInt8]) -> InlineArray<20, UInt8> {
         var sha = SHA1()
         let bitLength = UInt64(message.count) &* 8
         message.reserveCapacity((message.count + 8) / 64 * 64 + 64)  // the padded size: one allocation
@@ -19,22 +28,23 @@ struct SHA1 {
         for shift in stride(from: 56, through: 0, by: -8) {
             message.append(UInt8(truncatingIfNeeded: bitLength >> UInt64(shift)))
         }
-        var words = [UInt32](repeating: 0, count: 80)
+        var words = InlineArray<80, UInt32>(repeating: 0)
         for blockStart in stride(from: 0, to: message.count, by: 64) {
             sha.process(message, at: blockStart, words: &words)
         }
-        var digest: [UInt8] = []
-        digest.reserveCapacity(20)
-        for word in [sha.state.0, sha.state.1, sha.state.2, sha.state.3, sha.state.4] {
-            digest.append(UInt8(truncatingIfNeeded: word >> 24))
-            digest.append(UInt8(truncatingIfNeeded: word >> 16))
-            digest.append(UInt8(truncatingIfNeeded: word >> 8))
-            digest.append(UInt8(truncatingIfNeeded: word))
+        var digest = InlineArray<20, UInt8>(repeating: 0)
+        let state: InlineArray<5, UInt32> = [sha.state.0, sha.state.1, sha.state.2, sha.state.3, sha.state.4]
+        for index in state.indices {
+            let word = state[index]
+            digest[index * 4] = UInt8(truncatingIfNeeded: word >> 24)
+            digest[index * 4 + 1] = UInt8(truncatingIfNeeded: word >> 16)
+            digest[index * 4 + 2] = UInt8(truncatingIfNeeded: word >> 8)
+            digest[index * 4 + 3] = UInt8(truncatingIfNeeded: word)
         }
         return digest
     }
 
-    private mutating func process(_ bytes: [UInt8], at start: Int, words: inout [UInt32]) {
+    private mutating func process(_ bytes: [UInt8], at start: Int, words: inout InlineArray<80, UInt32>) {
         for index in 0..<16 {
             let offset = start + index * 4
             words[index] = UInt32(bytes[offset]) << 24 | UInt32(bytes[offset + 1]) << 16

@@ -9,11 +9,55 @@ public struct JSONObject: Sendable {
     struct Member: Sendable {
         var key: String
         var value: JSONValue
+        /// ``JSONObject/keyTag(of:)`` of ``key``: lets a lookup skip most members without a
+        /// `String` comparison.
+        let keyTag: Int
 
         init(key: String, value: JSONValue) {
+            self.init(key: key, value: value, keyTag: JSONObject.keyTag(of: key))
+        }
+
+        /// A member whose `keyTag` the caller already knows (the parser computes it from the bytes).
+        init(key: String, value: JSONValue, keyTag: Int) {
             self.key = key
             self.value = value
+            self.keyTag = keyTag
         }
+    }
+
+    /// The tag of a non-ASCII key (or of one longer than ``maximumTaggedKeyLength``): it says
+    /// nothing, and such keys are always compared as `String`s.
+    static let untaggedKey = -1
+    /// Keys up to this many bytes get a tag.
+    static let maximumTaggedKeyLength = 1 << 24
+
+    /// A cheap summary of an ASCII key: its length, first and last byte. Two ASCII keys are equal
+    /// exactly when their bytes are (ASCII text is already in normal form), so ASCII keys with
+    /// different tags differ, and the `String` comparison is only needed when the tags match.
+    /// A non-ASCII key may equal an ASCII one under `String`'s canonical equivalence (U+212A
+    /// KELVIN SIGN equals "K"), so it gets ``untaggedKey``.
+    static func keyTag(of key: String) -> Int {
+        let utf8 = key.utf8.span
+        var allBits: UInt8 = 0
+        var index = 0
+        while index < utf8.count {
+            allBits |= utf8[index]
+            index += 1
+        }
+        guard allBits < 0x80, utf8.count > 0 else { return utf8.isEmpty ? 0 : untaggedKey }
+        return keyTag(count: utf8.count, first: utf8[0], last: utf8[utf8.count - 1])
+    }
+
+    /// The tag of an ASCII key of `count` (> 0) bytes starting with `first` and ending with `last`.
+    static func keyTag(count: Int, first: UInt8, last: UInt8) -> Int {
+        guard count <= maximumTaggedKeyLength else { return untaggedKey }
+        return count | Int(first) << 24 | Int(last) << 32
+    }
+
+    /// Whether a member tagged `memberTag` can be equal to a key tagged `tag`; when `true`, compare
+    /// the `String`s.
+    static func tagsMayMatch(_ memberTag: Int, _ tag: Int) -> Bool {
+        memberTag == tag || memberTag == untaggedKey || tag == untaggedKey
     }
 
     /// The members, in order.
@@ -40,7 +84,17 @@ public struct JSONObject: Sendable {
 
     /// The position of `key` in ``keys``, if present.
     public func index(of key: String) -> Int? {
-        members.firstIndex { $0.key == key }
+        index(of: key, tag: Self.keyTag(of: key))
+    }
+
+    /// ``index(of:)`` for a key whose ``keyTag(of:)`` is `tag`.
+    func index(of key: String, tag: Int) -> Int? {
+        var index = 0
+        while index < members.count {
+            if Self.tagsMayMatch(members[index].keyTag, tag), members[index].key == key { return index }
+            index += 1
+        }
+        return nil
     }
 
     /// The key and value at `index` (a position in ``keys``).
@@ -57,14 +111,15 @@ public struct JSONObject: Sendable {
             return members[index].value
         }
         set {
-            if let index = index(of: key) {
+            let tag = Self.keyTag(of: key)
+            if let index = index(of: key, tag: tag) {
                 if let newValue {
                     members[index].value = newValue
                 } else {
                     members.remove(at: index)
                 }
             } else if let newValue {
-                members.append(Member(key: key, value: newValue))
+                members.append(Member(key: key, value: newValue, keyTag: tag))
             }
         }
     }

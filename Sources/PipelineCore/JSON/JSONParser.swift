@@ -89,13 +89,20 @@ public struct JSONParser: Sendable {
             skipWhitespace()
             let keyOffset = offset
             guard try peek() == UInt8(ascii: "\"") else { throw JSONParseError(.unexpectedCharacter, at: offset) }
-            let key = try parseString()
-            if memberStack[base...].contains(where: { $0.key == key }) { throw JSONParseError(.duplicateKey, at: keyOffset) }
+            let (key, keyTag) = try parseTaggedString()
+            // Duplicates: compare the `String`s only where the tags allow equality (see `JSONObject.keyTag(of:)`).
+            var index = base
+            while index < memberStack.count {
+                if JSONObject.tagsMayMatch(memberStack[index].keyTag, keyTag), memberStack[index].key == key {
+                    throw JSONParseError(.duplicateKey, at: keyOffset)
+                }
+                index += 1
+            }
             skipWhitespace()
             guard try peek() == UInt8(ascii: ":") else { throw JSONParseError(.unexpectedCharacter, at: offset) }
             offset += 1
             let value = try parseValue(depth: depth)
-            memberStack.append(JSONObject.Member(key: key, value: value))
+            memberStack.append(JSONObject.Member(key: key, value: value, keyTag: keyTag))
             skipWhitespace()
             switch try peek() {
             case UInt8(ascii: ","): offset += 1
@@ -149,6 +156,11 @@ public struct JSONParser: Sendable {
     }
 
     private mutating func parseString() throws(JSONParseError) -> String {
+        try parseTaggedString().string
+    }
+
+    /// A string, and its ``JSONObject/keyTag(of:)`` (taken from the bytes when it has no escapes).
+    private mutating func parseTaggedString() throws(JSONParseError) -> (string: String, keyTag: Int) {
         let start = offset
         offset += 1  // opening quote
         // Fast path: no escapes. Find the end of the run of plain bytes (not `"`, `\` or a control
@@ -157,16 +169,19 @@ public struct JSONParser: Sendable {
         let (index, allBits) = Self.plainRun(in: bytes, from: offset)
         if index < bytes.count, bytes[index] == UInt8(ascii: "\"") {
             let string: String
+            let keyTag: Int
             if allBits < 0x80 {
                 // ASCII is valid UTF-8: skip `String(validating:)`, which is generic and slow here.
                 string = String(decoding: bytes[offset..<index], as: UTF8.self)
+                keyTag = index == offset ? 0 : JSONObject.keyTag(count: index - offset, first: bytes[offset], last: bytes[index - 1])
             } else if let validated = String(validating: bytes[offset..<index], as: UTF8.self) {
                 string = validated
+                keyTag = JSONObject.untaggedKey
             } else {
                 throw JSONParseError(.invalidUTF8, at: start)
             }
             offset = index + 1
-            return string
+            return (string, keyTag)
         }
         if index < bytes.count, bytes[index] < 0x20 { throw JSONParseError(.controlCharacterInString, at: index) }
         guard index < bytes.count else { throw JSONParseError(.unexpectedEndOfInput, at: bytes.count) }
@@ -182,7 +197,7 @@ public struct JSONParser: Sendable {
                 guard let string = String(validating: buffer, as: UTF8.self) else {
                     throw JSONParseError(.invalidUTF8, at: start)
                 }
-                return string
+                return (string, JSONObject.keyTag(of: string))
             case UInt8(ascii: "\\"):
                 try parseEscape(into: &buffer)
             case 0..<0x20:

@@ -76,10 +76,10 @@ enum SimpleTemplate {
     /// `text` with its variables filled from `attributes`, or `nil` when `text` is not simple.
     /// Calls `missing` once per absent name, in order of first use.
     static func render(_ text: String, _ attributes: [String: String], missing: (String) -> Void) -> String? {
-        // Tags are found in a copy of the UTF-8 bytes, by byte offsets; iterating `utf8` with
-        // `String.Index` is several times slower.
+        // Tags are found in the UTF-8 bytes, read through their `Span` (no copy), by byte offsets;
+        // iterating `utf8` with `String.Index` is several times slower.
         // Two passes over the bytes: check that every tag is simple, then fill them.
-        let source = Array(text.utf8)
+        let source = text.utf8.span
         guard scan(source, tag: { _, _ in }) else { return nil }
 
         let utf8 = text.utf8
@@ -107,13 +107,14 @@ enum SimpleTemplate {
 
     /// Finds the tags of `bytes`, passing each tag's name and whole range to `tag`; returns `false`
     /// (possibly after some calls) as soon as `bytes` turns out not to be simple.
-    private static func scan(_ bytes: [UInt8], tag: (Range<Int>, Range<Int>) -> Void) -> Bool {
+    private static func scan(_ bytes: Span<UInt8>, tag: (Range<Int>, Range<Int>) -> Void) -> Bool {
         // The first line must not be blank: after any spaces and tabs comes neither a control
         // character nor one of the other characters Swift counts as a newline (U+0085, U+2028, U+2029).
-        guard let first = bytes.firstIndex(where: { $0 != UInt8(ascii: " ") && $0 != UInt8(ascii: "\t") }) else { return false }
-        let rest = bytes[first...]
-        if bytes[first] < 0x20 || bytes[first] == 0x7F || rest.starts(with: [0xC2, 0x85]) || rest.starts(with: [0xE2, 0x80, 0xA8])
-            || rest.starts(with: [0xE2, 0x80, 0xA9])
+        var first = 0
+        while first < bytes.count, bytes[first] == UInt8(ascii: " ") || bytes[first] == UInt8(ascii: "\t") { first += 1 }
+        guard first < bytes.count else { return false }
+        if bytes[first] < 0x20 || bytes[first] == 0x7F || bytes.has(0xC2, 0x85, at: first) || bytes.has(0xE2, 0x80, 0xA8, at: first)
+            || bytes.has(0xE2, 0x80, 0xA9, at: first)
         {
             return false
         }
@@ -156,6 +157,15 @@ enum SimpleTemplate {
         default:
             false
         }
+    }
+}
+
+extension Span<UInt8> {
+    /// Whether the bytes at `offset` are `a`, `b` (and `c`, when given).
+    fileprivate func has(_ a: UInt8, _ b: UInt8, _ c: UInt8? = nil, at offset: Int) -> Bool {
+        guard offset + 1 < count, self[offset] == a, self[offset + 1] == b else { return false }
+        guard let c else { return true }
+        return offset + 2 < count && self[offset + 2] == c
     }
 }
 

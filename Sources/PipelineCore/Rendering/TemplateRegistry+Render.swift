@@ -48,7 +48,7 @@ extension TemplateRegistry {
         }
         let platform = request.recipient.platform
         let diagnostics = RenderDiagnostics(personalizer: Personalizer(attributes: request.recipient.attributes))
-        let reader = FieldReader(content.fields, path: FieldPath("content"), diagnostics: diagnostics)
+        let reader = FieldReader(content.fields, path: Self.contentPath, diagnostics: diagnostics)
         let templatePayload = try renderer.render(RenderInput(request: request, platform: platform, content: reader))
         reader.warnAboutUnreadKeys(template: renderer.templateID)
         guard diagnostics.issues.isEmpty else { throw PipelineError(issues: diagnostics.issues) }
@@ -67,6 +67,9 @@ extension TemplateRegistry {
             warnings: diagnostics.warnings
         )
     }
+
+    /// The path of the content object, built once.
+    private static let contentPath = FieldPath("content")
 
     private func assemble(_ templatePayload: TemplatePayload, for request: PushRequest, platform: Platform) throws(PipelineError) -> PlatformPayload {
         let options = request.options
