@@ -82,8 +82,10 @@ struct SinkTestSupportTests {
 
             #expect(statuses.count == 50)
             #expect(statuses.allSatisfy { $0 == 200 })
-            #expect(elapsed < .seconds(3), "50 × 200 ms took \(elapsed); streams were not served concurrently")
-            #expect(server.peakConcurrentRequests > 1)
+            // Concurrency is shown by the server's own count, not by a wall-clock bound (CI machines are loaded);
+            // the elapsed time only has to beat one-at-a-time service (50 × 200 ms) by a wide margin.
+            #expect(server.peakConcurrentRequests >= 10, "streams were not served concurrently (peak \(server.peakConcurrentRequests))")
+            #expect(elapsed < .seconds(8), "50 × 200 ms took \(elapsed)")
             #expect(server.connectionsAccepted == 1)
             let requests = server.requests
             #expect(requests.count == 51)
@@ -214,7 +216,7 @@ struct SinkTestSupportTests {
                 hangingFailed = true
             }
             #expect(hangingFailed, "the request in flight when the server stopped should fail")
-            #expect(ContinuousClock.now - stopped < .seconds(2), "the in-flight request should fail at once")
+            #expect(ContinuousClock.now - stopped < .seconds(5), "the in-flight request should fail when the connection closes, not at its 10 s timeout")
 
             await #expect(throws: (any Error).self) {
                 _ = try await get("/during", from: server, with: client)
