@@ -116,14 +116,7 @@ struct ReplayCommand: AsyncParsableCommand {
             progress: { display.show($0) },
             logger: logger
         )
-        let group = ServiceGroup(
-            configuration: ServiceGroupConfiguration(
-                services: [.init(service: pipeline, successTerminationBehavior: .gracefullyShutdownGroup)],
-                gracefulShutdownSignals: [.sigterm, .sigint],
-                logger: logger
-            )
-        )
-        try await group.run()
+        try await pipeline.runUntilSignalled(logger: logger)
         let summary = pipeline.statistics.snapshot
         let outcomes = AnalyticsEvent.Kind.allCases.map { "\($0.rawValue.dropFirst(5)) \(summary.outcomes[$0] ?? 0)" }.joined(separator: ", ")
         Self.report("Replayed \(summary.totalIn) records: \(outcomes)")

@@ -62,14 +62,7 @@ struct RunCommand: AsyncParsableCommand {
         }
         let logger = try logging.makeLogger(label: "campaign-pipeline")
         let pipeline = CampaignPipeline(configuration: configuration, registry: BuiltinTemplates.registry, logger: logger)
-        let group = ServiceGroup(
-            configuration: ServiceGroupConfiguration(
-                services: [.init(service: pipeline, successTerminationBehavior: .gracefullyShutdownGroup)],
-                gracefulShutdownSignals: [.sigterm, .sigint],
-                logger: logger
-            )
-        )
-        try await group.run()
+        try await pipeline.runUntilSignalled(logger: logger)
     }
 
     /// Defaults ← file ← environment ← flags.
@@ -169,5 +162,19 @@ enum PrettyJSON {
         default:
             out.append(contentsOf: value.encoded())
         }
+    }
+}
+
+extension CampaignPipeline {
+    /// Runs the pipeline in a service group until it ends by itself or SIGTERM/SIGINT asks it to shut down gracefully.
+    func runUntilSignalled(logger: Logger) async throws {
+        let group = ServiceGroup(
+            configuration: ServiceGroupConfiguration(
+                services: [.init(service: self, successTerminationBehavior: .gracefullyShutdownGroup)],
+                gracefulShutdownSignals: [.sigterm, .sigint],
+                logger: logger
+            )
+        )
+        try await group.run()
     }
 }

@@ -62,11 +62,7 @@ public struct AnalyticsEvent: Sendable, Hashable {
     /// The JSON form written to the analytics topic, keys in a fixed order.
     public var jsonValue: JSONValue {
         var object: JSONObject = ["specVersion": "1", "type": .string(kind.rawValue), "messageId": .string(identity.messageId)]
-        object.set("sourceEventId", identity.eventId)
-        object.set("campaignId", identity.campaignId)
-        object.set("recipientId", identity.recipientId)
-        object.set("platform", identity.platform?.rawValue)
-        object.set("template", identity.template)
+        identity.write(into: &object)
         object["occurredAt"] = .string(occurredAt.rfc3339)
         object.set("sink", sink)
         if let reasonCode {
@@ -98,14 +94,7 @@ public struct AnalyticsEvent: Sendable, Hashable {
         let reason = object["reason"]?.objectValue
         self.init(
             kind: kind,
-            identity: MessageIdentity(
-                messageId: messageId,
-                eventId: object["sourceEventId"]?.stringValue,
-                campaignId: object["campaignId"]?.stringValue,
-                recipientId: object["recipientId"]?.stringValue,
-                platform: object["platform"]?.stringValue.flatMap(Platform.init(rawValue:)),
-                template: object["template"]?.stringValue
-            ),
+            identity: MessageIdentity(messageId: messageId, reading: object),
             occurredAt: occurredAt,
             sink: object["sink"]?.stringValue,
             reasonCode: reason?["code"]?.stringValue,
@@ -145,6 +134,29 @@ public struct MessageIdentity: Sendable, Hashable {
         self.recipientId = recipientId
         self.platform = platform
         self.template = template
+    }
+
+    /// Writes the optional ids (everything but `messageId`) in the order records carry them; read back with
+    /// ``init(messageId:reading:)``.
+    func write(into object: inout JSONObject) {
+        object.set("sourceEventId", eventId)
+        object.set("campaignId", campaignId)
+        object.set("recipientId", recipientId)
+        object.set("platform", platform?.rawValue)
+        object.set("template", template)
+    }
+
+    /// The identity written into an analytics or timer record (`sourceEventId`, `campaignId`, `recipientId`,
+    /// `platform`, `template`; each optional).
+    init(messageId: String, reading object: JSONObject) {
+        self.init(
+            messageId: messageId,
+            eventId: object["sourceEventId"]?.stringValue,
+            campaignId: object["campaignId"]?.stringValue,
+            recipientId: object["recipientId"]?.stringValue,
+            platform: object["platform"]?.stringValue.flatMap(Platform.init(rawValue:)),
+            template: object["template"]?.stringValue
+        )
     }
 
     /// The identity of a decoded request (`messageId` when already known, to skip hashing again).

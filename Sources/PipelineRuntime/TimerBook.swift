@@ -54,11 +54,7 @@ final class TimerBook: Sendable {
     /// The record value stored on the timers topic.
     static func encode(_ timer: PendingTimer) -> [UInt8] {
         var object: JSONObject = ["messageId": .string(timer.identity.messageId)]
-        object.set("sourceEventId", timer.identity.eventId)
-        object.set("campaignId", timer.identity.campaignId)
-        object.set("recipientId", timer.identity.recipientId)
-        object.set("platform", timer.identity.platform?.rawValue)
-        object.set("template", timer.identity.template)
+        timer.identity.write(into: &object)
         object["expiresAt"] = .string(timer.expiresAt.rfc3339)
         return JSONValue.object(object).encoded()
     }
@@ -70,14 +66,7 @@ final class TimerBook: Sendable {
             let expiresText = object["expiresAt"]?.stringValue,
             let expiresAt = try? Timestamp(rfc3339: expiresText)
         else { return nil }
-        let identity = MessageIdentity(
-            messageId: messageId,
-            eventId: object["sourceEventId"]?.stringValue,
-            campaignId: object["campaignId"]?.stringValue,
-            recipientId: object["recipientId"]?.stringValue,
-            platform: object["platform"]?.stringValue.flatMap(Platform.init(rawValue:)),
-            template: object["template"]?.stringValue
-        )
+        let identity = MessageIdentity(messageId: messageId, reading: object)
         return PendingTimer(identity: identity, expiresAt: expiresAt, partition: partition)
     }
 }

@@ -243,10 +243,19 @@ struct RetryingSinkTests {
     @Test("a limit on one device (APNs 429) holds that recipient back but does not mark the sink throttled")
     func perRecipientThrottle() async throws {
         let clock = VirtualClock()
+        // The sink's state is read while the notification waits for its retry (after a success it would be ready
+        // anyway), so a per-device limit that wrongly throttled the sink shows here.
+        let sinkBox = Mutex<RetryingSink<ScriptedPlatform>?>(nil)
+        let stateWhileWaiting = Mutex<SinkState?>(nil)
+        let recordingClock = RetryClock(now: clock.retryClock.now) { duration in
+            stateWhileWaiting.withLock { $0 = sinkBox.withLock { $0 }?.state }
+            try await clock.retryClock.sleep(duration)
+        }
         let platform = ScriptedPlatform { notification, attempt in
             attempt == 1 ? SinkFailure(.throttled, "429 TooManyRequests", retryAfter: .seconds(5), concernsOneRecipient: true) : nil
         }
-        let sink = RetryingSink(sender: platform, concurrency: 1, policy: RetryPolicy(jitter: 0), clock: clock.retryClock, logger: logger)
+        let sink = RetryingSink(sender: platform, concurrency: 1, policy: RetryPolicy(jitter: 0), clock: recordingClock, logger: logger)
+        sinkBox.withLock { $0 = sink }
         let log = OutcomeLog()
         try await running(sink) {
             let item = try notification(0, recipient: "busy-device")
@@ -255,7 +264,7 @@ struct RetryingSinkTests {
         }
         #expect(log.all.first?.1 == .delivered(attempts: 2))
         #expect(clock.sleeps == [.seconds(5)])
-        #expect(sink.state == .ready)
+        #expect(stateWhileWaiting.withLock { $0 } == .ready, "a per-device limit does not throttle the sink")
     }
 
     @Test("dead-token answers in a row with nothing ever accepted stop the sink instead of reporting every token dead")
