@@ -24,6 +24,10 @@ struct BenchCommand: AsyncParsableCommand {
             the run (reset before each run), and the pipeline/relay ratio. The events are fed while each run consumes (the embedded \
             broker keeps only about 5 MiB per partition).
 
+            The feeder stays at most --window events per partition ahead of the run. Both runs' consumers \
+            use fetch.wait.max.ms=10: the embedded (mock) broker holds a fetch that finds nothing new for the \
+            whole wait even when records arrive meanwhile, which a real broker does not.
+
             The broker runs in a child process (`campaign-pipeline broker`) by default, so CPU and RSS are \
             the pipeline's own (plus the feeder's); --broker in-process runs it inside this process instead, \
             where its memory (every topic's records) and CPU count too.
@@ -45,6 +49,9 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(help: "Partitions of the sends topic.")
     var partitions: Int32 = 6
 
+    @Option(help: "Events per partition the feeder may be ahead of the run (what waits in the topic).")
+    var window = 1_000
+
     @Flag(help: "Print the results as JSON instead of a table.")
     var json = false
 
@@ -56,13 +63,18 @@ struct BenchCommand: AsyncParsableCommand {
     func validate() throws {
         guard events >= 100 else { throw ValidationError("--events must be at least 100, not \(events)") }
         guard (1...64).contains(partitions) else { throw ValidationError("--partitions must be between 1 and 64") }
+        guard window >= 10 else { throw ValidationError("--window must be at least 10, not \(window)") }
     }
 
     func run() async throws {
         var logger = try logging.makeLogger(label: "campaign-pipeline.bench")
         if logging.logLevel == nil && ProcessInfo.processInfo.environment["LOG_LEVEL"] == nil { logger.logLevel = .error }
         let folder = "\(configDirectory)/samples"
-        let names = try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.hasSuffix(".json") }.sorted()
+        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: folder) else {
+            throw CommandError("no sample events: cannot read the folder \(folder) (run from the repository root, or pass --config-directory)")
+        }
+        let names = entries.filter { $0.hasSuffix(".json") }.sorted()
+        guard !names.isEmpty else { throw CommandError("no sample events: \(folder) has no .json files") }
         let samples: [JSONObject] = try names.map { name in
             guard let data = FileManager.default.contents(atPath: "\(folder)/\(name)"),
                 let object = try JSONValue(parsing: Array(data)).objectValue
@@ -102,6 +114,7 @@ struct BenchCommand: AsyncParsableCommand {
             cluster: cluster,
             events: input,
             partitions: partitions,
+            windowPerPartition: window,
             registry: BuiltinTemplates.registry,
             logger: logger
         ) { run, done, total in
@@ -135,7 +148,7 @@ struct BenchCommand: AsyncParsableCommand {
                 ]
             }
             let report: JSONValue = [
-                "events": .int(events), "partitions": .int(Int(partitions)), "averageEventBytes": .int(averageSize),
+                "events": .int(events), "partitions": .int(Int(partitions)), "windowPerPartition": .int(window), "averageEventBytes": .int(averageSize),
                 "broker": .string(broker.rawValue),
                 "runs": .array(results), "pipelineToRelay": .double(ratio), "peakRSSMegabytes": .double(peak),
             ]

@@ -3,35 +3,41 @@ public import PipelineCore
 /// Realistic mixed events for benchmarks, made from sample events: every template on both platforms, personalized
 /// titles, timers that have not ended, and about 3 % broken (no title). Each event is made when asked for, so a run
 /// of 200,000 events does not hold them all in memory.
+///
+/// Making an event is cheap (the feeder runs in the measured process): every sample is encoded once, with markers
+/// where the event's numbers go, and an event is those bytes with its numbers spliced in.
 public struct BenchmarkEvents: Sendable {
     /// How many events there are.
     public let count: Int
-    private let samples: [JSONObject]
+    /// Per sample: the intact event and the broken one (no title).
+    private let shapes: [(intact: Shape, broken: Shape)]
 
     /// `count` events cycling through `samples`, each with its own event id and recipient.
     public init(samples: [JSONObject], count: Int) {
-        self.samples = samples
+        self.shapes = samples.map { (Shape(Self.markedEvent($0, isBroken: false)), Shape(Self.markedEvent($0, isBroken: true))) }
         self.count = samples.isEmpty ? 0 : count
     }
 
-    /// The event at `index` (key: its recipient id), the same bytes every time.
+    /// The event at `index` (key: its recipient id `user-<index % 10,000>`), the same bytes every time: event id
+    /// `bench-<index>`, first name `Ada <index % 97>`, every 33rd event without a title.
     public func event(at index: Int) -> (key: [UInt8], value: [UInt8]) {
-        var event = samples[index % samples.count]
-        let recipient = "user-\(index % 10_000)"
-        event["eventId"] = .string("bench-\(index)")
-        if var recipientObject = event["recipient"]?.objectValue {
-            recipientObject["id"] = .string(recipient)
-            recipientObject["token"] = .string("token-\(recipient)-0123456789abcdef0123456789abcdef")
-            recipientObject["attributes"] = ["firstName": .string("Ada \(index % 97)"), "city": "Lisbon"]
-            event["recipient"] = .object(recipientObject)
+        let pair = shapes[index % shapes.count]
+        let shape = index % 33 == 5 ? pair.broken : pair.intact
+        let numbers = (event: index, recipient: index % 10_000, name: index % 97)
+        var value: [UInt8] = []
+        value.reserveCapacity(shape.size + 3 * 8)
+        for (piece, slot) in zip(shape.pieces, shape.slots) {
+            value.append(contentsOf: piece)
+            switch slot {
+            case .event: Self.appendDecimal(numbers.event, to: &value)
+            case .recipient: Self.appendDecimal(numbers.recipient, to: &value)
+            case .name: Self.appendDecimal(numbers.name, to: &value)
+            }
         }
-        if var content = event["content"]?.objectValue {
-            if let title = content["title"]?.stringValue { content["title"] = .string("{{firstName}}, \(title)") }
-            if content["timer"] != nil { content["timer"] = ["durationSeconds": 3600] }
-            if index % 33 == 5 { content["title"] = nil }
-            event["content"] = .object(content)
-        }
-        return (Array(recipient.utf8), JSONValue.object(event).encoded())
+        value.append(contentsOf: shape.pieces[shape.pieces.count - 1])
+        var key = Array("user-".utf8)
+        Self.appendDecimal(numbers.recipient, to: &key)
+        return (key, value)
     }
 
     /// The average size of an event value, in bytes (over the first few hundred).
@@ -39,5 +45,75 @@ public struct BenchmarkEvents: Sendable {
         let sample = min(count, 660)
         guard sample > 0 else { return 0 }
         return (0..<sample).reduce(0) { $0 + event(at: $1).value.count } / sample
+    }
+
+    /// A sample with markers where an event's numbers go: `#E#` (event index), `#R#` (recipient number), `#N#`
+    /// (first-name number).
+    private static func markedEvent(_ sample: JSONObject, isBroken: Bool) -> [UInt8] {
+        var event = sample
+        event["eventId"] = "bench-#E#"
+        if var recipient = event["recipient"]?.objectValue {
+            recipient["id"] = "user-#R#"
+            recipient["token"] = "token-user-#R#-0123456789abcdef0123456789abcdef"
+            recipient["attributes"] = ["firstName": "Ada #N#", "city": "Lisbon"]
+            event["recipient"] = .object(recipient)
+        }
+        if var content = event["content"]?.objectValue {
+            if let title = content["title"]?.stringValue { content["title"] = .string("{{firstName}}, \(title)") }
+            if content["timer"] != nil { content["timer"] = ["durationSeconds": 3600] }
+            if isBroken { content["title"] = nil }
+            event["content"] = .object(content)
+        }
+        return JSONValue.object(event).encoded()
+    }
+
+    private static func appendDecimal(_ number: Int, to bytes: inout [UInt8]) {
+        var divisor = 1
+        while divisor <= number / 10 { divisor *= 10 }
+        var rest = number
+        while divisor > 0 {
+            bytes.append(UInt8(ascii: "0") + UInt8(rest / divisor))
+            rest %= divisor
+            divisor /= 10
+        }
+    }
+
+    /// Which number goes into a slot.
+    private enum Slot: Sendable {
+        case event, recipient, name
+    }
+
+    /// An encoded sample cut at its markers: `pieces[i]`, then the number of `slots[i]`, …, then the last piece.
+    private struct Shape: Sendable {
+        var pieces: [[UInt8]] = []
+        var slots: [Slot] = []
+        var size = 0
+
+        init(_ marked: [UInt8]) {
+            size = marked.count
+            var start = 0
+            var index = 0
+            while index + 3 <= marked.count {
+                let slot = marked[index] == UInt8(ascii: "#") && marked[index + 2] == UInt8(ascii: "#") ? Self.slot(marked[index + 1]) : nil
+                if let slot {
+                    pieces.append(Array(marked[start..<index]))
+                    slots.append(slot)
+                    index += 3
+                    start = index
+                } else {
+                    index += 1
+                }
+            }
+            pieces.append(Array(marked[start...]))
+        }
+
+        private static func slot(_ letter: UInt8) -> Slot? {
+            switch letter {
+            case UInt8(ascii: "E"): .event
+            case UInt8(ascii: "R"): .recipient
+            case UInt8(ascii: "N"): .name
+            default: nil
+            }
+        }
     }
 }

@@ -14,7 +14,7 @@ extension PipelineBenchmark {
         let analyticsValue = Array(String(repeating: "a", count: 200).utf8)
         let total = events.count
         var consumerConfiguration = KafkaConsumerConfiguration(bootstrapServers: [cluster.bootstrapServers], groupID: "bench-relay")
-        consumerConfiguration.properties = ["session.timeout.ms": "6000", "heartbeat.interval.ms": "500"]
+        consumerConfiguration.properties = Self.consumerProperties
         let consumer = try KafkaConsumer(configuration: consumerConfiguration, logger: logger)
         let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(bootstrapServers: [cluster.bootstrapServers]), logger: logger)
         try consumer.subscribe(topics: [topics.sends])
@@ -86,7 +86,7 @@ extension PipelineBenchmark {
         var configuration = PipelineConfiguration(bootstrapServers: [cluster.bootstrapServers])
         configuration.topics = topics
         configuration.groupID = "bench-pipeline"
-        configuration.consumerProperties = ["session.timeout.ms": "6000", "heartbeat.interval.ms": "500"]
+        configuration.consumerProperties = Self.consumerProperties
         let statistics = PipelineStatistics(recordsLatency: true)
         let pipeline = CampaignPipeline(configuration: configuration, registry: registry, statistics: statistics, logger: logger)
         let total = events.count

@@ -49,11 +49,12 @@ public struct PipelineBenchmark: Sendable {
     public let progress: @Sendable (String, Int, Int) -> Void
     let logger: Logger
 
-    /// Creates a benchmark.
+    /// Creates a benchmark; the feeder stays at most `windowPerPartition` × `partitions` events ahead of a run.
     public init(
         cluster: BenchmarkCluster,
         events: BenchmarkEvents,
         partitions: Int32,
+        windowPerPartition: Int = 1_000,
         registry: TemplateRegistry,
         logger: Logger,
         progress: @escaping @Sendable (String, Int, Int) -> Void
@@ -61,11 +62,17 @@ public struct PipelineBenchmark: Sendable {
         self.cluster = cluster
         self.events = events
         self.partitions = partitions
-        self.window = Int(partitions) * 2_500
+        self.window = Int(partitions) * windowPerPartition
         self.registry = registry
         self.logger = logger
         self.progress = progress
     }
+
+    /// Consumer settings of both runs. The mock broker holds a fetch that finds no new records for the whole
+    /// `fetch.wait.max.ms` (librdkafka's default is 500 ms), even when records arrive meanwhile, where a real broker
+    /// answers as soon as they do. Left at 500 ms, a run that catches up with the feeder idles half a second each
+    /// time, and the rate measured is the feeder's window per 500 ms rather than the consumer's speed.
+    static let consumerProperties = ["session.timeout.ms": "6000", "heartbeat.interval.ms": "500", "fetch.wait.max.ms": "10"]
 
     /// The topics of one run: the contract's names under the run's prefix.
     static func topics(_ run: String) -> PipelineConfiguration.Topics {
