@@ -59,23 +59,27 @@ public struct AnalyticsEvent: Sendable, Hashable {
         self.cause = cause
     }
 
-    /// The JSON form written to the analytics topic, keys in a fixed order.
-    public var jsonValue: JSONValue {
-        var object: JSONObject = ["specVersion": "1", "type": .string(kind.rawValue), "messageId": .string(identity.messageId)]
-        identity.write(into: &object)
-        object["occurredAt"] = .string(occurredAt.rfc3339)
-        object.set("sink", sink)
+    /// The bytes written to the analytics topic, keys in a fixed order (written directly, without a
+    /// ``JSONObject``: one is made for every event the pipeline handles).
+    public func encoded() -> [UInt8] {
+        var writer = JSONWriter(reservingCapacity: 384)
+        writer.beginObject()
+        writer.member("specVersion", "1")
+        writer.member("type", kind.rawValue)
+        identity.write(to: &writer)
+        writer.member("occurredAt", occurredAt.rfc3339)
+        writer.member("sink", sink)
         if let reasonCode {
-            var reason: JSONObject = ["code": .string(reasonCode)]
-            reason.set("detail", reasonDetail)
-            object["reason"] = .object(reason)
+            writer.key("reason")
+            writer.beginObject()
+            writer.member("code", reasonCode)
+            writer.member("detail", reasonDetail)
+            writer.endObject()
         }
-        object.set("cause", cause?.rawValue)
-        return .object(object)
+        writer.member("cause", cause?.rawValue)
+        writer.endObject()
+        return writer.bytes
     }
-
-    /// The bytes written to the analytics topic.
-    public func encoded() -> [UInt8] { jsonValue.encoded() }
 
     /// Reads an analytics event back (for tests, replays and tools).
     ///
@@ -136,14 +140,15 @@ public struct MessageIdentity: Sendable, Hashable {
         self.template = template
     }
 
-    /// Writes the optional ids (everything but `messageId`) in the order records carry them; read back with
-    /// ``init(messageId:reading:)``.
-    func write(into object: inout JSONObject) {
-        object.set("sourceEventId", eventId)
-        object.set("campaignId", campaignId)
-        object.set("recipientId", recipientId)
-        object.set("platform", platform?.rawValue)
-        object.set("template", template)
+    /// Writes `messageId` and the optional ids, in the order records carry them, as members of the object being
+    /// written; read back with ``init(messageId:reading:)``.
+    func write(to writer: inout JSONWriter) {
+        writer.member("messageId", messageId)
+        writer.member("sourceEventId", eventId)
+        writer.member("campaignId", campaignId)
+        writer.member("recipientId", recipientId)
+        writer.member("platform", platform?.rawValue)
+        writer.member("template", template)
     }
 
     /// The identity written into an analytics or timer record (`sourceEventId`, `campaignId`, `recipientId`,

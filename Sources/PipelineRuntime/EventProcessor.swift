@@ -37,12 +37,13 @@ public struct EventProcessor: Sendable {
     ///
     /// - Parameters:
     ///   - bytes: the record value.
-    ///   - sourcePosition: `topic/partition@offset`, used for the message id of events without an id.
+    ///   - sourcePosition: `topic/partition@offset`, used for the message id of events without an id (made only
+    ///     for those).
     ///   - campaigns: the campaign state.
     ///   - decisionTime: the instant expiry and cancellation are judged at; `nil` uses the event's own time.
     public func process(
         _ bytes: [UInt8],
-        sourcePosition: String,
+        sourcePosition: @autoclosure () -> String,
         campaigns: CampaignTable,
         decisionTime: Timestamp?
     ) -> Decision {
@@ -51,13 +52,13 @@ public struct EventProcessor: Sendable {
             value = try JSONValue(parsing: bytes)
         } catch {
             let failure = PipelineError(.invalidJSON, at: .root, "invalid JSON: \(error)")
-            return .rejected(MessageIdentity(undecodable: nil, eventId: nil, sourcePosition: sourcePosition), failure)
+            return .rejected(MessageIdentity(undecodable: nil, eventId: nil, sourcePosition: sourcePosition()), failure)
         }
         let request: PushRequest
         do throws(PipelineError) {
             request = try PushRequest(decoding: value)
         } catch {
-            return .rejected(MessageIdentity(undecodable: value, eventId: error.eventId, sourcePosition: sourcePosition), error)
+            return .rejected(MessageIdentity(undecodable: value, eventId: error.eventId, sourcePosition: sourcePosition()), error)
         }
         let now = decisionTime ?? request.occurredAt
         var identity = MessageIdentity(request: request)

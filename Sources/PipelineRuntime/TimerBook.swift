@@ -1,3 +1,4 @@
+import HeapModule
 import PipelineCore
 import Synchronization
 
@@ -6,6 +7,9 @@ import Synchronization
 /// Its durable form is the compacted timers topic (one record per message id, a tombstone once fired), folded
 /// back at start-up, so pending expiries survive a restart. A timer lives in the partition of the send it came
 /// from and fires only on the instance that owns that partition.
+///
+/// Timers are kept by message id and, for firing, in a min-heap by due time: scheduling costs O(log n) and a
+/// tick that fires k timers O(k log n), however many are pending (a busy instance holds hundreds of thousands).
 final class TimerBook: Sendable {
     struct PendingTimer: Sendable, Equatable {
         var identity: MessageIdentity
@@ -13,8 +17,19 @@ final class TimerBook: Sendable {
         var partition: Int32
     }
 
+    /// A due time in the heap. Entries of timers replaced or removed since are left in place and skipped when
+    /// they come up (their message id no longer maps to a timer with this due time).
+    private struct DueEntry: Comparable {
+        var expiresAt: Timestamp
+        var messageId: String
+
+        static func < (lhs: DueEntry, rhs: DueEntry) -> Bool { lhs.expiresAt < rhs.expiresAt }
+        static func == (lhs: DueEntry, rhs: DueEntry) -> Bool { lhs.expiresAt == rhs.expiresAt && lhs.messageId == rhs.messageId }
+    }
+
     private struct State {
         var pending: [String: PendingTimer] = [:]
+        var due = Heap<DueEntry>()
         /// Fired here and not yet seen tombstoned, so a late read of the timer record does not bring it back.
         var fired: Set<String> = []
     }
@@ -26,8 +41,16 @@ final class TimerBook: Sendable {
     /// Adds or replaces a timer (from a delivery, or folded from the topic).
     func schedule(_ timer: PendingTimer) {
         state.withLock { state in
-            guard !state.fired.contains(timer.identity.messageId) else { return }
-            state.pending[timer.identity.messageId] = timer
+            let messageId = timer.identity.messageId
+            guard !state.fired.contains(messageId) else { return }
+            let previous = state.pending.updateValue(timer, forKey: messageId)
+            if previous?.expiresAt != timer.expiresAt {
+                state.due.insert(DueEntry(expiresAt: timer.expiresAt, messageId: messageId))
+            }
+            // Replaced timers leave stale entries behind; rebuild when they outnumber the live ones.
+            if state.due.count > 2 * state.pending.count + 1_024 {
+                state.due = Heap(state.pending.values.map { DueEntry(expiresAt: $0.expiresAt, messageId: $0.identity.messageId) })
+            }
         }
     }
 
@@ -39,24 +62,36 @@ final class TimerBook: Sendable {
         }
     }
 
-    /// Takes the timers due at `now` in the given partitions, marking them fired.
+    /// Takes the timers due at `now` in the given partitions, earliest first, marking them fired. Due timers of
+    /// other partitions stay pending (they fire where their partition is owned, here again if it comes back).
     func takeDue(at now: Timestamp, in partitions: Set<Int32>) -> [PendingTimer] {
         state.withLock { state in
-            let due = state.pending.values.filter { $0.expiresAt <= now && partitions.contains($0.partition) }
-            for timer in due {
-                state.pending[timer.identity.messageId] = nil
-                state.fired.insert(timer.identity.messageId)
+            var due: [PendingTimer] = []
+            var elsewhere: [DueEntry] = []
+            while let next = state.due.min, next.expiresAt <= now {
+                state.due.removeMin()
+                guard let timer = state.pending[next.messageId], timer.expiresAt == next.expiresAt else { continue }
+                guard partitions.contains(timer.partition) else {
+                    elsewhere.append(next)
+                    continue
+                }
+                state.pending[next.messageId] = nil
+                state.fired.insert(next.messageId)
+                due.append(timer)
             }
-            return due.sorted { $0.expiresAt < $1.expiresAt }
+            state.due.insert(contentsOf: elsewhere)
+            return due
         }
     }
 
     /// The record value stored on the timers topic.
     static func encode(_ timer: PendingTimer) -> [UInt8] {
-        var object: JSONObject = ["messageId": .string(timer.identity.messageId)]
-        timer.identity.write(into: &object)
-        object["expiresAt"] = .string(timer.expiresAt.rfc3339)
-        return JSONValue.object(object).encoded()
+        var writer = JSONWriter(reservingCapacity: 256)
+        writer.beginObject()
+        timer.identity.write(to: &writer)
+        writer.member("expiresAt", timer.expiresAt.rfc3339)
+        writer.endObject()
+        return writer.bytes
     }
 
     /// Reads a timer record back; `nil` when it is not one.

@@ -112,4 +112,24 @@ struct JSONTests {
         #expect(try parser.nextValue() == ["a": 2])
         #expect(try parser.nextValue() == nil)
     }
+
+    @Test func streamsObjectsMemberByMemberLikeTheTreeWriter() throws {
+        var writer = JSONWriter()
+        writer.beginObject()
+        writer.member("a", "x\"y")
+        writer.member("skipped", nil)
+        writer.key("nested")
+        writer.beginObject()
+        writer.key("n")
+        writer.write(.int(1))
+        writer.key("empty")
+        writer.beginObject()
+        writer.endObject()
+        writer.endObject()
+        writer.member("b", "z")
+        writer.endObject()
+        let expected: JSONValue = ["a": "x\"y", "nested": ["n": 1, "empty": .object(JSONObject())], "b": "z"]
+        #expect(writer.bytes == expected.encoded())
+        #expect(String(decoding: writer.bytes, as: UTF8.self) == #"{"a":"x\"y","nested":{"n":1,"empty":{}},"b":"z"}"#)
+    }
 }

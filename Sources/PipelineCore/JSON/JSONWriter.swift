@@ -5,9 +5,14 @@
 ///   everything else, including non-ASCII, is written as UTF-8 unchanged. `/` is not escaped.
 /// - Integral numbers (``JSONValue/int(_:)``, or a ``JSONValue/double(_:)`` holding an exact
 ///   integer below 2^53) are written without a fraction; non-finite doubles as `null`.
+///
+/// Records of a fixed shape can be written member by member, without building a ``JSONObject``
+/// first: ``beginObject()``, ``member(_:_:)`` or ``key(_:)`` followed by one value, ``endObject()``.
 public struct JSONWriter: Sendable {
     /// The bytes written so far.
     public private(set) var bytes: [UInt8]
+    /// Whether the next ``key(_:)`` of a streamed object needs a comma before it.
+    private var needsComma = false
 
     /// Creates an empty writer.
     public init(reservingCapacity capacity: Int = 512) {
@@ -33,6 +38,34 @@ public struct JSONWriter: Sendable {
         case .object(let object):
             write(object: object)
         }
+    }
+
+    /// Starts an object whose members follow one by one.
+    public mutating func beginObject() {
+        bytes.append(UInt8(ascii: "{"))
+        needsComma = false
+    }
+
+    /// Ends the object started by the matching ``beginObject()``.
+    public mutating func endObject() {
+        bytes.append(UInt8(ascii: "}"))
+        needsComma = true
+    }
+
+    /// Appends the key of the next member of a streamed object; exactly one value must follow (``write(_:)``,
+    /// ``write(string:)`` or ``beginObject()``).
+    public mutating func key(_ key: String) {
+        if needsComma { bytes.append(UInt8(ascii: ",")) }
+        write(string: key)
+        bytes.append(UInt8(ascii: ":"))
+        needsComma = true
+    }
+
+    /// Appends the member `key` with the string `value`, or nothing when `value` is `nil`.
+    public mutating func member(_ key: String, _ value: String?) {
+        guard let value else { return }
+        self.key(key)
+        write(string: value)
     }
 
     /// Appends `object`, keys in order.

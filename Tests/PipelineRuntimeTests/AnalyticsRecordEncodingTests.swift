@@ -1,0 +1,39 @@
+import PipelineCore
+@testable import PipelineRuntime
+import Testing
+
+@Suite("Analytics and timer records: the exact bytes written")
+struct AnalyticsRecordEncodingTests {
+    static let identity = MessageIdentity(
+        messageId: "6f1c2a4e-0000-5000-8000-000000000001",
+        eventId: "evt-\"quoted\"",
+        campaignId: "spring-sale",
+        recipientId: "user-42",
+        platform: .apns,
+        template: "timer"
+    )
+    static let at = try! Timestamp(rfc3339: "2026-03-01T12:00:00Z")
+
+    @Test("every kind of analytics event")
+    func analyticsEvents() throws {
+        let partial = MessageIdentity(messageId: "m-1", eventId: nil, campaignId: nil, recipientId: nil, platform: nil, template: "unknown")
+        let cases: [(AnalyticsEvent, String)] = [
+            (AnalyticsEvent(kind: .delivered, identity: Self.identity, occurredAt: Self.at, sink: "kafka:push.apns"), #"{"specVersion":"1","type":"push.delivered","messageId":"6f1c2a4e-0000-5000-8000-000000000001","sourceEventId":"evt-\"quoted\"","campaignId":"spring-sale","recipientId":"user-42","platform":"apns","template":"timer","occurredAt":"2026-03-01T12:00:00Z","sink":"kafka:push.apns"}"#),
+            (AnalyticsEvent(kind: .failed, identity: Self.identity, occurredAt: Self.at, sink: "apns:production", reasonCode: "invalid_token", reasonDetail: "Unregistered\n410"), #"{"specVersion":"1","type":"push.failed","messageId":"6f1c2a4e-0000-5000-8000-000000000001","sourceEventId":"evt-\"quoted\"","campaignId":"spring-sale","recipientId":"user-42","platform":"apns","template":"timer","occurredAt":"2026-03-01T12:00:00Z","sink":"apns:production","reason":{"code":"invalid_token","detail":"Unregistered\n410"}}"#),
+            (AnalyticsEvent(kind: .rejected, identity: partial, occurredAt: Self.at, reasonCode: "missing_field", reasonDetail: nil), #"{"specVersion":"1","type":"push.rejected","messageId":"m-1","template":"unknown","occurredAt":"2026-03-01T12:00:00Z","reason":{"code":"missing_field"}}"#),
+            (AnalyticsEvent(kind: .expired, identity: Self.identity, occurredAt: Self.at, cause: .timer), #"{"specVersion":"1","type":"push.expired","messageId":"6f1c2a4e-0000-5000-8000-000000000001","sourceEventId":"evt-\"quoted\"","campaignId":"spring-sale","recipientId":"user-42","platform":"apns","template":"timer","occurredAt":"2026-03-01T12:00:00Z","cause":"timer"}"#),
+            (AnalyticsEvent(kind: .suppressed, identity: Self.identity, occurredAt: Self.at), #"{"specVersion":"1","type":"push.suppressed","messageId":"6f1c2a4e-0000-5000-8000-000000000001","sourceEventId":"evt-\"quoted\"","campaignId":"spring-sale","recipientId":"user-42","platform":"apns","template":"timer","occurredAt":"2026-03-01T12:00:00Z"}"#),
+        ]
+        for (event, expected) in cases {
+            #expect(String(decoding: event.encoded(), as: UTF8.self) == expected)
+            #expect(try AnalyticsEvent(json: event.encoded()) == event, "reads back")
+        }
+    }
+
+    @Test("a timer record")
+    func timerRecord() {
+        let timer = TimerBook.PendingTimer(identity: Self.identity, expiresAt: Self.at, partition: 3)
+        #expect(String(decoding: TimerBook.encode(timer), as: UTF8.self) == #"{"messageId":"6f1c2a4e-0000-5000-8000-000000000001","sourceEventId":"evt-\"quoted\"","campaignId":"spring-sale","recipientId":"user-42","platform":"apns","template":"timer","expiresAt":"2026-03-01T12:00:00Z"}"#)
+        #expect(TimerBook.decode(TimerBook.encode(timer), partition: 3) == timer)
+    }
+}

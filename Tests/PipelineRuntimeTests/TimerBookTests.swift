@@ -1,0 +1,72 @@
+import PipelineCore
+@testable import PipelineRuntime
+import Testing
+
+@Suite("Timer book: pending expiries fire once, in due order, where their partition is owned")
+struct TimerBookTests {
+    static let start = try! Timestamp(rfc3339: "2026-03-01T12:00:00Z")
+
+    static func timer(_ id: String, in seconds: Int64, partition: Int32 = 0) -> TimerBook.PendingTimer {
+        let identity = MessageIdentity(messageId: id, eventId: id, campaignId: "c", recipientId: "r", platform: .fcm, template: "timer")
+        return TimerBook.PendingTimer(identity: identity, expiresAt: start.adding(seconds: seconds), partition: partition)
+    }
+
+    @Test("due timers come out earliest first; the others stay pending")
+    func dueInOrder() {
+        let book = TimerBook()
+        for (index, seconds) in [50, 10, 40, 20, 30, 5_000].enumerated() {
+            book.schedule(Self.timer("m\(index)", in: Int64(seconds)))
+        }
+        let due = book.takeDue(at: Self.start.adding(seconds: 45), in: [0])
+        #expect(due.map(\.identity.messageId) == ["m1", "m3", "m4", "m2"])
+        #expect(book.count == 2)
+        #expect(book.takeDue(at: Self.start.adding(seconds: 45), in: [0]).isEmpty, "fired once")
+        #expect(book.takeDue(at: Self.start.adding(seconds: 10_000), in: [0]).map(\.identity.messageId) == ["m0", "m5"])
+    }
+
+    @Test("a replaced timer fires once, at its new time; a removed one never")
+    func replacedAndRemoved() {
+        let book = TimerBook()
+        book.schedule(Self.timer("moved", in: 10))
+        book.schedule(Self.timer("moved", in: 100))
+        book.schedule(Self.timer("gone", in: 10))
+        book.remove(messageId: "gone")
+        #expect(book.takeDue(at: Self.start.adding(seconds: 50), in: [0]).isEmpty)
+        #expect(book.takeDue(at: Self.start.adding(seconds: 150), in: [0]).map(\.identity.messageId) == ["moved"])
+        #expect(book.count == 0)
+    }
+
+    @Test("a fired timer read back from the topic before its tombstone is not brought back")
+    func firedIsNotRescheduled() {
+        let book = TimerBook()
+        book.schedule(Self.timer("m", in: 1))
+        #expect(book.takeDue(at: Self.start.adding(seconds: 2), in: [0]).count == 1)
+        book.schedule(Self.timer("m", in: 1))
+        #expect(book.count == 0)
+    }
+
+    @Test("a due timer of a partition owned elsewhere waits until its partition is owned here")
+    func otherPartitions() {
+        let book = TimerBook()
+        book.schedule(Self.timer("here", in: 1, partition: 0))
+        book.schedule(Self.timer("there", in: 1, partition: 7))
+        #expect(book.takeDue(at: Self.start.adding(seconds: 2), in: [0]).map(\.identity.messageId) == ["here"])
+        #expect(book.takeDue(at: Self.start.adding(seconds: 3), in: [0]).isEmpty)
+        #expect(book.takeDue(at: Self.start.adding(seconds: 4), in: [0, 7]).map(\.identity.messageId) == ["there"])
+    }
+
+    @Test("many replacements keep the book exact (stale heap entries are dropped)")
+    func manyReplacements() {
+        let book = TimerBook()
+        for round in 0..<5 {
+            for index in 0..<1_000 { book.schedule(Self.timer("m\(index)", in: Int64(1_000 + round * 10 + index % 7))) }
+        }
+        #expect(book.count == 1_000)
+        #expect(book.takeDue(at: Self.start.adding(seconds: 1_039), in: [0]).isEmpty, "only the last schedule of each counts")
+        let due = book.takeDue(at: Self.start.adding(seconds: 2_000), in: [0])
+        #expect(due.count == 1_000)
+        #expect(Set(due.map(\.identity.messageId)).count == 1_000)
+        #expect(due.allSatisfy { $0.expiresAt >= Self.start.adding(seconds: 1_040) })
+        #expect(zip(due, due.dropFirst()).allSatisfy { $0.expiresAt <= $1.expiresAt })
+    }
+}
