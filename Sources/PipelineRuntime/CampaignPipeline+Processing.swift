@@ -111,13 +111,20 @@ extension CampaignPipeline {
                     consumer: consumer, sender: sender, done: done
                 )
             }
-            let collector = DeliveryCollector(expected: sinks.count)
+            // With one sink (the usual route) its answer is the whole outcome: nothing to collect.
+            let collector = sinks.count > 1 ? DeliveryCollector(expected: sinks.count) : nil
             for sink in sinks {
                 let sinkName = sink.name
                 tracker.wait(on: sinkName, 1)
                 await sink.submit(notification, isCancelled: { tracker.isRetired }) { [self] outcome in
                     tracker.wait(on: sinkName, -1)
-                    guard let outcomes = collector.add(outcome, from: sink) else { return }
+                    let outcomes: [(sink: any PushSink, outcome: SinkOutcome)]
+                    if let collector {
+                        guard let all = collector.add(outcome, from: sink) else { return }
+                        outcomes = all
+                    } else {
+                        outcomes = [(sink, outcome)]
+                    }
                     self.finishDelivery(
                         delivery,
                         timer: timer,
@@ -254,7 +261,7 @@ extension CampaignPipeline {
         } else {
             let deliveredAt = eventOrWallTime(notification.occurredAt)
             // Named in route order, whatever order they answered in.
-            let sinkNames = (activeRoutes.withLock { $0[notification.platform] } ?? outcomes.map(\.sink)).map(\.name).joined(separator: ",")
+            let sinkNames = activeRouteNames.withLock { $0[notification.platform] } ?? outcomes.map(\.sink.name).joined(separator: ",")
             let delivered = AnalyticsEvent(kind: .delivered, identity: identity, occurredAt: .now(), sink: sinkNames)
             followUps.append(analyticsOutput(delivered, sourceTimestamp: message.timestamp, onAcknowledged: done))
             if let timer, replay == nil {

@@ -44,6 +44,8 @@ public final class CampaignPipeline: Service {
     let providedSinks: [any PushSink]
     /// The sinks of each platform while running.
     let activeRoutes = Mutex([Platform: [any PushSink]]())
+    /// Per platform, its sinks' names joined with commas in route order (the `sink` of `push.delivered`).
+    let activeRouteNames = Mutex([Platform: String]())
     /// Names of the sinks that are throttled now; partitions with deliveries waiting on them are paused.
     let throttledSinks = Mutex(Set<String>())
     /// The first sink that stopped (refused credentials), which stops the pipeline.
@@ -254,6 +256,7 @@ public final class CampaignPipeline: Service {
             throw error
         }
         activeRoutes.withLock { $0 = routes }
+        activeRouteNames.withLock { $0 = routes.mapValues { $0.map(\.name).joined(separator: ",") } }
         for (platform, sinks) in routes.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
             logger.info("Sinks", metadata: ["platform": "\(platform.rawValue)", "sinks": "\(sinks.map(\.name).joined(separator: ","))"])
         }

@@ -8,9 +8,16 @@ import PushSinks
 struct KafkaPayloadSink: PushSink {
     let topic: String
     let sender: OutputSender
+    /// `kafka:<topic>`, made once (outcomes name their sink for every event).
+    let name: String
 
     var kind: String { "kafka" }
-    var name: String { "kafka:\(topic)" }
+
+    init(topic: String, sender: OutputSender) {
+        self.topic = topic
+        self.sender = sender
+        self.name = "kafka:\(topic)"
+    }
 
     /// Writes the payload. `isCancelled` is not asked: the cluster answers in moments, and a payload written for a
     /// partition that moved meanwhile is a duplicate with the same message id, as after any rebalance.
