@@ -197,43 +197,54 @@ public final class KafkaProducer: Sendable {
         let timestamp = record.timestamp.map { Int64(($0.timeIntervalSince1970 * 1000).rounded()) } ?? 0
         let key = record.key ?? []
         let value = record.value ?? []
-        let headerCount = record.headers.count
+        let headerStorage = Self.headerStorage(record.headers)
+        // Every argument lives on the stack (or in one temporary buffer) for the call: no array per record.
         let error: OpaquePointer? = record.topic.withCString { topic in
             key.withUnsafeBytes { keyBytes in
                 value.withUnsafeBytes { valueBytes in
-                    var values = [rd_kafka_vu_t](repeating: rd_kafka_vu_t(), count: 6 + headerCount)
-                    values[0].vtype = RD_KAFKA_VTYPE_TOPIC
-                    values[0].u.cstr = topic
-                    values[1].vtype = RD_KAFKA_VTYPE_PARTITION
-                    values[1].u.i32 = record.partition ?? RD_KAFKA_PARTITION_UA
-                    values[2].vtype = RD_KAFKA_VTYPE_MSGFLAGS
-                    values[2].u.i = RD_KAFKA_MSG_F_COPY
-                    values[3].vtype = RD_KAFKA_VTYPE_OPAQUE
-                    values[3].u.ptr = opaque
-                    values[4].vtype = RD_KAFKA_VTYPE_TIMESTAMP
-                    values[4].u.i64 = timestamp
-                    var count = 5
-                    if record.value != nil {
-                        values[count].vtype = RD_KAFKA_VTYPE_VALUE
-                        values[count].u.mem.ptr = UnsafeMutableRawPointer(mutating: valueBytes.baseAddress)
-                        values[count].u.mem.size = valueBytes.count
-                        count += 1
-                    }
-                    if record.key != nil {
-                        values.append(rd_kafka_vu_t())
-                        values[count].vtype = RD_KAFKA_VTYPE_KEY
-                        values[count].u.mem.ptr = UnsafeMutableRawPointer(mutating: keyBytes.baseAddress)
-                        values[count].u.mem.size = keyBytes.count
-                        count += 1
-                    }
-                    return withHeaderValues(record.headers) { headerValues in
-                        for header in headerValues {
-                            if count == values.count { values.append(rd_kafka_vu_t()) }
-                            values[count] = header
-                            count += 1
-                        }
-                        return values.withUnsafeBufferPointer { buffer in
-                            rd_kafka_produceva(handle.pointer, buffer.baseAddress, count)
+                    headerStorage.withUnsafeBytes { headerBytes in
+                        withUnsafeTemporaryAllocation(of: rd_kafka_vu_t.self, capacity: 7 + record.headers.count) { values in
+                            var count = 0
+                            func add(_ type: rd_kafka_vtype_t, _ fill: (inout rd_kafka_vu_t) -> Void) {
+                                var entry = rd_kafka_vu_t()
+                                entry.vtype = type
+                                fill(&entry)
+                                values.initializeElement(at: count, to: entry)
+                                count += 1
+                            }
+                            add(RD_KAFKA_VTYPE_TOPIC) { $0.u.cstr = topic }
+                            add(RD_KAFKA_VTYPE_PARTITION) { $0.u.i32 = record.partition ?? RD_KAFKA_PARTITION_UA }
+                            add(RD_KAFKA_VTYPE_MSGFLAGS) { $0.u.i = RD_KAFKA_MSG_F_COPY }
+                            add(RD_KAFKA_VTYPE_OPAQUE) { $0.u.ptr = opaque }
+                            add(RD_KAFKA_VTYPE_TIMESTAMP) { $0.u.i64 = timestamp }
+                            if record.value != nil {
+                                add(RD_KAFKA_VTYPE_VALUE) {
+                                    $0.u.mem.ptr = UnsafeMutableRawPointer(mutating: valueBytes.baseAddress)
+                                    $0.u.mem.size = valueBytes.count
+                                }
+                            }
+                            if record.key != nil {
+                                add(RD_KAFKA_VTYPE_KEY) {
+                                    $0.u.mem.ptr = UnsafeMutableRawPointer(mutating: keyBytes.baseAddress)
+                                    $0.u.mem.size = keyBytes.count
+                                }
+                            }
+                            // Headers: a NUL-terminated name, then the value, one after the other in the storage.
+                            var offset = 0
+                            for header in record.headers {
+                                let nameLength = header.key.utf8.count
+                                let valueLength = header.value?.count ?? 0
+                                let name = headerBytes.baseAddress.map { ($0 + offset).assumingMemoryBound(to: CChar.self) }
+                                let valueStart = offset + nameLength + 1
+                                add(RD_KAFKA_VTYPE_HEADER) {
+                                    $0.u.header.name = name
+                                    $0.u.header.val = header.value == nil ? nil : headerBytes.baseAddress.map { UnsafeRawPointer($0 + valueStart) }
+                                    $0.u.header.size = valueLength
+                                }
+                                offset = valueStart + valueLength
+                            }
+                            defer { values.baseAddress?.deinitialize(count: count) }
+                            return rd_kafka_produceva(handle.pointer, values.baseAddress, count)
                         }
                     }
                 }
@@ -245,41 +256,19 @@ public final class KafkaProducer: Sendable {
         return result
     }
 
-    /// Builds `RD_KAFKA_VTYPE_HEADER` values whose pointers stay valid inside `body`.
-    private func withHeaderValues<T>(_ headers: [KafkaHeader], _ body: ([rd_kafka_vu_t]) -> T) -> T {
-        // Keep every name and value in one contiguous byte buffer for the duration of the call.
+    /// Every header's name (NUL-terminated) and value, one after the other, in one exactly sized buffer.
+    private static func headerStorage(_ headers: [KafkaHeader]) -> [UInt8] {
+        guard !headers.isEmpty else { return [] }
+        var size = 0
+        for header in headers { size += header.key.utf8.count + 1 + (header.value?.count ?? 0) }
         var storage: [UInt8] = []
-        var ranges: [(name: Range<Int>, value: Range<Int>?)] = []
+        storage.reserveCapacity(size)
         for header in headers {
-            let nameStart = storage.count
             storage.append(contentsOf: header.key.utf8)
             storage.append(0)
-            let nameRange = nameStart..<(storage.count - 1)
-            var valueRange: Range<Int>?
-            if let value = header.value {
-                let valueStart = storage.count
-                storage.append(contentsOf: value)
-                valueRange = valueStart..<storage.count
-            }
-            ranges.append((nameRange, valueRange))
+            if let value = header.value { storage.append(contentsOf: value) }
         }
-        return storage.withUnsafeBytes { bytes in
-            let base = bytes.baseAddress
-            let values = ranges.map { range -> rd_kafka_vu_t in
-                var value = rd_kafka_vu_t()
-                value.vtype = RD_KAFKA_VTYPE_HEADER
-                value.u.header.name = base.map { ($0 + range.name.lowerBound).assumingMemoryBound(to: CChar.self) }
-                if let valueRange = range.value {
-                    value.u.header.val = base.map { UnsafeRawPointer($0 + valueRange.lowerBound) }
-                    value.u.header.size = valueRange.count
-                } else {
-                    value.u.header.val = nil
-                    value.u.header.size = 0
-                }
-                return value
-            }
-            return body(values)
-        }
+        return storage
     }
 
     /// The delivery-report loop, run on the producer's own thread.
