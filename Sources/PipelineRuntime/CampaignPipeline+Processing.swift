@@ -368,13 +368,18 @@ extension CampaignPipeline {
             topic: configuration.topics.analytics,
             key: Array(event.identity.messageId.utf8),
             value: bytes,
-            headers: [KafkaHeader(key: "type", string: event.kind.rawValue)]
+            headers: Self.analyticsHeaders[event.kind] ?? [KafkaHeader(key: "type", string: event.kind.rawValue)]
         )
         return OutputSender.Output(record: record) { [statistics] report in
             statistics.recordOutcome(event, bytes: bytes, isTimerExpiry: isTimerExpiry, sourceTimestamp: sourceTimestamp)
             onAcknowledged(report)
         }
     }
+
+    /// The `type` header of each kind of analytics record, made once and shared by every record of that kind.
+    static let analyticsHeaders: [AnalyticsEvent.Kind: [KafkaHeader]] = Dictionary(
+        uniqueKeysWithValues: AnalyticsEvent.Kind.allCases.map { ($0, [KafkaHeader(key: "type", string: $0.rawValue)]) }
+    )
 
     /// The event's own time when replaying by event time, otherwise now.
     func eventOrWallTime(_ eventTime: Timestamp) -> Timestamp {

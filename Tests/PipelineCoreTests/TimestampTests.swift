@@ -32,6 +32,10 @@ struct TimestampTests {
         #expect(Timestamp(secondsSince1970: 1_703_462_400).rfc3339 == "2023-12-25T00:00:00Z")
         #expect(Timestamp(secondsSince1970: 0, nanoseconds: 250_000_000).rfc3339 == "1970-01-01T00:00:00.25Z")
         #expect(Timestamp(secondsSince1970: -1).rfc3339 == "1969-12-31T23:59:59Z")
+        #expect(Timestamp(secondsSince1970: 1_703_462_400, nanoseconds: 5).rfc3339 == "2023-12-25T00:00:00.000000005Z")
+        #expect(Timestamp(secondsSince1970: 1_703_462_400, nanoseconds: 120_000).rfc3339 == "2023-12-25T00:00:00.00012Z")
+        #expect(Timestamp(secondsSince1970: 253_402_300_799).rfc3339 == "9999-12-31T23:59:59Z")
+        #expect(Timestamp(secondsSince1970: -62_135_596_800).rfc3339 == "0001-01-01T00:00:00Z")
         #expect(try Timestamp(rfc3339: "2024-02-29T12:34:56+02:00").rfc3339 == "2024-02-29T10:34:56Z")
     }
 

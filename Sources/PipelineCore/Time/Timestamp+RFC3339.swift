@@ -88,14 +88,32 @@ extension Timestamp {
         let days = secondsSince1970 >= 0 ? secondsSince1970 / 86_400 : (secondsSince1970 - 86_399) / 86_400
         let secondOfDay = Int(secondsSince1970 - days * 86_400)
         let (year, month, day) = Self.civilFromDays(Int(days))
-        var text = Self.pad(year, 4) + "-" + Self.pad(month, 2) + "-" + Self.pad(day, 2) + "T"
-        text += Self.pad(secondOfDay / 3600, 2) + ":" + Self.pad(secondOfDay / 60 % 60, 2) + ":" + Self.pad(secondOfDay % 60, 2)
+        // Written as bytes and made a `String` once: analytics and timer records carry one per event.
+        var text: [UInt8] = []
+        text.reserveCapacity(30)
+        Self.appendPadded(year, width: 4, to: &text)
+        text.append(UInt8(ascii: "-"))
+        Self.appendPadded(month, width: 2, to: &text)
+        text.append(UInt8(ascii: "-"))
+        Self.appendPadded(day, width: 2, to: &text)
+        text.append(UInt8(ascii: "T"))
+        Self.appendPadded(secondOfDay / 3600, width: 2, to: &text)
+        text.append(UInt8(ascii: ":"))
+        Self.appendPadded(secondOfDay / 60 % 60, width: 2, to: &text)
+        text.append(UInt8(ascii: ":"))
+        Self.appendPadded(secondOfDay % 60, width: 2, to: &text)
         if nanoseconds > 0 {
-            var fraction = Self.pad(Int(nanoseconds), 9)
-            while fraction.hasSuffix("0") { fraction.removeLast() }
-            text += "." + fraction
+            text.append(UInt8(ascii: "."))
+            var fraction = Int(nanoseconds)
+            var width = 9
+            while fraction % 10 == 0 {
+                fraction /= 10
+                width -= 1
+            }
+            Self.appendPadded(fraction, width: width, to: &text)
         }
-        return text + "Z"
+        text.append(UInt8(ascii: "Z"))
+        return String(decoding: text, as: UTF8.self)
     }
 
     // MARK: - Calendar arithmetic (proleptic Gregorian; H. Hinnant's days-from-civil algorithm)
@@ -133,8 +151,25 @@ extension Timestamp {
         return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
     }
 
-    private static func pad(_ value: Int, _ width: Int) -> String {
-        let digits = String(value)
-        return digits.count >= width ? digits : String(repeating: "0", count: width - digits.count) + digits
+    /// Appends `value`'s decimal digits, left-padded with zeros to `width` (more digits when it has more; a
+    /// minus sign first when negative).
+    private static func appendPadded(_ value: Int, width: Int, to bytes: inout [UInt8]) {
+        if value < 0 { bytes.append(UInt8(ascii: "-")) }
+        let magnitude = value.magnitude
+        var digits = 1
+        var limit: UInt = 10
+        while magnitude >= limit, digits < 20 {
+            digits += 1
+            limit = limit.multipliedReportingOverflow(by: 10).overflow ? .max : limit * 10
+        }
+        for _ in digits..<max(digits, width) { bytes.append(UInt8(ascii: "0")) }
+        var divisor: UInt = 1
+        for _ in 1..<digits { divisor *= 10 }
+        var rest = magnitude
+        while divisor > 0 {
+            bytes.append(UInt8(ascii: "0") + UInt8(rest / divisor))
+            rest %= divisor
+            divisor /= 10
+        }
     }
 }
