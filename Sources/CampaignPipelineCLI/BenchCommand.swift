@@ -49,7 +49,7 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(help: "Partitions of the sends topic.")
     var partitions: Int32 = 6
 
-    @Option(help: "Events per partition the feeder may be ahead of the run (what waits in the topic).")
+    @Option(help: "Events per partition the feeder may be ahead of the run (what waits in the topic; 10 to 3,000: the embedded broker keeps only about 5 MiB per partition).")
     var window = 1_000
 
     @Flag(help: "Print the results as JSON instead of a table.")
@@ -63,7 +63,9 @@ struct BenchCommand: AsyncParsableCommand {
     func validate() throws {
         guard events >= 100 else { throw ValidationError("--events must be at least 100, not \(events)") }
         guard (1...64).contains(partitions) else { throw ValidationError("--partitions must be between 1 and 64") }
-        guard window >= 10 else { throw ValidationError("--window must be at least 10, not \(window)") }
+        guard (10...3_000).contains(window) else {
+            throw ValidationError("--window must be between 10 and 3,000 events per partition, not \(window) (the embedded broker keeps only about 5 MiB per partition)")
+        }
     }
 
     func run() async throws {

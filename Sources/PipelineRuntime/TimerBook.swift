@@ -10,6 +10,8 @@ import Synchronization
 ///
 /// Timers are kept by message id and, for firing, in a min-heap by due time: scheduling costs O(log n) and a
 /// tick that fires k timers O(k log n), however many are pending (a busy instance holds hundreds of thousands).
+/// Due timers of partitions another instance owns are parked by partition, off the heap, until their
+/// tombstone arrives or the partition is assigned here.
 final class TimerBook: Sendable {
     struct PendingTimer: Sendable, Equatable {
         var identity: MessageIdentity
@@ -30,6 +32,10 @@ final class TimerBook: Sendable {
     private struct State {
         var pending: [String: PendingTimer] = [:]
         var due = Heap<DueEntry>()
+        /// Due timers of partitions not owned here when they came due, by partition.
+        var parked: [Int32: [DueEntry]] = [:]
+        /// How many entries ``parked`` holds (some may be stale: removed or rescheduled since).
+        var parkedCount = 0
         /// Fired here and not yet seen tombstoned, so a late read of the timer record does not bring it back.
         var fired: Set<String> = []
     }
@@ -38,18 +44,23 @@ final class TimerBook: Sendable {
 
     var count: Int { state.withLock { $0.pending.count } }
 
+    /// Entries parked for partitions owned elsewhere (for tests: they must not pile up).
+    var parkedCount: Int { state.withLock { $0.parkedCount } }
+
     /// Adds or replaces a timer (from a delivery, or folded from the topic).
     func schedule(_ timer: PendingTimer) {
         state.withLock { state in
             let messageId = timer.identity.messageId
             guard !state.fired.contains(messageId) else { return }
             let previous = state.pending.updateValue(timer, forKey: messageId)
-            if previous?.expiresAt != timer.expiresAt {
+            if previous?.expiresAt != timer.expiresAt || previous?.partition != timer.partition {
                 state.due.insert(DueEntry(expiresAt: timer.expiresAt, messageId: messageId))
             }
             // Replaced timers leave stale entries behind; rebuild when they outnumber the live ones.
             if state.due.count > 2 * state.pending.count + 1_024 {
                 state.due = Heap(state.pending.values.map { DueEntry(expiresAt: $0.expiresAt, messageId: $0.identity.messageId) })
+                state.parked = [:]
+                state.parkedCount = 0
             }
         }
     }
@@ -66,20 +77,36 @@ final class TimerBook: Sendable {
     /// other partitions stay pending (they fire where their partition is owned, here again if it comes back).
     func takeDue(at now: Timestamp, in partitions: Set<Int32>) -> [PendingTimer] {
         state.withLock { state in
+            for partition in partitions {
+                if let parked = state.parked.removeValue(forKey: partition) {
+                    state.parkedCount -= parked.count
+                    state.due.insert(contentsOf: parked)
+                }
+            }
             var due: [PendingTimer] = []
-            var elsewhere: [DueEntry] = []
             while let next = state.due.min, next.expiresAt <= now {
                 state.due.removeMin()
                 guard let timer = state.pending[next.messageId], timer.expiresAt == next.expiresAt else { continue }
                 guard partitions.contains(timer.partition) else {
-                    elsewhere.append(next)
+                    state.parked[timer.partition, default: []].append(next)
+                    state.parkedCount += 1
                     continue
                 }
                 state.pending[next.messageId] = nil
                 state.fired.insert(next.messageId)
                 due.append(timer)
             }
-            state.due.insert(contentsOf: elsewhere)
+            // Timers parked here are tombstoned by their owner; drop those entries before they pile up.
+            if state.parkedCount > state.pending.count + 1_024 {
+                let pending = state.pending
+                state.parked = state.parked.compactMapValues { entries in
+                    let live = entries.filter { entry in
+                        pending[entry.messageId].map { $0.expiresAt == entry.expiresAt } ?? false
+                    }
+                    return live.isEmpty ? nil : live
+                }
+                state.parkedCount = state.parked.values.reduce(0) { $0 + $1.count }
+            }
             return due
         }
     }

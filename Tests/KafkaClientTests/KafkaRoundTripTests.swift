@@ -19,7 +19,9 @@ struct KafkaRoundTripTests {
                         value: value,
                         headers: [
                             KafkaHeader(key: "index", string: String(index)),
+                            KafkaHeader(key: "no-value", value: nil),
                             KafkaHeader(key: "binary", value: [0, 1, 2, 0xFF]),
+                            KafkaHeader(key: "zero-length", value: []),
                             KafkaHeader(key: "empty", value: nil),
                         ]
                     )

@@ -36,6 +36,8 @@ struct TimestampTests {
         #expect(Timestamp(secondsSince1970: 1_703_462_400, nanoseconds: 120_000).rfc3339 == "2023-12-25T00:00:00.00012Z")
         #expect(Timestamp(secondsSince1970: 253_402_300_799).rfc3339 == "9999-12-31T23:59:59Z")
         #expect(Timestamp(secondsSince1970: -62_135_596_800).rfc3339 == "0001-01-01T00:00:00Z")
+        // Before year 1 there is no RFC 3339 form; the year is written with its sign rather than garbled.
+        #expect(Timestamp(secondsSince1970: -62_167_219_200 - 365 * 86_400).rfc3339 == "-0001-01-01T00:00:00Z")
         #expect(try Timestamp(rfc3339: "2024-02-29T12:34:56+02:00").rfc3339 == "2024-02-29T10:34:56Z")
     }
 

@@ -255,13 +255,16 @@ struct PipelinePlatformSinkTests {
                 try await eventually("partition 0 paused while FCM throttles", timeout: .seconds(30), every: .milliseconds(50)) {
                     pipeline.progress.withLock { $0[fcmPartition] }?.isPaused == true ? true : nil
                 }
-                // The batch being processed when the pause came is finished; then nothing more is read.
+                // The batch being processed when the pause came is finished; then nothing more is read, not even
+                // events produced after the pause (a fast run may have read all of the first 3,000 by then).
+                try await Task.sleep(for: .seconds(1))
+                for result in await producer.send(contentsOf: records("basic-fcm", 3_000..<3_500, partition: 0)) { _ = try result.get() }
                 try await Task.sleep(for: .seconds(1))
                 let readWhenPaused = pipeline.readPositions.withLock { $0[fcmPartition] } ?? 0
-                #expect(readWhenPaused < 3_000, "reading of the throttled partition stopped early (\(readWhenPaused))")
+                #expect(readWhenPaused <= 3_000, "reading of the throttled partition stopped (\(readWhenPaused))")
 
                 // Partition 1: APNs events to the Kafka sink, produced while FCM throttles, are all delivered.
-                for result in await producer.send(contentsOf: records("basic-apns", 3_000..<3_200, partition: 1)) { _ = try result.get() }
+                for result in await producer.send(contentsOf: records("basic-apns", 3_500..<3_700, partition: 1)) { _ = try result.get() }
                 try await eventually("partition 1 flows", timeout: .seconds(30)) {
                     let delivered = try analytics(try await readAll(configuration.topics.analytics, kafka: kafka))
                     return delivered.filter { $0.identity.platform == .apns && $0.kind == .delivered }.count == 200 ? true : nil
@@ -272,19 +275,19 @@ struct PipelinePlatformSinkTests {
 
                 // FCM recovers: partition 0 resumes and everything is delivered, once.
                 fcm.answers.setFallback(.json(200, #"{"name":"projects/test-project/messages/1"}"#))
-                try await eventually("every event delivered", timeout: .seconds(90)) {
+                try await eventually("every event delivered", timeout: .seconds(120)) {
                     let outcomes = try analytics(try await readAll(configuration.topics.analytics, kafka: kafka))
-                    return outcomes.count >= 3_200 ? true : nil
+                    return outcomes.count >= 3_700 ? true : nil
                 }
             }
             await producer.close()
             let outcomes = try analytics(try await readAll(configuration.topics.analytics, kafka: kafka))
-            #expect(outcomes.count == 3_200)
-            #expect(Set(outcomes.compactMap(\.identity.eventId)).count == 3_200)
+            #expect(outcomes.count == 3_700)
+            #expect(Set(outcomes.compactMap(\.identity.eventId)).count == 3_700)
             #expect(outcomes.allSatisfy { $0.kind == .delivered })
-            #expect(fcm.answers.acceptedTokens.count == 3_000)
+            #expect(fcm.answers.acceptedTokens.count == 3_500)
             let committed = try await Self.committedOffsets(configuration, kafka: kafka, partitions: 2)
-            #expect(committed == [0: 3_000, 1: 200])
+            #expect(committed == [0: 3_500, 1: 200])
         }
     }
 }

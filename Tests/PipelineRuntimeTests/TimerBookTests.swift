@@ -69,4 +69,26 @@ struct TimerBookTests {
         #expect(due.allSatisfy { $0.expiresAt >= Self.start.adding(seconds: 1_040) })
         #expect(zip(due, due.dropFirst()).allSatisfy { $0.expiresAt <= $1.expiresAt })
     }
+
+    @Test("a timer moved to another partition at the same time fires in its new partition")
+    func movedPartition() {
+        let book = TimerBook()
+        book.schedule(Self.timer("m", in: 1, partition: 7))
+        #expect(book.takeDue(at: Self.start.adding(seconds: 2), in: [0]).isEmpty, "parked: partition 7 is owned elsewhere")
+        book.schedule(Self.timer("m", in: 1, partition: 0))
+        #expect(book.takeDue(at: Self.start.adding(seconds: 3), in: [0]).map(\.partition) == [0])
+        #expect(book.takeDue(at: Self.start.adding(seconds: 4), in: [0, 7]).isEmpty, "fired once")
+    }
+
+    @Test("timers parked for a partition owned elsewhere do not pile up once their owner tombstones them")
+    func parkedEntriesArePruned() {
+        let book = TimerBook()
+        for index in 0..<3_000 { book.schedule(Self.timer("elsewhere-\(index)", in: 1, partition: 7)) }
+        #expect(book.takeDue(at: Self.start.adding(seconds: 2), in: [0]).isEmpty)
+        #expect(book.parkedCount == 3_000)
+        for index in 0..<3_000 { book.remove(messageId: "elsewhere-\(index)") }
+        book.schedule(Self.timer("here", in: 1, partition: 0))
+        #expect(book.takeDue(at: Self.start.adding(seconds: 3), in: [0]).map(\.identity.messageId) == ["here"])
+        #expect(book.parkedCount == 0)
+    }
 }

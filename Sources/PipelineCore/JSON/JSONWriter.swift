@@ -7,7 +7,8 @@
 ///   integer below 2^53) are written without a fraction; non-finite doubles as `null`.
 ///
 /// Records of a fixed shape can be written member by member, without building a ``JSONObject``
-/// first: ``beginObject()``, ``member(_:_:)`` or ``key(_:)`` followed by one value, ``endObject()``.
+/// first: ``beginObject()``, ``member(_:_:)`` or ``key(_:)`` followed by one value, ``endObject()``. Streamed
+/// objects nest as member values; an array of them is written with ``write(_:)``.
 public struct JSONWriter: Sendable {
     /// The bytes written so far.
     public private(set) var bytes: [UInt8]

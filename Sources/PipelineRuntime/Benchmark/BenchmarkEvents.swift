@@ -47,15 +47,16 @@ public struct BenchmarkEvents: Sendable {
         return (0..<sample).reduce(0) { $0 + event(at: $1).value.count } / sample
     }
 
-    /// A sample with markers where an event's numbers go: `#E#` (event index), `#R#` (recipient number), `#N#`
-    /// (first-name number).
+    /// A sample with markers where an event's numbers go: U+0001 then `E` (event index), `R` (recipient number) or
+    /// `N` (first-name number). A control character is written escaped (`\u0001E`), which no sample's own text
+    /// produces unless it contains that control character.
     private static func markedEvent(_ sample: JSONObject, isBroken: Bool) -> [UInt8] {
         var event = sample
-        event["eventId"] = "bench-#E#"
+        event["eventId"] = "bench-\u{1}E"
         if var recipient = event["recipient"]?.objectValue {
-            recipient["id"] = "user-#R#"
-            recipient["token"] = "token-user-#R#-0123456789abcdef0123456789abcdef"
-            recipient["attributes"] = ["firstName": "Ada #N#", "city": "Lisbon"]
+            recipient["id"] = "user-\u{1}R"
+            recipient["token"] = "token-user-\u{1}R-0123456789abcdef0123456789abcdef"
+            recipient["attributes"] = ["firstName": "Ada \u{1}N", "city": "Lisbon"]
             event["recipient"] = .object(recipient)
         }
         if var content = event["content"]?.objectValue {
@@ -93,12 +94,13 @@ public struct BenchmarkEvents: Sendable {
             size = marked.count
             var start = 0
             var index = 0
-            while index + 3 <= marked.count {
-                let slot = marked[index] == UInt8(ascii: "#") && marked[index + 2] == UInt8(ascii: "#") ? Self.slot(marked[index + 1]) : nil
+            let marker = Array("\\u0001".utf8)
+            while index + marker.count < marked.count {
+                let slot = marked[index..<(index + marker.count)].elementsEqual(marker) ? Self.slot(marked[index + marker.count]) : nil
                 if let slot {
                     pieces.append(Array(marked[start..<index]))
                     slots.append(slot)
-                    index += 3
+                    index += marker.count + 1
                     start = index
                 } else {
                     index += 1

@@ -62,6 +62,7 @@ public struct PipelineBenchmark: Sendable {
         self.cluster = cluster
         self.events = events
         self.partitions = partitions
+        precondition(windowPerPartition > 0, "the feeder's window must be positive")
         self.window = Int(partitions) * windowPerPartition
         self.registry = registry
         self.logger = logger
@@ -111,7 +112,7 @@ public struct PipelineBenchmark: Sendable {
         let producer = try KafkaProducer(configuration: configuration, logger: logger)
         let failures = Locked(0)
         for index in 0..<events.count {
-            if index % 500 == 0 {
+            if index % min(500, window) == 0 {
                 while index - processed() > window { try await Task.sleep(for: .milliseconds(2)) }
             }
             let event = events.event(at: index)
