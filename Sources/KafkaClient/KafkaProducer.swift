@@ -233,12 +233,12 @@ public final class KafkaProducer: Sendable {
                             var offset = 0
                             for header in record.headers {
                                 let nameLength = header.key.utf8.count
-                                let valueLength = header.value?.count ?? 0
+                                let valueLength = header.valueByteCount ?? 0
                                 let name = headerBytes.baseAddress.map { ($0 + offset).assumingMemoryBound(to: CChar.self) }
                                 let valueStart = offset + nameLength + 1
                                 add(RD_KAFKA_VTYPE_HEADER) {
                                     $0.u.header.name = name
-                                    $0.u.header.val = header.value == nil ? nil : headerBytes.baseAddress.map { UnsafeRawPointer($0 + valueStart) }
+                                    $0.u.header.val = header.valueByteCount == nil ? nil : headerBytes.baseAddress.map { UnsafeRawPointer($0 + valueStart) }
                                     $0.u.header.size = valueLength
                                 }
                                 offset = valueStart + valueLength
@@ -260,13 +260,13 @@ public final class KafkaProducer: Sendable {
     private static func headerStorage(_ headers: [KafkaHeader]) -> [UInt8] {
         guard !headers.isEmpty else { return [] }
         var size = 0
-        for header in headers { size += header.key.utf8.count + 1 + (header.value?.count ?? 0) }
+        for header in headers { size += header.key.utf8.count + 1 + (header.valueByteCount ?? 0) }
         var storage: [UInt8] = []
         storage.reserveCapacity(size)
         for header in headers {
             storage.append(contentsOf: header.key.utf8)
             storage.append(0)
-            if let value = header.value { storage.append(contentsOf: value) }
+            header.appendValue(to: &storage)
         }
         return storage
     }

@@ -42,27 +42,79 @@ public struct KafkaTopicPartitionOffset: Hashable, Sendable, CustomStringConvert
 }
 
 /// A record header: a name and an optional value.
+///
+/// A header made from a string keeps the string (no byte array per header: the pipeline writes several per record);
+/// headers compare and hash by their bytes, however they were made.
 public struct KafkaHeader: Hashable, Sendable {
+    /// How the value is held.
+    private enum Storage: Sendable {
+        case none
+        case bytes([UInt8])
+        case text(String)
+    }
+
     /// The header name.
     public var key: String
+    private var storage: Storage
+
     /// The header value; `nil` is a header without a value.
-    public var value: [UInt8]?
+    public var value: [UInt8]? {
+        get {
+            switch storage {
+            case .none: nil
+            case .bytes(let bytes): bytes
+            case .text(let text): Array(text.utf8)
+            }
+        }
+        set { storage = newValue.map(Storage.bytes) ?? .none }
+    }
 
     /// Creates a header from bytes.
     public init(key: String, value: [UInt8]?) {
         self.key = key
-        self.value = value
+        self.storage = value.map(Storage.bytes) ?? .none
     }
 
     /// Creates a header from a UTF-8 string.
     public init(key: String, string: String) {
         self.key = key
-        self.value = Array(string.utf8)
+        self.storage = .text(string)
     }
 
     /// The value as UTF-8 text, if it is present and valid UTF-8.
     public var stringValue: String? {
-        value.flatMap { String(validating: $0, as: UTF8.self) }
+        switch storage {
+        case .none: nil
+        case .bytes(let bytes): String(validating: bytes, as: UTF8.self)
+        case .text(let text): text
+        }
+    }
+
+    /// The value's size in bytes; `nil` without a value.
+    var valueByteCount: Int? {
+        switch storage {
+        case .none: nil
+        case .bytes(let bytes): bytes.count
+        case .text(let text): text.utf8.count
+        }
+    }
+
+    /// Appends the value's bytes (nothing without a value) without making an array of them first.
+    func appendValue(to buffer: inout [UInt8]) {
+        switch storage {
+        case .none: break
+        case .bytes(let bytes): buffer.append(contentsOf: bytes)
+        case .text(let text): buffer.append(contentsOf: text.utf8)
+        }
+    }
+
+    public static func == (lhs: KafkaHeader, rhs: KafkaHeader) -> Bool {
+        lhs.key == rhs.key && lhs.value == rhs.value
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(key)
+        hasher.combine(value)
     }
 }
 

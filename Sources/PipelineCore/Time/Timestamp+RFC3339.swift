@@ -14,25 +14,38 @@ extension Timestamp {
     ///
     /// - Throws: ``RFC3339Error`` naming the first problem.
     public init(rfc3339 text: String) throws(RFC3339Error) {
-        let bytes = Array(text.utf8)
+        // The text's bytes, inline (no allocation; events carry one or two times each) unless it is too long to be
+        // a usual date-time.
+        let length = text.utf8.count
+        var inline = InlineArray<40, UInt8>(repeating: 0)
+        let long = length > 40 ? Array(text.utf8) : []
+        if length <= 40 {
+            var position = 0
+            for byte in text.utf8 {
+                inline[position] = byte
+                position += 1
+            }
+        }
+        let short = inline
+        func byte(_ position: Int) -> UInt8 { length <= 40 ? short[position] : long[position] }
         var index = 0
 
         func fail(_ reason: String) -> RFC3339Error {
             RFC3339Error(reason: "not an RFC 3339 date-time (\(reason)), e.g. 2026-11-20T10:00:00Z")
         }
         func digits(_ count: Int) -> Int? {
-            guard index + count <= bytes.count else { return nil }
+            guard index + count <= length else { return nil }
             var value = 0
             for offset in 0..<count {
-                let byte = bytes[index + offset]
-                guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
-                value = value * 10 + Int(byte - UInt8(ascii: "0"))
+                let digit = byte(index + offset)
+                guard digit >= UInt8(ascii: "0"), digit <= UInt8(ascii: "9") else { return nil }
+                value = value * 10 + Int(digit - UInt8(ascii: "0"))
             }
             index += count
             return value
         }
         func expect(_ allowed: String) -> Bool {
-            guard index < bytes.count, allowed.utf8.contains(bytes[index]) else { return false }
+            guard index < length, allowed.utf8.contains(byte(index)) else { return false }
             index += 1
             return true
         }
@@ -51,11 +64,11 @@ extension Timestamp {
         guard second <= 60 else { throw fail("second \(second) out of range") }
 
         var nanoseconds = 0
-        if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
+        if index < length, byte(index) == UInt8(ascii: ".") {
             index += 1
             var count = 0
-            while index < bytes.count, bytes[index] >= UInt8(ascii: "0"), bytes[index] <= UInt8(ascii: "9") {
-                if count < 9 { nanoseconds = nanoseconds * 10 + Int(bytes[index] - UInt8(ascii: "0")) }
+            while index < length, byte(index) >= UInt8(ascii: "0"), byte(index) <= UInt8(ascii: "9") {
+                if count < 9 { nanoseconds = nanoseconds * 10 + Int(byte(index) - UInt8(ascii: "0")) }
                 count += 1
                 index += 1
             }
@@ -66,8 +79,8 @@ extension Timestamp {
         var offsetSeconds = 0
         if expect("Zz") {
             offsetSeconds = 0
-        } else if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") {
-            let sign = bytes[index] == UInt8(ascii: "-") ? -1 : 1
+        } else if index < length, byte(index) == UInt8(ascii: "+") || byte(index) == UInt8(ascii: "-") {
+            let sign = byte(index) == UInt8(ascii: "-") ? -1 : 1
             index += 1
             guard let offsetHour = digits(2), expect(":"), let offsetMinute = digits(2), offsetHour <= 23, offsetMinute <= 59
             else { throw fail("invalid UTC offset") }
@@ -75,7 +88,7 @@ extension Timestamp {
         } else {
             throw fail("expected 'Z' or a UTC offset like +02:00")
         }
-        guard index == bytes.count else { throw fail("unexpected text after the time") }
+        guard index == length else { throw fail("unexpected text after the time") }
 
         let days = Self.daysFromCivil(year: year, month: month, day: day)
         let seconds = Int64(days) * 86_400 + Int64(hour * 3600 + minute * 60 + second) - Int64(offsetSeconds)
