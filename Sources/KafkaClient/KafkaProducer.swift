@@ -19,9 +19,15 @@ public final class KafkaProducer: Sendable {
     /// What the caller is told when a record's fate is known.
     public typealias DeliveryHandler = @Sendable (Result<KafkaDeliveryReport, KafkaError>) -> Void
 
+    /// A handler as stored while its record is in flight. Kept in a struct: a bare closure stored in a
+    /// dictionary or array is re-abstracted, which allocates a thunk for every record.
+    private struct PendingDelivery {
+        let handler: DeliveryHandler
+    }
+
     private struct State {
         var nextID: UInt = 1
-        var pending: [UInt: DeliveryHandler] = [:]
+        var pending: [UInt: PendingDelivery] = [:]
         var fatalError: KafkaError?
         var lastBrokerError: String?
         var isClosed = false
@@ -82,7 +88,7 @@ public final class KafkaProducer: Sendable {
             }
             let id = state.nextID
             state.nextID &+= 1
-            state.pending[id] = onDelivery
+            state.pending[id] = PendingDelivery(handler: onDelivery)
             return id
         }
         if let error = enqueue(record, id: id) {
@@ -185,8 +191,8 @@ public final class KafkaProducer: Sendable {
             return state.pending
         }
         await pollThread.stop()
-        for handler in abandoned.values {
-            handler(.failure(KafkaError(code: .closed, message: "the producer closed before the record was acknowledged")))
+        for pending in abandoned.values {
+            pending.handler(.failure(KafkaError(code: .closed, message: "the producer closed before the record was acknowledged")))
         }
     }
 
@@ -287,14 +293,14 @@ public final class KafkaProducer: Sendable {
                         rd_kafka_event_message_array(event, buffer.baseAddress, buffer.count)
                     }
                     if count == 0 { break }
-                    var completions: [(DeliveryHandler, Result<KafkaDeliveryReport, KafkaError>)] = []
+                    var completions: [(PendingDelivery, Result<KafkaDeliveryReport, KafkaError>)] = []
                     completions.reserveCapacity(count)
                     let lastBrokerError = state.withLock { $0.lastBrokerError }
                     state.withLock { state in
                         for index in 0..<count {
                             guard let message = messages[index] else { continue }
                             let id = UInt(bitPattern: message.pointee._private)
-                            guard let handler = state.pending.removeValue(forKey: id) else { continue }
+                            guard let pending = state.pending.removeValue(forKey: id) else { continue }
                             let topic = topicName(message.pointee.rkt, cache: &topicNames)
                             let result: Result<KafkaDeliveryReport, KafkaError>
                             if message.pointee.err == RD_KAFKA_RESP_ERR_NO_ERROR {
@@ -318,10 +324,10 @@ public final class KafkaProducer: Sendable {
                                 }
                                 result = .failure(error)
                             }
-                            completions.append((handler, result))
+                            completions.append((pending, result))
                         }
                     }
-                    for (handler, result) in completions { handler(result) }
+                    for (pending, result) in completions { pending.handler(result) }
                     if count < messages.count { break }
                 }
             case RD_KAFKA_EVENT_ERROR:

@@ -213,6 +213,7 @@ extension CampaignPipeline {
         guard !tracker.isRetired else { return }
         let identity = notification.identity
         var followUps: [OutputSender.Output] = []
+        followUps.reserveCapacity(2)
         var failure: (sink: String, failure: SinkFailure)?
         for (sink, outcome) in outcomes {
             switch outcome {
