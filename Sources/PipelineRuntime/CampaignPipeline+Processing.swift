@@ -33,7 +33,7 @@ extension CampaignPipeline {
         }
         // Records of partitions revoked meanwhile are left to their new owner.
         let assigned = consumer.assignment
-        let routes = activeRoutes.withLock { $0 }
+        let routes = activeRoutes.withLock { $0.sinks }
         for (message, decision) in zip(batch, decisions) {
             guard let decision, assigned.contains(message.topicPartition), isInReplayRange(message, consumer: consumer) else {
                 continue
@@ -96,8 +96,7 @@ extension CampaignPipeline {
 
         switch decision {
         case .deliver(let notification, let timer):
-            statistics.recordInput(template: notification.templateID, platform: notification.platform)
-            statistics.recordPayload(template: notification.templateID, platform: notification.platform, bytes: notification.payloadBytes)
+            statistics.recordInput(template: notification.templateID, platform: notification.platform, payload: notification.payloadBytes)
             let sinks = routes[notification.platform] ?? []
             // What the outcome needs, without the payload: the notification itself is let go once the sinks have it.
             let delivery = DeliveryContext(notification)
@@ -262,7 +261,7 @@ extension CampaignPipeline {
         } else {
             let deliveredAt = eventOrWallTime(notification.occurredAt)
             // Named in route order, whatever order they answered in.
-            let sinkNames = activeRouteNames.withLock { $0[notification.platform] } ?? outcomes.map(\.sink.name).joined(separator: ",")
+            let sinkNames = activeRoutes.withLock { $0.names[notification.platform] } ?? outcomes.map(\.sink.name).joined(separator: ",")
             let delivered = AnalyticsEvent(kind: .delivered, identity: identity, occurredAt: .now(), sink: sinkNames)
             followUps.append(analyticsOutput(delivered, sourceTimestamp: message.timestamp, onAcknowledged: done))
             if let timer, replay == nil {
@@ -294,9 +293,10 @@ extension CampaignPipeline {
     /// A dry run's bookkeeping: the outcome each decision would have, counted, nothing written.
     private func countWithoutWriting(_ decision: EventProcessor.Decision) {
         let event: AnalyticsEvent
+        var payload: [UInt8]?
         switch decision {
         case .deliver(let notification, _):
-            statistics.recordPayload(template: notification.templateID, platform: notification.platform, bytes: notification.payloadBytes)
+            payload = notification.payloadBytes
             let identity = MessageIdentity(request: notification.request, template: notification.templateID, messageId: notification.messageId)
             event = AnalyticsEvent(kind: .delivered, identity: identity, occurredAt: .now(), sink: "dry-run")
         case .rejected(let identity, let error):
@@ -306,7 +306,7 @@ extension CampaignPipeline {
         case .suppressed(let identity):
             event = AnalyticsEvent(kind: .suppressed, identity: identity, occurredAt: .now())
         }
-        statistics.recordInput(template: event.identity.template, platform: event.identity.platform)
+        statistics.recordInput(template: event.identity.template, platform: event.identity.platform, payload: payload)
         statistics.recordOutcome(event, bytes: event.encoded(), isTimerExpiry: false)
     }
 

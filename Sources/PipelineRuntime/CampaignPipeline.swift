@@ -43,9 +43,7 @@ public final class CampaignPipeline: Service {
     /// Sinks handed over in code (custom sinks, or HTTP sinks built by the caller), used for their ``PushSink/kind``.
     let providedSinks: [any PushSink]
     /// The sinks of each platform while running.
-    let activeRoutes = Mutex([Platform: [any PushSink]]())
-    /// Per platform, its sinks' names joined with commas in route order (the `sink` of `push.delivered`).
-    let activeRouteNames = Mutex([Platform: String]())
+    let activeRoutes = Mutex(ActiveRoutes([:]))
     /// Names of the sinks that are throttled now; partitions with deliveries waiting on them are paused.
     let throttledSinks = Mutex(Set<String>())
     /// The first sink that stopped (refused credentials), which stops the pipeline.
@@ -255,8 +253,7 @@ public final class CampaignPipeline: Service {
             for sink in built.values { await sink.shutdown() }
             throw error
         }
-        activeRoutes.withLock { $0 = routes }
-        activeRouteNames.withLock { $0 = routes.mapValues { $0.map(\.name).joined(separator: ",") } }
+        activeRoutes.withLock { $0 = ActiveRoutes(routes) }
         for (platform, sinks) in routes.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
             logger.info("Sinks", metadata: ["platform": "\(platform.rawValue)", "sinks": "\(sinks.map(\.name).joined(separator: ","))"])
         }
@@ -545,5 +542,18 @@ extension Timestamp {
         let interval = Date().timeIntervalSince1970
         let seconds = interval.rounded(.down)
         return Timestamp(secondsSince1970: Int64(seconds), nanoseconds: Int32((interval - seconds) * 1_000_000_000))
+    }
+}
+
+/// The sinks of each platform, and their names as `push.delivered` gives them (made once, not per event).
+struct ActiveRoutes: Sendable {
+    /// The sinks of each platform, in route order.
+    let sinks: [Platform: [any PushSink]]
+    /// Per platform, its sinks' names joined with commas in route order.
+    let names: [Platform: String]
+
+    init(_ sinks: [Platform: [any PushSink]]) {
+        self.sinks = sinks
+        self.names = sinks.mapValues { $0.map(\.name).joined(separator: ",") }
     }
 }

@@ -22,9 +22,13 @@ public final class PipelineStatistics: Sendable {
         /// not counted in ``outcomes``, which holds one terminal outcome per input).
         public var timersFired = 0
         /// The first payload rendered per `template/platform`.
-        public var samplePayloads: [String: [UInt8]] = [:]
-        /// Which ``samplePayloads`` are taken.
-        var sampledPayloads: Set<InputKey> = []
+        public var samplePayloads: [String: [UInt8]] {
+            var result: [String: [UInt8]] = [:]
+            for (key, bytes) in payloadSamples { result[key.description] = bytes }
+            return result
+        }
+        /// The first payload rendered, by template and platform.
+        var payloadSamples: [InputKey: [UInt8]] = [:]
         /// The first analytics event written per type.
         public var sampleAnalytics: [AnalyticsEvent.Kind: [UInt8]] = [:]
 
@@ -65,18 +69,14 @@ public final class PipelineStatistics: Sendable {
     /// the next recorded latency then copies the whole latency list).
     public var outcomeCount: Int { state.withLock { $0.outcomes.values.reduce(0, +) } }
 
-    func recordInput(template: String?, platform: Platform?) {
+    /// Counts an event read; `payload` is its rendered payload (kept as the sample of its template and platform
+    /// when it is the first).
+    func recordInput(template: String?, platform: Platform?, payload: [UInt8]? = nil) {
         let key = InputKey(template: template, platform: platform)
         state.withLock { state in
             state.inputCounts[key, default: 0] += 1
             if state.firstInputAt == nil { state.firstInputAt = Date() }
-        }
-    }
-
-    func recordPayload(template: String, platform: Platform, bytes: [UInt8]) {
-        let key = InputKey(template: template, platform: platform)
-        state.withLock { state in
-            if state.sampledPayloads.insert(key).inserted { state.samplePayloads[key.description] = bytes }
+            if let payload, state.payloadSamples[key] == nil { state.payloadSamples[key] = payload }
         }
     }
 

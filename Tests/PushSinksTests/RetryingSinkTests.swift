@@ -53,6 +53,11 @@ final class OutcomeLog: Sendable {
 
     var all: [(String, SinkOutcome)] { outcomes.withLock { $0 } }
 
+    /// How many outcomes are failures.
+    var failedCount: Int { all.filter { if case .failed = $0.1 { true } else { false } }.count }
+    /// How many outcomes are abandonments.
+    var abandonedCount: Int { all.filter { if case .abandoned = $0.1 { true } else { false } }.count }
+
     func waitForCount(_ count: Int) async throws {
         let start = ContinuousClock.now
         while all.count < count {
@@ -76,6 +81,15 @@ struct RetryingSinkTests {
     }
 
     /// Runs the sink while `body` runs.
+    /// Submits notifications `event-0` … `event-<count-1>`, each to the recipient `recipient(index)`, recording
+    /// their outcomes in `log`.
+    func submit(_ count: Int, to sink: some PushSink, log: OutcomeLog, recipient: (Int) -> String = { "user-\($0)" }) async throws {
+        for index in 0..<count {
+            let item = try notification(index, recipient: recipient(index))
+            await sink.submit(item, completion: log.record(item.eventId))
+        }
+    }
+
     func running<S: PushSink>(_ sink: S, _ body: () async throws -> Void) async throws {
         let task = Task { await sink.run() }
         defer { task.cancel() }
@@ -93,10 +107,7 @@ struct RetryingSinkTests {
         let sink = RetryingSink(sender: platform, concurrency: 4, policy: RetryPolicy(), logger: logger)
         let log = OutcomeLog()
         try await running(sink) {
-            for index in 0..<200 {
-                let item = try notification(index, recipient: "user-\(index % 10)")
-                await sink.submit(item, completion: log.record(item.eventId))
-            }
+            try await submit(200, to: sink, log: log) { "user-\($0 % 10)" }
             try await log.waitForCount(200)
         }
         #expect(log.all.allSatisfy { $0.1 == .delivered(attempts: 1) })
@@ -166,10 +177,7 @@ struct RetryingSinkTests {
         let sink = RetryingSink(sender: platform, concurrency: 1, policy: RetryPolicy(), logger: logger)
         let log = OutcomeLog()
         try await running(sink) {
-            for index in 0..<50 {
-                let item = try notification(index, recipient: "user-\(index)")
-                await sink.submit(item, completion: log.record(item.eventId))
-            }
+            try await submit(50, to: sink, log: log)
             gate.withLock { $0 = true }
             try await log.waitForCount(50)
             let late = try notification(99, recipient: "late")
@@ -273,16 +281,11 @@ struct RetryingSinkTests {
         let sink = RetryingSink(sender: platform, concurrency: 1, policy: RetryPolicy(), refusalLimit: 5, logger: logger)
         let log = OutcomeLog()
         try await running(sink) {
-            for index in 0..<20 {
-                let item = try notification(index, recipient: "user-\(index)")
-                await sink.submit(item, completion: log.record(item.eventId))
-            }
+            try await submit(20, to: sink, log: log)
             try await log.waitForCount(20)
         }
-        let failed = log.all.filter { if case .failed = $0.1 { true } else { false } }
-        let abandoned = log.all.filter { if case .abandoned = $0.1 { true } else { false } }
-        #expect(failed.count == 4, "the first four are reported dead")
-        #expect(abandoned.count == 16, "the fifth stops the sink; it and the rest stay unsent")
+        #expect(log.failedCount == 4, "the first four are reported dead")
+        #expect(log.abandonedCount == 16, "the fifth stops the sink; it and the rest stay unsent")
         #expect(platform.attempts.count == 5)
         guard case .stopped(let reason) = sink.state else {
             Issue.record("expected the sink stopped, got \(sink.state)")
@@ -300,13 +303,10 @@ struct RetryingSinkTests {
         let sink = RetryingSink(sender: platform, concurrency: 1, policy: RetryPolicy(), refusalLimit: 5, logger: logger)
         let log = OutcomeLog()
         try await running(sink) {
-            for index in 0..<20 {
-                let item = try notification(index, recipient: "user-\(index)")
-                await sink.submit(item, completion: log.record(item.eventId))
-            }
+            try await submit(20, to: sink, log: log)
             try await log.waitForCount(20)
         }
-        #expect(log.all.filter { if case .failed = $0.1 { true } else { false } }.count == 19)
+        #expect(log.failedCount == 19)
         #expect(sink.state == .ready)
     }
 }
