@@ -125,7 +125,12 @@ let package = Package(
         ),
         .executableTarget(
             name: "campaign-pipeline",
-            dependencies: ["CampaignPipelineCLI"]
+            dependencies: ["CampaignPipelineCLI", "ProcessAllocator"]
+        ),
+        // jemalloc, linked into the executable on Linux, with its options (Sources/ProcessAllocator/jemalloc_config.c).
+        .target(
+            name: "ProcessAllocator",
+            linkerSettings: [.linkedLibrary("jemalloc", .when(platforms: [.linux]))]
         ),
 
         // MARK: - Tests
@@ -183,6 +188,6 @@ let package = Package(
 
 // MARK: - Settings applied to every target of ours
 
-for target in package.targets where target.type != .system {
+for target in package.targets where target.type != .system && target.name != "ProcessAllocator" {
     target.swiftSettings = (target.swiftSettings ?? []) + strictSettings
 }

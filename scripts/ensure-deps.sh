@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the system packages the build needs when they are missing.
-#   scripts/ensure-deps.sh          librdkafka-dev and pkg-config (to build and run)
+#   scripts/ensure-deps.sh          librdkafka-dev, libjemalloc-dev and pkg-config (to build and run)
 #   scripts/ensure-deps.sh test     the same, plus kcat (the tests use it as an independent Kafka client)
 set -euo pipefail
 
@@ -14,6 +14,8 @@ command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
 if ! pkg-config --exists rdkafka 2>/dev/null || [ ! -f /usr/include/librdkafka/rdkafka_mock.h ]; then
     missing+=(librdkafka-dev)
 fi
+# The executable allocates through jemalloc (Sources/ProcessAllocator).
+pkg-config --exists jemalloc 2>/dev/null || missing+=(libjemalloc-dev)
 if [ "${1:-}" = "test" ]; then
     command -v kcat >/dev/null 2>&1 || missing+=(kcat)
 fi

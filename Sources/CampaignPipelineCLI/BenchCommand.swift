@@ -31,6 +31,9 @@ struct BenchCommand: AsyncParsableCommand {
             The broker runs in a child process (`campaign-pipeline broker`) by default, so CPU and RSS are \
             the pipeline's own (plus the feeder's); --broker in-process runs it inside this process instead, \
             where its memory (every topic's records) and CPU count too.
+
+            The report names the malloc implementation the process runs on (the executable links jemalloc \
+            on Linux; MALLOC_CONF changes its options), since CPU and RSS depend on it.
             """
     )
 
@@ -136,6 +139,7 @@ struct BenchCommand: AsyncParsableCommand {
         let pipeline = try await benchmark.pipeline()
         if isTerminal { FileHandle.standardError.write(Data("\n".utf8)) }
         let peak = PipelineBenchmark.peakResidentMegabytes()
+        let allocator = PipelineBenchmark.activeAllocator()
         let ratio = relay.eventsPerSecond > 0 ? pipeline.eventsPerSecond / relay.eventsPerSecond : 0
 
         if json {
@@ -151,12 +155,12 @@ struct BenchCommand: AsyncParsableCommand {
             }
             let report: JSONValue = [
                 "events": .int(events), "partitions": .int(Int(partitions)), "windowPerPartition": .int(window), "averageEventBytes": .int(averageSize),
-                "broker": .string(broker.rawValue),
+                "broker": .string(broker.rawValue), "allocator": .string(allocator),
                 "runs": .array(results), "pipelineToRelay": .double(ratio), "peakRSSMegabytes": .double(peak),
             ]
             print(String(decoding: PrettyJSON.format(report), as: UTF8.self))
         } else {
-            print("campaign-pipeline bench: \(events) events (\(averageSize) bytes on average), \(partitions) partitions, embedded broker (\(broker.rawValue))")
+            print("campaign-pipeline bench: \(events) events (\(averageSize) bytes on average), \(partitions) partitions, embedded broker (\(broker.rawValue)), allocator \(allocator)")
             print("run        events/s    p50 ms    p99 ms   CPU s/1000   peak RSS MiB   accounting")
             for result in [relay, pipeline] {
                 print(

@@ -17,5 +17,9 @@ struct BenchCommandTests {
             #expect(run.objectValue?["events"] == .int(300))
         }
         #expect(report.objectValue?["peakRSSMegabytes"] != nil)
+        #if os(Linux)
+        // The executable links jemalloc (Package.swift, Sources/ProcessAllocator): the figures README quotes need it.
+        #expect(report.objectValue?["allocator"] == "jemalloc")
+        #endif
     }
 }

@@ -187,6 +187,20 @@ public struct PipelineBenchmark: Sendable {
         return kilobytes / 1024
     }
 
+    /// The malloc implementation this process allocates through, by the library mapped into it: `jemalloc` (what the
+    /// `campaign-pipeline` executable links on Linux), `mimalloc` or `tcmalloc` (when preloaded), otherwise
+    /// `glibc`. The figures depend on it, so the report names it.
+    public static func activeAllocator() -> String {
+        // Read to the end: /proc files report a size of 0, and the map is longer than one read.
+        guard let handle = FileHandle(forReadingAtPath: "/proc/self/maps"), let data = try? handle.readToEnd() else { return "unknown" }
+        try? handle.close()
+        let maps = String(decoding: data, as: UTF8.self)
+        for (library, name) in [("/libjemalloc.", "jemalloc"), ("/libmimalloc.", "mimalloc"), ("/libtcmalloc", "tcmalloc")] where maps.contains(library) {
+            return name
+        }
+        return "glibc"
+    }
+
     /// Queues a record, waiting while librdkafka's local queue is full.
     static func enqueue(
         _ producer: KafkaProducer,
