@@ -29,6 +29,22 @@ struct RenderingTests {
         #expect(notification.templateID == "note")
     }
 
+    @Test("a notification is a value: changing a copy leaves the original as it was")
+    func notificationCopiesAreIndependent() throws {
+        let original = try #require(rendered(eventJSON()))
+        var copy = original
+        copy.payloadBytes = Array("{}".utf8)
+        copy.messageId = "other"
+        copy.warnings.append(RenderWarning(path: FieldPath("content"), message: "added"))
+        #expect(text(original.payloadBytes).hasPrefix(#"{"message":{"token":"TOKEN""#))
+        #expect(original.messageId == MessageID.make(eventId: "evt-1", platform: .fcm))
+        #expect(original.warnings.isEmpty)
+        #expect(text(copy.payloadBytes) == "{}")
+        #expect(copy.messageId == "other")
+        #expect(copy.warnings.count == 1)
+        #expect(copy.templateID == original.templateID)
+    }
+
     @Test func fcmOmitsAnEmptyAndroidBlock() throws {
         let notification = try #require(rendered(eventJSON()))
         #expect(text(notification.payloadBytes) == #"{"message":{"token":"TOKEN","data":{"adb_template_type":"note","adb_title":"Hello","adb_body":"World"}}}"#)

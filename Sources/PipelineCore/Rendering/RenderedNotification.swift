@@ -1,21 +1,95 @@
 /// A successfully rendered event: the payload, its wire bytes and everything a sink needs.
+///
+/// A value type whose fields live in one shared box: a notification goes from the renderer through the pipeline to
+/// every sink, and a copy costs one reference count instead of one per string, array and payload value inside it.
+/// Setting a field gives the changed value a box of its own, so copies never affect each other.
 public struct RenderedNotification: Sendable {
+    private struct Fields: Sendable {
+        var request: PushRequest
+        var templateID: String
+        var platform: Platform
+        var messageId: String
+        var payload: PlatformPayload
+        var payloadBytes: [UInt8]
+        var headers: [Header]
+        var warnings: [RenderWarning]
+    }
+
+    private final class Storage: Sendable {
+        let fields: Fields
+
+        init(_ fields: Fields) {
+            self.fields = fields
+        }
+    }
+
+    private var storage: Storage
+
+    init(
+        request: PushRequest,
+        templateID: String,
+        platform: Platform,
+        messageId: String,
+        payload: PlatformPayload,
+        payloadBytes: [UInt8],
+        headers: [Header],
+        warnings: [RenderWarning]
+    ) {
+        storage = Storage(
+            Fields(
+                request: request, templateID: templateID, platform: platform, messageId: messageId, payload: payload,
+                payloadBytes: payloadBytes, headers: headers, warnings: warnings
+            )
+        )
+    }
+
+    /// Replaces the box with a changed copy of its fields.
+    private mutating func update(_ change: (inout Fields) -> Void) {
+        var fields = storage.fields
+        change(&fields)
+        storage = Storage(fields)
+    }
+
     /// The decoded request (campaign, recipient, options).
-    public var request: PushRequest
+    public var request: PushRequest {
+        get { storage.fields.request }
+        set { update { $0.request = newValue } }
+    }
     /// The canonical id of the template that rendered it (`carousel` even if the event said `car`).
-    public var templateID: String
+    public var templateID: String {
+        get { storage.fields.templateID }
+        set { update { $0.templateID = newValue } }
+    }
     /// The platform rendered for.
-    public var platform: Platform
+    public var platform: Platform {
+        get { storage.fields.platform }
+        set { update { $0.platform = newValue } }
+    }
     /// The deterministic message id (``MessageID/make(eventId:platform:)``).
-    public var messageId: String
+    public var messageId: String {
+        get { storage.fields.messageId }
+        set { update { $0.messageId = newValue } }
+    }
     /// The payload value.
-    public var payload: PlatformPayload
+    public var payload: PlatformPayload {
+        get { storage.fields.payload }
+        set { update { $0.payload = newValue } }
+    }
     /// The exact bytes to send: the FCM request body, or the APNs JSON payload.
-    public var payloadBytes: [UInt8]
+    public var payloadBytes: [UInt8] {
+        get { storage.fields.payloadBytes }
+        set { update { $0.payloadBytes = newValue } }
+    }
     /// The request headers to send with it (APNs); empty for FCM.
-    public var headers: [Header]
+    public var headers: [Header] {
+        get { storage.fields.headers }
+        set { update { $0.headers = newValue } }
+    }
     /// Non-fatal remarks (missing attributes, text guidelines, ignored fields).
-    public var warnings: [RenderWarning]
+    public var warnings: [RenderWarning] {
+        get { storage.fields.warnings }
+        set { update { $0.warnings = newValue } }
+    }
 
     /// The event id.
     public var eventId: String { request.eventId }
