@@ -204,6 +204,7 @@ public final class KafkaProducer: Sendable {
         let key = record.key ?? []
         let value = record.value ?? []
         let headerStorage = Self.headerStorage(record.headers)
+        let topicHandle = handle.topicHandle(record.topic)
         // Every argument lives on the stack (or in one temporary buffer) for the call: no array per record.
         let error: OpaquePointer? = record.topic.withCString { topic in
             key.withUnsafeBytes { keyBytes in
@@ -218,7 +219,11 @@ public final class KafkaProducer: Sendable {
                                 values.initializeElement(at: count, to: entry)
                                 count += 1
                             }
-                            add(RD_KAFKA_VTYPE_TOPIC) { $0.u.cstr = topic }
+                            if let topicHandle {
+                                add(RD_KAFKA_VTYPE_RKT) { $0.u.rkt = topicHandle }
+                            } else {
+                                add(RD_KAFKA_VTYPE_TOPIC) { $0.u.cstr = topic }
+                            }
                             add(RD_KAFKA_VTYPE_PARTITION) { $0.u.i32 = record.partition ?? RD_KAFKA_PARTITION_UA }
                             add(RD_KAFKA_VTYPE_MSGFLAGS) { $0.u.i = RD_KAFKA_MSG_F_COPY }
                             add(RD_KAFKA_VTYPE_OPAQUE) { $0.u.ptr = opaque }

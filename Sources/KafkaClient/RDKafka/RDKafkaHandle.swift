@@ -1,5 +1,6 @@
 import CRdKafka
 import Logging
+import Synchronization
 
 /// The Swift side of librdkafka's callbacks for one client, reached through the handle's opaque pointer.
 ///
@@ -39,6 +40,10 @@ final class RDKafkaCallbacks: @unchecked Sendable {
 final class RDKafkaHandle: @unchecked Sendable {
     let pointer: OpaquePointer
     let callbacks: RDKafkaCallbacks
+    /// Topic handles (`rd_kafka_topic_t`) by name, made on first use and destroyed with the client. Producing by
+    /// topic *name* makes librdkafka look the topic up under the client's write lock on every record; producing
+    /// with a handle only counts a reference.
+    private let topicHandles = Mutex<[String: OpaquePointer]>([:])
 
     /// Creates a client.
     ///
@@ -91,7 +96,19 @@ final class RDKafkaHandle: @unchecked Sendable {
     }
 
     deinit {
+        for topic in topicHandles.withLock({ $0.values }) { rd_kafka_topic_destroy(topic) }
         rd_kafka_destroy(pointer)
+    }
+
+    /// The handle of `topic`, made on first use (with the client's default topic configuration) and kept until the
+    /// client is destroyed; `nil` when librdkafka refuses the name (producing by name then reports why).
+    func topicHandle(_ topic: String) -> OpaquePointer? {
+        topicHandles.withLock { handles in
+            if let handle = handles[topic] { return handle }
+            guard let handle = rd_kafka_topic_new(pointer, topic, nil) else { return nil }
+            handles[topic] = handle
+            return handle
+        }
     }
 
     /// Asks the cluster for metadata, waiting at most `timeout`. Blocks the calling thread.
