@@ -45,6 +45,18 @@ struct RenderingTests {
         #expect(copy.templateID == original.templateID)
     }
 
+    @Test("unread keys are warned about object by object, each followed by the objects nested in it")
+    func unreadKeyWarningsFollowTheNesting() throws {
+        let content = #"{"title":"T","x":1,"a":{"ax":1,"inner":{"known":"k","ix":1}},"b":{"known":"k","bx":1},"list":[{"known":"k","l0":1},{"l1":1}]}"#
+        guard case .rendered(let notification) = TemplateRegistry([NestedTemplate()]).render(eventBytes: Array(eventJSON(template: "nested", content: content).utf8)) else {
+            Issue.record("should render")
+            return
+        }
+        #expect(notification.warnings.map(\.path.description) == [
+            "content.x", "content.a.ax", "content.a.inner.ix", "content.b.bx", "content.list[0].l0", "content.list[1].l1",
+        ])
+    }
+
     @Test func fcmOmitsAnEmptyAndroidBlock() throws {
         let notification = try #require(rendered(eventJSON()))
         #expect(text(notification.payloadBytes) == #"{"message":{"token":"TOKEN","data":{"adb_template_type":"note","adb_title":"Hello","adb_body":"World"}}}"#)

@@ -63,3 +63,20 @@ func eventJSON(
     if let custom { members.append(#""custom":\#(custom)"#) }
     return "{" + members.joined(separator: ",") + "}"
 }
+
+/// A plugin that reads nested objects out of order: `a`, then `b` and `list[]`, then `a.inner` (made after `b`),
+/// so the unread-key warnings show whether they follow the objects' nesting or the order they were read in.
+struct NestedTemplate: TemplateRenderer {
+    let templateID = "nested"
+    func render(_ input: RenderInput) throws(PipelineError) -> TemplatePayload {
+        let content = input.content
+        let title = content.string("title", required: true)
+        let a = content.object("a")
+        _ = content.object("b")?.string("known")
+        for item in content.objects("list") ?? [] { _ = item.string("known") }
+        _ = a?.object("inner")?.string("known")
+        var data: JSONObject = ["adb_template_type": "nested"]
+        data.set("adb_title", title)
+        return .fcm(data: data)
+    }
+}
