@@ -100,13 +100,16 @@ extension CampaignPipeline {
             let sinks = routes[notification.platform] ?? []
             // What the outcome needs, without the payload: the notification itself is let go once the sinks have it.
             let delivery = DeliveryContext(notification)
+            // What the outcome needs of the source record: the record itself (its value, key and headers) is not
+            // kept while the delivery is in flight.
+            let source = DeliverySource(partition: message.partition, offset: message.offset, timestamp: message.timestamp)
             // One unit for the delivery as a whole: done when every sink has answered and the outcome is queued.
             tracker.add(1, at: offset)
             if sinks.isEmpty {
                 // Only possible with a configuration built in code (loaded ones always route both platforms).
                 let failure = SinkFailure(.payloadRejected, "no sink is configured for \(notification.platform.rawValue) payloads")
                 finishDelivery(
-                    delivery, timer: timer, outcomes: [(NoSink(), .failed(failure))], message: message, tracker: tracker,
+                    delivery, timer: timer, outcomes: [(NoSink(), .failed(failure))], source: source, tracker: tracker,
                     consumer: consumer, sender: sender, done: done
                 )
             }
@@ -128,7 +131,7 @@ extension CampaignPipeline {
                         delivery,
                         timer: timer,
                         outcomes: outcomes,
-                        message: message,
+                        source: source,
                         tracker: tracker,
                         consumer: consumer,
                         sender: sender,
@@ -201,13 +204,13 @@ extension CampaignPipeline {
         _ notification: DeliveryContext,
         timer: EventProcessor.TimerSchedule?,
         outcomes: [(sink: any PushSink, outcome: SinkOutcome)],
-        message: KafkaConsumerMessage,
+        source: DeliverySource,
         tracker: PartitionProgress,
         consumer: KafkaConsumer,
         sender: OutputSender,
         done: @escaping @Sendable (KafkaDeliveryReport) -> Void
     ) {
-        let offset = message.offset
+        let offset = source.offset
         // The partition moved to another instance, which processes the event again: nothing more to do here.
         guard !tracker.isRetired else { return }
         let identity = notification.identity
@@ -238,7 +241,7 @@ extension CampaignPipeline {
                 reasonCode: reason.code.rawValue,
                 reasonDetail: reason.detail
             )
-            followUps.append(analyticsOutput(failed, sourceTimestamp: message.timestamp, onAcknowledged: done))
+            followUps.append(analyticsOutput(failed, sourceTimestamp: source.timestamp, onAcknowledged: done))
             if reason.code == .invalidToken {
                 let event = TokenInvalidatedEvent(
                     platform: notification.platform,
@@ -263,20 +266,20 @@ extension CampaignPipeline {
             // Named in route order, whatever order they answered in.
             let sinkNames = activeRoutes.withLock { $0.names[notification.platform] } ?? outcomes.map(\.sink.name).joined(separator: ",")
             let delivered = AnalyticsEvent(kind: .delivered, identity: identity, occurredAt: .now(), sink: sinkNames)
-            followUps.append(analyticsOutput(delivered, sourceTimestamp: message.timestamp, onAcknowledged: done))
+            followUps.append(analyticsOutput(delivered, sourceTimestamp: source.timestamp, onAcknowledged: done))
             if let timer, replay == nil {
                 let expiresAt: Timestamp =
                     switch timer {
                     case .endsAt(let end): end
                     case .duration(let seconds): deliveredAt.adding(seconds: seconds)
                     }
-                let pending = TimerBook.PendingTimer(identity: identity, expiresAt: expiresAt, partition: message.partition)
+                let pending = TimerBook.PendingTimer(identity: identity, expiresAt: expiresAt, partition: source.partition)
                 timers.schedule(pending)
                 followUps.append(
                     OutputSender.Output(
                         record: KafkaProducerRecord(
                             topic: configuration.topics.timers,
-                            partition: message.partition,
+                            partition: source.partition,
                             key: Array(identity.messageId.utf8),
                             value: TimerBook.encode(pending)
                         ),
@@ -409,6 +412,14 @@ struct DeliveryContext: Sendable {
         eventId = notification.eventId
         occurredAt = notification.request.occurredAt
     }
+}
+
+/// Where a delivered event came from, as its outcome needs it: its partition and offset (for the commit and its
+/// timer) and its timestamp (for the latency statistics).
+struct DeliverySource: Sendable {
+    var partition: Int32
+    var offset: Int64
+    var timestamp: Date?
 }
 
 /// The sink named in the outcome of a notification no sink was configured for.
