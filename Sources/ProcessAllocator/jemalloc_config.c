@@ -4,7 +4,7 @@
 // Why: the pipeline allocates and frees on different threads (a payload made on a worker thread is freed on the
 // producer's poll thread once librdkafka acknowledges it). glibc's malloc pays for that with arena locks and with
 // fastbin consolidation on every allocation over 1 KiB (most payloads), and its per-thread arenas keep memory it
-// cannot give back. Measured with `campaign-pipeline bench --events 200000` (README "Performance"): about a third
+// cannot give back. Measured with `campaign-pipeline bench --events 200000` (README "Performance"): about a quarter
 // less CPU per event and a lower peak RSS than glibc.
 //
 // jemalloc reads this string at start-up; the MALLOC_CONF environment variable is read after it, so any option can
