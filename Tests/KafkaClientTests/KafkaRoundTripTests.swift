@@ -73,4 +73,38 @@ struct KafkaRoundTripTests {
             #expect(second == KafkaDeliveryReport(topic: "reports", partition: 2, offset: 1))
         }
     }
+
+    @Test("one producer writing to several topics in turn puts every record on its own topic, in order")
+    func interleavedTopics() async throws {
+        let topics = ["alpha", "beta", "gamma"]
+        try await withEmbeddedKafka(topics: ["alpha": 1, "beta": 1, "gamma": 1]) { kafka in
+            let producer = try KafkaProducer(configuration: producerConfiguration(kafka), logger: testLogger)
+            let records = (0..<300).map { index in
+                KafkaProducerRecord(topic: topics[index % 3], value: Array("\(topics[index % 3])-\(index)".utf8))
+            }
+            let results = await producer.send(contentsOf: records)
+            await producer.close()
+            for (index, result) in results.enumerated() {
+                let report = try result.get()
+                #expect(report.topic == topics[index % 3])
+                #expect(report.offset == Int64(index / 3))
+            }
+        }
+    }
+
+    @Test("a topic name librdkafka refuses is reported when sending, with the topic named")
+    func refusedTopicName() async throws {
+        try await withEmbeddedKafka(topics: ["fine": 1]) { kafka in
+            let producer = try KafkaProducer(configuration: producerConfiguration(kafka), logger: testLogger)
+            let name = String(repeating: "x", count: 600)  // longer than librdkafka accepts (512 bytes)
+            let error = await #expect(throws: KafkaError.self) {
+                _ = try await producer.send(KafkaProducerRecord(topic: name, value: Array("v".utf8)))
+            }
+            #expect(error?.topic == name)
+            // The producer still works for a valid topic afterwards.
+            let report = try await producer.send(KafkaProducerRecord(topic: "fine", value: Array("v".utf8)))
+            #expect(report.topic == "fine")
+            await producer.close()
+        }
+    }
 }
