@@ -2,7 +2,8 @@
 ///
 /// A value type whose fields live in one shared box: a notification goes from the renderer through the pipeline to
 /// every sink, and a copy costs one reference count instead of one per string, array and payload value inside it.
-/// Setting a field gives the changed value a box of its own, so copies never affect each other.
+/// Setting a field gives the changed value a box of its own, so copies never affect each other. Reading a field
+/// borrows it from the box (`_read`): `notification.request.recipient.id` copies the id, not the whole request.
 public struct RenderedNotification: Sendable {
     private struct Fields: Sendable {
         var request: PushRequest
@@ -52,42 +53,42 @@ public struct RenderedNotification: Sendable {
 
     /// The decoded request (campaign, recipient, options).
     public var request: PushRequest {
-        get { storage.fields.request }
+        _read { yield storage.fields.request }
         set { update { $0.request = newValue } }
     }
     /// The canonical id of the template that rendered it (`carousel` even if the event said `car`).
     public var templateID: String {
-        get { storage.fields.templateID }
+        _read { yield storage.fields.templateID }
         set { update { $0.templateID = newValue } }
     }
     /// The platform rendered for.
     public var platform: Platform {
-        get { storage.fields.platform }
+        _read { yield storage.fields.platform }
         set { update { $0.platform = newValue } }
     }
     /// The deterministic message id (``MessageID/make(eventId:platform:)``).
     public var messageId: String {
-        get { storage.fields.messageId }
+        _read { yield storage.fields.messageId }
         set { update { $0.messageId = newValue } }
     }
     /// The payload value.
     public var payload: PlatformPayload {
-        get { storage.fields.payload }
+        _read { yield storage.fields.payload }
         set { update { $0.payload = newValue } }
     }
     /// The exact bytes to send: the FCM request body, or the APNs JSON payload.
     public var payloadBytes: [UInt8] {
-        get { storage.fields.payloadBytes }
+        _read { yield storage.fields.payloadBytes }
         set { update { $0.payloadBytes = newValue } }
     }
     /// The request headers to send with it (APNs); empty for FCM.
     public var headers: [Header] {
-        get { storage.fields.headers }
+        _read { yield storage.fields.headers }
         set { update { $0.headers = newValue } }
     }
     /// Non-fatal remarks (missing attributes, text guidelines, ignored fields).
     public var warnings: [RenderWarning] {
-        get { storage.fields.warnings }
+        _read { yield storage.fields.warnings }
         set { update { $0.warnings = newValue } }
     }
 
