@@ -142,10 +142,19 @@ public struct JSONParser: Sendable {
 
     /// The end of the run of plain string bytes starting at `start`, and the OR of those bytes (below
     /// 0x80 when all are ASCII).
+    ///
+    /// Eight bytes at a time while none of them ends the run (see ``SWAR``), then byte by byte.
     private static func plainRun(in bytes: [UInt8], from start: Int) -> (end: Int, allBits: UInt8) {
         let span = bytes.span
         var index = start
-        var allBits: UInt8 = 0
+        var wordBits: UInt64 = 0
+        while index &+ 8 <= span.count {
+            let word = SWAR.load(span, at: index)
+            if SWAR.hasStringSpecial(word) { break }
+            wordBits |= word
+            index &+= 8
+        }
+        var allBits = SWAR.orOfBytes(wordBits)
         while index < span.count {
             let byte = span[index]
             if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte < 0x20 { break }

@@ -91,6 +91,10 @@ public struct JSONWriter: Sendable {
         let utf8 = string.utf8.span
         var needsEscaping = false
         var index = 0
+        // Eight bytes at a time up to the first word with a byte to escape, then byte by byte.
+        while index &+ 8 <= utf8.count, !SWAR.hasStringSpecial(SWAR.load(utf8, at: index)) {
+            index &+= 8
+        }
         while index < utf8.count {
             if Self.needsEscape(utf8[index]) {
                 needsEscaping = true

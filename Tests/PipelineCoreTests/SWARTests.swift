@@ -1,0 +1,50 @@
+@testable import PipelineCore
+import TestSupport
+import Testing
+
+@Suite("Eight-byte scans of string bytes (SWAR)")
+struct SWARTests {
+    /// The byte-by-byte definition the word test must agree with.
+    static func isSpecial(_ byte: UInt8) -> Bool {
+        byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte < 0x20
+    }
+
+    static func word(_ bytes: [UInt8]) -> UInt64 {
+        SWAR.load(bytes.span, at: 0)
+    }
+
+    @Test("a word has a byte to escape exactly when one of its eight bytes is one, wherever it is")
+    func agreesWithTheByteTest() {
+        var rng = SeededGenerator(seed: 0x5A_4A12)
+        // Neighbours of the special values, and bytes with the high bit set, which borrow in the arithmetic.
+        let plain: [UInt8] = [0x20, 0x21, 0x23, 0x5B, 0x5D, 0x7F, 0x80, 0xA2, 0xDC, 0xFF, UInt8(ascii: "a")]
+        let special: [UInt8] = [0x00, 0x01, 0x0A, 0x1F, UInt8(ascii: "\""), UInt8(ascii: "\\")]
+        for _ in 0..<20_000 {
+            let bytes = (0..<8).map { _ in
+                Int.random(in: 0..<6, using: &rng) == 0 ? special.randomElement(using: &rng)! : plain.randomElement(using: &rng)!
+            }
+            #expect(SWAR.hasStringSpecial(Self.word(bytes)) == bytes.contains(where: Self.isSpecial), "\(bytes)")
+        }
+        for _ in 0..<20_000 {
+            let bytes = (0..<8).map { _ in UInt8.random(in: 0...255, using: &rng) }
+            #expect(SWAR.hasStringSpecial(Self.word(bytes)) == bytes.contains(where: Self.isSpecial), "\(bytes)")
+            #expect(SWAR.orOfBytes(Self.word(bytes)) == bytes.reduce(0, |))
+        }
+    }
+
+    @Test("strings with a byte to escape at every position round-trip through the writer and the parser")
+    func escapesAtEveryPosition() throws {
+        for special in ["\"", "\\", "\n", "\u{01}", "\u{1F}"] {
+            for length in 0...24 {
+                for position in 0...length {
+                    let prefix = String(repeating: "a", count: position)
+                    let suffix = String(repeating: "é", count: (length - position) / 2)
+                    for text in [prefix + special + suffix, suffix + special + prefix, prefix + suffix] {
+                        let encoded = JSONValue.string(text).encoded()
+                        #expect(try JSONValue(parsing: encoded) == .string(text), "\(text.debugDescription)")
+                    }
+                }
+            }
+        }
+    }
+}
