@@ -48,6 +48,19 @@ struct PersonalizationTests {
         #expect(Personalizer.containsPlaceholder("a {{b}}") == true)
     }
 
+    @Test("a {{ is found wherever it is, also across the eight-byte words the scan skips")
+    func placeholdersAtEveryPosition() {
+        for before in 0...20 {
+            for after in 0...10 {
+                let head = String(repeating: "a", count: before)
+                let tail = String(repeating: "é", count: after)
+                #expect(Personalizer.containsPlaceholder(head + "{{" + tail), "\(before) \(after)")
+                #expect(!Personalizer.containsPlaceholder(head + "{" + tail), "\(before) \(after)")
+                #expect(!Personalizer.containsPlaceholder(head + "{x{" + tail), "\(before) \(after)")
+            }
+        }
+    }
+
     @Test func invalidMustacheIsAFieldError() throws {
         #expect(throws: PipelineError.self) { try render(content: #"{"title":"{{#open}} never closed"}"#) }
         let error = try #require(throws: PipelineError.self) { try render(content: #"{"title":"{{#open}} x"}"#) }

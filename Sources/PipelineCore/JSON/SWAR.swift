@@ -1,5 +1,5 @@
-/// Eight bytes at a time in a `UInt64` ("SIMD within a register"), for the JSON reader's and writer's scans of
-/// string bytes: most strings have nothing to escape, and testing a word is a few instructions instead of eight
+/// Eight bytes at a time in a `UInt64` ("SIMD within a register"), for the scans of string bytes in the JSON
+/// reader and writer and in personalization: most strings have nothing to escape, and testing a word is a few instructions instead of eight
 /// comparisons. Safe Swift: the word is assembled from bounds-checked `Span` reads, which the compiler merges into
 /// one load.
 enum SWAR {
@@ -19,6 +19,12 @@ enum SWAR {
     @inline(__always)
     static func hasStringSpecial(_ word: UInt64) -> Bool {
         hasZeroByte(word ^ (ones &* 0x22)) || hasZeroByte(word ^ (ones &* 0x5C)) || hasByteBelow0x20(word)
+    }
+
+    /// Whether one of the eight bytes of `word` is `byte`.
+    @inline(__always)
+    static func contains(_ byte: UInt8, in word: UInt64) -> Bool {
+        hasZeroByte(word ^ (ones &* UInt64(byte)))
     }
 
     /// The OR of the eight bytes of `word` (below 0x80 when all are ASCII).

@@ -19,10 +19,16 @@ struct Personalizer: Sendable {
 
     static func containsPlaceholder(_ text: String) -> Bool {
         // Scans the UTF-8 storage through its `Span` (safe, bounds-checked): much faster than iterating `utf8`.
+        // Words of eight bytes without a `{` are skipped whole (a `{{` cannot start or end in them).
         let bytes = text.utf8.span
         var previous: UInt8 = 0
         var index = 0
         while index < bytes.count {
+            if index + 8 <= bytes.count, !SWAR.contains(UInt8(ascii: "{"), in: SWAR.load(bytes, at: index)) {
+                previous = 0
+                index += 8
+                continue
+            }
             let byte = bytes[index]
             if byte == UInt8(ascii: "{"), previous == UInt8(ascii: "{") { return true }
             previous = byte
