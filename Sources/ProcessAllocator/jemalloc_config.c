@@ -9,8 +9,10 @@
 //
 // jemalloc reads this string at start-up; the MALLOC_CONF environment variable is read after it, so any option can
 // be overridden per deployment (for example MALLOC_CONF=narenas:4 on a machine with more cores).
-// - narenas:2         two arenas, not four per CPU: fewer half-empty arenas, a lower peak RSS at no measured cost.
-// - background_thread purging of freed pages runs on jemalloc's own thread instead of on the pipeline's threads.
+// - narenas:2              two arenas, not four per CPU: fewer half-empty arenas, a lower peak RSS at no measured cost.
+// - background_thread       purging of freed pages runs on jemalloc's own thread instead of on the pipeline's threads.
+// - dirty_decay_ms:3000     freed pages go back to the system over 3 s instead of 10 s: ~4 MiB less peak RSS in the
+//                           bench at no measured CPU cost (1 s saved ~7 MiB more but cost ~15 % more CPU per event).
 #if defined(__linux__)
-const char *malloc_conf = "narenas:2,background_thread:true";
+const char *malloc_conf = "narenas:2,background_thread:true,dirty_decay_ms:3000";
 #endif

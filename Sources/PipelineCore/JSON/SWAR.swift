@@ -1,7 +1,7 @@
 /// Eight bytes at a time in a `UInt64` ("SIMD within a register"), for the scans of string bytes in the JSON
-/// reader and writer and in personalization: most strings have nothing to escape, and testing a word is a few instructions instead of eight
-/// comparisons. Safe Swift: the word is assembled from bounds-checked `Span` reads, which the compiler merges into
-/// one load.
+/// reader and writer and in personalization: most strings have nothing to escape and no placeholder, and testing
+/// a word takes a few instructions instead of eight comparisons. Safe Swift: the word is assembled from an
+/// eight-byte, bounds-checked `Span` slice.
 enum SWAR {
     private static let ones: UInt64 = 0x0101_0101_0101_0101
     private static let highBits: UInt64 = 0x8080_8080_8080_8080
