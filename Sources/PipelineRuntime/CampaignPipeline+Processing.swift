@@ -98,18 +98,16 @@ extension CampaignPipeline {
         case .deliver(let notification, let timer):
             statistics.recordInput(template: notification.templateID, platform: notification.platform, payload: notification.payloadBytes)
             let sinks = routes[notification.platform] ?? []
-            // What the outcome needs, without the payload: the notification itself is let go once the sinks have it.
-            let delivery = DeliveryContext(notification)
-            // What the outcome needs of the source record: the record itself (its value, key and headers) is not
-            // kept while the delivery is in flight.
-            let source = DeliverySource(partition: message.partition, offset: message.offset, timestamp: message.timestamp)
+            // What the outcome needs, without the payload or the source record: the notification itself is let go
+            // once the sinks have it, and the record (its value, key and headers) is not kept while in flight.
+            let delivery = DeliveryContext(notification, source: message)
             // One unit for the delivery as a whole: done when every sink has answered and the outcome is queued.
             tracker.add(1, at: offset)
             if sinks.isEmpty {
                 // Only possible with a configuration built in code (loaded ones always route both platforms).
                 let failure = SinkFailure(.payloadRejected, "no sink is configured for \(notification.platform.rawValue) payloads")
                 finishDelivery(
-                    delivery, timer: timer, outcomes: [(NoSink(), .failed(failure))], source: source, tracker: tracker,
+                    delivery, timer: timer, outcomes: [(NoSink(), .failed(failure))], tracker: tracker,
                     consumer: consumer, sender: sender, done: done
                 )
             }
@@ -131,7 +129,6 @@ extension CampaignPipeline {
                         delivery,
                         timer: timer,
                         outcomes: outcomes,
-                        source: source,
                         tracker: tracker,
                         consumer: consumer,
                         sender: sender,
@@ -204,13 +201,12 @@ extension CampaignPipeline {
         _ notification: DeliveryContext,
         timer: EventProcessor.TimerSchedule?,
         outcomes: [(sink: any PushSink, outcome: SinkOutcome)],
-        source: DeliverySource,
         tracker: PartitionProgress,
         consumer: KafkaConsumer,
         sender: OutputSender,
         done: @escaping @Sendable (KafkaDeliveryReport) -> Void
     ) {
-        let offset = source.offset
+        let offset = notification.offset
         // The partition moved to another instance, which processes the event again: nothing more to do here.
         guard !tracker.isRetired else { return }
         let identity = notification.identity
@@ -241,7 +237,7 @@ extension CampaignPipeline {
                 reasonCode: reason.code.rawValue,
                 reasonDetail: reason.detail
             )
-            followUps.append(analyticsOutput(failed, sourceTimestamp: source.timestamp, onAcknowledged: done))
+            followUps.append(analyticsOutput(failed, sourceTimestamp: notification.sourceTimestamp, onAcknowledged: done))
             if reason.code == .invalidToken {
                 let event = TokenInvalidatedEvent(
                     platform: notification.platform,
@@ -266,20 +262,20 @@ extension CampaignPipeline {
             // Named in route order, whatever order they answered in.
             let sinkNames = activeRoutes.withLock { $0.names[notification.platform] } ?? outcomes.map(\.sink.name).joined(separator: ",")
             let delivered = AnalyticsEvent(kind: .delivered, identity: identity, occurredAt: .now(), sink: sinkNames)
-            followUps.append(analyticsOutput(delivered, sourceTimestamp: source.timestamp, onAcknowledged: done))
+            followUps.append(analyticsOutput(delivered, sourceTimestamp: notification.sourceTimestamp, onAcknowledged: done))
             if let timer, replay == nil {
                 let expiresAt: Timestamp =
                     switch timer {
                     case .endsAt(let end): end
                     case .duration(let seconds): deliveredAt.adding(seconds: seconds)
                     }
-                let pending = TimerBook.PendingTimer(identity: identity, expiresAt: expiresAt, partition: source.partition)
+                let pending = TimerBook.PendingTimer(identity: identity, expiresAt: expiresAt, partition: notification.partition)
                 timers.schedule(pending)
                 followUps.append(
                     OutputSender.Output(
                         record: KafkaProducerRecord(
                             topic: configuration.topics.timers,
-                            partition: source.partition,
+                            partition: notification.partition,
                             key: Array(identity.messageId.utf8),
                             value: TimerBook.encode(pending)
                         ),
@@ -395,7 +391,7 @@ extension CampaignPipeline {
 }
 
 /// What deciding a delivered notification's outcome needs, without its payload (which can be large and is held by
-/// the sinks only as long as they need it).
+/// the sinks only as long as they need it) or its source record (only its position and timestamp).
 struct DeliveryContext: Sendable {
     var identity: MessageIdentity
     var platform: Platform
@@ -403,23 +399,23 @@ struct DeliveryContext: Sendable {
     var recipientId: String
     var eventId: String
     var occurredAt: Timestamp
+    /// The source record's partition and offset (for the commit and the timer) and timestamp (for the latency
+    /// statistics).
+    var partition: Int32
+    var offset: Int64
+    var sourceTimestamp: Date?
 
-    init(_ notification: RenderedNotification) {
+    init(_ notification: RenderedNotification, source: KafkaConsumerMessage) {
         identity = MessageIdentity(request: notification.request, template: notification.templateID, messageId: notification.messageId)
         platform = notification.platform
         token = notification.token
         recipientId = notification.request.recipient.id
         eventId = notification.eventId
         occurredAt = notification.request.occurredAt
+        partition = source.partition
+        offset = source.offset
+        sourceTimestamp = source.timestamp
     }
-}
-
-/// Where a delivered event came from, as its outcome needs it: its partition and offset (for the commit and its
-/// timer) and its timestamp (for the latency statistics).
-struct DeliverySource: Sendable {
-    var partition: Int32
-    var offset: Int64
-    var timestamp: Date?
 }
 
 /// The sink named in the outcome of a notification no sink was configured for.

@@ -116,12 +116,7 @@ final class RDKafkaHandle: @unchecked Sendable {
     /// - Returns: the partition count of `topic` (when given) or of nothing (0) when only connectivity is checked.
     func blockingMetadata(topic: String?, timeout: Duration) throws(KafkaError) -> [(topic: String, partitions: Int32)] {
         var metadata: UnsafePointer<rd_kafka_metadata>?
-        var topicHandle: OpaquePointer?
-        if let topic {
-            topicHandle = rd_kafka_topic_new(pointer, topic, nil)
-        }
-        defer { if let topicHandle { rd_kafka_topic_destroy(topicHandle) } }
-        let err = rd_kafka_metadata(pointer, topic == nil ? 1 : 0, topicHandle, &metadata, timeout.cMilliseconds)
+        let err = rd_kafka_metadata(pointer, topic == nil ? 1 : 0, topic.flatMap(topicHandle), &metadata, timeout.cMilliseconds)
         guard err == RD_KAFKA_RESP_ERR_NO_ERROR, let metadata else {
             let code: KafkaError.Code =
                 err == RD_KAFKA_RESP_ERR__TRANSPORT || err == RD_KAFKA_RESP_ERR__TIMED_OUT

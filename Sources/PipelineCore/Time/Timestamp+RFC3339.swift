@@ -14,20 +14,10 @@ extension Timestamp {
     ///
     /// - Throws: ``RFC3339Error`` naming the first problem.
     public init(rfc3339 text: String) throws(RFC3339Error) {
-        // The text's bytes, inline (no allocation; events carry one or two times each) unless it is too long to be
-        // a usual date-time.
-        let length = text.utf8.count
-        var inline = InlineArray<40, UInt8>(repeating: 0)
-        let long = length > 40 ? Array(text.utf8) : []
-        if length <= 40 {
-            var position = 0
-            for byte in text.utf8 {
-                inline[position] = byte
-                position += 1
-            }
-        }
-        let short = inline
-        func byte(_ position: Int) -> UInt8 { length <= 40 ? short[position] : long[position] }
+        // Read through the text's UTF-8 `Span`: no copy of the bytes (events carry one or two times each).
+        let bytes = text.utf8.span
+        let length = bytes.count
+        func byte(_ position: Int) -> UInt8 { bytes[position] }
         var index = 0
 
         func fail(_ reason: String) -> RFC3339Error {
@@ -168,21 +158,16 @@ extension Timestamp {
     /// minus sign first when negative).
     private static func appendPadded(_ value: Int, width: Int, to bytes: inout [UInt8]) {
         if value < 0 { bytes.append(UInt8(ascii: "-")) }
-        let magnitude = value.magnitude
-        var digits = 1
-        var limit: UInt = 10
-        while magnitude >= limit, digits < 20 {
-            digits += 1
-            limit = limit.multipliedReportingOverflow(by: 10).overflow ? .max : limit * 10
-        }
-        for _ in digits..<max(digits, width) { bytes.append(UInt8(ascii: "0")) }
-        var divisor: UInt = 1
-        for _ in 1..<digits { divisor *= 10 }
-        var rest = magnitude
-        while divisor > 0 {
-            bytes.append(UInt8(ascii: "0") + UInt8(rest / divisor))
-            rest %= divisor
-            divisor /= 10
-        }
+        // The digits, last first (an `Int` has at most 20).
+        var digits = InlineArray<20, UInt8>(repeating: 0)
+        var count = 0
+        var rest = value.magnitude
+        repeat {
+            digits[count] = UInt8(ascii: "0") + UInt8(rest % 10)
+            rest /= 10
+            count += 1
+        } while rest > 0
+        for _ in count..<max(count, width) { bytes.append(UInt8(ascii: "0")) }
+        for position in (0..<count).reversed() { bytes.append(digits[position]) }
     }
 }
