@@ -67,7 +67,7 @@ public struct CarouselTemplate: TemplateRenderer {
 
     private func readItems(_ content: FieldReader, platform: Platform, defaultURI: String?) -> [JSONValue] {
         guard let readers = content.objects("items", required: true) else { return [] }
-        let count = content.value("items")?.arrayValue?.count ?? readers.count
+        let count = content.elementCount("items") ?? readers.count
         if let range = Self.itemCounts[platform], !range.contains(count) {
             content.addIssue(.invalidField, "items", "must have \(range.lowerBound) to \(range.upperBound) items on \(platform), found \(count)")
         }

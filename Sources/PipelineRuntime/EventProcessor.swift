@@ -47,18 +47,18 @@ public struct EventProcessor: Sendable {
         campaigns: CampaignTable,
         decisionTime: Timestamp?
     ) -> Decision {
-        let value: JSONValue
+        let document: JSONDocument
         do throws(JSONParseError) {
-            value = try JSONValue(parsing: bytes)
+            document = try JSONDocument(parsing: bytes)
         } catch {
             let failure = PipelineError(.invalidJSON, at: .root, "invalid JSON: \(error)")
             return .rejected(MessageIdentity(undecodable: nil, eventId: nil, sourcePosition: sourcePosition()), failure)
         }
         let request: PushRequest
         do throws(PipelineError) {
-            request = try PushRequest(decoding: value)
+            request = try PushRequest(decoding: document)
         } catch {
-            return .rejected(MessageIdentity(undecodable: value, eventId: error.eventId, sourcePosition: sourcePosition()), error)
+            return .rejected(MessageIdentity(undecodable: document.value, eventId: error.eventId, sourcePosition: sourcePosition()), error)
         }
         let now = decisionTime ?? request.occurredAt
         var identity = MessageIdentity(request: request)

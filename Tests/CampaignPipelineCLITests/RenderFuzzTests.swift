@@ -51,6 +51,16 @@ struct RenderFuzzTests {
         }
     }
 
+    /// Everything an outcome says: the payload bytes, headers and warnings, or the error with every issue.
+    static func summary(_ outcome: RenderOutcome) -> String {
+        switch outcome {
+        case .rendered(let notification):
+            "\(String(decoding: notification.payloadBytes, as: UTF8.self)) \(notification.headers) \(notification.warnings) \(notification.messageId)"
+        case .failed(let error):
+            "\(error) \(error.issues) \(error.eventId ?? "-")"
+        }
+    }
+
     @Test func tenThousandInputs() throws {
         let registry = BuiltinTemplates.registry
         let corpus = try Paths.samples().map { try JSONValue(parsing: Data(contentsOf: $0)) }
@@ -80,7 +90,17 @@ struct RenderFuzzTests {
                 bytes = value.encoded()
             }
 
-            switch registry.render(eventBytes: bytes) {
+            let outcome = registry.render(eventBytes: bytes)
+            // The event read in place (``JSONDocument``) renders exactly as the same event parsed into a tree.
+            let treeOutcome: RenderOutcome
+            do throws(JSONParseError) {
+                treeOutcome = registry.render(event: try JSONValue(parsing: bytes))
+            } catch {
+                treeOutcome = .failed(PipelineError(.invalidJSON, at: .root, "invalid JSON: \(error)"))
+            }
+            #expect(Self.summary(outcome) == Self.summary(treeOutcome), "input \(iteration)")
+
+            switch outcome {
             case .rendered(let notification):
                 rendered += 1
                 let payload = try JSONValue(parsing: notification.payloadBytes)

@@ -58,4 +58,82 @@ struct JSONFuzzTests {
         }
         #expect(failures > 1_000, "the fuzzer must actually produce invalid input")
     }
+
+    /// Bytes that are often almost valid: encoded random values, truncated, with a byte replaced or inserted, an
+    /// object whose keys may repeat, or random bytes.
+    static func nearlyValidBytes(_ rng: inout SeededGenerator, _ index: Int) -> [UInt8] {
+        let alphabet = Array(#"{}[]":,\-+.eE0123456789 tfnrul"aé"#.utf8) + [0x00, 0x0A, 0xFF, 0xC3, 0xED, 0xA0, 0x80]
+        var bytes = randomValue(&rng).encoded()
+        switch index % 5 {
+        case 0:
+            bytes = Array(bytes.prefix(Int.random(in: 0...bytes.count, using: &rng)))
+        case 1 where !bytes.isEmpty:
+            bytes[Int.random(in: 0..<bytes.count, using: &rng)] = alphabet.randomElement(using: &rng) ?? 0
+        case 2:
+            bytes.insert(alphabet.randomElement(using: &rng) ?? 0, at: Int.random(in: 0...bytes.count, using: &rng))
+        case 3:
+            // Keys that may repeat, in every spelling the duplicate check must see through: escapes, canonical
+            // equivalence (KELVIN SIGN and "K", precomposed and combining accents), the empty key; and objects of
+            // more than 64 members.
+            let keys = [#""a""#, #""\u0061""#, #""b""#, #""\u212A""#, #""K""#, "\"\u{212A}\"", #""é""#, #""e\u0301""#, #""""#, #""ab""#, #""ba""#]
+            let members = (0..<Int.random(in: 1...70, using: &rng)).map { position in
+                let key = Int.random(in: 0...3, using: &rng) == 0 ? (keys.randomElement(using: &rng) ?? "") : "\"k\(position)\""
+                return key + ":" + String(position)
+            }
+            bytes = Array(("{" + members.joined(separator: ",") + "}").utf8)
+        default:
+            bytes = (0..<Int.random(in: 0...40, using: &rng)).map { _ in alphabet.randomElement(using: &rng) ?? 0 }
+        }
+        return bytes
+    }
+
+    @Test func documentParsesExactlyAsTheTreeParser() {
+        var rng = SeededGenerator(seed: 0x5EED_0003)
+        var failures = 0
+        var duplicates = 0
+        for index in 0..<20_000 {
+            let bytes = Self.nearlyValidBytes(&rng, index)
+            let tree: Result<JSONValue, JSONParseError>
+            do throws(JSONParseError) {
+                tree = .success(try JSONValue(parsing: bytes))
+            } catch {
+                tree = .failure(error)
+            }
+            let document: Result<JSONDocument, JSONParseError>
+            do throws(JSONParseError) {
+                document = .success(try JSONDocument(parsing: bytes))
+            } catch {
+                document = .failure(error)
+            }
+            switch (tree, document) {
+            case (.success(let value), .success(let document)):
+                // The same values, in the same member order (equality ignores order; the encoding does not).
+                #expect(document.value == value, "input \(index)")
+                #expect(document.value.encoded() == value.encoded(), "input \(index)")
+            case (.failure(let treeError), .failure(let documentError)):
+                failures += 1
+                if treeError.kind == .duplicateKey { duplicates += 1 }
+                #expect(documentError == treeError, "input \(index): \(String(decoding: bytes, as: UTF8.self))")
+            default:
+                Issue.record("input \(index): the parsers disagree (\(tree), \(document)) on \(String(decoding: bytes, as: UTF8.self))")
+            }
+        }
+        #expect(failures > 5_000, "the fuzzer must produce invalid input")
+        #expect(duplicates > 500, "the fuzzer must produce duplicate keys")
+    }
+
+    /// Lookups match as `String` equality does: escapes are decoded, and non-ASCII keys are compared under canonical
+    /// equivalence ("K" finds U+212A KELVIN SIGN; "e" with a combining accent finds "é").
+    @Test func documentLooksUpKeysAsJSONObjectDoes() throws {
+        let text = #"{"a":1,"\u0062":2,"\#u{212A}":3,"é":4,"":5,"long key with spaces":6}"#
+        let document = try JSONDocument(parsing: Array(text.utf8))
+        let object = try #require(document.value.objectValue)
+        for key in ["a", "b", "K", "\u{212A}", "é", "e\u{301}", "", "long key with spaces", "missing", "A", "long key with space"] {
+            let found = document.member(key, inObjectAt: 0).map { document.value(at: $0.value) }
+            #expect(found == object[key], "key \(key)")
+        }
+        // A plain ASCII key found by a non-ASCII spelling.
+        let kelvin = try JSONDocument(parsing: Array(#"{"x":0,"K":1}"#.utf8))
+        #expect(kelvin.member("\u{212A}", inObjectAt: 0)?.position == 1)
+    }
 }

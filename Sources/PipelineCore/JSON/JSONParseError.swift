@@ -25,6 +25,8 @@ public struct JSONParseError: Error, Sendable, Hashable, CustomStringConvertible
         public static let duplicateKey = Kind("duplicate key")
         /// Something other than whitespace after the value.
         public static let trailingData = Kind("unexpected data after the value")
+        /// A text of 4 GiB or more, beyond what ``JSONDocument`` indexes.
+        public static let tooLarge = Kind("text too large to index")
 
         public var description: String { name }
     }

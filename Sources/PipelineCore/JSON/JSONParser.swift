@@ -8,9 +8,9 @@ public struct JSONParser: Sendable {
     /// The default nesting limit.
     public static let defaultMaximumDepth = 64
 
-    private let bytes: [UInt8]
+    let bytes: [UInt8]
     /// The offset of the next byte to read.
-    public private(set) var offset: Int
+    public internal(set) var offset: Int
     /// Arrays and objects nested deeper than this are an error (protects the stack).
     public let maximumDepth: Int
     /// Members of the objects being parsed, innermost last. Each object's members are collected
@@ -19,6 +19,8 @@ public struct JSONParser: Sendable {
     private var memberStack: [JSONObject.Member] = []
     /// Elements of the arrays being parsed, innermost last (same reason as ``memberStack``).
     private var elementStack: [JSONValue] = []
+    /// Key nodes of the objects being indexed into a ``JSONDocument``, innermost last, for the duplicate-key check.
+    var keyNodeStack: [Int] = []
 
     /// Creates a parser positioned at the start of `bytes`.
     public init(bytes: [UInt8], maximumDepth: Int = JSONParser.defaultMaximumDepth) {
@@ -144,7 +146,7 @@ public struct JSONParser: Sendable {
     /// 0x80 when all are ASCII).
     ///
     /// Eight bytes at a time while none of them ends the run (see ``SWAR``), then byte by byte.
-    private static func plainRun(in bytes: [UInt8], from start: Int) -> (end: Int, allBits: UInt8) {
+    static func plainRun(in bytes: [UInt8], from start: Int) -> (end: Int, allBits: UInt8) {
         let span = bytes.span
         var index = start
         var wordBits: UInt64 = 0
@@ -169,7 +171,7 @@ public struct JSONParser: Sendable {
     }
 
     /// A string, and its ``JSONObject/keyTag(of:)`` (taken from the bytes when it has no escapes).
-    private mutating func parseTaggedString() throws(JSONParseError) -> (string: String, keyTag: Int) {
+    mutating func parseTaggedString() throws(JSONParseError) -> (string: String, keyTag: Int) {
         let start = offset
         offset += 1  // opening quote
         // Fast path: no escapes. Find the end of the run of plain bytes (not `"`, `\` or a control
@@ -270,7 +272,7 @@ public struct JSONParser: Sendable {
         return value
     }
 
-    private mutating func parseNumber() throws(JSONParseError) -> JSONValue {
+    mutating func parseNumber() throws(JSONParseError) -> JSONValue {
         let start = offset
         var isIntegral = true
         if bytes[offset] == UInt8(ascii: "-") { offset += 1 }
@@ -309,12 +311,12 @@ public struct JSONParser: Sendable {
         index < bytes.count && bytes[index] >= UInt8(ascii: "0") && bytes[index] <= UInt8(ascii: "9")
     }
 
-    private func peek() throws(JSONParseError) -> UInt8 {
+    func peek() throws(JSONParseError) -> UInt8 {
         guard offset < bytes.count else { throw JSONParseError(.unexpectedEndOfInput, at: offset) }
         return bytes[offset]
     }
 
-    private mutating func expectLiteral(_ literal: StaticString) throws(JSONParseError) {
+    mutating func expectLiteral(_ literal: StaticString) throws(JSONParseError) {
         let start = offset
         let count = literal.utf8CodeUnitCount
         guard offset + count <= bytes.count else { throw JSONParseError(.unexpectedEndOfInput, at: bytes.count) }
@@ -325,7 +327,7 @@ public struct JSONParser: Sendable {
         offset += count
     }
 
-    private mutating func skipWhitespace() {
+    mutating func skipWhitespace() {
         while offset < bytes.count {
             switch bytes[offset] {
             case 0x20, 0x09, 0x0A, 0x0D: offset += 1

@@ -15,7 +15,22 @@ extension PushRequest {
             throw PipelineError(.invalidField, at: .root, "expected an event object, found \(value.typeDescription)")
         }
         let diagnostics = RenderDiagnostics()
-        let event = FieldReader(object, path: .root, diagnostics: diagnostics)
+        try self.init(reading: FieldReader(object, path: .root, diagnostics: diagnostics), diagnostics: diagnostics)
+    }
+
+    /// Decodes a `push.requested` event read in place from its document, as ``init(decoding:)-(JSONValue)`` does
+    /// from a tree. The content stays in the document (see ``CampaignContent``).
+    ///
+    /// - Throws: ``PipelineError`` listing every problem with its path and the event id (when it could be read).
+    public init(decoding document: JSONDocument) throws(PipelineError) {
+        guard document.kind(at: 0) == .object else {
+            throw PipelineError(.invalidField, at: .root, "expected an event object, found \(document.value.typeDescription)")
+        }
+        let diagnostics = RenderDiagnostics()
+        try self.init(reading: FieldReader(document: document, node: 0, path: .root, diagnostics: diagnostics), diagnostics: diagnostics)
+    }
+
+    private init(reading event: FieldReader, diagnostics: RenderDiagnostics) throws(PipelineError) {
 
         let eventId = event.string("eventId", required: true, personalize: false)
         let specVersion = event.string("specVersion", personalize: false)
@@ -37,14 +52,7 @@ extension PushRequest {
         for (key, _) in custom where key == "aps" || key.hasPrefix("adb_") {
             event.addIssue(.invalidField, "custom", "key '\(key)' is reserved for the template payload")
         }
-        var content: CampaignContent?
-        if let value = event.value("content") {
-            if case .object(let fields) = value {
-                content = CampaignContent(fields)
-            } else {
-                event.addIssue(.invalidField, "content", "expected an object, found \(value.typeDescription)")
-            }
-        }
+        let content = event.content("content")
 
         guard diagnostics.issues.isEmpty, let eventId, let occurredAt, let campaignId, let template, let recipient
         else {
@@ -71,13 +79,13 @@ extension PushRequest {
     /// - Throws: ``PipelineError`` (``PipelineError/Code/invalidJSON`` with the byte offset, or the
     ///   decoding issues).
     public init(json bytes: some Sequence<UInt8>) throws(PipelineError) {
-        let value: JSONValue
-        do {
-            value = try JSONValue(parsing: bytes)
+        let document: JSONDocument
+        do throws(JSONParseError) {
+            document = try JSONDocument(parsing: Array(bytes))
         } catch {
             throw PipelineError(.invalidJSON, at: .root, "invalid JSON: \(error)")
         }
-        try self.init(decoding: value)
+        try self.init(decoding: document)
     }
 
     private static func decodeRecipient(_ reader: FieldReader?) -> Recipient? {
@@ -92,14 +100,9 @@ extension PushRequest {
             }
         }
         let token = reader.string("token", required: true, personalize: false)
-        let attributes = reader.stringMap("attributes")
+        let attributes = reader.stringDictionary("attributes")
         guard let id, let platform, let token else { return nil }
-        var map: [String: String] = [:]
-        map.reserveCapacity(attributes?.count ?? 0)
-        for (key, value) in attributes ?? JSONObject() {
-            map[key] = value.stringValue
-        }
-        return Recipient(id: id, platform: platform, token: token, attributes: map)
+        return Recipient(id: id, platform: platform, token: token, attributes: attributes ?? [:])
     }
 
     /// The wire values of ``DeliveryPriority``.

@@ -9,6 +9,10 @@
 /// ``string(_:required:personalize:)``. Keys a renderer never reads are reported as warnings
 /// ("unknown field; ignored"), so read every field you support regardless of the platform.
 ///
+/// An event's own content is read in place from the event's ``JSONDocument``: a string is created only when it is
+/// read, and ``value(_:)`` builds a tree only for the object or array asked for. Content from elsewhere (a campaign
+/// definition) is read from its ``JSONObject``; both read the same.
+///
 /// A reader belongs to one render call and must not be kept after it.
 public final class FieldReader {
     /// Where the object being read is, relative to ``parent``: kept as a step, so that the
@@ -37,8 +41,20 @@ public final class FieldReader {
         }
     }
 
-    /// The object being read.
-    public let object: JSONObject
+    /// The object being read, when it is a tree (empty when it is in ``document``).
+    private let tree: JSONObject
+    /// The document the object being read is in, if it is read in place (see ``JSONDocument``).
+    private let document: JSONDocument?
+    /// The object's node in ``document``.
+    private let node: Int
+    /// The number of members of the object being read.
+    private let memberCount: Int
+
+    /// The object being read (built from the document when it is read in place).
+    public var object: JSONObject {
+        document?.object(at: node) ?? tree
+    }
+
     let diagnostics: RenderDiagnostics
     /// Which members were read, as bits by position (the first 64 members; content objects are
     /// much smaller, so this usually avoids allocating a flag array per object).
@@ -47,37 +63,60 @@ public final class FieldReader {
     private var overflowReadFlags: [Bool]
     private var children: [FieldReader] = []
 
+    /// A reader of a tree object.
     convenience init(_ object: JSONObject, path: FieldPath, diagnostics: RenderDiagnostics) {
-        self.init(object, location: .root(path), parent: nil, diagnostics: diagnostics)
+        self.init(tree: object, document: nil, node: 0, location: .root(path), parent: nil, diagnostics: diagnostics)
     }
 
-    private init(_ object: JSONObject, location: Location, parent: FieldReader?, diagnostics: RenderDiagnostics) {
-        self.object = object
+    /// A reader of the object at `node` of `document`, read in place.
+    convenience init(document: JSONDocument, node: Int, path: FieldPath, diagnostics: RenderDiagnostics) {
+        self.init(tree: JSONObject(), document: document, node: node, location: .root(path), parent: nil, diagnostics: diagnostics)
+    }
+
+    private init(
+        tree: JSONObject,
+        document: JSONDocument?,
+        node: Int,
+        location: Location,
+        parent: FieldReader?,
+        diagnostics: RenderDiagnostics
+    ) {
+        self.tree = tree
+        self.document = document
+        self.node = node
         self.location = location
         self.parent = parent
         self.diagnostics = diagnostics
-        self.overflowReadFlags = object.count > 64 ? Array(repeating: false, count: object.count - 64) : []
+        let count = document?.count(at: node) ?? tree.count
+        self.memberCount = count
+        self.overflowReadFlags = count > 64 ? Array(repeating: false, count: count - 64) : []
     }
 
     // MARK: - Raw access
 
     /// The value of `key` (`nil` when absent or `null`); marks the key as read.
     public func value(_ key: String) -> JSONValue? {
-        guard let index = object.index(of: key) else { return nil }
-        markRead(index)
-        let value = object.member(at: index).value
-        if case .null = value { return nil }
-        return value
+        lookup(key).map(materialize)
     }
 
     /// Whether `key` is present and not `null`; marks the key as read.
     public func contains(_ key: String) -> Bool {
-        value(key) != nil
+        lookup(key) != nil
     }
 
     /// Marks keys as read without validating them (fields a renderer deliberately ignores).
     public func ignore(_ keys: String...) {
-        for key in keys { _ = value(key) }
+        for key in keys { _ = lookup(key) }
+    }
+
+    /// The number of elements of the array `key`, whatever their types (`nil` when absent, `null` or not an
+    /// array); marks the key as read. Cheaper than counting ``value(_:)``'s array, which copies the elements.
+    public func elementCount(_ key: String) -> Int? {
+        switch lookup(key) {
+        case .tree(.array(let elements)): elements.count
+        case .node(let index) where document?.kind(at: index) == .array: document?.count(at: index)
+        default: nil
+        }
     }
 
     // MARK: - Typed access
@@ -89,8 +128,8 @@ public final class FieldReader {
     ///   - required: record `required` when absent.
     ///   - personalize: fill `{{name}}` placeholders from the recipient's attributes.
     public func string(_ key: String, required: Bool = false, personalize: Bool = true) -> String? {
-        guard let value = fetch(key, required: required) else { return nil }
-        guard case .string(let text) = value else { return typeMismatch(key, "a string", value) }
+        guard let slot = fetch(key, required: required) else { return nil }
+        guard let text = text(of: slot) else { return typeMismatch(key, "a string", slot) }
         if required, text.isEmpty {
             addIssue(.invalidField, key, "must not be empty")
             return nil
@@ -101,8 +140,8 @@ public final class FieldReader {
 
     /// An integer field (a JSON number without fraction).
     public func integer(_ key: String, required: Bool = false, in range: ClosedRange<Int>? = nil) -> Int? {
-        guard let value = fetch(key, required: required) else { return nil }
-        guard case .int(let int) = value else { return typeMismatch(key, "an integer", value) }
+        guard let slot = fetch(key, required: required) else { return nil }
+        guard case .int(let int) = scalar(slot) else { return typeMismatch(key, "an integer", slot) }
         if let range, !range.contains(int) {
             addIssue(.invalidField, key, "must be between \(range.lowerBound) and \(range.upperBound), found \(int)")
             return nil
@@ -112,17 +151,24 @@ public final class FieldReader {
 
     /// A boolean field.
     public func boolean(_ key: String, required: Bool = false) -> Bool? {
-        guard let value = fetch(key, required: required) else { return nil }
-        guard case .bool(let flag) = value else { return typeMismatch(key, "a boolean", value) }
+        guard let slot = fetch(key, required: required) else { return nil }
+        guard case .bool(let flag) = scalar(slot) else { return typeMismatch(key, "a boolean", slot) }
         return flag
     }
 
     /// An RFC 3339 date-time string field.
     public func timestamp(_ key: String, required: Bool = false) -> Timestamp? {
-        guard let value = fetch(key, required: required) else { return nil }
-        guard case .string(let text) = value else { return typeMismatch(key, "an RFC 3339 date-time string", value) }
+        guard let slot = fetch(key, required: required) else { return nil }
         do throws(RFC3339Error) {
-            return try Timestamp(rfc3339: text)
+            switch slot {
+            case .tree(.string(let text)):
+                return try Timestamp(rfc3339: text)
+            case .node(let index) where document?.kind(at: index) == .string:
+                guard let document else { return nil }
+                return try document.timestamp(at: index)
+            default:
+                return typeMismatch(key, "an RFC 3339 date-time string", slot)
+            }
         } catch {
             addIssue(.invalidField, key, error.reason)
             return nil
@@ -152,33 +198,81 @@ public final class FieldReader {
 
     /// A nested object, as a reader for its fields.
     public func object(_ key: String, required: Bool = false) -> FieldReader? {
-        guard let value = fetch(key, required: required) else { return nil }
-        guard case .object(let object) = value else { return typeMismatch(key, "an object", value) }
-        return child(object, at: .member(key: key))
+        guard let slot = fetch(key, required: required) else { return nil }
+        switch slot {
+        case .tree(.object(let object)):
+            return child(tree: object, node: 0, at: .member(key: key))
+        case .node(let index) where document?.kind(at: index) == .object:
+            return child(tree: JSONObject(), node: index, at: .member(key: key))
+        default:
+            return typeMismatch(key, "an object", slot)
+        }
+    }
+
+    /// The object `key` as campaign content (read in place when this reader is), or `nil` with an issue when it is
+    /// not an object.
+    func content(_ key: String) -> CampaignContent? {
+        guard let slot = lookup(key) else { return nil }
+        switch slot {
+        case .tree(.object(let object)):
+            return CampaignContent(object)
+        case .node(let index) where document?.kind(at: index) == .object:
+            return document.map { CampaignContent(document: $0, node: index) }
+        default:
+            return typeMismatch(key, "an object", slot)
+        }
     }
 
     /// An array of objects, as readers for each element. Non-object elements are issues.
     public func objects(_ key: String, required: Bool = false) -> [FieldReader]? {
-        guard let value = fetch(key, required: required) else { return nil }
-        guard case .array(let elements) = value else { return typeMismatch(key, "an array", value) }
+        guard let slot = fetch(key, required: required) else { return nil }
         var readers: [FieldReader] = []
-        readers.reserveCapacity(elements.count)
-        for (index, element) in elements.enumerated() {
-            guard case .object(let object) = element else {
-                diagnostics.issues.append(
-                    .init(.invalidField, at: path.appending(key).appending(index: index), "expected an object, found \(element.typeDescription)")
-                )
-                continue
+        switch slot {
+        case .tree(.array(let elements)):
+            readers.reserveCapacity(elements.count)
+            for (index, element) in elements.enumerated() {
+                guard case .object(let object) = element else {
+                    notAnObject(key, index, element.typeDescription)
+                    continue
+                }
+                readers.append(child(tree: object, node: 0, at: .element(key: key, index: index)))
             }
-            readers.append(child(object, at: .element(key: key, index: index)))
+        case .node(let array) where document?.kind(at: array) == .array:
+            guard let document else { return nil }
+            let count = document.count(at: array)
+            readers.reserveCapacity(count)
+            var element = array + 1
+            for index in 0..<count {
+                if document.kind(at: element) == .object {
+                    readers.append(child(tree: JSONObject(), node: element, at: .element(key: key, index: index)))
+                } else {
+                    notAnObject(key, index, document.value(at: element).typeDescription)
+                }
+                element = document.next(after: element)
+            }
+        default:
+            return typeMismatch(key, "an array", slot)
         }
         return readers
     }
 
+    private func notAnObject(_ key: String, _ index: Int, _ found: String) {
+        diagnostics.issues.append(.init(.invalidField, at: path.appending(key).appending(index: index), "expected an object, found \(found)"))
+    }
+
     /// An object whose values must all be strings (a string map), in order. Not personalized.
     public func stringMap(_ key: String, required: Bool = false) -> JSONObject? {
-        guard let value = fetch(key, required: required) else { return nil }
-        guard case .object(let object) = value else { return typeMismatch(key, "an object of strings", value) }
+        guard let slot = fetch(key, required: required) else { return nil }
+        return stringMapValue(key, slot)
+    }
+
+    private func stringMapValue(_ key: String, _ slot: Slot) -> JSONObject? {
+        let object: JSONObject
+        switch slot {
+        case .tree(.object(let tree)): object = tree
+        case .node(let index) where document?.kind(at: index) == .object: object = document?.object(at: index) ?? JSONObject()
+        default: return typeMismatch(key, "an object of strings", slot)
+        }
         var isValid = true
         for (member, memberValue) in object {
             if case .string = memberValue { continue }
@@ -188,6 +282,40 @@ public final class FieldReader {
             )
         }
         return isValid ? object : nil
+    }
+
+    /// ``stringMap(_:required:)`` as a dictionary, built without an intermediate ``JSONObject`` when the object is
+    /// read in place.
+    func stringDictionary(_ key: String) -> [String: String]? {
+        guard let slot = lookup(key) else { return nil }
+        guard case .node(let index) = slot, let document, document.kind(at: index) == .object else {
+            guard let object = stringMapValue(key, slot) else { return nil }
+            var map: [String: String] = [:]
+            map.reserveCapacity(object.count)
+            for (member, value) in object { map[member] = value.stringValue }
+            return map
+        }
+        let count = document.count(at: index)
+        var member = index + 1
+        var isValid = true
+        for _ in 0..<count {
+            if document.kind(at: member + 1) != .string {
+                isValid = false
+                diagnostics.issues.append(
+                    .init(.invalidField, at: path.appending(key).appending(document.string(at: member)), "expected a string, found \(Self.typeDescription(document.kind(at: member + 1)))")
+                )
+            }
+            member = document.next(after: member + 1)
+        }
+        guard isValid else { return nil }
+        var map: [String: String] = [:]
+        map.reserveCapacity(count)
+        member = index + 1
+        for _ in 0..<count {
+            map[document.string(at: member)] = document.string(at: member + 1)
+            member = document.next(after: member + 1)
+        }
+        return map
     }
 
     // MARK: - Reporting
@@ -214,8 +342,16 @@ public final class FieldReader {
 
     /// Adds a warning for every key of this object and its read children that nobody read.
     func warnAboutUnreadKeys(template: String) {
-        for (index, (key, _)) in object.enumerated() where !wasRead(index) {
-            addWarning(key, "not a field of template '\(template)'; ignored")
+        if let document {
+            var keyNode = node + 1
+            for index in 0..<memberCount {
+                if !wasRead(index) { addWarning(document.string(at: keyNode), "not a field of template '\(template)'; ignored") }
+                keyNode = document.next(after: keyNode + 1)
+            }
+        } else {
+            for (index, (key, _)) in tree.enumerated() where !wasRead(index) {
+                addWarning(key, "not a field of template '\(template)'; ignored")
+            }
         }
         for child in children { child.warnAboutUnreadKeys(template: template) }
     }
@@ -234,21 +370,86 @@ public final class FieldReader {
         index < 64 ? readMask & (1 << UInt64(index)) != 0 : overflowReadFlags[index - 64]
     }
 
-    private func fetch(_ key: String, required: Bool) -> JSONValue? {
-        guard let value = value(key) else {
+    /// Where a member's value is: a tree value, or a node of ``document``.
+    private enum Slot {
+        case tree(JSONValue)
+        case node(Int)
+    }
+
+    /// The value of `key`, marked as read; `nil` when absent or `null`.
+    private func lookup(_ key: String) -> Slot? {
+        if let document {
+            guard let (position, value) = document.member(key, inObjectAt: node) else { return nil }
+            markRead(position)
+            return document.kind(at: value) == .null ? nil : .node(value)
+        }
+        guard let index = tree.index(of: key) else { return nil }
+        markRead(index)
+        let value = tree.member(at: index).value
+        if case .null = value { return nil }
+        return .tree(value)
+    }
+
+    private func fetch(_ key: String, required: Bool) -> Slot? {
+        guard let slot = lookup(key) else {
             if required { addIssue(.missingField, key, "required") }
             return nil
         }
-        return value
+        return slot
     }
 
-    private func typeMismatch<T>(_ key: String, _ expected: String, _ found: JSONValue) -> T? {
-        addIssue(.invalidField, key, "expected \(expected), found \(found.typeDescription)")
+    /// The text of a string slot.
+    private func text(of slot: Slot) -> String? {
+        switch slot {
+        case .tree(.string(let text)): text
+        case .node(let index) where document?.kind(at: index) == .string: document?.string(at: index)
+        default: nil
+        }
+    }
+
+    /// A slot's value when it is a scalar (containers are not built).
+    private func scalar(_ slot: Slot) -> JSONValue? {
+        switch slot {
+        case .tree(let value): value
+        case .node(let index):
+            switch document?.kind(at: index) {
+            case .object?, .array?, nil: nil
+            default: document?.value(at: index)
+            }
+        }
+    }
+
+    private func materialize(_ slot: Slot) -> JSONValue {
+        switch slot {
+        case .tree(let value): value
+        case .node(let index): document?.value(at: index) ?? .null
+        }
+    }
+
+    private func typeMismatch<T>(_ key: String, _ expected: String, _ found: Slot) -> T? {
+        let description =
+            switch found {
+            case .tree(let value): value.typeDescription
+            case .node(let index): Self.typeDescription(document?.kind(at: index))
+            }
+        addIssue(.invalidField, key, "expected \(expected), found \(description)")
         return nil
     }
 
-    private func child(_ object: JSONObject, at location: Location) -> FieldReader {
-        let reader = FieldReader(object, location: location, parent: self, diagnostics: diagnostics)
+    /// ``JSONValue/typeDescription`` of a node kind.
+    private static func typeDescription(_ kind: JSONDocument.Node.Kind?) -> String {
+        switch kind {
+        case .null?, nil: "null"
+        case .false?, .true?: "a boolean"
+        case .number?: "a number"
+        case .string?: "a string"
+        case .array?: "an array"
+        case .object?: "an object"
+        }
+    }
+
+    private func child(tree: JSONObject, node: Int, at location: Location) -> FieldReader {
+        let reader = FieldReader(tree: tree, document: document, node: node, location: location, parent: self, diagnostics: diagnostics)
         if children.isEmpty { children.reserveCapacity(8) }  // one allocation for most readers
         children.append(reader)
         return reader

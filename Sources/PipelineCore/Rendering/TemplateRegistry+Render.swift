@@ -7,13 +7,18 @@ extension TemplateRegistry {
     /// - Parameter eventBytes: one `push.requested` event as UTF-8 JSON.
     /// - Returns: ``RenderOutcome/rendered(_:)`` or ``RenderOutcome/failed(_:)``; never throws.
     public func render(eventBytes: some Sequence<UInt8>) -> RenderOutcome {
-        let value: JSONValue
+        let document: JSONDocument
         do throws(JSONParseError) {
-            value = try JSONValue(parsing: eventBytes)
+            document = try JSONDocument(parsing: Array(eventBytes))
         } catch {
             return .failed(PipelineError(.invalidJSON, at: .root, "invalid JSON: \(error)"))
         }
-        return render(event: value)
+        do throws(PipelineError) {
+            let request = try PushRequest(decoding: document)
+            return .rendered(try render(request))
+        } catch {
+            return .failed(error)
+        }
     }
 
     /// Decodes and renders an already parsed event (for callers that split a stream of JSON values).
@@ -48,7 +53,7 @@ extension TemplateRegistry {
         }
         let platform = request.recipient.platform
         let diagnostics = RenderDiagnostics(personalizer: Personalizer(attributes: request.recipient.attributes))
-        let reader = FieldReader(content.fields, path: Self.contentPath, diagnostics: diagnostics)
+        let reader = content.reader(path: Self.contentPath, diagnostics: diagnostics)
         let templatePayload = try renderer.render(RenderInput(request: request, platform: platform, content: reader))
         reader.warnAboutUnreadKeys(template: renderer.templateID)
         guard diagnostics.issues.isEmpty else { throw PipelineError(issues: diagnostics.issues) }

@@ -15,7 +15,11 @@ extension Timestamp {
     /// - Throws: ``RFC3339Error`` naming the first problem.
     public init(rfc3339 text: String) throws(RFC3339Error) {
         // Read through the text's UTF-8 `Span`: no copy of the bytes (events carry one or two times each).
-        let bytes = text.utf8.span
+        try self.init(rfc3339UTF8: text.utf8.span)
+    }
+
+    /// ``init(rfc3339:)`` over the text's UTF-8 bytes (an event's date-time read in place from its document).
+    init(rfc3339UTF8 bytes: Span<UInt8>) throws(RFC3339Error) {
         let length = bytes.count
         func byte(_ position: Int) -> UInt8 { bytes[position] }
         var index = 0

@@ -1,0 +1,402 @@
+/// A JSON text indexed in place: its bytes, and a flat list of its values in document order (a "tape").
+///
+/// Nothing is copied out of the text while parsing: a string stays a byte range until it is read, and an object
+/// is a run of nodes, not an array of members. Events are read this way (``PushRequest/init(decoding:)-(JSONDocument)``,
+/// ``FieldReader``), so an event's strings are created only for the fields that are read, and no tree of values is
+/// built, retained and freed per event.
+///
+/// Parsing accepts and rejects exactly what ``JSONValue/init(parsing:maximumDepth:)`` does, with the same errors at
+/// the same offsets, and ``value`` is the same tree.
+public final class JSONDocument: Sendable {
+    /// One value of the document. A container's node is followed by its contents (for an object: key, value, key,
+    /// value, …), and ``next`` skips them.
+    struct Node: Sendable {
+        enum Kind: UInt8, Sendable {
+            case null, `false`, `true`, number, string, array, object
+        }
+
+        var kind: Kind
+        /// For strings: ``JSONDocument/plainASCII`` or ``JSONDocument/escaped``.
+        var flags: UInt8
+        /// The offset of the value's first byte (a string's opening quote).
+        var start: UInt32
+        /// Strings: the offset of the closing quote. Numbers and literals: the offset after the value. Containers: the
+        /// number of members or elements.
+        var end: UInt32
+        /// The index of the node after this value (after a container's contents). For a key, which is always
+        /// followed by its value, its tag instead (``JSONDocument/keyTag(_:at:count:)``).
+        var next: UInt32
+    }
+
+    /// The tag of a key that is not plain ASCII: such keys are compared as `String`s.
+    static let untaggedKey = UInt32.max
+
+    /// A summary of the plain ASCII key of `count` bytes at `start` of `text`: its length (low 16 bits), first and
+    /// last byte. Equal keys have equal tags, so a lookup compares bytes only where the tags match.
+    static func keyTag(_ text: Span<UInt8>, at start: Int, count: Int) -> UInt32 {
+        guard count > 0 else { return 0 }
+        return UInt32(truncatingIfNeeded: count & 0xFFFF) | UInt32(text[start]) << 16 | UInt32(text[start &+ count &- 1]) << 24
+    }
+
+    /// A string without escapes whose bytes are all ASCII: its text is its bytes.
+    static let plainASCII: UInt8 = 1
+    /// A string with backslash escapes: its text is unescaped when read.
+    static let escaped: UInt8 = 2
+
+    /// The text.
+    let bytes: [UInt8]
+    /// The values; the root is node 0.
+    let nodes: [Node]
+
+    /// Parses and indexes one JSON value (surrounding whitespace allowed).
+    ///
+    /// - Parameters:
+    ///   - bytes: UTF-8 input, kept by the document (an array's storage is shared, not copied).
+    ///   - maximumDepth: the nesting limit.
+    /// - Throws: ``JSONParseError`` with the byte offset of the problem, as ``JSONValue/init(parsing:maximumDepth:)``.
+    public init(parsing bytes: [UInt8], maximumDepth: Int = JSONParser.defaultMaximumDepth) throws(JSONParseError) {
+        // Offsets are kept in 32 bits; a Kafka record is far smaller.
+        guard bytes.count < Int(UInt32.max) else { throw JSONParseError(.tooLarge, at: 0) }
+        var parser = JSONParser(bytes: bytes, maximumDepth: maximumDepth)
+        var nodes: [Node] = []
+        // About one value per 8 bytes of a compact event: one allocation for most.
+        nodes.reserveCapacity(bytes.count / 8 + 8)
+        parser.skipWhitespace()
+        guard parser.offset < bytes.count else { throw JSONParseError(.unexpectedEndOfInput, at: parser.offset) }
+        try parser.indexValue(depth: 0, into: &nodes)
+        guard parser.isAtEnd else { throw JSONParseError(.trailingData, at: parser.offset) }
+        self.bytes = bytes
+        self.nodes = nodes
+    }
+
+    /// The whole document as a ``JSONValue`` tree.
+    public var value: JSONValue {
+        value(at: 0)
+    }
+
+    // MARK: - Reading nodes
+
+    /// The kind of the value at `index`.
+    func kind(at index: Int) -> Node.Kind {
+        nodes[index].kind
+    }
+
+    /// The number of members (object) or elements (array) of the container at `index`.
+    func count(at index: Int) -> Int {
+        Int(nodes[index].end)
+    }
+
+    /// The index of the node after the value (not a key) at `index` and its contents.
+    func next(after index: Int) -> Int {
+        Int(nodes[index].next)
+    }
+
+    /// The text of the string at `index`.
+    func string(at index: Int) -> String {
+        let node = nodes[index]
+        guard node.flags & Self.escaped != 0 else {
+            // Checked to be valid UTF-8 when parsed.
+            return String(decoding: bytes[Int(node.start) + 1..<Int(node.end)], as: UTF8.self)
+        }
+        var parser = JSONParser(bytes: bytes)
+        parser.offset = Int(node.start)
+        do throws(JSONParseError) {
+            return try parser.parseTaggedString().string
+        } catch {
+            preconditionFailure("a string that parsed once fails to parse again at offset \(node.start): \(error)")
+        }
+    }
+
+    /// The RFC 3339 date-time in the string at `index`, parsed from its bytes when it has no escapes.
+    func timestamp(at index: Int) throws(RFC3339Error) -> Timestamp {
+        let node = nodes[index]
+        guard node.flags & Self.escaped == 0 else { return try Timestamp(rfc3339: string(at: index)) }
+        let bytes = self.bytes  // a local: a span of a class's stored property cannot outlive the property access
+        return try Timestamp(rfc3339UTF8: bytes.span.extracting(Int(node.start) + 1..<Int(node.end)))
+    }
+
+    /// The number at `index` (``JSONValue/int(_:)`` or ``JSONValue/double(_:)``).
+    func number(at index: Int) -> JSONValue {
+        var parser = JSONParser(bytes: bytes)
+        parser.offset = Int(nodes[index].start)
+        do throws(JSONParseError) {
+            return try parser.parseNumber()
+        } catch {
+            preconditionFailure("a number that parsed once fails to parse again at offset \(nodes[index].start): \(error)")
+        }
+    }
+
+    /// The value at `index` as a tree.
+    func value(at index: Int) -> JSONValue {
+        switch nodes[index].kind {
+        case .null: .null
+        case .false: .bool(false)
+        case .true: .bool(true)
+        case .number: number(at: index)
+        case .string: .string(string(at: index))
+        case .object: .object(object(at: index))
+        case .array: .array(elements(at: index))
+        }
+    }
+
+    /// The object at `index` as a ``JSONObject``.
+    func object(at index: Int) -> JSONObject {
+        let count = count(at: index)
+        var members: [JSONObject.Member] = []
+        members.reserveCapacity(count)
+        var key = index + 1
+        for _ in 0..<count {
+            members.append(JSONObject.Member(key: string(at: key), value: value(at: key + 1), keyTag: keyTag(at: key)))
+            key = next(after: key + 1)
+        }
+        return JSONObject(members: members)
+    }
+
+    private func elements(at index: Int) -> [JSONValue] {
+        let count = count(at: index)
+        var elements: [JSONValue] = []
+        elements.reserveCapacity(count)
+        var element = index + 1
+        for _ in 0..<count {
+            elements.append(value(at: element))
+            element = next(after: element)
+        }
+        return elements
+    }
+
+    /// ``JSONObject/keyTag(of:)`` of the string at `index`, from its bytes when it is plain ASCII.
+    private func keyTag(at index: Int) -> Int {
+        let node = nodes[index]
+        guard node.flags & Self.plainASCII != 0 else { return JSONObject.keyTag(of: string(at: index)) }
+        let first = Int(node.start) + 1
+        let end = Int(node.end)
+        return first == end ? 0 : JSONObject.keyTag(count: end - first, first: bytes[first], last: bytes[end - 1])
+    }
+
+    // MARK: - Keys
+
+    /// The position among the members, and the value's node, of `key` in the object at `index`.
+    ///
+    /// Two ASCII keys are equal exactly when their bytes are; any other pair is compared as `String`s (canonical
+    /// equivalence: U+212A KELVIN SIGN equals "K"), as ``JSONObject`` does.
+    func member(_ key: String, inObjectAt index: Int) -> (position: Int, value: Int)? {
+        // Locals: a span of a class's stored property cannot outlive the property access.
+        let nodes = self.nodes
+        let bytes = self.bytes
+        let tape = nodes.span
+        let text = bytes.span
+        let needle = key.utf8.span
+        var needleBits: UInt8 = 0
+        var offset = 0
+        while offset < needle.count {
+            needleBits |= needle[offset]
+            offset &+= 1
+        }
+        let tag = needleBits < 0x80 ? Self.keyTag(needle, at: 0, count: needle.count) : Self.untaggedKey
+        let count = Int(tape[index].end)
+        var keyNode = index &+ 1
+        var position = 0
+        while position < count {
+            let node = tape[keyNode]
+            if node.next == tag, tag != Self.untaggedKey {
+                let start = Int(node.start) &+ 1
+                if Int(node.end) &- start == needle.count, Self.bytes(text, at: start, equal: needle) {
+                    return (position, keyNode &+ 1)
+                }
+            } else if node.next == Self.untaggedKey || tag == Self.untaggedKey, string(at: keyNode) == key {
+                return (position, keyNode &+ 1)
+            }
+            keyNode = Int(tape[keyNode &+ 1].next)
+            position &+= 1
+        }
+        return nil
+    }
+
+    /// Whether `text` holds `needle` at `start`.
+    private static func bytes(_ text: Span<UInt8>, at start: Int, equal needle: Span<UInt8>) -> Bool {
+        var offset = 0
+        while offset < needle.count {
+            if text[start &+ offset] != needle[offset] { return false }
+            offset &+= 1
+        }
+        return true
+    }
+
+    /// Whether the key nodes `a` and `b` over `bytes` are equal, as ``JSONObject`` compares keys.
+    static func keysEqual(_ a: Node, _ b: Node, in bytes: [UInt8]) -> Bool {
+        guard a.next != untaggedKey, b.next != untaggedKey else {
+            return keyText(a, in: bytes) == keyText(b, in: bytes)
+        }
+        guard a.next == b.next else { return false }
+        let count = Int(a.end) - Int(a.start)
+        guard Int(b.end) - Int(b.start) == count else { return false }
+        let text = bytes.span
+        let aStart = Int(a.start)
+        let bStart = Int(b.start)
+        var offset = 1
+        while offset < count {
+            if text[aStart &+ offset] != text[bStart &+ offset] { return false }
+            offset &+= 1
+        }
+        return true
+    }
+
+    private static func keyText(_ node: Node, in bytes: [UInt8]) -> String {
+        var parser = JSONParser(bytes: bytes)
+        parser.offset = Int(node.start)
+        return (try? parser.parseTaggedString().string) ?? ""
+    }
+}
+
+extension JSONParser {
+    /// Indexes the value at ``offset`` into `nodes` (``JSONDocument``), checking it as ``nextValue()`` does.
+    mutating func indexValue(depth: Int, into nodes: inout [JSONDocument.Node]) throws(JSONParseError) {
+        skipWhitespace()
+        guard offset < bytes.count else { throw JSONParseError(.unexpectedEndOfInput, at: offset) }
+        let start = offset
+        let kind: JSONDocument.Node.Kind
+        switch bytes[offset] {
+        case UInt8(ascii: "{"): return try indexObject(depth: depth + 1, into: &nodes)
+        case UInt8(ascii: "["): return try indexArray(depth: depth + 1, into: &nodes)
+        case UInt8(ascii: "\""):
+            var node = try indexString()
+            node.next = UInt32(truncatingIfNeeded: nodes.count + 1)
+            nodes.append(node)
+            return
+        case UInt8(ascii: "t"): try expectLiteral("true"); kind = .true
+        case UInt8(ascii: "f"): try expectLiteral("false"); kind = .false
+        case UInt8(ascii: "n"): try expectLiteral("null"); kind = .null
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): _ = try parseNumber(); kind = .number
+        default: throw JSONParseError(.unexpectedCharacter, at: offset)
+        }
+        nodes.append(
+            JSONDocument.Node(
+                kind: kind,
+                flags: 0,
+                start: UInt32(truncatingIfNeeded: start),
+                end: UInt32(truncatingIfNeeded: offset),
+                next: UInt32(truncatingIfNeeded: nodes.count + 1)
+            )
+        )
+    }
+
+    private mutating func indexObject(depth: Int, into nodes: inout [JSONDocument.Node]) throws(JSONParseError) {
+        guard depth <= maximumDepth else { throw JSONParseError(.tooDeeplyNested, at: offset) }
+        let index = nodes.count
+        nodes.append(JSONDocument.Node(kind: .object, flags: 0, start: UInt32(truncatingIfNeeded: offset), end: 0, next: 0))
+        offset += 1  // {
+        skipWhitespace()
+        if try peek() == UInt8(ascii: "}") {
+            offset += 1
+            nodes[index].next = UInt32(truncatingIfNeeded: nodes.count)
+            return
+        }
+        if keyNodeStack.capacity == 0 { keyNodeStack.reserveCapacity(64) }
+        let base = keyNodeStack.count
+        defer { keyNodeStack.removeSubrange(base...) }
+        var count: UInt32 = 0
+        // One bit per key tag seen so far in this object (a Bloom filter): a key whose bit is clear is new, and the
+        // member-by-member comparison is skipped. Untagged keys (not plain ASCII) are always compared.
+        var seenTags: UInt64 = 0
+        var hasUntaggedKey = false
+        while true {
+            skipWhitespace()
+            let keyOffset = offset
+            guard try peek() == UInt8(ascii: "\"") else { throw JSONParseError(.unexpectedCharacter, at: offset) }
+            var key = try indexString()
+            if key.flags & JSONDocument.plainASCII != 0 {
+                let start = Int(key.start) + 1
+                key.next = JSONDocument.keyTag(bytes.span, at: start, count: Int(key.end) - start)
+            } else {
+                key.next = JSONDocument.untaggedKey
+                hasUntaggedKey = true
+            }
+            let tagBit: UInt64 = 1 << ((key.next &* 0x9E37_79B1) >> 26)
+            if hasUntaggedKey || seenTags & tagBit != 0 {
+                for other in keyNodeStack[base...] where JSONDocument.keysEqual(nodes[other], key, in: bytes) {
+                    throw JSONParseError(.duplicateKey, at: keyOffset)
+                }
+            }
+            seenTags |= tagBit
+            keyNodeStack.append(nodes.count)
+            nodes.append(key)
+            skipWhitespace()
+            guard try peek() == UInt8(ascii: ":") else { throw JSONParseError(.unexpectedCharacter, at: offset) }
+            offset += 1
+            try indexValue(depth: depth, into: &nodes)
+            count += 1
+            guard try passSeparator(orClose: UInt8(ascii: "}"), containerAt: index, count: count, in: &nodes) else { return }
+        }
+    }
+
+    private mutating func indexArray(depth: Int, into nodes: inout [JSONDocument.Node]) throws(JSONParseError) {
+        guard depth <= maximumDepth else { throw JSONParseError(.tooDeeplyNested, at: offset) }
+        let index = nodes.count
+        nodes.append(JSONDocument.Node(kind: .array, flags: 0, start: UInt32(truncatingIfNeeded: offset), end: 0, next: 0))
+        offset += 1  // [
+        skipWhitespace()
+        if try peek() == UInt8(ascii: "]") {
+            offset += 1
+            nodes[index].next = UInt32(truncatingIfNeeded: nodes.count)
+            return
+        }
+        var count: UInt32 = 0
+        while true {
+            try indexValue(depth: depth, into: &nodes)
+            count += 1
+            guard try passSeparator(orClose: UInt8(ascii: "]"), containerAt: index, count: count, in: &nodes) else { return }
+        }
+    }
+
+    /// After a member or element: `true` past a comma (another follows), `false` past `closer` (then the container
+    /// at `index` is complete, with `count` members or elements).
+    private mutating func passSeparator(
+        orClose closer: UInt8,
+        containerAt index: Int,
+        count: UInt32,
+        in nodes: inout [JSONDocument.Node]
+    ) throws(JSONParseError) -> Bool {
+        skipWhitespace()
+        switch try peek() {
+        case UInt8(ascii: ","):
+            offset += 1
+            return true
+        case closer:
+            offset += 1
+            nodes[index].end = count
+            nodes[index].next = UInt32(truncatingIfNeeded: nodes.count)
+            return false
+        default:
+            throw JSONParseError(.unexpectedCharacter, at: offset)
+        }
+    }
+
+    /// Checks the string at ``offset`` and returns its node (``JSONDocument/Node/next`` left for the caller).
+    private mutating func indexString() throws(JSONParseError) -> JSONDocument.Node {
+        let start = offset
+        let (end, allBits) = Self.plainRun(in: bytes, from: offset + 1)
+        if end < bytes.count, bytes[end] == UInt8(ascii: "\"") {
+            var flags = JSONDocument.plainASCII
+            if allBits >= 0x80 {
+                do {
+                    _ = try UTF8Span(validating: bytes.span.extracting(start + 1..<end))
+                } catch {
+                    throw JSONParseError(.invalidUTF8, at: start)
+                }
+                flags = 0
+            }
+            offset = end + 1
+            return JSONDocument.Node(kind: .string, flags: flags, start: UInt32(truncatingIfNeeded: start), end: UInt32(truncatingIfNeeded: end), next: 0)
+        }
+        // Escapes, or an error: the tree parser's path checks it (with the same errors); the text is unescaped again
+        // when it is read.
+        _ = try parseTaggedString()
+        return JSONDocument.Node(
+            kind: .string,
+            flags: JSONDocument.escaped,
+            start: UInt32(truncatingIfNeeded: start),
+            end: UInt32(truncatingIfNeeded: offset - 1),
+            next: 0
+        )
+    }
+}
