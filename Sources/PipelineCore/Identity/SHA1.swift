@@ -51,32 +51,29 @@ struct SHA1 {
                 | UInt32(bytes[offset + 2]) << 8 | UInt32(bytes[offset + 3])
         }
         for index in 16..<80 {
-            let mixed = words[index - 3] ^ words[index - 8] ^ words[index - 14] ^ words[index - 16]
+            let mixed = words[index &- 3] ^ words[index &- 8] ^ words[index &- 14] ^ words[index &- 16]
             words[index] = mixed.rotatedLeft(by: 1)
         }
         var (a, b, c, d, e) = state
-        for index in 0..<80 {
-            let f: UInt32
-            let k: UInt32
-            switch index {
-            case 0..<20: f = (b & c) | (~b & d); k = 0x5A82_7999
-            case 20..<40: f = b ^ c ^ d; k = 0x6ED9_EBA1
-            case 40..<60: f = (b & c) | (b & d) | (c & d); k = 0x8F1B_BCDC
-            default: f = b ^ c ^ d; k = 0xCA62_C1D6
-            }
-            let temp = a.rotatedLeft(by: 5) &+ f &+ e &+ k &+ words[index]
+        // The four groups of 20 rounds as separate loops: no test of the round number in each round.
+        func round(_ f: UInt32, _ k: UInt32, _ word: UInt32) {
+            let temp = a.rotatedLeft(by: 5) &+ f &+ e &+ k &+ word
             e = d
             d = c
             c = b.rotatedLeft(by: 30)
             b = a
             a = temp
         }
+        for index in 0..<20 { round((b & c) | (~b & d), 0x5A82_7999, words[index]) }
+        for index in 20..<40 { round(b ^ c ^ d, 0x6ED9_EBA1, words[index]) }
+        for index in 40..<60 { round((b & c) | (b & d) | (c & d), 0x8F1B_BCDC, words[index]) }
+        for index in 60..<80 { round(b ^ c ^ d, 0xCA62_C1D6, words[index]) }
         state = (state.0 &+ a, state.1 &+ b, state.2 &+ c, state.3 &+ d, state.4 &+ e)
     }
 }
 
 extension UInt32 {
     fileprivate func rotatedLeft(by count: UInt32) -> UInt32 {
-        (self << count) | (self >> (32 - count))
+        (self &<< count) | (self &>> (32 &- count))
     }
 }

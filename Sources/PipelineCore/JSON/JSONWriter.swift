@@ -103,7 +103,7 @@ public struct JSONWriter: Sendable {
             index += 1
         }
         guard needsEscaping else {
-            bytes.append(contentsOf: string.utf8)
+            append(utf8)
             bytes.append(UInt8(ascii: "\""))
             return
         }
@@ -148,6 +148,18 @@ public struct JSONWriter: Sendable {
     }
 
     private mutating func append(_ text: String) {
-        bytes.append(contentsOf: text.utf8)
+        append(text.utf8.span)
+    }
+
+    /// Appends `utf8` into capacity reserved once. Byte by byte through the `OutputSpan` costs fewer instructions than
+    /// `append(contentsOf: string.utf8)`, which goes through the generic sequence copy.
+    private mutating func append(_ utf8: Span<UInt8>) {
+        bytes.append(addingCapacity: utf8.count) { output in
+            var offset = 0
+            while offset < utf8.count {
+                output.append(utf8[offset])
+                offset &+= 1
+            }
+        }
     }
 }
