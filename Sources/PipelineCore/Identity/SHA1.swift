@@ -24,7 +24,8 @@ struct SHA1 {
         let bitLength = UInt64(message.count) &* 8
         message.reserveCapacity((message.count + 8) / 64 * 64 + 64)  // the padded size: one allocation
         message.append(0x80)
-        while message.count % 64 != 56 { message.append(0) }
+        // Zeros up to 8 bytes short of a block boundary, then the length: in bulk, not a byte at a time.
+        message.append(contentsOf: repeatElement(0, count: (120 - message.count % 64) % 64))
         for shift in stride(from: 56, through: 0, by: -8) {
             message.append(UInt8(truncatingIfNeeded: bitLength >> UInt64(shift)))
         }
