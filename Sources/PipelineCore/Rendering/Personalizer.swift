@@ -88,27 +88,36 @@ enum SimpleTemplate {
         let source = text.utf8.span
         guard scan(source, tag: { _, _ in }) else { return nil }
 
-        let utf8 = text.utf8
-        func substring(_ range: Range<Int>) -> Substring {
-            text[utf8.index(utf8.startIndex, offsetBy: range.lowerBound)..<utf8.index(utf8.startIndex, offsetBy: range.upperBound)]
-        }
-        var result = ""
-        result.reserveCapacity(utf8.count + 32)
+        // The result is assembled as bytes (text between tags, then values) and made a `String` once. Tags are
+        // ASCII and so is the byte on each side of one, so the pieces join into valid UTF-8.
+        var result: [UInt8] = []
+        result.reserveCapacity(source.count + 64)
         var reported: [String] = []
         var textStart = 0
         _ = scan(source) { nameRange, tagRange in
-            result += substring(textStart..<tagRange.lowerBound)
-            let name = String(substring(nameRange))
+            append(source.extracting(textStart..<tagRange.lowerBound), to: &result)
+            let name = String(decoding: text.utf8[text.utf8.index(text.utf8.startIndex, offsetBy: nameRange.lowerBound)..<text.utf8.index(text.utf8.startIndex, offsetBy: nameRange.upperBound)], as: UTF8.self)
             if let value = attributes[name] {
-                result += value
+                append(value.utf8.span, to: &result)
             } else if !reported.contains(name) {
                 reported.append(name)
                 missing(name)
             }
             textStart = tagRange.upperBound
         }
-        result += substring(textStart..<utf8.count)
-        return result
+        append(source.extracting(textStart..<source.count), to: &result)
+        return String(decoding: result, as: UTF8.self)
+    }
+
+    /// Appends `bytes` to `result` into capacity reserved once.
+    private static func append(_ bytes: Span<UInt8>, to result: inout [UInt8]) {
+        result.append(addingCapacity: bytes.count) { output in
+            var offset = 0
+            while offset < bytes.count {
+                output.append(bytes[offset])
+                offset &+= 1
+            }
+        }
     }
 
     /// Finds the tags of `bytes`, passing each tag's name and whole range to `tag`; returns `false`
