@@ -71,7 +71,7 @@ public struct BasicTemplate: TemplateRenderer {
 
     private func readButtons(_ content: FieldReader, hasRemindLater: Bool) -> [JSONValue] {
         guard let readers = content.objects("buttons") else { return [] }
-        let count = content.value("buttons")?.arrayValue?.count ?? readers.count
+        let count = content.elementCount("buttons") ?? readers.count
         let limit = hasRemindLater ? 2 : 3
         if count < 1 || count > limit {
             let rule = hasRemindLater ? "1 to 2 buttons when remindLater is set" : "1 to 3 buttons"

@@ -33,6 +33,7 @@ public final class JSONDocument: Sendable {
 
     /// A summary of the plain ASCII key of `count` bytes at `start` of `text`: its length (low 16 bits), first and
     /// last byte. Equal keys have equal tags, so a lookup compares bytes only where the tags match.
+    @inline(__always)
     static func keyTag(_ text: Span<UInt8>, at start: Int, count: Int) -> UInt32 {
         guard count > 0 else { return 0 }
         return UInt32(truncatingIfNeeded: count & 0xFFFF) | UInt32(text[start]) << 16 | UInt32(text[start &+ count &- 1]) << 24
@@ -292,9 +293,6 @@ extension JSONParser {
             nodes[index].next = UInt32(truncatingIfNeeded: nodes.count)
             return
         }
-        if keyNodeStack.capacity == 0 { keyNodeStack.reserveCapacity(64) }
-        let base = keyNodeStack.count
-        defer { keyNodeStack.removeSubrange(base...) }
         var count: UInt32 = 0
         // One bit per key tag seen so far in this object (a Bloom filter): a key whose bit is clear is new, and the
         // member-by-member comparison is skipped. Untagged keys (not plain ASCII) are always compared.
@@ -314,12 +312,14 @@ extension JSONParser {
             }
             let tagBit: UInt64 = 1 << ((key.next &* 0x9E37_79B1) >> 26)
             if hasUntaggedKey || seenTags & tagBit != 0 {
-                for other in keyNodeStack[base...] where JSONDocument.keysEqual(nodes[other], key, in: bytes) {
-                    throw JSONParseError(.duplicateKey, at: keyOffset)
+                // The earlier keys of this object, reached through the nodes: each member's value is complete.
+                var other = index + 1
+                for _ in 0..<count {
+                    if JSONDocument.keysEqual(nodes[other], key, in: bytes) { throw JSONParseError(.duplicateKey, at: keyOffset) }
+                    other = Int(nodes[other + 1].next)
                 }
             }
             seenTags |= tagBit
-            keyNodeStack.append(nodes.count)
             nodes.append(key)
             skipWhitespace()
             guard try peek() == UInt8(ascii: ":") else { throw JSONParseError(.unexpectedCharacter, at: offset) }

@@ -19,8 +19,6 @@ public struct JSONParser: Sendable {
     private var memberStack: [JSONObject.Member] = []
     /// Elements of the arrays being parsed, innermost last (same reason as ``memberStack``).
     private var elementStack: [JSONValue] = []
-    /// Key nodes of the objects being indexed into a ``JSONDocument``, innermost last, for the duplicate-key check.
-    var keyNodeStack: [Int] = []
 
     /// Creates a parser positioned at the start of `bytes`.
     public init(bytes: [UInt8], maximumDepth: Int = JSONParser.defaultMaximumDepth) {

@@ -40,7 +40,7 @@ struct Personalizer: Sendable {
     /// Renders `text`; `path` (the field's path, for issues and warnings) is only built when needed.
     func render(_ text: String, at path: @autoclosure () -> FieldPath, into diagnostics: RenderDiagnostics) -> String {
         guard Self.containsPlaceholder(text) else { return text }
-        let simple = SimpleTemplate.render(text, attributes) { name in
+        let simple = SimpleTemplate.render(text, attributes, scratch: &diagnostics.personalizationScratch) { name in
             diagnostics.warnings.append(
                 RenderWarning(path: path(), message: "attribute '\(name)' is not in recipient.attributes; rendered empty")
             )
@@ -82,6 +82,12 @@ enum SimpleTemplate {
     /// `text` with its variables filled from `attributes`, or `nil` when `text` is not simple.
     /// Calls `missing` once per absent name, in order of first use.
     static func render(_ text: String, _ attributes: [String: String], missing: (String) -> Void) -> String? {
+        var scratch: [UInt8] = []
+        return render(text, attributes, scratch: &scratch, missing: missing)
+    }
+
+    /// ``render(_:_:missing:)`` assembling the text in `scratch` (emptied first; its capacity is kept for the next).
+    static func render(_ text: String, _ attributes: [String: String], scratch result: inout [UInt8], missing: (String) -> Void) -> String? {
         // Tags are found in the UTF-8 bytes, read through their `Span` (no copy), by byte offsets;
         // iterating `utf8` with `String.Index` is several times slower.
         // Two passes over the bytes: check that every tag is simple, then fill them.
@@ -90,7 +96,7 @@ enum SimpleTemplate {
 
         // The result is assembled as bytes (text between tags, then values) and made a `String` once. Tags are
         // ASCII and so is the byte on each side of one, so the pieces join into valid UTF-8.
-        var result: [UInt8] = []
+        result.removeAll(keepingCapacity: true)
         result.reserveCapacity(source.count + 64)
         var reported: [String] = []
         var textStart = 0

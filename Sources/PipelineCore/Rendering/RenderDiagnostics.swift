@@ -6,6 +6,8 @@ final class RenderDiagnostics {
     var issues: [PipelineError.Issue] = []
     var warnings: [RenderWarning] = []
     let personalizer: Personalizer?
+    /// Bytes reused by every personalized string of the render (one buffer per render, not one per string).
+    var personalizationScratch: [UInt8] = []
 
     init(personalizer: Personalizer? = nil) {
         self.personalizer = personalizer
