@@ -93,6 +93,7 @@ extension JSONValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, Ex
     public init(nilLiteral: ()) { self = .null }
     public init(dictionaryLiteral elements: (String, JSONValue)...) {
         var object = JSONObject()
+        object.reserveCapacity(elements.count)  // one allocation, not one per doubling
         for (key, value) in elements { object[key] = value }
         self = .object(object)
     }
