@@ -4,9 +4,12 @@ public enum HexColor {
     ///
     /// Eight-digit colours are rejected: Android reads them as `AARRGGBB`, iOS as `RRGGBBAA`.
     public static func normalize(_ text: String) -> String? {
-        let digits = text.hasPrefix("#") ? text.dropFirst() : Substring(text)
-        guard digits.utf8.count == 6, digits.utf8.allSatisfy(isHexDigit) else { return nil }
-        return String(digits)
+        // Checked on the UTF-8 bytes; the text itself is returned when it has no `#` (no new string).
+        let utf8 = text.utf8.span
+        let start = utf8.count > 0 && utf8[0] == UInt8(ascii: "#") ? 1 : 0
+        guard utf8.count - start == 6 else { return nil }
+        for index in start..<utf8.count where !isHexDigit(utf8[index]) { return nil }
+        return start == 0 ? text : String(text.dropFirst())
     }
 
     private static func isHexDigit(_ byte: UInt8) -> Bool {
