@@ -32,6 +32,24 @@ struct SWARTests {
         }
     }
 
+    @Test("the plain prefix of a word ends exactly at its first byte to escape, wherever the others are")
+    func plainPrefixIsExact() {
+        var rng = SeededGenerator(seed: 0x5A_4A13)
+        let plain: [UInt8] = [0x20, 0x21, 0x23, 0x5B, 0x5D, 0x7F, 0x80, 0xA2, 0xDC, 0xFF, UInt8(ascii: "a")]
+        let special: [UInt8] = [0x00, 0x01, 0x0A, 0x1F, UInt8(ascii: "\""), UInt8(ascii: "\\")]
+        for round in 0..<40_000 {
+            let bytes = (0..<8).map { _ in
+                if round % 2 == 0 {
+                    Int.random(in: 0..<4, using: &rng) == 0 ? special.randomElement(using: &rng)! : plain.randomElement(using: &rng)!
+                } else {
+                    UInt8.random(in: 0...255, using: &rng)
+                }
+            }
+            let expected = bytes.firstIndex(where: Self.isSpecial) ?? 8
+            #expect(SWAR.plainPrefixLength(Self.word(bytes)) == expected, "\(bytes)")
+        }
+    }
+
     @Test("strings with a byte to escape at every position round-trip through the writer and the parser")
     func escapesAtEveryPosition() throws {
         for special in ["\"", "\\", "\n", "\u{01}", "\u{1F}"] {

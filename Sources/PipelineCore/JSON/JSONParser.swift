@@ -150,7 +150,12 @@ public struct JSONParser: Sendable {
         var wordBits: UInt64 = 0
         while index &+ 8 <= span.count {
             let word = SWAR.load(span, at: index)
-            if SWAR.hasStringSpecial(word) { break }
+            let plain = SWAR.plainPrefixLength(word)
+            if plain < 8 {
+                // The run ends inside this word: keep the bytes before the end, no byte-by-byte search.
+                wordBits |= plain == 0 ? 0 : word & (UInt64.max >> (64 - plain * 8))
+                return (index &+ plain, SWAR.orOfBytes(wordBits))
+            }
             wordBits |= word
             index &+= 8
         }

@@ -21,6 +21,17 @@ enum SWAR {
         hasZeroByte(word ^ (ones &* 0x22)) || hasZeroByte(word ^ (ones &* 0x5C)) || hasByteBelow0x20(word)
     }
 
+    /// The number of bytes of `word`, from the first, before its first `"`, `\` or control character (8 when there
+    /// is none). Exact: a match's borrow can only flag bytes after it, never one before.
+    @inline(__always)
+    static func plainPrefixLength(_ word: UInt64) -> Int {
+        let quotes = word ^ (ones &* 0x22)
+        let backslashes = word ^ (ones &* 0x5C)
+        let mask =
+            ((quotes &- ones) & ~quotes | (backslashes &- ones) & ~backslashes | (word &- ones &* 0x20) & ~word) & highBits
+        return mask.trailingZeroBitCount >> 3
+    }
+
     /// Whether one of the eight bytes of `word` is `byte`.
     @inline(__always)
     static func contains(_ byte: UInt8, in word: UInt64) -> Bool {
