@@ -13,20 +13,22 @@ struct SWARTests {
         SWAR.load(bytes.span, at: 0)
     }
 
+    /// Eight bytes: on even rounds mostly neighbours of the special values and bytes with the high bit set (which
+    /// borrow in the arithmetic) with a special byte about one time in `oneIn`; on odd rounds any bytes.
+    static func randomWord(round: Int, oneIn: Int, _ rng: inout SeededGenerator) -> [UInt8] {
+        let plain: [UInt8] = [0x20, 0x21, 0x23, 0x5B, 0x5D, 0x7F, 0x80, 0xA2, 0xDC, 0xFF, UInt8(ascii: "a")]
+        let special: [UInt8] = [0x00, 0x01, 0x0A, 0x1F, UInt8(ascii: "\""), UInt8(ascii: "\\")]
+        return (0..<8).map { _ in
+            guard round % 2 == 0 else { return UInt8.random(in: 0...255, using: &rng) }
+            return Int.random(in: 0..<oneIn, using: &rng) == 0 ? special.randomElement(using: &rng)! : plain.randomElement(using: &rng)!
+        }
+    }
+
     @Test("a word has a byte to escape exactly when one of its eight bytes is one, wherever it is")
     func agreesWithTheByteTest() {
         var rng = SeededGenerator(seed: 0x5A_4A12)
-        // Neighbours of the special values, and bytes with the high bit set, which borrow in the arithmetic.
-        let plain: [UInt8] = [0x20, 0x21, 0x23, 0x5B, 0x5D, 0x7F, 0x80, 0xA2, 0xDC, 0xFF, UInt8(ascii: "a")]
-        let special: [UInt8] = [0x00, 0x01, 0x0A, 0x1F, UInt8(ascii: "\""), UInt8(ascii: "\\")]
-        for _ in 0..<20_000 {
-            let bytes = (0..<8).map { _ in
-                Int.random(in: 0..<6, using: &rng) == 0 ? special.randomElement(using: &rng)! : plain.randomElement(using: &rng)!
-            }
-            #expect(SWAR.hasStringSpecial(Self.word(bytes)) == bytes.contains(where: Self.isSpecial), "\(bytes)")
-        }
-        for _ in 0..<20_000 {
-            let bytes = (0..<8).map { _ in UInt8.random(in: 0...255, using: &rng) }
+        for round in 0..<40_000 {
+            let bytes = Self.randomWord(round: round, oneIn: 6, &rng)
             #expect(SWAR.hasStringSpecial(Self.word(bytes)) == bytes.contains(where: Self.isSpecial), "\(bytes)")
             #expect(SWAR.orOfBytes(Self.word(bytes)) == bytes.reduce(0, |))
         }
@@ -35,16 +37,8 @@ struct SWARTests {
     @Test("the plain prefix of a word ends exactly at its first byte to escape, wherever the others are")
     func plainPrefixIsExact() {
         var rng = SeededGenerator(seed: 0x5A_4A13)
-        let plain: [UInt8] = [0x20, 0x21, 0x23, 0x5B, 0x5D, 0x7F, 0x80, 0xA2, 0xDC, 0xFF, UInt8(ascii: "a")]
-        let special: [UInt8] = [0x00, 0x01, 0x0A, 0x1F, UInt8(ascii: "\""), UInt8(ascii: "\\")]
         for round in 0..<40_000 {
-            let bytes = (0..<8).map { _ in
-                if round % 2 == 0 {
-                    Int.random(in: 0..<4, using: &rng) == 0 ? special.randomElement(using: &rng)! : plain.randomElement(using: &rng)!
-                } else {
-                    UInt8.random(in: 0...255, using: &rng)
-                }
-            }
+            let bytes = Self.randomWord(round: round, oneIn: 4, &rng)
             let expected = bytes.firstIndex(where: Self.isSpecial) ?? 8
             #expect(SWAR.plainPrefixLength(Self.word(bytes)) == expected, "\(bytes)")
         }
