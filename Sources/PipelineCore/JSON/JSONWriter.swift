@@ -151,13 +151,21 @@ public struct JSONWriter: Sendable {
         append(text.utf8.span)
     }
 
-    /// Appends `utf8` into capacity reserved once. Byte by byte through the `OutputSpan` costs fewer instructions than
-    /// `append(contentsOf: string.utf8)`, which goes through the generic sequence copy.
     private mutating func append(_ utf8: Span<UInt8>) {
-        bytes.append(addingCapacity: utf8.count) { output in
+        bytes.append(copying: utf8)
+    }
+}
+
+extension Array where Element == UInt8 {
+    /// Appends `bytes` into capacity reserved once. Byte by byte through the `OutputSpan` costs fewer instructions
+    /// than `append(contentsOf: string.utf8)`, which goes through the generic sequence copy (this toolchain's spans
+    /// have no safe bulk copy).
+    @inline(__always)
+    mutating func append(copying bytes: Span<UInt8>) {
+        append(addingCapacity: bytes.count) { output in
             var offset = 0
-            while offset < utf8.count {
-                output.append(utf8[offset])
+            while offset < bytes.count {
+                output.append(bytes[offset])
                 offset &+= 1
             }
         }

@@ -101,29 +101,20 @@ enum SimpleTemplate {
         var reported: [String] = []
         var textStart = 0
         _ = scan(source) { nameRange, tagRange in
-            append(source.extracting(textStart..<tagRange.lowerBound), to: &result)
-            let name = String(decoding: text.utf8[text.utf8.index(text.utf8.startIndex, offsetBy: nameRange.lowerBound)..<text.utf8.index(text.utf8.startIndex, offsetBy: nameRange.upperBound)], as: UTF8.self)
+            result.append(copying: source.extracting(textStart..<tagRange.lowerBound))
+            let utf8 = text.utf8
+            let nameBytes = utf8[utf8.index(utf8.startIndex, offsetBy: nameRange.lowerBound)..<utf8.index(utf8.startIndex, offsetBy: nameRange.upperBound)]
+            let name = String(decoding: nameBytes, as: UTF8.self)
             if let value = attributes[name] {
-                append(value.utf8.span, to: &result)
+                result.append(copying: value.utf8.span)
             } else if !reported.contains(name) {
                 reported.append(name)
                 missing(name)
             }
             textStart = tagRange.upperBound
         }
-        append(source.extracting(textStart..<source.count), to: &result)
+        result.append(copying: source.extracting(textStart..<source.count))
         return String(decoding: result, as: UTF8.self)
-    }
-
-    /// Appends `bytes` to `result` into capacity reserved once.
-    private static func append(_ bytes: Span<UInt8>, to result: inout [UInt8]) {
-        result.append(addingCapacity: bytes.count) { output in
-            var offset = 0
-            while offset < bytes.count {
-                output.append(bytes[offset])
-                offset &+= 1
-            }
-        }
     }
 
     /// Finds the tags of `bytes`, passing each tag's name and whole range to `tag`; returns `false`
