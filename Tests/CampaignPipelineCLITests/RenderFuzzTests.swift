@@ -51,16 +51,6 @@ struct RenderFuzzTests {
         }
     }
 
-    /// Everything an outcome says: the payload bytes, headers and warnings, or the error with every issue.
-    static func summary(_ outcome: RenderOutcome) -> String {
-        switch outcome {
-        case .rendered(let notification):
-            "\(String(decoding: notification.payloadBytes, as: UTF8.self)) \(notification.headers) \(notification.warnings) \(notification.messageId)"
-        case .failed(let error):
-            "\(error) \(error.issues) \(error.eventId ?? "-")"
-        }
-    }
-
     @Test func tenThousandInputs() throws {
         let registry = BuiltinTemplates.registry
         let corpus = try Paths.samples().map { try JSONValue(parsing: Data(contentsOf: $0)) }
@@ -98,7 +88,7 @@ struct RenderFuzzTests {
             } catch {
                 treeOutcome = .failed(PipelineError(.invalidJSON, at: .root, "invalid JSON: \(error)"))
             }
-            #expect(Self.summary(outcome) == Self.summary(treeOutcome), "input \(iteration)")
+            #expect(outcomeSummary(outcome) == outcomeSummary(treeOutcome), "input \(iteration)")
 
             switch outcome {
             case .rendered(let notification):

@@ -102,6 +102,14 @@ struct CarouselValidationTests {
         try rule.check(registry)
     }
 
+    /// The count rule counts every element, objects or not (`FieldReader.elementCount`): two images and a number
+    /// are three items, so the only issue is the element that is not an object.
+    @Test func itemCountIncludesElementsThatAreNotObjects() throws {
+        let event = try Fixtures.sample("carousel-fcm").setting(["content", "items"], to: [["image": "a"], ["image": "b"], 7])
+        let error = try #require(renderExpectingFailure(registry, event))
+        #expect(error.issues.map { "\($0.path)" } == ["content.items[2]"])
+    }
+
     @Test func itemCountBoundsAreInclusive() throws {
         for (sample, count) in [("carousel-fcm", 3), ("carousel-fcm", 5), ("carousel-apns", 2), ("carousel-apns", 5)] {
             let event = try Fixtures.sample(sample).setting(["content", "items"], to: Self.items(count))

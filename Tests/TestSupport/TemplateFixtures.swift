@@ -44,9 +44,30 @@ extension JSONValue {
     }
 }
 
+/// Everything an outcome says: the payload bytes, headers, warnings and message id, or the error with every issue.
+package func outcomeSummary(_ outcome: RenderOutcome) -> String {
+    switch outcome {
+    case .rendered(let notification):
+        "\(String(decoding: notification.payloadBytes, as: UTF8.self)) \(notification.headers) \(notification.warnings) \(notification.messageId)"
+    case .failed(let error):
+        "\(error) \(error.issues) \(error.eventId ?? "-")"
+    }
+}
+
+/// Renders `event` as the pipeline does, from its bytes (read in place as a ``JSONDocument``), and records a test
+/// issue unless rendering it as a tree (``TemplateRegistry/render(event:)``) gives exactly the same outcome.
+package func renderBothWays(_ registry: TemplateRegistry, _ event: JSONValue, sourceLocation: SourceLocation = #_sourceLocation) -> RenderOutcome {
+    let outcome = registry.render(eventBytes: event.encoded())
+    let treeOutcome = registry.render(event: event)
+    if outcomeSummary(outcome) != outcomeSummary(treeOutcome) {
+        Issue.record("read in place: \(outcomeSummary(outcome)); as a tree: \(outcomeSummary(treeOutcome))", sourceLocation: sourceLocation)
+    }
+    return outcome
+}
+
 /// Renders `event` and returns the notification, recording a test issue on failure.
 package func renderExpectingSuccess(_ registry: TemplateRegistry, _ event: JSONValue, sourceLocation: SourceLocation = #_sourceLocation) -> RenderedNotification? {
-    switch registry.render(event: event) {
+    switch renderBothWays(registry, event, sourceLocation: sourceLocation) {
     case .rendered(let notification):
         return notification
     case .failed(let error):
@@ -57,7 +78,7 @@ package func renderExpectingSuccess(_ registry: TemplateRegistry, _ event: JSONV
 
 /// Renders `event` and returns the error, recording a test issue if it rendered.
 package func renderExpectingFailure(_ registry: TemplateRegistry, _ event: JSONValue, sourceLocation: SourceLocation = #_sourceLocation) -> PipelineError? {
-    switch registry.render(event: event) {
+    switch renderBothWays(registry, event, sourceLocation: sourceLocation) {
     case .rendered(let notification):
         Issue.record("expected a failure, rendered \(String(decoding: notification.payloadBytes, as: UTF8.self))", sourceLocation: sourceLocation)
         return nil
@@ -113,7 +134,7 @@ extension Fixtures {
             .setting(["eventId"], to: .string(eventId))
             .setting(["recipient", "id"], to: .string(recipient))
             .setting(["recipient", "token"], to: .string(token))
-        switch registry.render(event: event) {
+        switch renderBothWays(registry, event) {
         case .rendered(let notification):
             return notification
         case .failed(let error):

@@ -95,8 +95,12 @@ public final class JSONDocument: Sendable {
 
     /// The text of the string at `index`.
     func string(at index: Int) -> String {
-        let node = nodes[index]
-        guard node.flags & Self.escaped != 0 else {
+        Self.text(of: nodes[index], in: bytes)
+    }
+
+    /// The text of the string `node` over `bytes` (also for the parser, before the document exists).
+    static func text(of node: Node, in bytes: [UInt8]) -> String {
+        guard node.flags & escaped != 0 else {
             // Checked to be valid UTF-8 when parsed.
             return String(decoding: bytes[Int(node.start) + 1..<Int(node.end)], as: UTF8.self)
         }
@@ -148,7 +152,7 @@ public final class JSONDocument: Sendable {
         members.reserveCapacity(count)
         var key = index + 1
         for _ in 0..<count {
-            members.append(JSONObject.Member(key: string(at: key), value: value(at: key + 1), keyTag: keyTag(at: key)))
+            members.append(JSONObject.Member(key: string(at: key), value: value(at: key + 1), keyTag: objectKeyTag(at: key)))
             key = next(after: key + 1)
         }
         return JSONObject(members: members)
@@ -167,7 +171,7 @@ public final class JSONDocument: Sendable {
     }
 
     /// ``JSONObject/keyTag(of:)`` of the string at `index`, from its bytes when it is plain ASCII.
-    private func keyTag(at index: Int) -> Int {
+    private func objectKeyTag(at index: Int) -> Int {
         let node = nodes[index]
         guard node.flags & Self.plainASCII != 0 else { return JSONObject.keyTag(of: string(at: index)) }
         let first = Int(node.start) + 1
@@ -227,7 +231,7 @@ public final class JSONDocument: Sendable {
     /// Whether the key nodes `a` and `b` over `bytes` are equal, as ``JSONObject`` compares keys.
     static func keysEqual(_ a: Node, _ b: Node, in bytes: [UInt8]) -> Bool {
         guard a.next != untaggedKey, b.next != untaggedKey else {
-            return keyText(a, in: bytes) == keyText(b, in: bytes)
+            return text(of: a, in: bytes) == text(of: b, in: bytes)
         }
         guard a.next == b.next else { return false }
         let count = Int(a.end) - Int(a.start)
@@ -241,12 +245,6 @@ public final class JSONDocument: Sendable {
             offset &+= 1
         }
         return true
-    }
-
-    private static func keyText(_ node: Node, in bytes: [UInt8]) -> String {
-        var parser = JSONParser(bytes: bytes)
-        parser.offset = Int(node.start)
-        return (try? parser.parseTaggedString().string) ?? ""
     }
 }
 
@@ -283,16 +281,7 @@ extension JSONParser {
     }
 
     private mutating func indexObject(depth: Int, into nodes: inout [JSONDocument.Node]) throws(JSONParseError) {
-        guard depth <= maximumDepth else { throw JSONParseError(.tooDeeplyNested, at: offset) }
-        let index = nodes.count
-        nodes.append(JSONDocument.Node(kind: .object, flags: 0, start: UInt32(truncatingIfNeeded: offset), end: 0, next: 0))
-        offset += 1  // {
-        skipWhitespace()
-        if try peek() == UInt8(ascii: "}") {
-            offset += 1
-            nodes[index].next = UInt32(truncatingIfNeeded: nodes.count)
-            return
-        }
+        guard let index = try open(.object, closer: UInt8(ascii: "}"), depth: depth, into: &nodes) else { return }
         var count: UInt32 = 0
         // One bit per key tag seen so far in this object (a Bloom filter): a key whose bit is clear is new, and the
         // member-by-member comparison is skipped. Untagged keys (not plain ASCII) are always compared.
@@ -331,22 +320,34 @@ extension JSONParser {
     }
 
     private mutating func indexArray(depth: Int, into nodes: inout [JSONDocument.Node]) throws(JSONParseError) {
-        guard depth <= maximumDepth else { throw JSONParseError(.tooDeeplyNested, at: offset) }
-        let index = nodes.count
-        nodes.append(JSONDocument.Node(kind: .array, flags: 0, start: UInt32(truncatingIfNeeded: offset), end: 0, next: 0))
-        offset += 1  // [
-        skipWhitespace()
-        if try peek() == UInt8(ascii: "]") {
-            offset += 1
-            nodes[index].next = UInt32(truncatingIfNeeded: nodes.count)
-            return
-        }
+        guard let index = try open(.array, closer: UInt8(ascii: "]"), depth: depth, into: &nodes) else { return }
         var count: UInt32 = 0
         while true {
             try indexValue(depth: depth, into: &nodes)
             count += 1
             guard try passSeparator(orClose: UInt8(ascii: "]"), containerAt: index, count: count, in: &nodes) else { return }
         }
+    }
+
+    /// Opens a container at ``offset`` (its `{` or `[`): the index of its node, or `nil` when it is empty (then
+    /// already closed).
+    private mutating func open(
+        _ kind: JSONDocument.Node.Kind,
+        closer: UInt8,
+        depth: Int,
+        into nodes: inout [JSONDocument.Node]
+    ) throws(JSONParseError) -> Int? {
+        guard depth <= maximumDepth else { throw JSONParseError(.tooDeeplyNested, at: offset) }
+        let index = nodes.count
+        nodes.append(JSONDocument.Node(kind: kind, flags: 0, start: UInt32(truncatingIfNeeded: offset), end: 0, next: 0))
+        offset += 1
+        skipWhitespace()
+        guard try peek() != closer else {
+            offset += 1
+            nodes[index].next = UInt32(truncatingIfNeeded: nodes.count)
+            return nil
+        }
+        return index
     }
 
     /// After a member or element: `true` past a comma (another follows), `false` past `closer` (then the container

@@ -296,23 +296,19 @@ public final class FieldReader {
             return map
         }
         let count = document.count(at: index)
+        var map: [String: String]? = [:]
+        map?.reserveCapacity(count)
         var member = index + 1
-        var isValid = true
         for _ in 0..<count {
-            if document.kind(at: member + 1) != .string {
-                isValid = false
-                diagnostics.issues.append(
-                    .init(.invalidField, at: path.appending(key).appending(document.string(at: member)), "expected a string, found \(Self.typeDescription(document.kind(at: member + 1)))")
-                )
+            let name = document.string(at: member)
+            let kind = document.kind(at: member + 1)
+            if kind == .string {
+                map?[name] = document.string(at: member + 1)
+            } else {
+                map = nil  // invalid; the other members are still checked, for their issues
+                let found = Self.typeDescription(kind)
+                diagnostics.issues.append(.init(.invalidField, at: path.appending(key).appending(name), "expected a string, found \(found)"))
             }
-            member = document.next(after: member + 1)
-        }
-        guard isValid else { return nil }
-        var map: [String: String] = [:]
-        map.reserveCapacity(count)
-        member = index + 1
-        for _ in 0..<count {
-            map[document.string(at: member)] = document.string(at: member + 1)
             member = document.next(after: member + 1)
         }
         return map

@@ -7,25 +7,19 @@ extension TemplateRegistry {
     /// - Parameter eventBytes: one `push.requested` event as UTF-8 JSON.
     /// - Returns: ``RenderOutcome/rendered(_:)`` or ``RenderOutcome/failed(_:)``; never throws.
     public func render(eventBytes: some Sequence<UInt8>) -> RenderOutcome {
-        let document: JSONDocument
-        do throws(JSONParseError) {
-            document = try JSONDocument(parsing: Array(eventBytes))
-        } catch {
-            return .failed(PipelineError(.invalidJSON, at: .root, "invalid JSON: \(error)"))
-        }
-        do throws(PipelineError) {
-            let request = try PushRequest(decoding: document)
-            return .rendered(try render(request))
-        } catch {
-            return .failed(error)
-        }
+        // The event is read in place (``PushRequest/init(json:)`` indexes it as a ``JSONDocument``).
+        outcome { () throws(PipelineError) in try PushRequest(json: eventBytes) }
     }
 
     /// Decodes and renders an already parsed event (for callers that split a stream of JSON values).
     public func render(event: JSONValue) -> RenderOutcome {
+        outcome { () throws(PipelineError) in try PushRequest(decoding: event) }
+    }
+
+    /// Renders the request `decode` gives, or the failure of either step.
+    private func outcome(decoding decode: () throws(PipelineError) -> PushRequest) -> RenderOutcome {
         do throws(PipelineError) {
-            let request = try PushRequest(decoding: event)
-            return .rendered(try render(request))
+            return .rendered(try render(try decode()))
         } catch {
             return .failed(error)
         }
