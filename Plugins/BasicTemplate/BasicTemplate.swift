@@ -46,10 +46,10 @@ public struct BasicTemplate: TemplateRenderer {
         switch input.platform {
         case .fcm:
             var data = standard.fcmData(templateType: Self.wireType)
-            if !buttons.isEmpty { data["adb_act"] = .string(JSONValue.array(buttons).jsonString) }
+            if !buttons.isEmpty { data.set("adb_act", JSONValue.array(buttons).jsonString) }
             if let remindLater {
-                data["adb_rem_txt"] = .string(remindLater.label)
-                data["adb_rem_ts"] = .string(String(remindLater.at.epochSeconds))
+                data.set("adb_rem_txt", remindLater.label)
+                data.set("adb_rem_ts", String(remindLater.at.epochSeconds))
             }
             return .fcm(data: data)
         case .apns:

@@ -55,12 +55,12 @@ public struct CarouselTemplate: TemplateRenderer {
             var data = standard.fcmData(templateType: Self.wireType)
             data.set("adb_car_mode", mode)
             data.set("adb_car_layout", layout ?? "default")
-            data["adb_items"] = .string(JSONValue.array(items).jsonString)
+            data.set("adb_items", JSONValue.array(items).jsonString)
             return .fcm(data: data)
         case .apns:
             var fields = standard.apnsFields(templateType: Self.wireType)
             fields.set("adb_car_mode", mode)
-            fields["adb_items"] = .array(items)
+            fields.set("adb_items", JSONValue.array(items))
             return .apns(aps: standard.apnsAps(), fields: fields)
         }
     }

@@ -91,7 +91,7 @@ public struct EventProcessor: Sendable {
             return .rejected(identity, error)
         }
         identity.template = notification.templateID
-        let timer = Self.timerSchedule(of: notification.payload)
+        let timer = Self.timerSchedule(of: notification)
         if case .endsAt(let end)? = timer, end <= now {
             return .expired(identity, .timer, detail: "the countdown ended at \(end.rfc3339), before processing at \(now.rfc3339)")
         }
@@ -99,14 +99,9 @@ public struct EventProcessor: Sendable {
     }
 
     /// Reads a timer notification's countdown from its payload (`adb_tmr_dur` wins over `adb_tmr_end`).
-    static func timerSchedule(of payload: PlatformPayload) -> TimerSchedule? {
-        let fields: JSONObject
-        switch payload {
-        case .fcm(let message): fields = message.data
-        case .apns(let notification): fields = notification.payload
-        }
-        if let duration = integer(fields["adb_tmr_dur"]) { return .duration(seconds: duration) }
-        if let end = integer(fields["adb_tmr_end"]) { return .endsAt(Timestamp(secondsSince1970: end)) }
+    static func timerSchedule(of notification: RenderedNotification) -> TimerSchedule? {
+        if let duration = integer(notification.payloadMember("adb_tmr_dur")) { return .duration(seconds: duration) }
+        if let end = integer(notification.payloadMember("adb_tmr_end")) { return .endsAt(Timestamp(secondsSince1970: end)) }
         return nil
     }
 

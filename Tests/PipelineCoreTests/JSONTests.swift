@@ -27,6 +27,38 @@ struct JSONTests {
         #expect(try parse(value.jsonString) == value)
     }
 
+    /// The writer copies plain runs whole and skips them a word at a time: a special byte at any position, in runs
+    /// shorter and longer than a word, must be escaped exactly as a byte-by-byte escaper does.
+    @Test func escapesAtEveryPositionOfLongRuns() {
+        func reference(_ text: String) -> String {
+            var out = "\""
+            for scalar in text.unicodeScalars {
+                switch scalar {
+                case "\"": out += "\\\""
+                case "\\": out += "\\\\"
+                case "\n": out += "\\n"
+                case "\r": out += "\\r"
+                case "\t": out += "\\t"
+                case "\u{08}": out += "\\b"
+                case "\u{0C}": out += "\\f"
+                case let control where control.value < 0x20:
+                    out += "\\u00" + String(control.value >> 4, radix: 16) + String(control.value & 0xF, radix: 16)
+                default: out.unicodeScalars.append(scalar)
+                }
+            }
+            return out + "\""
+        }
+        let specials = ["\"", "\\", "\n", "\u{01}", "\u{1F}", "\"\\", "é\"", "😀\n"]
+        for length in [0, 1, 7, 8, 9, 15, 16, 17, 40] {
+            for position in 0...length {
+                for special in specials {
+                    let text = String(repeating: "a", count: position) + special + String(repeating: "b", count: length - position) + special
+                    #expect(JSONValue.string(text).jsonString == reference(text), "\(length) \(position) \(special.debugDescription)")
+                }
+            }
+        }
+    }
+
     @Test func decodesEscapesIncludingSurrogatePairs() throws {
         #expect(try parse(#""\ud83d\ude00 \u00FC \/ \b""#) == "😀 ü / \u{08}")
     }

@@ -135,6 +135,56 @@ struct RenderingTests {
         #expect(error == PipelineError(.invalidField, at: FieldPath("content", "anything"), "nope", eventId: "evt-1"))
     }
 
+    /// A template that sets what the registry owns: APNs `aps.category` and a top-level `aps`, keys that `custom`
+    /// also has (`custom` itself may not name `aps` or `adb_*` keys), and (when asked) a non-string FCM value.
+    struct OverreachingTemplate: TemplateRenderer {
+        let templateID = "over"
+        func render(_ input: RenderInput) throws(PipelineError) -> TemplatePayload {
+            let number = input.content.string("number") != nil
+            switch input.platform {
+            case .fcm:
+                var data: PayloadObject = ["adb_title": "mine", "shared": "mine"]
+                if number { data.set("adb_count", 3) }
+                return .fcm(data: data)
+            case .apns:
+                return .apns(aps: ["sound": "ping", "category": "MINE", "badge": 2], fields: ["adb_a": "1", "aps": "dropped", "shared": "2"])
+            }
+        }
+    }
+
+    @Test func theRegistryCompletesWhatTheTemplateWrote() throws {
+        let registry = self.registry.registering(OverreachingTemplate())
+        let custom = #"{"shared":"theirs","extra":"kept"}"#
+        let options = #"{"collapseKey":"ck","priority":"high","ttlSeconds":3600}"#
+
+        let fcmRequest = try PushRequest(json: Array(eventJSON(template: "over", options: options, custom: custom).utf8))
+        let fcm = try registry.render(fcmRequest)
+        #expect(text(fcm.payloadBytes) == #"{"message":{"token":"TOKEN","android":{"collapse_key":"ck","priority":"high","ttl":"3600s"},"data":{"adb_title":"mine","shared":"mine","extra":"kept"}}}"#)
+        #expect(fcm.payloadMember("shared") == "mine")
+        #expect(fcm.payloadMember("extra") == "kept")
+        #expect(fcm.payloadMember("missing") == nil)
+        #expect(fcm.payload.encoded() == fcm.payloadBytes)
+        guard case .fcm(let message) = fcm.payload else {
+            Issue.record("not FCM")
+            return
+        }
+        #expect(message.ttlSeconds == 3600 && message.priority == .high && message.collapseKey == "ck")
+
+        let apnsRequest = try PushRequest(json: Array(eventJSON(template: "over", platform: "apns", options: options, custom: custom).utf8))
+        let apns = try registry.render(apnsRequest)
+        #expect(text(apns.payloadBytes) == #"{"aps":{"sound":"ping","category":"AEPNotification","badge":2,"mutable-content":1},"adb_a":"1","shared":"2","extra":"kept"}"#)
+        #expect(apns.payloadMember("aps") == nil)
+        #expect(apns.payloadMember("shared") == "2")
+        #expect(apns.payloadMember("extra") == "kept")
+        #expect(apns.payload.encoded() == apns.payloadBytes)
+        #expect(apns.payload.headers == apns.headers)
+        #expect(apns.headers.map(\.name) == ["apns-push-type", "apns-priority", "apns-expiration", "apns-collapse-id"])
+
+        let numbered = try PushRequest(json: Array(eventJSON(template: "over", content: #"{"number":"yes"}"#).utf8))
+        let error = try #require(throws: PipelineError.self) { try registry.render(numbered) }
+        #expect(error.issues.first?.reason == "template produced a non-string FCM data value for 'adb_count'")
+    }
+
     @Test func registeringAgainReplacesTheEarlierTemplate() throws {
         struct Replacement: TemplateRenderer {
             let templateID = "note"

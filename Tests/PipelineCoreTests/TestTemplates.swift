@@ -11,18 +11,20 @@ struct NoteTemplate: TemplateRenderer {
         let note = input.content.string("note")
         switch input.platform {
         case .fcm:
-            var data: JSONObject = ["adb_template_type": "note"]
+            var data: PayloadObject = ["adb_template_type": "note"]
             data.set("adb_title", title)
             data.set("adb_body", body)
             data.set("adb_note", note)
             return .fcm(data: data)
         case .apns:
-            var alert = JSONObject()
+            var alert = PayloadObject()
             alert.set("title", title)
             alert.set("body", body)
-            var fields: JSONObject = ["adb_template_type": "note"]
+            var aps = PayloadObject()
+            aps.set("alert", object: alert)
+            var fields: PayloadObject = ["adb_template_type": "note"]
             fields.set("adb_note", note)
-            return .apns(aps: ["alert": .object(alert)], fields: fields)
+            return .apns(aps: aps, fields: fields)
         }
     }
 }
@@ -75,7 +77,7 @@ struct NestedTemplate: TemplateRenderer {
         _ = content.object("b")?.string("known")
         for item in content.objects("list") ?? [] { _ = item.string("known") }
         _ = a?.object("inner")?.string("known")
-        var data: JSONObject = ["adb_template_type": "nested"]
+        var data: PayloadObject = ["adb_template_type": "nested"]
         data.set("adb_title", title)
         return .fcm(data: data)
     }

@@ -85,44 +85,48 @@ public struct JSONWriter: Sendable {
 
     /// Appends `string` as a quoted, escaped JSON string.
     public mutating func write(string: String) {
+        write(stringUTF8: string.utf8.span)
+    }
+
+    /// Appends the valid UTF-8 text `utf8` as a quoted, escaped JSON string (without making a `String` of it).
+    ///
+    /// Runs of bytes that need no escape (most strings are one run) are found eight bytes at a time, through the
+    /// UTF-8 `Span` (safe, bounds-checked, much faster than iterating `utf8`), and copied whole.
+    mutating func write(stringUTF8 utf8: Span<UInt8>) {
         bytes.append(UInt8(ascii: "\""))
-        // Most strings need no escape: check through the UTF-8 `Span` (safe, bounds-checked, much faster
-        // than iterating `utf8`) and copy them in one go.
-        let utf8 = string.utf8.span
-        var needsEscaping = false
+        var runStart = 0
         var index = 0
-        // Eight bytes at a time up to the first word with a byte to escape, then byte by byte.
-        while index &+ 8 <= utf8.count, !SWAR.hasStringSpecial(SWAR.load(utf8, at: index)) {
-            index &+= 8
-        }
-        while index < utf8.count {
-            if Self.needsEscape(utf8[index]) {
-                needsEscaping = true
-                break
+        while true {
+            // To the next byte to escape: a word at a time, then the last few bytes one by one.
+            while index &+ 8 <= utf8.count {
+                let plain = SWAR.plainPrefixLength(SWAR.load(utf8, at: index))
+                index &+= plain
+                if plain < 8 { break }
             }
-            index += 1
-        }
-        guard needsEscaping else {
-            append(utf8)
-            bytes.append(UInt8(ascii: "\""))
-            return
-        }
-        for byte in string.utf8 {
+            while index < utf8.count, !Self.needsEscape(utf8[index]) { index &+= 1 }
+            guard index < utf8.count else { break }
+            append(utf8.extracting(runStart..<index))
+            let byte = utf8[index]
+            // Two to six bytes: appended one by one (cheaper than a copy's set-up).
+            bytes.append(UInt8(ascii: "\\"))
             switch byte {
-            case UInt8(ascii: "\""): append("\\\"")
-            case UInt8(ascii: "\\"): append("\\\\")
-            case 0x0A: append("\\n")
-            case 0x0D: append("\\r")
-            case 0x09: append("\\t")
-            case 0x08: append("\\b")
-            case 0x0C: append("\\f")
-            case 0..<0x20:
-                append("\\u00")
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"): bytes.append(byte)
+            case 0x0A: bytes.append(UInt8(ascii: "n"))
+            case 0x0D: bytes.append(UInt8(ascii: "r"))
+            case 0x09: bytes.append(UInt8(ascii: "t"))
+            case 0x08: bytes.append(UInt8(ascii: "b"))
+            case 0x0C: bytes.append(UInt8(ascii: "f"))
+            default:
+                bytes.append(UInt8(ascii: "u"))
+                bytes.append(UInt8(ascii: "0"))
+                bytes.append(UInt8(ascii: "0"))
                 bytes.append(Self.hexDigits[Int(byte >> 4)])
                 bytes.append(Self.hexDigits[Int(byte & 0x0F)])
-            default: bytes.append(byte)
             }
+            index &+= 1
+            runStart = index
         }
+        append(utf8.extracting(runStart..<utf8.count))
         bytes.append(UInt8(ascii: "\""))
     }
 
@@ -134,6 +138,21 @@ public struct JSONWriter: Sendable {
     /// Appends `text` as is: for fixed, already valid JSON fragments such as `{"message":`.
     mutating func writeRaw(_ text: String) {
         append(text)
+    }
+
+    /// Appends one byte as is: a separator or bracket (`,`, `:`, `{`, …).
+    mutating func writeRaw(byte: UInt8) {
+        bytes.append(byte)
+    }
+
+    /// Appends `bytes` as they are: for members already written by another writer (``PayloadObject``).
+    mutating func append(bytes more: [UInt8]) {
+        bytes.append(contentsOf: more)
+    }
+
+    /// Replaces the bytes in `range` (a value being set again, ``PayloadObject``).
+    mutating func replaceSubrange(_ range: Range<Int>, with replacement: [UInt8]) {
+        bytes.replaceSubrange(range, with: replacement)
     }
 
     private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)

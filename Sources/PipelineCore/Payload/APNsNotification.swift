@@ -37,6 +37,11 @@ public struct APNsNotification: Sendable, Equatable {
     /// The request headers in a fixed order: `apns-push-type` (always `alert`), then
     /// `apns-priority`, `apns-expiration`, `apns-collapse-id` when set.
     public var headers: [Header] {
+        Self.headers(priority: priority, expiration: expiration, collapseId: collapseId)
+    }
+
+    /// ``headers`` for these options.
+    static func headers(priority: DeliveryPriority?, expiration: Int64?, collapseId: String?) -> [Header] {
         var headers = [Header("apns-push-type", "alert")]
         if let priority { headers.append(Header("apns-priority", priority == .high ? "10" : "5")) }
         if let expiration { headers.append(Header("apns-expiration", String(expiration))) }

@@ -29,19 +29,6 @@ public enum PlatformPayload: Sendable, Equatable {
         }
     }
 
-    /// The wire bytes and the size the platform's payload limit applies to (the FCM `data`
-    /// object, or the whole APNs payload), encoded once.
-    func encodedWithLimitedSize() -> (bytes: [UInt8], limitedSize: Int) {
-        switch self {
-        case .fcm(let message):
-            let (bytes, dataSize) = message.encodedWithDataSize()
-            return (bytes, dataSize)
-        case .apns(let notification):
-            let bytes = notification.encoded()
-            return (bytes, bytes.count)
-        }
-    }
-
     /// The request headers (APNs); empty for FCM.
     public var headers: [Header] {
         switch self {
@@ -55,6 +42,44 @@ public enum PlatformPayload: Sendable, Equatable {
         switch self {
         case .fcm(let message): message.token
         case .apns(let notification): notification.token
+        }
+    }
+}
+
+extension PlatformPayload {
+    /// The payload whose wire bytes are `bytes` (an FCM request body, or an APNs payload whose request headers are
+    /// `headers`), as the registry wrote them.
+    init(decoding bytes: [UInt8], platform: Platform, token: String, headers: [Header]) {
+        let value: JSONValue
+        do throws(JSONParseError) {
+            value = try JSONValue(parsing: bytes)
+        } catch {
+            preconditionFailure("a payload the registry wrote does not parse: \(error)")
+        }
+        switch platform {
+        case .fcm:
+            let message = value.objectValue?["message"]?.objectValue ?? JSONObject()
+            let android = message["android"]?.objectValue ?? JSONObject()
+            self = .fcm(
+                FCMMessage(
+                    token: token,
+                    collapseKey: android["collapse_key"]?.stringValue,
+                    priority: android["priority"]?.stringValue.flatMap(DeliveryPriority.init(rawValue:)),
+                    ttlSeconds: android["ttl"]?.stringValue.flatMap { Int64($0.dropLast()) },
+                    data: message["data"]?.objectValue ?? JSONObject()
+                )
+            )
+        case .apns:
+            func header(_ name: String) -> String? { headers.first { $0.name == name }?.value }
+            self = .apns(
+                APNsNotification(
+                    token: token,
+                    payload: value.objectValue ?? JSONObject(),
+                    priority: header("apns-priority").map { $0 == "10" ? .high : .normal },
+                    expiration: header("apns-expiration").flatMap { Int64($0) },
+                    collapseId: header("apns-collapse-id")
+                )
+            )
         }
     }
 }

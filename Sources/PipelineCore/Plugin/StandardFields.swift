@@ -144,9 +144,9 @@ public struct StandardFields: Sendable {
     ///
     /// `adb_body_ex` falls back to the body: the Android SDK's expanded layout shows only
     /// `adb_body_ex`, so without it the expanded notification has no body text.
-    public func fcmData(templateType: String) -> JSONObject {
-        var data = JSONObject()
-        data.reserveCapacity(32)  // these 23 keys, the template's own and custom ones: one allocation
+    public func fcmData(templateType: String) -> PayloadObject {
+        // These 23 keys and the template's own: one allocation each for the bytes and the members' places.
+        var data = PayloadObject(reservingBytes: 1536, members: 32)
         data.appendNew("adb_version", version)
         data.appendNew("adb_template_type", templateType)
         data.appendNew("adb_title", title)
@@ -174,25 +174,23 @@ public struct StandardFields: Sendable {
     }
 
     /// The APNs `aps` members (`alert`, `sound`, `badge`, `thread-id`) for these fields.
-    public func apnsAps() -> JSONObject {
-        var alert = JSONObject()
-        alert.reserveCapacity(3)
+    public func apnsAps() -> PayloadObject {
+        var alert = PayloadObject(reservingBytes: 512, members: 3)
         alert.appendNew("title", title)
         alert.appendNew("subtitle", subtitle)
         alert.appendNew("body", body)
-        var aps = JSONObject()
-        aps.reserveCapacity(6)  // these four, and `category` and `mutable-content` added by the registry
-        aps["alert"] = .object(alert)
+        var aps = PayloadObject(reservingBytes: alert.bytes.count + 128, members: 4)
+        aps.set("alert", object: alert)
         aps.appendNew("sound", sound)
-        if let badge { aps["badge"] = .int(badge) }
+        aps.set("badge", badge)
         aps.appendNew("thread-id", threadId)
         return aps
     }
 
     /// The APNs top-level `adb_*` members for these fields, in a fixed order.
-    public func apnsFields(templateType: String) -> JSONObject {
-        var fields = JSONObject()
-        fields.reserveCapacity(16)  // these ten and the template's own: one allocation
+    public func apnsFields(templateType: String) -> PayloadObject {
+        // These ten and the template's own: one allocation each for the bytes and the members' places.
+        var fields = PayloadObject(reservingBytes: 1024, members: 16)
         fields.appendNew("adb_template_type", templateType)
         fields.appendNew("adb_version", version)
         fields.appendNew("adb_title_ex", expandedTitle)

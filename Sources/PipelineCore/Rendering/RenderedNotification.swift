@@ -10,7 +10,7 @@ public struct RenderedNotification: Sendable {
         var templateID: String
         var platform: Platform
         var messageId: String
-        var payload: PlatformPayload
+        var templatePayload: TemplatePayload
         var payloadBytes: [UInt8]
         var headers: [Header]
         var warnings: [RenderWarning]
@@ -31,15 +31,15 @@ public struct RenderedNotification: Sendable {
         templateID: String,
         platform: Platform,
         messageId: String,
-        payload: PlatformPayload,
+        templatePayload: TemplatePayload,
         payloadBytes: [UInt8],
         headers: [Header],
         warnings: [RenderWarning]
     ) {
         storage = Storage(
             Fields(
-                request: request, templateID: templateID, platform: platform, messageId: messageId, payload: payload,
-                payloadBytes: payloadBytes, headers: headers, warnings: warnings
+                request: request, templateID: templateID, platform: platform, messageId: messageId,
+                templatePayload: templatePayload, payloadBytes: payloadBytes, headers: headers, warnings: warnings
             )
         )
     }
@@ -71,10 +71,14 @@ public struct RenderedNotification: Sendable {
         _read { yield storage.fields.messageId }
         set { update { $0.messageId = newValue } }
     }
-    /// The payload value.
+    /// The payload as a value, decoded from ``payloadBytes`` and ``headers`` on each access (for inspection; the
+    /// bytes are what is sent).
     public var payload: PlatformPayload {
-        _read { yield storage.fields.payload }
-        set { update { $0.payload = newValue } }
+        PlatformPayload(decoding: payloadBytes, platform: platform, token: token, headers: headers)
+    }
+    /// What the template rendered, before the registry completed it into ``payloadBytes``.
+    public var templatePayload: TemplatePayload {
+        _read { yield storage.fields.templatePayload }
     }
     /// The exact bytes to send: the FCM request body, or the APNs JSON payload.
     public var payloadBytes: [UInt8] {
@@ -96,4 +100,16 @@ public struct RenderedNotification: Sendable {
     public var eventId: String { request.eventId }
     /// The device token.
     public var token: String { request.recipient.token }
+
+    /// The member `key` of the object the template fills, as sent: FCM `message.data`, or the APNs payload's top
+    /// level (other than `aps`). That is the template's member, or else the event's `custom` key of that name.
+    public func payloadMember(_ key: String) -> JSONValue? {
+        switch templatePayload {
+        case .fcm(let data):
+            return data[key] ?? request.custom[key]
+        case .apns(_, let fields):
+            guard key != "aps" else { return nil }
+            return fields[key] ?? request.custom[key]
+        }
+    }
 }

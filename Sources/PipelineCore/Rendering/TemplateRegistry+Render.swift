@@ -52,17 +52,16 @@ extension TemplateRegistry {
         reader.warnAboutUnreadKeys(template: renderer.templateID)
         guard diagnostics.issues.isEmpty else { throw PipelineError(issues: diagnostics.issues) }
 
-        let payload = try assemble(templatePayload, for: request, platform: platform)
-        let (bytes, limitedSize) = payload.encodedWithLimitedSize()
-        try checkSize(of: payload, limitedSize: limitedSize)
+        let encoded = try encode(templatePayload, for: request, platform: platform)
+        try checkSize(platform: platform, limitedSize: encoded.limitedSize)
         return RenderedNotification(
             request: request,
             templateID: renderer.templateID,
             platform: platform,
             messageId: MessageID.make(eventId: request.eventId, platform: platform),
-            payload: payload,
-            payloadBytes: bytes,
-            headers: payload.headers,
+            templatePayload: templatePayload,
+            payloadBytes: encoded.bytes,
+            headers: encoded.headers,
             warnings: diagnostics.warnings
         )
     }
@@ -70,39 +69,93 @@ extension TemplateRegistry {
     /// The path of the content object, built once.
     private static let contentPath = FieldPath("content")
 
-    private func assemble(_ templatePayload: TemplatePayload, for request: PushRequest, platform: Platform) throws(PipelineError) -> PlatformPayload {
+    /// Completes the template's part into the wire payload, written straight into its bytes: the token, the
+    /// delivery options (FCM `android` block, APNs headers) and the event's `custom` keys where the template set no
+    /// such key, and on APNs `aps.category` and `aps.mutable-content`. Also returns the size the platform's limit
+    /// applies to (the FCM `data` object, the whole APNs payload) and the request headers.
+    private func encode(
+        _ templatePayload: TemplatePayload,
+        for request: PushRequest,
+        platform: Platform
+    ) throws(PipelineError) -> (bytes: [UInt8], limitedSize: Int, headers: [Header]) {
         let options = request.options
         let ttlSeconds = options.ttl.map { $0.components.seconds }
         switch (templatePayload, platform) {
-        case (.fcm(var data), .fcm):
-            for (key, value) in data where value.stringValue == nil {
+        case (.fcm(let data), .fcm):
+            if let key = data.firstNonStringKey {
                 throw PipelineError(.invalidField, at: FieldPath("content"), "template produced a non-string FCM data value for '\(key)'")
             }
-            for (key, value) in request.custom where !data.contains(key) { data[key] = value }
-            return .fcm(FCMMessage(token: request.recipient.token, collapseKey: options.collapseKey, priority: options.priority, ttlSeconds: ttlSeconds, data: data))
-        case (.apns(var aps, let fields), .apns):
-            aps["category"] = "AEPNotification"
-            aps["mutable-content"] = 1
-            var payload = JSONObject()
-            payload.reserveCapacity(1 + fields.count + request.custom.count)
-            payload["aps"] = .object(aps)
-            for (key, value) in fields where key != "aps" { payload[key] = value }
-            for (key, value) in request.custom where !payload.contains(key) { payload[key] = value }
+            var writer = JSONWriter(reservingCapacity: data.bytes.count + 384)
+            writer.writeRaw(#"{"message":{"token":"#)
+            writer.write(string: request.recipient.token)
+            if options.collapseKey != nil || options.priority != nil || ttlSeconds != nil {
+                writer.writeRaw(#","android":"#)
+                writer.beginObject()
+                writer.member("collapse_key", options.collapseKey)
+                writer.member("priority", options.priority?.rawValue)
+                writer.member("ttl", ttlSeconds.map { "\($0)s" })
+                writer.endObject()
+            }
+            writer.writeRaw(#","data":"#)
+            let dataStart = writer.bytes.count
+            writer.writeRaw(byte: UInt8(ascii: "{"))
+            writer.append(bytes: data.bytes)
+            Self.writeCustom(request.custom, into: &writer, after: !data.isEmpty) { !data.contains($0) }
+            writer.writeRaw(byte: UInt8(ascii: "}"))
+            let dataSize = writer.bytes.count - dataStart
+            writer.writeRaw("}}")
+            return (writer.bytes, dataSize, [])
+        case (.apns(let aps, let fields), .apns):
             if let collapseId = options.collapseKey, collapseId.utf8.count > 64 {
                 throw PipelineError(.invalidField, at: FieldPath("options", "collapseKey"), "APNs allows at most 64 bytes, found \(collapseId.utf8.count)")
             }
+            var writer = JSONWriter(reservingCapacity: aps.bytes.count + fields.bytes.count + 384)
+            writer.writeRaw(#"{"aps":"#)
+            if aps.contains("category") || aps.contains("mutable-content") {
+                // Set again in place, where the template put them.
+                var aps = aps
+                aps.set("category", "AEPNotification")
+                aps.set("mutable-content", 1)
+                writer.write(members: aps)
+            } else {
+                writer.writeRaw(byte: UInt8(ascii: "{"))
+                writer.append(bytes: aps.bytes)
+                writer.writeRaw(aps.isEmpty ? #""category":"AEPNotification","mutable-content":1}"# : #","category":"AEPNotification","mutable-content":1}"#)
+            }
+            // `aps` is the registry's: a template's own top-level `aps` member is left out.
+            let fields = fields.contains("aps") ? fields.removing("aps") : fields
+            if !fields.isEmpty {
+                writer.writeRaw(byte: UInt8(ascii: ","))
+                writer.append(bytes: fields.bytes)
+            }
+            Self.writeCustom(request.custom, into: &writer, after: true) { $0 != "aps" && !fields.contains($0) }
+            writer.writeRaw(byte: UInt8(ascii: "}"))
             let expiration = ttlSeconds.map { request.occurredAt.epochSeconds + $0 }
-            return .apns(APNsNotification(token: request.recipient.token, payload: payload, priority: options.priority, expiration: expiration, collapseId: options.collapseKey))
+            let headers = APNsNotification.headers(priority: options.priority, expiration: expiration, collapseId: options.collapseKey)
+            return (writer.bytes, writer.bytes.count, headers)
         default:
             throw PipelineError(.invalidField, at: FieldPath("recipient", "platform"), "template '\(request.template)' rendered a payload for another platform than \(platform)")
         }
     }
 
+    /// Writes the members of `custom` that `isFree` lets through, each after a comma when `after` (a member was
+    /// written before) or a member of `custom` was.
+    private static func writeCustom(_ custom: JSONObject, into writer: inout JSONWriter, after: Bool, isFree: (String) -> Bool) {
+        var needsComma = after
+        for (key, value) in custom where isFree(key) {
+            if needsComma { writer.writeRaw(byte: UInt8(ascii: ",")) }
+            needsComma = true
+            writer.write(string: key)
+            writer.writeRaw(byte: UInt8(ascii: ":"))
+            writer.write(value)
+        }
+    }
+
     /// `limitedSize`: the FCM `data` object's or the APNs payload's encoded size.
-    private func checkSize(of payload: PlatformPayload, limitedSize size: Int) throws(PipelineError) {
+    private func checkSize(platform: Platform, limitedSize size: Int) throws(PipelineError) {
         guard size > maximumPayloadSize else { return }
         let what =
-            switch payload {
+            switch platform {
             case .fcm: "the FCM data object"
             case .apns: "the APNs payload"
             }

@@ -1,0 +1,237 @@
+/// One JSON object of a payload (FCM `data`, APNs `aps` or the APNs top level), written as bytes as its members are
+/// set: no tree of values is built, copied and freed per event.
+///
+/// Members keep the order they were first set in, and setting a key that is already there replaces its value in
+/// place, as ``JSONObject`` does; so the same calls always give the same bytes. Keys are compared as `String`s are
+/// (canonical equivalence), as ``JSONObject`` compares them.
+///
+/// ```swift
+/// var data = PayloadObject()
+/// data.set("adb_title", title)          // nothing is written when the value is nil
+/// data.set("adb_n_count", badge)        // Int
+/// data.set("adb_act", buttons)          // any JSONValue
+/// ```
+///
+/// Equality is the equality of ``object``: member order aside.
+public struct PayloadObject: Sendable, Equatable {
+    /// Where one member is in ``bytes``.
+    struct Member: Sendable {
+        /// ``JSONObject/keyTag(of:)`` of the key.
+        var tag: Int
+        /// The offset of the key's opening quote.
+        var keyStart: Int32
+        /// The offset of the value's first byte.
+        var valueStart: Int32
+        /// The offset after the value.
+        var end: Int32
+        /// Whether the key is written as its own bytes (ASCII without escapes): then it is compared byte by byte.
+        var keyIsVerbatim: Bool
+        /// Whether the value is a string (FCM `data` allows nothing else).
+        var isString: Bool
+    }
+
+    /// The members, `"key":value` separated by commas, without the braces.
+    private var writer: JSONWriter
+    /// The members' places, in order.
+    private(set) var members: [Member]
+
+    /// An empty object.
+    public init() {
+        self.init(reservingBytes: 256, members: 8)
+    }
+
+    /// An empty object with room for about `bytes` bytes and `members` members before it grows.
+    public init(reservingBytes bytes: Int, members: Int) {
+        writer = JSONWriter(reservingCapacity: bytes)
+        self.members = []
+        self.members.reserveCapacity(members)
+    }
+
+    /// An object with the members of `object`, in its order.
+    public init(_ object: JSONObject) {
+        self.init(reservingBytes: 64 * max(object.count, 1), members: object.count)
+        for (key, value) in object { set(key, value) }
+    }
+
+    /// The members' bytes: `"key":value` pairs separated by commas, without the surrounding braces.
+    var bytes: [UInt8] { writer.bytes }
+
+    /// The number of members.
+    public var count: Int { members.count }
+
+    /// Whether the object has no members.
+    public var isEmpty: Bool { members.isEmpty }
+
+    /// Whether the object has a member named `key`.
+    public func contains(_ key: String) -> Bool {
+        index(of: key, tag: JSONObject.keyTag(of: key)) != nil
+    }
+
+    /// The value of `key`, read back from the bytes (for inspection; templates know what they set).
+    public subscript(key: String) -> JSONValue? {
+        guard let index = index(of: key, tag: JSONObject.keyTag(of: key)) else { return nil }
+        return value(at: index)
+    }
+
+    /// The members as a ``JSONObject``, in order.
+    public var object: JSONObject {
+        var object = JSONObject()
+        object.reserveCapacity(members.count)
+        for index in members.indices { object[key(at: index)] = value(at: index) }
+        return object
+    }
+
+    /// The key of the first member whose value is not a string, if any.
+    var firstNonStringKey: String? {
+        members.firstIndex { !$0.isString }.map { key(at: $0) }
+    }
+
+    /// Equal when the objects are, member order aside.
+    public static func == (lhs: PayloadObject, rhs: PayloadObject) -> Bool {
+        lhs.object == rhs.object
+    }
+
+    // MARK: - Setting members
+
+    /// Sets `key` to the string `value`; does nothing when `value` is `nil`.
+    public mutating func set(_ key: String, _ value: String?) {
+        guard let value else { return }
+        setMember(key, isString: true) { $0.write(string: value) }
+    }
+
+    /// Sets `key` to the number `value`; does nothing when `value` is `nil`.
+    public mutating func set(_ key: String, _ value: Int?) {
+        guard let value else { return }
+        setMember(key, isString: false) { $0.write(.int(value)) }
+    }
+
+    /// Sets `key` to `value`, any JSON; does nothing when `value` is `nil` (a JSON `null` is ``JSONValue/null``).
+    public mutating func set(_ key: String, _ value: JSONValue?) {
+        guard let value else { return }
+        setMember(key, isString: value.stringValue != nil) { $0.write(value) }
+    }
+
+    /// Sets `key` to the object `value` (such as `aps.alert`).
+    public mutating func set(_ key: String, object value: PayloadObject) {
+        setMember(key, isString: false) { $0.write(members: value) }
+    }
+
+    /// Appends `key` with the string `value` (nothing when `nil`) without looking for an existing `key`: for
+    /// builders whose keys are distinct literals.
+    mutating func appendNew(_ key: String, _ value: String?) {
+        assert(!contains(key), "appendNew(\(key)) on an object that has it")
+        guard let value else { return }
+        append(key, tag: JSONObject.keyTag(of: key), isString: true) { $0.write(string: value) }
+    }
+
+    /// Replaces the value of `key` in place, or appends the member; `write` writes the value.
+    private mutating func setMember(_ key: String, isString: Bool, _ write: (inout JSONWriter) -> Void) {
+        let tag = JSONObject.keyTag(of: key)
+        guard let index = index(of: key, tag: tag) else {
+            return append(key, tag: tag, isString: isString, write)
+        }
+        // Rare (a template setting a key twice): write the new value aside and move the later members.
+        var value = JSONWriter(reservingCapacity: 64)
+        write(&value)
+        let old = members[index]
+        let range = Int(old.valueStart)..<Int(old.end)
+        writer.replaceSubrange(range, with: value.bytes)
+        let shift = Int32(value.bytes.count - range.count)
+        members[index].end += shift
+        members[index].isString = isString
+        for later in members.indices where later > index {
+            members[later].keyStart += shift
+            members[later].valueStart += shift
+            members[later].end += shift
+        }
+    }
+
+    private mutating func append(_ key: String, tag: Int, isString: Bool, _ write: (inout JSONWriter) -> Void) {
+        if !members.isEmpty { writer.writeRaw(byte: UInt8(ascii: ",")) }
+        let keyStart = writer.bytes.count
+        writer.write(string: key)
+        let keyIsVerbatim = tag != JSONObject.untaggedKey && writer.bytes.count - keyStart == key.utf8.count + 2
+        writer.writeRaw(byte: UInt8(ascii: ":"))
+        let valueStart = writer.bytes.count
+        write(&writer)
+        members.append(
+            Member(
+                tag: tag,
+                keyStart: Int32(truncatingIfNeeded: keyStart),
+                valueStart: Int32(truncatingIfNeeded: valueStart),
+                end: Int32(truncatingIfNeeded: writer.bytes.count),
+                keyIsVerbatim: keyIsVerbatim,
+                isString: isString
+            )
+        )
+    }
+
+    /// This object without the member `key` (the others in order).
+    func removing(_ key: String) -> PayloadObject {
+        var rest = PayloadObject(reservingBytes: bytes.count, members: members.count)
+        for index in members.indices {
+            let other = self.key(at: index)
+            if other != key { rest.set(other, value(at: index)) }
+        }
+        return rest
+    }
+
+    // MARK: - Reading members
+
+    /// The position of `key` (tagged `tag`) among the members.
+    private func index(of key: String, tag: Int) -> Int? {
+        let bytes = writer.bytes
+        let text = bytes.span
+        for (index, member) in members.enumerated() where JSONObject.tagsMayMatch(member.tag, tag) {
+            if member.keyIsVerbatim, tag != JSONObject.untaggedKey {
+                // Equal tags: equal lengths. ASCII keys are equal exactly when their bytes are.
+                let utf8 = key.utf8.span
+                let start = Int(member.keyStart) + 1
+                var offset = 0
+                while offset < utf8.count, text[start &+ offset] == utf8[offset] { offset &+= 1 }
+                if offset == utf8.count { return index }
+            } else if self.key(at: index) == key {
+                return index
+            }
+        }
+        return nil
+    }
+
+    /// The key of the member at `index`, read back from the bytes.
+    private func key(at index: Int) -> String {
+        var parser = JSONParser(bytes: writer.bytes)
+        parser.offset = Int(members[index].keyStart)
+        do throws(JSONParseError) {
+            return try parser.parseTaggedString().string
+        } catch {
+            preconditionFailure("a key this object wrote does not parse at offset \(parser.offset): \(error)")
+        }
+    }
+
+    /// The value of the member at `index`, read back from the bytes.
+    private func value(at index: Int) -> JSONValue {
+        let member = members[index]
+        do throws(JSONParseError) {
+            return try JSONValue(parsing: writer.bytes[Int(member.valueStart)..<Int(member.end)])
+        } catch {
+            preconditionFailure("a value this object wrote does not parse at offset \(member.valueStart): \(error)")
+        }
+    }
+}
+
+extension PayloadObject: ExpressibleByDictionaryLiteral {
+    /// An object with these members, in this order (a later duplicate key replaces the earlier value).
+    public init(dictionaryLiteral elements: (String, JSONValue)...) {
+        self.init(reservingBytes: 32 * max(elements.count, 1), members: elements.count)
+        for (key, value) in elements { set(key, value) }
+    }
+}
+
+extension JSONWriter {
+    /// Appends `object` with its braces.
+    mutating func write(members object: PayloadObject) {
+        writeRaw(byte: UInt8(ascii: "{"))
+        append(bytes: object.bytes)
+        writeRaw(byte: UInt8(ascii: "}"))
+    }
+}
