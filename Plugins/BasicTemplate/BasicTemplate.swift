@@ -12,6 +12,13 @@ public struct BasicTemplate: TemplateRenderer {
     public static let wireType = "basic"
     static let features: StandardFields.Features = [.image, .expandedBodyOnAPNs]
 
+    /// The names of this template's own members, prepared once.
+    private enum Names {
+        static let adbAct = PayloadObject.MemberName("adb_act")
+        static let adbRemTxt = PayloadObject.MemberName("adb_rem_txt")
+        static let adbRemTs = PayloadObject.MemberName("adb_rem_ts")
+    }
+
     /// Creates the template.
     public init() {}
 
@@ -46,10 +53,10 @@ public struct BasicTemplate: TemplateRenderer {
         switch input.platform {
         case .fcm:
             var data = standard.fcmData(templateType: Self.wireType)
-            if !buttons.isEmpty { data.set("adb_act", JSONValue.array(buttons).jsonString) }
+            if !buttons.isEmpty { data.set(Names.adbAct, JSONValue.array(buttons).jsonString) }
             if let remindLater {
-                data.set("adb_rem_txt", remindLater.label)
-                data.set("adb_rem_ts", String(remindLater.at.epochSeconds))
+                data.set(Names.adbRemTxt, remindLater.label)
+                data.set(Names.adbRemTs, String(remindLater.at.epochSeconds))
             }
             return .fcm(data: data)
         case .apns:

@@ -16,6 +16,13 @@ public struct CarouselTemplate: TemplateRenderer {
     public static let itemCounts: [Platform: ClosedRange<Int>] = [.fcm: 3...5, .apns: 2...5]
     static let features: StandardFields.Features = []
 
+    /// The names of this template's own members, prepared once.
+    private enum Names {
+        static let adbCarMode = PayloadObject.MemberName("adb_car_mode")
+        static let adbCarLayout = PayloadObject.MemberName("adb_car_layout")
+        static let adbItems = PayloadObject.MemberName("adb_items")
+    }
+
     /// Creates the template.
     public init() {}
 
@@ -53,13 +60,13 @@ public struct CarouselTemplate: TemplateRenderer {
         switch platform {
         case .fcm:
             var data = standard.fcmData(templateType: Self.wireType)
-            data.set("adb_car_mode", mode)
-            data.set("adb_car_layout", layout ?? "default")
-            data.set("adb_items", JSONValue.array(items).jsonString)
+            data.set(Names.adbCarMode, mode)
+            data.set(Names.adbCarLayout, layout ?? "default")
+            data.set(Names.adbItems, JSONValue.array(items).jsonString)
             return .fcm(data: data)
         case .apns:
             var fields = standard.apnsFields(templateType: Self.wireType)
-            fields.set("adb_car_mode", mode)
+            fields.set(Names.adbCarMode, mode)
             fields.set("adb_items", JSONValue.array(items))
             return .apns(aps: standard.apnsAps(), fields: fields)
         }

@@ -15,6 +15,17 @@ public struct TimerTemplate: TemplateRenderer {
     public static let wireType = "timer"
     static let features: StandardFields.Features = [.image, .expandedBodyOnAPNs, .timerColor]
 
+    /// The names of this template's own members, prepared once.
+    private enum Names {
+        static let adbTitleAlt = PayloadObject.MemberName("adb_title_alt")
+        static let adbBodyAlt = PayloadObject.MemberName("adb_body_alt")
+        static let adbBodyExAlt = PayloadObject.MemberName("adb_body_ex_alt")
+        static let adbImageAlt = PayloadObject.MemberName("adb_image_alt")
+        static let adbMediaAlt = PayloadObject.MemberName("adb_media_alt")
+        static let adbTmrDur = PayloadObject.MemberName("adb_tmr_dur")
+        static let adbTmrEnd = PayloadObject.MemberName("adb_tmr_end")
+    }
+
     /// Creates the template.
     public init() {}
 
@@ -50,17 +61,17 @@ public struct TimerTemplate: TemplateRenderer {
         switch platform {
         case .fcm:
             var data = standard.fcmData(templateType: Self.wireType)
-            data.set("adb_title_alt", alternate.title)
-            data.set("adb_body_alt", alternate.body)
-            data.set("adb_body_ex_alt", alternate.expandedBody)
-            data.set("adb_image_alt", alternate.image)
+            data.set(Names.adbTitleAlt, alternate.title)
+            data.set(Names.adbBodyAlt, alternate.body)
+            data.set(Names.adbBodyExAlt, alternate.expandedBody)
+            data.set(Names.adbImageAlt, alternate.image)
             data.set(timer.key, timer.value)
             return .fcm(data: data)
         case .apns:
             var fields = standard.apnsFields(templateType: Self.wireType)
-            fields.set("adb_title_alt", alternate.title)
-            fields.set("adb_body_alt", alternate.body)
-            fields.set("adb_media_alt", alternate.image)
+            fields.set(Names.adbTitleAlt, alternate.title)
+            fields.set(Names.adbBodyAlt, alternate.body)
+            fields.set(Names.adbMediaAlt, alternate.image)
             fields.set(timer.key, timer.value)
             return .apns(aps: standard.apnsAps(), fields: fields)
         }
@@ -87,8 +98,8 @@ public struct TimerTemplate: TemplateRenderer {
         return alternate
     }
 
-    private func readTimer(_ content: FieldReader, after occurredAt: Timestamp) -> (key: String, value: String?) {
-        guard let reader = content.object("timer", required: true) else { return ("adb_tmr_dur", nil) }
+    private func readTimer(_ content: FieldReader, after occurredAt: Timestamp) -> (key: PayloadObject.MemberName, value: String?) {
+        guard let reader = content.object("timer", required: true) else { return (Names.adbTmrDur, nil) }
         let duration = reader.integer("durationSeconds", in: 1...Int(Int32.max))
         let endsAt = reader.timestamp("endsAt")
         if let endsAt, endsAt <= occurredAt {
@@ -96,12 +107,12 @@ public struct TimerTemplate: TemplateRenderer {
         }
         if let duration {
             if endsAt != nil { reader.addWarning("endsAt", "ignored: durationSeconds is set and wins") }
-            return ("adb_tmr_dur", String(duration))
+            return (Names.adbTmrDur, String(duration))
         }
-        if let endsAt { return ("adb_tmr_end", String(endsAt.epochSeconds)) }
+        if let endsAt { return (Names.adbTmrEnd, String(endsAt.epochSeconds)) }
         if !reader.contains("durationSeconds"), !reader.contains("endsAt") {
             content.addIssue(.missingField, "timer", "requires durationSeconds or endsAt")
         }
-        return ("adb_tmr_dur", nil)
+        return (Names.adbTmrDur, nil)
     }
 }

@@ -18,8 +18,9 @@ struct PayloadObjectTests {
         }
     }
 
-    /// Random sequences of sets, through every setter, against a ``JSONObject`` given the same sets: the bytes are
-    /// what the tree writer writes for it, and lookups agree.
+    /// Random sequences of sets, through every setter (by `String` and by prepared ``PayloadObject/MemberName``),
+    /// against a ``JSONObject`` given the same sets: the bytes are what the tree writer writes for it, and lookups
+    /// agree.
     @Test func writesWhatTheTreeWriterWritesForTheSameSets() {
         var rng = SeededGenerator(seed: 0x5EED_0A11)
         for _ in 0..<3_000 {
@@ -30,7 +31,11 @@ struct PayloadObjectTests {
                 switch Int.random(in: 0...3, using: &rng) {
                 case 0:
                     let text = Bool.random(using: &rng) ? JSONFuzzTests.randomString(&rng) : nil
-                    payload.set(key, text)
+                    if Bool.random(using: &rng) {
+                        payload.set(key, text)
+                    } else {
+                        payload.set(PayloadObject.MemberName(key), text)
+                    }
                     tree.set(key, text)
                 case 1:
                     let number = Int.random(in: -99...99, using: &rng)

@@ -134,14 +134,6 @@ public struct JSONObject: Sendable {
         if let value { self[key] = .string(value) }
     }
 
-    /// Appends `key` with the string `value` when `value` is not `nil`, without looking for an
-    /// existing `key`: for builders whose keys are distinct literals (the lookup ``set(_:_:)`` does
-    /// costs a string comparison per member already present).
-    mutating func appendNew(_ key: String, _ value: String?) {
-        assert(!contains(key), "appendNew(\(key)) on an object that has it")
-        if let value { members.append(Member(key: key, value: .string(value))) }
-    }
-
     /// Reserves room for `count` members (for builders that know their size).
     public mutating func reserveCapacity(_ count: Int) {
         members.reserveCapacity(count)

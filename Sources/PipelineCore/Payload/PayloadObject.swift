@@ -96,39 +96,81 @@ public struct PayloadObject: Sendable, Equatable {
     /// Sets `key` to the string `value`; does nothing when `value` is `nil`.
     public mutating func set(_ key: String, _ value: String?) {
         guard let value else { return }
-        setMember(key, isString: true) { $0.write(string: value) }
+        setMember(key, tag: JSONObject.keyTag(of: key), name: nil, isString: true) { $0.write(string: value) }
+    }
+
+    /// Sets the member `name` to the string `value`; does nothing when `value` is `nil`. The same as
+    /// ``set(_:_:)-(String,String?)`` with a name whose text is written once, not per payload.
+    public mutating func set(_ name: MemberName, _ value: String?) {
+        guard let value else { return }
+        setMember(name.text, tag: name.tag, name: name, isString: true) { $0.write(string: value) }
     }
 
     /// Sets `key` to the number `value`; does nothing when `value` is `nil`.
     public mutating func set(_ key: String, _ value: Int?) {
         guard let value else { return }
-        setMember(key, isString: false) { $0.write(.int(value)) }
+        setMember(key, tag: JSONObject.keyTag(of: key), name: nil, isString: false) { $0.write(.int(value)) }
     }
 
     /// Sets `key` to `value`, any JSON; does nothing when `value` is `nil` (a JSON `null` is ``JSONValue/null``).
     public mutating func set(_ key: String, _ value: JSONValue?) {
         guard let value else { return }
-        setMember(key, isString: value.stringValue != nil) { $0.write(value) }
+        setMember(key, tag: JSONObject.keyTag(of: key), name: nil, isString: value.stringValue != nil) { $0.write(value) }
     }
 
     /// Sets `key` to the object `value` (such as `aps.alert`).
     public mutating func set(_ key: String, object value: PayloadObject) {
-        setMember(key, isString: false) { $0.write(members: value) }
+        setMember(key, tag: JSONObject.keyTag(of: key), name: nil, isString: false) { $0.write(members: value) }
     }
 
-    /// Appends `key` with the string `value` (nothing when `nil`) without looking for an existing `key`: for
-    /// builders whose keys are distinct literals.
-    mutating func appendNew(_ key: String, _ value: String?) {
-        assert(!contains(key), "appendNew(\(key)) on an object that has it")
+    /// A member name prepared once: its JSON text (quoted, escaped, with the colon) and its lookup tag. For the
+    /// names a template sets on every render, kept in a `static let`:
+    ///
+    /// ```swift
+    /// static let mode = PayloadObject.MemberName("adb_car_mode")
+    /// data.set(Self.mode, mode)
+    /// ```
+    public struct MemberName: Sendable {
+        /// The name.
+        public let text: String
+        /// `"name":`, as written.
+        let prefix: [UInt8]
+        /// ``JSONObject/keyTag(of:)`` of the name.
+        let tag: Int
+        /// Whether the name is written as its own bytes (ASCII without escapes).
+        let isVerbatim: Bool
+
+        /// Prepares `text`.
+        public init(_ text: String) {
+            var writer = JSONWriter(reservingCapacity: text.utf8.count + 3)
+            writer.write(string: text)
+            writer.writeRaw(byte: UInt8(ascii: ":"))
+            self.text = text
+            self.prefix = writer.bytes
+            self.tag = JSONObject.keyTag(of: text)
+            self.isVerbatim = tag != JSONObject.untaggedKey && prefix.count == text.utf8.count + 3
+        }
+    }
+
+    /// Appends the member `name` with the string `value` (nothing when `nil`) without looking for an existing
+    /// member of that name: for builders whose names are distinct (``StandardFields``).
+    mutating func appendNew(_ name: MemberName, _ value: String?) {
+        assert(!contains(name.text), "appendNew(\(name.text)) on an object that has it")
         guard let value else { return }
-        append(key, tag: JSONObject.keyTag(of: key), isString: true) { $0.write(string: value) }
+        append(name.text, tag: name.tag, name: name, isString: true) { $0.write(string: value) }
     }
 
-    /// Replaces the value of `key` in place, or appends the member; `write` writes the value.
-    private mutating func setMember(_ key: String, isString: Bool, _ write: (inout JSONWriter) -> Void) {
-        let tag = JSONObject.keyTag(of: key)
+    /// Replaces the value of `key` (tagged `tag`, prepared as `name` when given) in place, or appends the member;
+    /// `write` writes the value.
+    private mutating func setMember(
+        _ key: String,
+        tag: Int,
+        name: MemberName?,
+        isString: Bool,
+        _ write: (inout JSONWriter) -> Void
+    ) {
         guard let index = index(of: key, tag: tag) else {
-            return append(key, tag: tag, isString: isString, write)
+            return append(key, tag: tag, name: name, isString: isString, write)
         }
         // Rare (a template setting a key twice): write the new value aside and move the later members.
         var value = JSONWriter(reservingCapacity: 64)
@@ -146,12 +188,24 @@ public struct PayloadObject: Sendable, Equatable {
         }
     }
 
-    private mutating func append(_ key: String, tag: Int, isString: Bool, _ write: (inout JSONWriter) -> Void) {
+    private mutating func append(
+        _ key: String,
+        tag: Int,
+        name: MemberName?,
+        isString: Bool,
+        _ write: (inout JSONWriter) -> Void
+    ) {
         if !members.isEmpty { writer.writeRaw(byte: UInt8(ascii: ",")) }
         let keyStart = writer.bytes.count
-        writer.write(string: key)
-        let keyIsVerbatim = tag != JSONObject.untaggedKey && writer.bytes.count - keyStart == key.utf8.count + 2
-        writer.writeRaw(byte: UInt8(ascii: ":"))
+        let keyIsVerbatim: Bool
+        if let name {
+            writer.append(bytes: name.prefix)
+            keyIsVerbatim = name.isVerbatim
+        } else {
+            writer.write(string: key)
+            keyIsVerbatim = tag != JSONObject.untaggedKey && writer.bytes.count - keyStart == key.utf8.count + 2
+            writer.writeRaw(byte: UInt8(ascii: ":"))
+        }
         let valueStart = writer.bytes.count
         write(&writer)
         members.append(
