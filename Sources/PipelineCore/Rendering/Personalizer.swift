@@ -102,9 +102,7 @@ enum SimpleTemplate {
         var textStart = 0
         _ = scan(source) { nameRange, tagRange in
             result.append(copying: source.extracting(textStart..<tagRange.lowerBound))
-            let utf8 = text.utf8
-            let nameBytes = utf8[utf8.index(utf8.startIndex, offsetBy: nameRange.lowerBound)..<utf8.index(utf8.startIndex, offsetBy: nameRange.upperBound)]
-            let name = String(decoding: nameBytes, as: UTF8.self)
+            let name = Self.text(of: source.extracting(nameRange))
             if let value = attributes[name] {
                 result.append(copying: value.utf8.span)
             } else if !reported.contains(name) {
@@ -115,6 +113,15 @@ enum SimpleTemplate {
         }
         result.append(copying: source.extracting(textStart..<source.count))
         return String(decoding: result, as: UTF8.self)
+    }
+
+    /// The text of the valid UTF-8 `bytes` (a tag's name).
+    private static func text(of bytes: Span<UInt8>) -> String {
+        do {
+            return String(copying: try UTF8Span(validating: bytes))
+        } catch {
+            preconditionFailure("a name sliced from a String at ASCII braces is valid UTF-8: \(error)")
+        }
     }
 
     /// Finds the tags of `bytes`, passing each tag's name and whole range to `tag`; returns `false`
