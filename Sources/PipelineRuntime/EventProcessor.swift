@@ -61,14 +61,20 @@ public struct EventProcessor: Sendable {
             return .rejected(MessageIdentity(undecodable: document.value, eventId: error.eventId, sourcePosition: sourcePosition()), error)
         }
         let now = decisionTime ?? request.occurredAt
-        var identity = MessageIdentity(request: request)
-        if let renderer = try? registry.renderer(named: request.template) { identity.template = renderer.templateID }
+        // Made only for decisions that carry it: a rendered notification has its message id already (hashing it
+        // again would cost as much as a tenth of the render).
+        let registry = self.registry
+        func identity() -> MessageIdentity {
+            var identity = MessageIdentity(request: request)
+            if let renderer = try? registry.renderer(named: request.template) { identity.template = renderer.templateID }
+            return identity
+        }
 
         if campaigns.isCancelled(request.campaignId, asOf: now) {
-            return .suppressed(identity)
+            return .suppressed(identity())
         }
         if let expiresAt = request.expiresAt, expiresAt <= now {
-            return .expired(identity, .ttl, detail: "processed at \(now.rfc3339), after expiresAt \(expiresAt.rfc3339)")
+            return .expired(identity(), .ttl, detail: "processed at \(now.rfc3339), after expiresAt \(expiresAt.rfc3339)")
         }
         var content = request.content
         if content == nil {
@@ -80,7 +86,7 @@ public struct EventProcessor: Sendable {
                     "required: the event has no content and \(which)campaign '\(request.campaignId)' has no definition",
                     eventId: request.eventId
                 )
-                return .rejected(identity, failure)
+                return .rejected(identity(), failure)
             }
             content = definition.content
         }
@@ -88,11 +94,11 @@ public struct EventProcessor: Sendable {
         do throws(PipelineError) {
             notification = try registry.render(request, content: content)
         } catch {
-            return .rejected(identity, error)
+            return .rejected(identity(), error)
         }
-        identity.template = notification.templateID
         let timer = Self.timerSchedule(of: notification)
         if case .endsAt(let end)? = timer, end <= now {
+            let identity = MessageIdentity(request: request, template: notification.templateID, messageId: notification.messageId)
             return .expired(identity, .timer, detail: "the countdown ended at \(end.rfc3339), before processing at \(now.rfc3339)")
         }
         return .deliver(notification, timer: timer)

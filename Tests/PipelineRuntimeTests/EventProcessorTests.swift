@@ -80,10 +80,12 @@ struct EventProcessorTests {
     func endedTimer() {
         let content = #"{"title":"t","body":"b","alternate":{"title":"over"},"timer":{"endsAt":"2026-11-20T11:00:00Z"}}"#
         let bytes = event("", content: content, template: "timer")
-        guard case .expired(_, .timer, _) = processor.process(bytes, sourcePosition: "t/0@0", campaigns: CampaignTable(), decisionTime: time("2026-11-20T11:00:01Z")) else {
+        guard case .expired(let identity, .timer, _) = processor.process(bytes, sourcePosition: "t/0@0", campaigns: CampaignTable(), decisionTime: time("2026-11-20T11:00:01Z")) else {
             Issue.record("expected timer expiry")
             return
         }
+        // The identity every other outcome of this event carries: the canonical template id and the message id.
+        #expect(identity == MessageIdentity(messageId: MessageID.make(eventId: "e-1", platform: .fcm), eventId: "e-1", campaignId: "c-1", recipientId: "u-1", platform: .fcm, template: "timer"))
         guard case .deliver(_, let timer) = processor.process(bytes, sourcePosition: "t/0@0", campaigns: CampaignTable(), decisionTime: time("2026-11-20T10:30:00Z")) else {
             Issue.record("expected delivery before the end")
             return
