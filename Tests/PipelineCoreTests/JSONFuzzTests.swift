@@ -110,6 +110,13 @@ struct JSONFuzzTests {
                 // The same values, in the same member order (equality ignores order; the encoding does not).
                 #expect(document.value == value, "input \(index)")
                 #expect(document.value.encoded() == value.encoded(), "input \(index)")
+                // A string with a `{` is never marked as having none (personalization skips those); one without
+                // escapes and without a `{` is (or the skip never happens).
+                for node in document.nodes.indices where document.kind(at: node) == .string {
+                    let hasBrace = document.string(at: node).contains("{")
+                    let isEscaped = document.nodes[node].flags & JSONDocument.escaped != 0
+                    #expect(document.mayHaveBrace(at: node) == (hasBrace || isEscaped), "input \(index), node \(node)")
+                }
             case (.failure(let treeError), .failure(let documentError)):
                 failures += 1
                 if treeError.kind == .duplicateKey { duplicates += 1 }

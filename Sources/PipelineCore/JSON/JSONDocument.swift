@@ -43,6 +43,9 @@ public final class JSONDocument: Sendable {
     static let plainASCII: UInt8 = 1
     /// A string with backslash escapes: its text is unescaped when read.
     static let escaped: UInt8 = 2
+    /// A string that may contain `{` (it has one, or escapes that may stand for one); one without cannot hold a
+    /// personalization placeholder.
+    static let mayHaveBrace: UInt8 = 4
 
     /// The text.
     let bytes: [UInt8]
@@ -91,6 +94,11 @@ public final class JSONDocument: Sendable {
     /// The index of the node after the value (not a key) at `index` and its contents.
     func next(after index: Int) -> Int {
         Int(nodes[index].next)
+    }
+
+    /// Whether the string at `index` may contain `{` (see ``mayHaveBrace``).
+    func mayHaveBrace(at index: Int) -> Bool {
+        nodes[index].flags & Self.mayHaveBrace != 0
     }
 
     /// The text of the string at `index`.
@@ -376,16 +384,16 @@ extension JSONParser {
     /// Checks the string at ``offset`` and returns its node (``JSONDocument/Node/next`` left for the caller).
     private mutating func indexString() throws(JSONParseError) -> JSONDocument.Node {
         let start = offset
-        let (end, allBits) = Self.plainRun(in: bytes, from: offset + 1)
+        let (end, allBits, hasBrace) = Self.plainRun(in: bytes, from: offset + 1)
         if end < bytes.count, bytes[end] == UInt8(ascii: "\"") {
-            var flags = JSONDocument.plainASCII
+            var flags = JSONDocument.plainASCII | (hasBrace ? JSONDocument.mayHaveBrace : 0)
             if allBits >= 0x80 {
                 do {
                     _ = try UTF8Span(validating: bytes.span.extracting(start + 1..<end))
                 } catch {
                     throw JSONParseError(.invalidUTF8, at: start)
                 }
-                flags = 0
+                flags &= ~JSONDocument.plainASCII
             }
             offset = end + 1
             return JSONDocument.Node(kind: .string, flags: flags, start: UInt32(truncatingIfNeeded: start), end: UInt32(truncatingIfNeeded: end), next: 0)
@@ -395,7 +403,7 @@ extension JSONParser {
         _ = try parseTaggedString()
         return JSONDocument.Node(
             kind: .string,
-            flags: JSONDocument.escaped,
+            flags: JSONDocument.escaped | JSONDocument.mayHaveBrace,
             start: UInt32(truncatingIfNeeded: start),
             end: UInt32(truncatingIfNeeded: offset - 1),
             next: 0

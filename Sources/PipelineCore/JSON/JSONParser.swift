@@ -140,33 +140,37 @@ public struct JSONParser: Sendable {
 
     // MARK: - Scalars
 
-    /// The end of the run of plain string bytes starting at `start`, and the OR of those bytes (below
-    /// 0x80 when all are ASCII).
+    /// The end of the run of plain string bytes starting at `start`, the OR of those bytes (below 0x80 when all
+    /// are ASCII), and whether one of them is `{` (a personalization placeholder can only be where one is).
     ///
     /// Eight bytes at a time while none of them ends the run (see ``SWAR``), then byte by byte.
-    static func plainRun(in bytes: [UInt8], from start: Int) -> (end: Int, allBits: UInt8) {
+    static func plainRun(in bytes: [UInt8], from start: Int) -> (end: Int, allBits: UInt8, hasBrace: Bool) {
         let span = bytes.span
         var index = start
         var wordBits: UInt64 = 0
+        var braceBits: UInt64 = 0
         while index &+ 8 <= span.count {
-            let word = SWAR.load(span, at: index)
+            var word = SWAR.load(span, at: index)
             let plain = SWAR.plainPrefixLength(word)
             if plain < 8 {
                 // The run ends inside this word: keep the bytes before the end, no byte-by-byte search.
-                wordBits |= plain == 0 ? 0 : word & (UInt64.max >> (64 - plain * 8))
-                return (index &+ plain, SWAR.orOfBytes(wordBits))
+                word = plain == 0 ? 0 : word & (UInt64.max >> (64 - plain * 8))
+                return (index &+ plain, SWAR.orOfBytes(wordBits | word), SWAR.hasBrace(braceBits | SWAR.braceBits(word)))
             }
             wordBits |= word
+            braceBits |= SWAR.braceBits(word)
             index &+= 8
         }
         var allBits = SWAR.orOfBytes(wordBits)
+        var hasBrace = SWAR.hasBrace(braceBits)
         while index < span.count {
             let byte = span[index]
             if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte < 0x20 { break }
             allBits |= byte
+            hasBrace = hasBrace || byte == UInt8(ascii: "{")
             index += 1
         }
-        return (index, allBits)
+        return (index, allBits, hasBrace)
     }
 
     private mutating func parseString() throws(JSONParseError) -> String {
@@ -180,7 +184,7 @@ public struct JSONParser: Sendable {
         // Fast path: no escapes. Find the end of the run of plain bytes (not `"`, `\` or a control
         // character). This loop is the parser's hottest; it reads through the array's `Span`, which is
         // bounds-checked and safe but avoids the array's copy-on-write and retain traffic per byte.
-        let (index, allBits) = Self.plainRun(in: bytes, from: offset)
+        let (index, allBits, _) = Self.plainRun(in: bytes, from: offset)
         if index < bytes.count, bytes[index] == UInt8(ascii: "\"") {
             let string: String
             let keyTag: Int

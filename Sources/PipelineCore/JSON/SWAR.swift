@@ -38,6 +38,20 @@ enum SWAR {
         hasZeroByte(word ^ (ones &* UInt64(byte)))
     }
 
+    /// Bits whose OR over words is tested by ``hasBrace(_:)``: whether a word has a `{` (a word cut short at the end
+    /// of a run must have its later bytes cleared, which cannot be `{`).
+    @inline(__always)
+    static func braceBits(_ word: UInt64) -> UInt64 {
+        let braces = word ^ (ones &* 0x7B)
+        return (braces &- ones) & ~braces
+    }
+
+    /// Whether the OR of ``braceBits(_:)`` of some words shows a `{` in one of them.
+    @inline(__always)
+    static func hasBrace(_ bits: UInt64) -> Bool {
+        bits & highBits != 0
+    }
+
     /// The OR of the eight bytes of `word` (below 0x80 when all are ASCII).
     @inline(__always)
     static func orOfBytes(_ word: UInt64) -> UInt8 {

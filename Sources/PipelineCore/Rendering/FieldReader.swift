@@ -135,6 +135,8 @@ public final class FieldReader {
             return nil
         }
         guard personalize, let personalizer = diagnostics.personalizer else { return text }
+        // A string read in place is known to have no `{` (then no placeholder) without scanning it again.
+        if case .node(let index) = slot, let document, !document.mayHaveBrace(at: index) { return text }
         return personalizer.render(text, at: path.appending(key), into: diagnostics)
     }
 
