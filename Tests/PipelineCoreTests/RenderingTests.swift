@@ -45,6 +45,17 @@ struct RenderingTests {
         #expect(copy.templateID == original.templateID)
     }
 
+    /// A reader keeps the readers it made in a list; releasing a list of 200,000 siblings link by link would
+    /// recurse 200,000 deep and exhaust the stack.
+    @Test func aLongArrayOfObjectsIsReadAndReleased() throws {
+        let list = "[" + Array(repeating: "{}", count: 200_000).joined(separator: ",") + "]"
+        let content = #"{"title":"T","list":\#(list)}"#
+        guard case .rendered = TemplateRegistry([NestedTemplate()]).render(eventBytes: Array(eventJSON(template: "nested", content: content).utf8)) else {
+            Issue.record("should render")
+            return
+        }
+    }
+
     @Test("unread keys are warned about object by object, each followed by the objects nested in it")
     func unreadKeyWarningsFollowTheNesting() throws {
         let content = #"{"title":"T","x":1,"a":{"ax":1,"inner":{"known":"k","ix":1}},"b":{"known":"k","bx":1},"list":[{"known":"k","l0":1},{"l1":1}]}"#

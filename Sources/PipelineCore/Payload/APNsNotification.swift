@@ -42,7 +42,9 @@ public struct APNsNotification: Sendable, Equatable {
 
     /// ``headers`` for these options.
     static func headers(priority: DeliveryPriority?, expiration: Int64?, collapseId: String?) -> [Header] {
-        var headers = [Header("apns-push-type", "alert")]
+        var headers: [Header] = []
+        headers.reserveCapacity(4)
+        headers.append(Header("apns-push-type", "alert"))
         if let priority { headers.append(Header("apns-priority", priority == .high ? "10" : "5")) }
         if let expiration { headers.append(Header("apns-expiration", String(expiration))) }
         if let collapseId { headers.append(Header("apns-collapse-id", collapseId)) }

@@ -61,7 +61,11 @@ public final class FieldReader {
     private var readMask: UInt64 = 0
     /// Read flags of the members after the first 64 (empty for smaller objects).
     private var overflowReadFlags: [Bool]
-    private var children: [FieldReader] = []
+    /// The readers this one made, in order (for ``warnAboutUnreadKeys(template:)``): a list through
+    /// ``nextSibling``, so that making children allocates nothing besides the children.
+    private var firstChild: FieldReader?
+    private var lastChild: FieldReader?
+    private var nextSibling: FieldReader?
 
     /// A reader of a tree object.
     convenience init(_ object: JSONObject, path: FieldPath, diagnostics: RenderDiagnostics) {
@@ -90,6 +94,18 @@ public final class FieldReader {
         let count = document?.count(at: node) ?? tree.count
         self.memberCount = count
         self.overflowReadFlags = count > 64 ? Array(repeating: false, count: count - 64) : []
+    }
+
+    /// Releases the children one by one: a long list of siblings (an array of thousands of objects) released
+    /// link by link would recurse once per sibling.
+    deinit {
+        lastChild = nil
+        var next = firstChild
+        firstChild = nil
+        while let reader = next {
+            next = reader.nextSibling
+            reader.nextSibling = nil
+        }
     }
 
     // MARK: - Raw access
@@ -351,7 +367,11 @@ public final class FieldReader {
                 addWarning(key, "not a field of template '\(template)'; ignored")
             }
         }
-        for child in children { child.warnAboutUnreadKeys(template: template) }
+        var child = firstChild
+        while let reader = child {
+            reader.warnAboutUnreadKeys(template: template)
+            child = reader.nextSibling
+        }
     }
 
     // MARK: - Private
@@ -448,8 +468,12 @@ public final class FieldReader {
 
     private func child(tree: JSONObject, node: Int, at location: Location) -> FieldReader {
         let reader = FieldReader(tree: tree, document: document, node: node, location: location, parent: self, diagnostics: diagnostics)
-        if children.isEmpty { children.reserveCapacity(8) }  // one allocation for most readers
-        children.append(reader)
+        if let lastChild {
+            lastChild.nextSibling = reader
+        } else {
+            firstChild = reader
+        }
+        lastChild = reader
         return reader
     }
 }

@@ -97,7 +97,8 @@ enum SimpleTemplate {
         // The result is assembled as bytes (text between tags, then values) and made a `String` once. Tags are
         // ASCII and so is the byte on each side of one, so the pieces join into valid UTF-8.
         result.removeAll(keepingCapacity: true)
-        result.reserveCapacity(source.count + 64)
+        // Room for most of the render's strings at once (the buffer is kept for the next one).
+        result.reserveCapacity(Swift.max(source.count + 64, 512))
         var reported: [String] = []
         var textStart = 0
         _ = scan(source) { nameRange, tagRange in
