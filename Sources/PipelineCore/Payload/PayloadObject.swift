@@ -160,6 +160,17 @@ public struct PayloadObject: Sendable, Equatable {
         append(name.text, tag: name.tag, name: name, isString: true) { $0.write(string: value) }
     }
 
+    /// Appends the member `name` (not set yet) with an object whose members `write` streams (``JSONWriter/member(_:_:)``):
+    /// for a nested object nobody looks into, written in place instead of built aside (APNs `aps.alert`).
+    mutating func appendNew(_ name: MemberName, streamingObject write: (inout JSONWriter) -> Void) {
+        assert(!contains(name.text), "appendNew(\(name.text)) on an object that has it")
+        append(name.text, tag: name.tag, name: name, isString: false) { writer in
+            writer.beginObject()
+            write(&writer)
+            writer.endObject()
+        }
+    }
+
     /// Replaces the value of `key` (tagged `tag`, prepared as `name` when given) in place, or appends the member;
     /// `write` writes the value.
     private mutating func setMember(

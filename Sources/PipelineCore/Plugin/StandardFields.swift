@@ -175,12 +175,13 @@ public struct StandardFields: Sendable {
 
     /// The APNs `aps` members (`alert`, `sound`, `badge`, `thread-id`) for these fields.
     public func apnsAps() -> PayloadObject {
-        var alert = PayloadObject(reservingBytes: 512, members: 3)
-        alert.appendNew(Keys.title, title)
-        alert.appendNew(Keys.subtitle, subtitle)
-        alert.appendNew(Keys.body, body)
-        var aps = PayloadObject(reservingBytes: alert.bytes.count + 128, members: 4)
-        aps.set("alert", object: alert)
+        // Room for these four, and `category` and `mutable-content` added by the registry.
+        var aps = PayloadObject(reservingBytes: (title?.utf8.count ?? 0) + (subtitle?.utf8.count ?? 0) + (body?.utf8.count ?? 0) + 192, members: 4)
+        aps.appendNew(Keys.alert) { alert in
+            alert.member("title", title)
+            alert.member("subtitle", subtitle)
+            alert.member("body", body)
+        }
         aps.appendNew(Keys.sound, sound)
         aps.set("badge", badge)
         aps.appendNew(Keys.threadId, threadId)
@@ -231,11 +232,9 @@ public struct StandardFields: Sendable {
         static let adbTitleEx = PayloadObject.MemberName("adb_title_ex")
         static let adbUri = PayloadObject.MemberName("adb_uri")
         static let adbVersion = PayloadObject.MemberName("adb_version")
-        static let body = PayloadObject.MemberName("body")
+        static let alert = PayloadObject.MemberName("alert")
         static let sound = PayloadObject.MemberName("sound")
-        static let subtitle = PayloadObject.MemberName("subtitle")
         static let threadId = PayloadObject.MemberName("thread-id")
-        static let title = PayloadObject.MemberName("title")
     }
 
     /// Descriptions of the shared fields for the `templates` command.
