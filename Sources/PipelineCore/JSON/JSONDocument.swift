@@ -194,11 +194,6 @@ public final class JSONDocument: Sendable {
     /// Two ASCII keys are equal exactly when their bytes are; any other pair is compared as `String`s (canonical
     /// equivalence: U+212A KELVIN SIGN equals "K"), as ``JSONObject`` does.
     func member(_ key: String, inObjectAt index: Int) -> (position: Int, value: Int)? {
-        // Locals: a span of a class's stored property cannot outlive the property access.
-        let nodes = self.nodes
-        let bytes = self.bytes
-        let tape = nodes.span
-        let text = bytes.span
         let needle = key.utf8.span
         var needleBits: UInt8 = 0
         var offset = 0
@@ -207,30 +202,31 @@ public final class JSONDocument: Sendable {
             offset &+= 1
         }
         let tag = needleBits < 0x80 ? Self.keyTag(needle, at: 0, count: needle.count) : Self.untaggedKey
-        let count = Int(tape[index].end)
+        // The stored arrays are read in place (a `Span` of them would need a retained copy first).
+        let count = Int(nodes[index].end)
         var keyNode = index &+ 1
         var position = 0
         while position < count {
-            let node = tape[keyNode]
+            let node = nodes[keyNode]
             if node.next == tag, tag != Self.untaggedKey {
                 let start = Int(node.start) &+ 1
-                if Int(node.end) &- start == needle.count, Self.bytes(text, at: start, equal: needle) {
+                if Int(node.end) &- start == needle.count, keyBytes(at: start, equal: needle) {
                     return (position, keyNode &+ 1)
                 }
             } else if node.next == Self.untaggedKey || tag == Self.untaggedKey, string(at: keyNode) == key {
                 return (position, keyNode &+ 1)
             }
-            keyNode = Int(tape[keyNode &+ 1].next)
+            keyNode = Int(nodes[keyNode &+ 1].next)
             position &+= 1
         }
         return nil
     }
 
-    /// Whether `text` holds `needle` at `start`.
-    private static func bytes(_ text: Span<UInt8>, at start: Int, equal needle: Span<UInt8>) -> Bool {
+    /// Whether ``bytes`` holds `needle` at `start`.
+    private func keyBytes(at start: Int, equal needle: Span<UInt8>) -> Bool {
         var offset = 0
         while offset < needle.count {
-            if text[start &+ offset] != needle[offset] { return false }
+            if bytes[start &+ offset] != needle[offset] { return false }
             offset &+= 1
         }
         return true
