@@ -25,6 +25,19 @@ struct PersonalizationTests {
         #expect(notification.warnings.isEmpty)
     }
 
+    /// An event's attributes are looked up in place (by the name's bytes, or as `String`s when either side is not
+    /// plain ASCII): an escaped name and value, a canonically equivalent name (U+212A KELVIN SIGN is "K"), and a name
+    /// that only a longer one starts with.
+    @Test func attributesReadInPlaceAreFoundAsInADictionary() throws {
+        let attributes = #"{"n\u0061me":"A\"da","\u212a":"kelvin","name2":"no"}"#
+        let notification = try render(content: #"{"title":"{{name}} {{K}}","body":"{{nam}}"}"#, attributes: attributes)
+        #expect(data(notification)?["adb_title"] == #"A"da kelvin"#)
+        #expect(data(notification)?["adb_body"] == "")
+        #expect(notification.warnings.map(\.description) == ["content.body: attribute 'nam' is not in recipient.attributes; rendered empty"])
+        let request = try PushRequest(json: Array(eventJSON(attributes: attributes).utf8))
+        #expect(request.recipient.attributes == ["name": #"A"da"#, "\u{212A}": "kelvin", "name2": "no"])
+    }
+
     @Test func doesNotEscapeHTML() throws {
         let notification = try render(content: #"{"title":"{{html}}","body":"{{{html}}}"}"#)
         #expect(data(notification)?["adb_title"] == #"<b>&"'</b>"#)

@@ -100,9 +100,9 @@ extension PushRequest {
             }
         }
         let token = reader.string("token", required: true, personalize: false)
-        let attributes = reader.stringDictionary("attributes")
+        let attributes = reader.attributeSource("attributes")
         guard let id, let platform, let token else { return nil }
-        return Recipient(id: id, platform: platform, token: token, attributes: attributes ?? [:])
+        return Recipient(id: id, platform: platform, token: token, attributeSource: attributes ?? .dictionary([:]))
     }
 
     /// The wire values of ``DeliveryPriority``.

@@ -6,14 +6,75 @@ public struct Recipient: Sendable, Hashable {
     public var platform: Platform
     /// The device token.
     public var token: String
+    /// Where ``attributes`` are: a dictionary, or an event's own `recipient.attributes` object, read in place
+    /// (``JSONDocument``; every value checked to be a string when decoded).
+    private var attributeStorage: AttributeSource
+
     /// Values for `{{name}}` placeholders in content strings.
-    public var attributes: [String: String]
+    public var attributes: [String: String] {
+        get { attributeStorage.dictionary }
+        set { attributeStorage = .dictionary(newValue) }
+    }
 
     /// Creates a recipient.
     public init(id: String, platform: Platform, token: String, attributes: [String: String] = [:]) {
+        self.init(id: id, platform: platform, token: token, attributeSource: .dictionary(attributes))
+    }
+
+    /// A recipient whose attributes are read from `source`.
+    init(id: String, platform: Platform, token: String, attributeSource: AttributeSource) {
         self.id = id
         self.platform = platform
         self.token = token
-        self.attributes = attributes
+        self.attributeStorage = attributeSource
+    }
+
+    /// The attributes as personalization reads them (by name, without building a dictionary).
+    var attributeSource: AttributeSource { attributeStorage }
+
+    /// Equal when id, platform, token and attributes are, wherever the attributes are kept.
+    public static func == (lhs: Recipient, rhs: Recipient) -> Bool {
+        lhs.id == rhs.id && lhs.platform == rhs.platform && lhs.token == rhs.token && lhs.attributes == rhs.attributes
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(id)
+        hasher.combine(platform)
+        hasher.combine(token)
+        hasher.combine(attributes)
+    }
+}
+
+/// A recipient's attributes: a dictionary, or an object of strings in a ``JSONDocument`` read in place.
+enum AttributeSource: Sendable {
+    case dictionary([String: String])
+    /// The object at `node` of `document`, whose values are all strings.
+    case document(JSONDocument, node: Int)
+
+    /// The attribute `name`, if there is one.
+    func value(named name: String) -> String? {
+        switch self {
+        case .dictionary(let attributes):
+            attributes[name]
+        case .document(let document, let node):
+            document.member(name, inObjectAt: node).map { document.string(at: $0.value) }
+        }
+    }
+
+    /// All the attributes.
+    var dictionary: [String: String] {
+        switch self {
+        case .dictionary(let attributes):
+            return attributes
+        case .document(let document, let node):
+            var attributes: [String: String] = [:]
+            attributes.reserveCapacity(document.count(at: node))
+            var member = node + 1
+            for _ in 0..<document.count(at: node) {
+                attributes[document.string(at: member)] = document.string(at: member + 1)
+                member = document.next(after: member + 1)
+            }
+            return attributes
+        }
     }
 }

@@ -302,34 +302,31 @@ public final class FieldReader {
         return isValid ? object : nil
     }
 
-    /// ``stringMap(_:required:)`` as a dictionary, built without an intermediate ``JSONObject`` when the object is
-    /// read in place.
-    func stringDictionary(_ key: String) -> [String: String]? {
+    /// ``stringMap(_:required:)`` as recipient attributes: an object read in place stays in its document (its
+    /// values checked to be strings, nothing built); a tree object becomes a dictionary.
+    func attributeSource(_ key: String) -> AttributeSource? {
         guard let slot = lookup(key) else { return nil }
         guard case .node(let index) = slot, let document, document.kind(at: index) == .object else {
             guard let object = stringMapValue(key, slot) else { return nil }
             var map: [String: String] = [:]
             map.reserveCapacity(object.count)
             for (member, value) in object { map[member] = value.stringValue }
-            return map
+            return .dictionary(map)
         }
-        let count = document.count(at: index)
-        var map: [String: String]? = [:]
-        map?.reserveCapacity(count)
+        var isValid = true
         var member = index + 1
-        for _ in 0..<count {
-            let name = document.string(at: member)
+        for _ in 0..<document.count(at: index) {
             let kind = document.kind(at: member + 1)
-            if kind == .string {
-                map?[name] = document.string(at: member + 1)
-            } else {
-                map = nil  // invalid; the other members are still checked, for their issues
+            if kind != .string {
+                isValid = false  // the other members are still checked, for their issues
                 let found = Self.typeDescription(kind)
-                diagnostics.issues.append(.init(.invalidField, at: path.appending(key).appending(name), "expected a string, found \(found)"))
+                diagnostics.issues.append(
+                    .init(.invalidField, at: path.appending(key).appending(document.string(at: member)), "expected a string, found \(found)")
+                )
             }
             member = document.next(after: member + 1)
         }
-        return map
+        return isValid ? .document(document, node: index) : nil
     }
 
     // MARK: - Reporting

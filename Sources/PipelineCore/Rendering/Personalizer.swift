@@ -12,7 +12,17 @@ import Mustache
 /// without Mustache: compiling a Mustache template per string was most of the render cost. Every
 /// other string still goes through Mustache, so the output is the same either way.
 struct Personalizer: Sendable {
-    let attributes: [String: String]
+    let attributes: AttributeSource
+
+    /// A personalizer filling placeholders from `attributes`.
+    init(attributes: AttributeSource) {
+        self.attributes = attributes
+    }
+
+    /// A personalizer filling placeholders from the dictionary `attributes`.
+    init(attributes: [String: String]) {
+        self.attributes = .dictionary(attributes)
+    }
 
     /// The Mustache pragma that turns HTML escaping off for one template.
     private static let textPragma = "{{% CONTENT_TYPE: TEXT}}"
@@ -59,7 +69,7 @@ struct Personalizer: Sendable {
             diagnostics.issues.append(.init(.invalidField, at: path, "invalid {{placeholder}} syntax (\(error))"))
             return text
         }
-        let lookup = AttributeLookup(attributes)
+        let lookup = AttributeLookup(attributes.dictionary)
         let rendered = template.render(lookup)
         for name in lookup.missing {
             diagnostics.warnings.append(
@@ -83,11 +93,11 @@ enum SimpleTemplate {
     /// Calls `missing` once per absent name, in order of first use.
     static func render(_ text: String, _ attributes: [String: String], missing: (String) -> Void) -> String? {
         var scratch: [UInt8] = []
-        return render(text, attributes, scratch: &scratch, missing: missing)
+        return render(text, .dictionary(attributes), scratch: &scratch, missing: missing)
     }
 
     /// ``render(_:_:missing:)`` assembling the text in `scratch` (emptied first; its capacity is kept for the next).
-    static func render(_ text: String, _ attributes: [String: String], scratch result: inout [UInt8], missing: (String) -> Void) -> String? {
+    static func render(_ text: String, _ attributes: AttributeSource, scratch result: inout [UInt8], missing: (String) -> Void) -> String? {
         // Tags are found in the UTF-8 bytes, read through their `Span` (no copy), by byte offsets;
         // iterating `utf8` with `String.Index` is several times slower.
         // Two passes over the bytes: check that every tag is simple, then fill them.
@@ -104,7 +114,7 @@ enum SimpleTemplate {
         _ = scan(source) { nameRange, tagRange in
             result.append(copying: source.extracting(textStart..<tagRange.lowerBound))
             let name = Self.text(of: source.extracting(nameRange))
-            if let value = attributes[name] {
+            if let value = attributes.value(named: name) {
                 result.append(copying: value.utf8.span)
             } else if !reported.contains(name) {
                 reported.append(name)

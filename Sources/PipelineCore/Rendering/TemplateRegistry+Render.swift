@@ -46,7 +46,7 @@ extension TemplateRegistry {
             throw PipelineError(.missingField, at: FieldPath("content"), "required (the event has no content and none was supplied)")
         }
         let platform = request.recipient.platform
-        let diagnostics = RenderDiagnostics(personalizer: Personalizer(attributes: request.recipient.attributes))
+        let diagnostics = RenderDiagnostics(personalizer: Personalizer(attributes: request.recipient.attributeSource))
         let reader = content.reader(path: Self.contentPath, diagnostics: diagnostics)
         let templatePayload = try renderer.render(RenderInput(request: request, platform: platform, content: reader))
         reader.warnAboutUnreadKeys(template: renderer.templateID)
