@@ -7,9 +7,12 @@
 ///
 /// ```swift
 /// var data = PayloadObject()
-/// data.set("adb_title", title)          // nothing is written when the value is nil
-/// data.set("adb_n_count", badge)        // Int
-/// data.set("adb_act", buttons)          // any JSONValue
+/// data.set("adb_title", title)                               // nothing is written when the value is nil
+/// data.set("adb_act", JSONValue.array(buttons).jsonString)  // FCM data holds strings: nested JSON as text
+///
+/// var aps = PayloadObject()
+/// aps.set("badge", badge)                                    // an Int
+/// aps.set("alert", object: alert)                            // a nested PayloadObject
 /// ```
 ///
 /// Equality is the equality of ``object``: member order aside.

@@ -100,7 +100,7 @@ extension TemplateRegistry {
             let dataStart = writer.bytes.count
             writer.writeRaw(byte: UInt8(ascii: "{"))
             writer.append(bytes: data.bytes)
-            Self.writeCustom(request.custom, into: &writer, after: !data.isEmpty) { !data.contains($0) }
+            Self.writeCustom(request.custom, into: &writer, followsMembers: !data.isEmpty) { !data.contains($0) }
             writer.writeRaw(byte: UInt8(ascii: "}"))
             let dataSize = writer.bytes.count - dataStart
             writer.writeRaw("}}")
@@ -128,7 +128,7 @@ extension TemplateRegistry {
                 writer.writeRaw(byte: UInt8(ascii: ","))
                 writer.append(bytes: fields.bytes)
             }
-            Self.writeCustom(request.custom, into: &writer, after: true) { $0 != "aps" && !fields.contains($0) }
+            Self.writeCustom(request.custom, into: &writer, followsMembers: true) { $0 != "aps" && !fields.contains($0) }
             writer.writeRaw(byte: UInt8(ascii: "}"))
             let expiration = ttlSeconds.map { request.occurredAt.epochSeconds + $0 }
             let headers = APNsNotification.headers(priority: options.priority, expiration: expiration, collapseId: options.collapseKey)
@@ -138,10 +138,10 @@ extension TemplateRegistry {
         }
     }
 
-    /// Writes the members of `custom` that `isFree` lets through, each after a comma when `after` (a member was
-    /// written before) or a member of `custom` was.
-    private static func writeCustom(_ custom: JSONObject, into writer: inout JSONWriter, after: Bool, isFree: (String) -> Bool) {
-        var needsComma = after
+    /// Writes the members of `custom` that `isFree` lets through, separated by commas, with one before the first
+    /// when `followsMembers` (the object being written has members already).
+    private static func writeCustom(_ custom: JSONObject, into writer: inout JSONWriter, followsMembers: Bool, isFree: (String) -> Bool) {
+        var needsComma = followsMembers
         for (key, value) in custom where isFree(key) {
             if needsComma { writer.writeRaw(byte: UInt8(ascii: ",")) }
             needsComma = true
