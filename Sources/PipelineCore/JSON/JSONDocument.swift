@@ -16,7 +16,7 @@ public final class JSONDocument: Sendable {
         }
 
         var kind: Kind
-        /// For strings: ``JSONDocument/plainASCII`` or ``JSONDocument/escaped``.
+        /// For strings: ``JSONDocument/plainASCII`` or ``JSONDocument/escaped``, and ``JSONDocument/mayHaveBrace``.
         var flags: UInt8
         /// The offset of the value's first byte (a string's opening quote).
         var start: UInt32
