@@ -29,7 +29,10 @@ struct SWARTests {
         var rng = SeededGenerator(seed: 0x5A_4A12)
         for round in 0..<40_000 {
             let bytes = Self.randomWord(round: round, oneIn: 6, &rng)
-            #expect(SWAR.hasStringSpecial(Self.word(bytes)) == bytes.contains(where: Self.isSpecial), "\(bytes)")
+            #expect((SWAR.plainPrefixLength(Self.word(bytes)) < 8) == bytes.contains(where: Self.isSpecial), "\(bytes)")
+            for byte in [UInt8(ascii: "{"), UInt8(ascii: "\""), 0x80] {
+                #expect(SWAR.contains(byte, in: Self.word(bytes)) == bytes.contains(byte), "\(bytes) \(byte)")
+            }
             #expect(SWAR.orOfBytes(Self.word(bytes)) == bytes.reduce(0, |))
         }
     }

@@ -155,14 +155,14 @@ public struct JSONParser: Sendable {
             if plain < 8 {
                 // The run ends inside this word: keep the bytes before the end, no byte-by-byte search.
                 word = plain == 0 ? 0 : word & (UInt64.max >> (64 - plain * 8))
-                return (index &+ plain, SWAR.orOfBytes(wordBits | word), SWAR.hasBrace(braceBits | SWAR.braceBits(word)))
+                return (index &+ plain, SWAR.orOfBytes(wordBits | word), SWAR.hasMatch(braceBits | SWAR.matchBits(of: UInt8(ascii: "{"), in: word)))
             }
             wordBits |= word
-            braceBits |= SWAR.braceBits(word)
+            braceBits |= SWAR.matchBits(of: UInt8(ascii: "{"), in: word)
             index &+= 8
         }
         var allBits = SWAR.orOfBytes(wordBits)
-        var hasBrace = SWAR.hasBrace(braceBits)
+        var hasBrace = SWAR.hasMatch(braceBits)
         while index < span.count {
             let byte = span[index]
             if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte < 0x20 { break }

@@ -14,13 +14,6 @@ enum SWAR {
             | UInt64(chunk[4]) << 32 | UInt64(chunk[5]) << 40 | UInt64(chunk[6]) << 48 | UInt64(chunk[7]) << 56
     }
 
-    /// Whether any byte of `word` is `"`, `\` or a control character (below 0x20): the bytes that end a run of
-    /// plain string bytes in JSON and that the writer escapes. Exact: `false` means none of the eight is one.
-    @inline(__always)
-    static func hasStringSpecial(_ word: UInt64) -> Bool {
-        hasZeroByte(word ^ (ones &* 0x22)) || hasZeroByte(word ^ (ones &* 0x5C)) || hasByteBelow0x20(word)
-    }
-
     /// The number of bytes of `word`, from the first, before its first `"`, `\` or control character (8 when there
     /// is none). Exact: a match's borrow can only flag bytes after it, never one before.
     @inline(__always)
@@ -35,20 +28,21 @@ enum SWAR {
     /// Whether one of the eight bytes of `word` is `byte`.
     @inline(__always)
     static func contains(_ byte: UInt8, in word: UInt64) -> Bool {
-        hasZeroByte(word ^ (ones &* UInt64(byte)))
+        hasMatch(matchBits(of: byte, in: word))
     }
 
-    /// Bits whose OR over words is tested by ``hasBrace(_:)``: whether a word has a `{` (a word cut short at the end
-    /// of a run must have its later bytes cleared, which cannot be `{`).
+    /// Bits that ``hasMatch(_:)`` tests for a byte of `word` equal to `byte` ("haszero" of Sean Anderson's bit
+    /// hacks, before its mask; exact for existence). Their OR over several words tells whether any has one, and a
+    /// word cut short must have its later bytes cleared (so `byte` must not be 0).
     @inline(__always)
-    static func braceBits(_ word: UInt64) -> UInt64 {
-        let braces = word ^ (ones &* 0x7B)
-        return (braces &- ones) & ~braces
+    static func matchBits(of byte: UInt8, in word: UInt64) -> UInt64 {
+        let matches = word ^ (ones &* UInt64(byte))
+        return (matches &- ones) & ~matches
     }
 
-    /// Whether the OR of ``braceBits(_:)`` of some words shows a `{` in one of them.
+    /// Whether ``matchBits(of:in:)`` (or an OR of them) shows a match.
     @inline(__always)
-    static func hasBrace(_ bits: UInt64) -> Bool {
+    static func hasMatch(_ bits: UInt64) -> Bool {
         bits & highBits != 0
     }
 
@@ -59,17 +53,5 @@ enum SWAR {
         folded |= folded >> 16
         folded |= folded >> 8
         return UInt8(truncatingIfNeeded: folded)
-    }
-
-    /// Whether a byte of `word` is zero ("haszero" of Sean Anderson's bit hacks; exact for existence).
-    @inline(__always)
-    private static func hasZeroByte(_ word: UInt64) -> Bool {
-        (word &- ones) & ~word & highBits != 0
-    }
-
-    /// Whether a byte of `word` is below 0x20 ("hasless(word, 0x20)"; exact for existence, n ≤ 128).
-    @inline(__always)
-    private static func hasByteBelow0x20(_ word: UInt64) -> Bool {
-        (word &- ones &* 0x20) & ~word & highBits != 0
     }
 }

@@ -44,9 +44,13 @@ public struct FCMMessage: Sendable, Equatable {
         return ["message": .object(message)]
     }
 
-    /// The request body's bytes, exactly as sent.
+    /// The request body's bytes, exactly as sent (the same bytes as writing ``jsonValue``).
     public func encoded() -> [UInt8] {
-        encodedWithDataSize().bytes
+        var writer = JSONWriter(reservingCapacity: 2048)
+        Self.write(token: token, collapseKey: collapseKey, priority: priority, ttlSeconds: ttlSeconds, into: &writer) {
+            $0.write(object: data)
+        }
+        return writer.bytes
     }
 
     /// The size the FCM payload limit applies to: the bytes of the encoded `data` object.
@@ -56,21 +60,33 @@ public struct FCMMessage: Sendable, Equatable {
         return writer.bytes.count
     }
 
-    /// The request body (the same bytes as writing ``jsonValue``) and ``dataSize``, in one pass:
-    /// the render path needs both, and building ``jsonValue`` first would copy every member.
-    func encodedWithDataSize() -> (bytes: [UInt8], dataSize: Int) {
-        var writer = JSONWriter(reservingCapacity: 2048)
+    /// Writes a request body: the envelope with the token and the `android` options, the `data` object written by
+    /// `writeData`. Returns the size of the `data` object. The one writer of the FCM wire format: ``encoded()`` and
+    /// the registry (which writes `data` from a template's ``PayloadObject``) both go through it.
+    @discardableResult
+    static func write(
+        token: String,
+        collapseKey: String?,
+        priority: DeliveryPriority?,
+        ttlSeconds: Int64?,
+        into writer: inout JSONWriter,
+        data writeData: (inout JSONWriter) -> Void
+    ) -> Int {
         writer.writeRaw(#"{"message":{"token":"#)
         writer.write(string: token)
         if collapseKey != nil || priority != nil || ttlSeconds != nil {
             writer.writeRaw(#","android":"#)
-            writer.write(object: android)
+            writer.beginObject()
+            writer.member("collapse_key", collapseKey)
+            writer.member("priority", priority?.rawValue)
+            writer.member("ttl", ttlSeconds.map { "\($0)s" })
+            writer.endObject()
         }
         writer.writeRaw(#","data":"#)
         let dataStart = writer.bytes.count
-        writer.write(object: data)
+        writeData(&writer)
         let dataSize = writer.bytes.count - dataStart
         writer.writeRaw("}}")
-        return (writer.bytes, dataSize)
+        return dataSize
     }
 }

@@ -86,24 +86,18 @@ extension TemplateRegistry {
                 throw PipelineError(.invalidField, at: FieldPath("content"), "template produced a non-string FCM data value for '\(key)'")
             }
             var writer = JSONWriter(reservingCapacity: data.bytes.count + 384)
-            writer.writeRaw(#"{"message":{"token":"#)
-            writer.write(string: request.recipient.token)
-            if options.collapseKey != nil || options.priority != nil || ttlSeconds != nil {
-                writer.writeRaw(#","android":"#)
-                writer.beginObject()
-                writer.member("collapse_key", options.collapseKey)
-                writer.member("priority", options.priority?.rawValue)
-                writer.member("ttl", ttlSeconds.map { "\($0)s" })
-                writer.endObject()
+            let dataSize = FCMMessage.write(
+                token: request.recipient.token,
+                collapseKey: options.collapseKey,
+                priority: options.priority,
+                ttlSeconds: ttlSeconds,
+                into: &writer
+            ) { writer in
+                writer.writeRaw(byte: UInt8(ascii: "{"))
+                writer.append(bytes: data.bytes)
+                Self.writeCustom(request.custom, into: &writer, followsMembers: !data.isEmpty) { !data.contains($0) }
+                writer.writeRaw(byte: UInt8(ascii: "}"))
             }
-            writer.writeRaw(#","data":"#)
-            let dataStart = writer.bytes.count
-            writer.writeRaw(byte: UInt8(ascii: "{"))
-            writer.append(bytes: data.bytes)
-            Self.writeCustom(request.custom, into: &writer, followsMembers: !data.isEmpty) { !data.contains($0) }
-            writer.writeRaw(byte: UInt8(ascii: "}"))
-            let dataSize = writer.bytes.count - dataStart
-            writer.writeRaw("}}")
             return (writer.bytes, dataSize, [])
         case (.apns(let aps, let fields), .apns):
             if let collapseId = options.collapseKey, collapseId.utf8.count > 64 {
