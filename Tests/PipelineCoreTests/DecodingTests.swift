@@ -52,6 +52,24 @@ struct DecodingTests {
         #expect(error.issues.contains { "\($0.path)" == path && $0.code == code }, "\(error.issues)")
     }
 
+    /// Every value of a string map that is not a string is reported, read in place or from a tree, in member order.
+    @Test func everyNonStringValueOfAStringMapIsReported() throws {
+        let json = eventJSON(attributes: #"{"a":1,"b":"x","c":true}"#, custom: #"{"k":null,"l":"v","m":[1]}"#)
+        let expected = [
+            "recipient.attributes.a: expected a string, found a number",
+            "recipient.attributes.c: expected a string, found a boolean",
+            "custom.k: expected a string, found null",
+            "custom.m: expected a string, found an array",
+        ]
+        let inPlace = try #require(failure(json))
+        #expect(inPlace.issues.map(\.description) == expected)
+        guard case .failed(let fromTree) = registry.render(event: try JSONValue(parsing: Array(json.utf8))) else {
+            Issue.record("expected a failure")
+            return
+        }
+        #expect(fromTree.issues.map(\.description) == expected)
+    }
+
     @Test func errorsCarryTheEventIdWhenReadable() throws {
         let error = try #require(failure(eventJSON(eventId: "evt-9", platform: "web")))
         #expect(error.eventId == "evt-9")

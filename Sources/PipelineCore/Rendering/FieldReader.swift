@@ -285,21 +285,20 @@ public final class FieldReader {
     }
 
     private func stringMapValue(_ key: String, _ slot: Slot) -> JSONObject? {
-        let object: JSONObject
         switch slot {
-        case .tree(.object(let tree)): object = tree
-        case .node(let index) where document?.kind(at: index) == .object: object = document?.object(at: index) ?? JSONObject()
-        default: return typeMismatch(key, "an object of strings", slot)
+        case .tree(.object(let object)):
+            var isValid = true
+            for (member, memberValue) in object where memberValue.stringValue == nil {
+                isValid = false
+                notAString(key, member, memberValue.typeDescription)
+            }
+            return isValid ? object : nil
+        case .node(let index) where document?.kind(at: index) == .object:
+            guard let document, hasOnlyStrings(key, inObjectAt: index, of: document) else { return nil }
+            return document.object(at: index)
+        default:
+            return typeMismatch(key, "an object of strings", slot)
         }
-        var isValid = true
-        for (member, memberValue) in object {
-            if case .string = memberValue { continue }
-            isValid = false
-            diagnostics.issues.append(
-                .init(.invalidField, at: path.appending(key).appending(member), "expected a string, found \(memberValue.typeDescription)")
-            )
-        }
-        return isValid ? object : nil
     }
 
     /// ``stringMap(_:required:)`` as recipient attributes: an object read in place stays in its document (its
@@ -313,20 +312,27 @@ public final class FieldReader {
             for (member, value) in object { map[member] = value.stringValue }
             return .dictionary(map)
         }
+        return hasOnlyStrings(key, inObjectAt: index, of: document) ? .document(document, node: index) : nil
+    }
+
+    /// Whether every value of the object at `index` of `document` (member `key` of this object) is a string; an
+    /// issue for each that is not (all are checked, for their issues).
+    private func hasOnlyStrings(_ key: String, inObjectAt index: Int, of document: JSONDocument) -> Bool {
         var isValid = true
         var member = index + 1
         for _ in 0..<document.count(at: index) {
             let kind = document.kind(at: member + 1)
             if kind != .string {
-                isValid = false  // the other members are still checked, for their issues
-                let found = Self.typeDescription(kind)
-                diagnostics.issues.append(
-                    .init(.invalidField, at: path.appending(key).appending(document.string(at: member)), "expected a string, found \(found)")
-                )
+                isValid = false
+                notAString(key, document.string(at: member), Self.typeDescription(kind))
             }
             member = document.next(after: member + 1)
         }
-        return isValid ? .document(document, node: index) : nil
+        return isValid
+    }
+
+    private func notAString(_ key: String, _ member: String, _ found: String) {
+        diagnostics.issues.append(.init(.invalidField, at: path.appending(key).appending(member), "expected a string, found \(found)"))
     }
 
     // MARK: - Reporting
