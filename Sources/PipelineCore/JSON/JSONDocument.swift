@@ -153,15 +153,22 @@ public final class JSONDocument: Sendable {
         }
     }
 
+    /// Calls `body` with each member of the object at `index`, in order: its position, and the nodes of its key and
+    /// of its value.
+    func forEachMember(ofObjectAt index: Int, _ body: (_ position: Int, _ key: Int, _ value: Int) -> Void) {
+        var key = index + 1
+        for position in 0..<count(at: index) {
+            body(position, key, key + 1)
+            key = next(after: key + 1)
+        }
+    }
+
     /// The object at `index` as a ``JSONObject``.
     func object(at index: Int) -> JSONObject {
-        let count = count(at: index)
         var members: [JSONObject.Member] = []
-        members.reserveCapacity(count)
-        var key = index + 1
-        for _ in 0..<count {
-            members.append(JSONObject.Member(key: string(at: key), value: value(at: key + 1), keyTag: objectKeyTag(at: key)))
-            key = next(after: key + 1)
+        members.reserveCapacity(count(at: index))
+        forEachMember(ofObjectAt: index) { _, key, value in
+            members.append(JSONObject.Member(key: string(at: key), value: self.value(at: value), keyTag: objectKeyTag(at: key)))
         }
         return JSONObject(members: members)
     }

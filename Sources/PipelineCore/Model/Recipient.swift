@@ -64,17 +64,16 @@ enum AttributeSource: Sendable {
     /// All the attributes.
     var dictionary: [String: String] {
         switch self {
-        case .dictionary(let attributes):
-            return attributes
-        case .document(let document, let node):
-            var attributes: [String: String] = [:]
-            attributes.reserveCapacity(document.count(at: node))
-            var member = node + 1
-            for _ in 0..<document.count(at: node) {
-                attributes[document.string(at: member)] = document.string(at: member + 1)
-                member = document.next(after: member + 1)
-            }
-            return attributes
+        case .dictionary(let attributes): attributes
+        case .document(let document, let node): Self.dictionary(of: document.object(at: node))
         }
+    }
+
+    /// The string values of `object` by name.
+    static func dictionary(of object: JSONObject) -> [String: String] {
+        var attributes: [String: String] = [:]
+        attributes.reserveCapacity(object.count)
+        for (name, value) in object { attributes[name] = value.stringValue }
+        return attributes
     }
 }

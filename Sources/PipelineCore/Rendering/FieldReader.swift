@@ -47,8 +47,6 @@ public final class FieldReader {
     private let document: JSONDocument?
     /// The object's node in ``document``.
     private let node: Int
-    /// The number of members of the object being read.
-    private let memberCount: Int
 
     /// The object being read (built from the document when it is read in place).
     public var object: JSONObject {
@@ -92,7 +90,6 @@ public final class FieldReader {
         self.parent = parent
         self.diagnostics = diagnostics
         let count = document?.count(at: node) ?? tree.count
-        self.memberCount = count
         self.overflowReadFlags = count > 64 ? Array(repeating: false, count: count - 64) : []
     }
 
@@ -306,11 +303,7 @@ public final class FieldReader {
     func attributeSource(_ key: String) -> AttributeSource? {
         guard let slot = lookup(key) else { return nil }
         guard case .node(let index) = slot, let document, document.kind(at: index) == .object else {
-            guard let object = stringMapValue(key, slot) else { return nil }
-            var map: [String: String] = [:]
-            map.reserveCapacity(object.count)
-            for (member, value) in object { map[member] = value.stringValue }
-            return .dictionary(map)
+            return stringMapValue(key, slot).map { .dictionary(AttributeSource.dictionary(of: $0)) }
         }
         return hasOnlyStrings(key, inObjectAt: index, of: document) ? .document(document, node: index) : nil
     }
@@ -319,14 +312,11 @@ public final class FieldReader {
     /// issue for each that is not (all are checked, for their issues).
     private func hasOnlyStrings(_ key: String, inObjectAt index: Int, of document: JSONDocument) -> Bool {
         var isValid = true
-        var member = index + 1
-        for _ in 0..<document.count(at: index) {
-            let kind = document.kind(at: member + 1)
-            if kind != .string {
-                isValid = false
-                notAString(key, document.string(at: member), Self.typeDescription(kind))
-            }
-            member = document.next(after: member + 1)
+        document.forEachMember(ofObjectAt: index) { _, member, value in
+            let kind = document.kind(at: value)
+            guard kind != .string else { return }
+            isValid = false
+            notAString(key, document.string(at: member), Self.typeDescription(kind))
         }
         return isValid
     }
@@ -360,10 +350,8 @@ public final class FieldReader {
     /// Adds a warning for every key of this object and its read children that nobody read.
     func warnAboutUnreadKeys(template: String) {
         if let document {
-            var keyNode = node + 1
-            for index in 0..<memberCount {
-                if !wasRead(index) { addWarning(document.string(at: keyNode), "not a field of template '\(template)'; ignored") }
-                keyNode = document.next(after: keyNode + 1)
+            document.forEachMember(ofObjectAt: node) { position, key, _ in
+                if !wasRead(position) { addWarning(document.string(at: key), "not a field of template '\(template)'; ignored") }
             }
         } else {
             for (index, (key, _)) in tree.enumerated() where !wasRead(index) {
