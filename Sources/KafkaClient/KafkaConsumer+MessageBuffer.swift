@@ -20,6 +20,14 @@ extension KafkaConsumer {
             self.capacity = max(1, capacity)
         }
 
+        /// How many messages the buffer holds references to, taken or not (for tests: taken batches must be
+        /// released at once).
+        var heldMessageCount: Int {
+            condition.lock()
+            defer { condition.unlock() }
+            return batches.reduce(0) { $0 + $1.count }
+        }
+
         // MARK: Poll-thread side
 
         /// Waits up to `timeout` for room; returns whether there is room now.
@@ -102,7 +110,10 @@ extension KafkaConsumer {
                 try await withCheckedThrowingContinuation { continuation in
                     condition.lock()
                     if head < batches.count {
+                        // Taken out, not copied: a batch left in place would keep its messages alive until the
+                        // next compaction, up to 64 batches of them.
                         let batch = batches[head]
+                        batches[head] = []
                         head += 1
                         count -= batch.count
                         if head > 64 && head * 2 > batches.count {
