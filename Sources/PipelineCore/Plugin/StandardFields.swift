@@ -98,7 +98,17 @@ public struct StandardFields: Sendable {
     ///   - features: the optional groups this template supports.
     ///   - guidelines: the recommended text lengths on `platform`.
     public init(reading content: FieldReader, platform: Platform, features: Features, guidelines: TextGuidelines) {
+        // Made empty, then filled in place: written as one initializer, the fields were built in a temporary and
+        // copied out at the end (a retain and a release per field, seen in the compiled code).
+        self.init(features: features)
+        read(content, platform: platform, guidelines: guidelines)
+    }
+
+    private init(features: Features) {
         self.features = features
+    }
+
+    private mutating func read(_ content: FieldReader, platform: Platform, guidelines: TextGuidelines) {
         version = content.string("version", personalize: false) ?? "1"
         title = content.string("title", required: true)
         subtitle = content.string("subtitle")

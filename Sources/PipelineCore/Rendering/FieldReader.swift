@@ -149,7 +149,7 @@ public final class FieldReader {
         }
         guard personalize, let personalizer = diagnostics.personalizer else { return text }
         // A string read in place is known to have no `{` (then no placeholder) without scanning it again.
-        if case .node(let index) = slot, let document, !document.mayHaveBrace(at: index) { return text }
+        if case .node(let index) = slot, document?.mayHaveBrace(at: index) == false { return text }
         return personalizer.render(text, at: path.appending(key), into: diagnostics)
     }
 
@@ -387,10 +387,11 @@ public final class FieldReader {
 
     /// The value of `key`, marked as read; `nil` when absent or `null`.
     private func lookup(_ key: String) -> Slot? {
-        if let document {
-            guard let (position, value) = document.member(key, inObjectAt: node) else { return nil }
+        // Optional chaining, not `if let document`: binding the document retains and releases it on every lookup.
+        if document != nil {
+            guard let (position, value) = document?.member(key, inObjectAt: node) else { return nil }
             markRead(position)
-            return document.kind(at: value) == .null ? nil : .node(value)
+            return document?.kind(at: value) == .null ? nil : .node(value)
         }
         guard let index = tree.index(of: key) else { return nil }
         markRead(index)
