@@ -68,6 +68,21 @@ struct RenderingTests {
         ])
     }
 
+    @Test(
+        "every unread key is warned about, at the edge of the 64 members tracked as bits too",
+        arguments: [0, 1, 60, 61, 62, 63, 70]
+    )
+    func unreadKeysAroundSixtyFourMembers(extraKeys: Int) throws {
+        // title and body are read; the extra keys around them are not (one before, the rest after).
+        let extras = (0..<extraKeys).map { "x\($0)" }
+        let members = (extras.prefix(1).map { #""\#($0)":1"# }) + [#""title":"T""#, #""body":"B""#] + extras.dropFirst().map { #""\#($0)":1"# }
+        let notification = try #require(rendered(eventJSON(content: "{" + members.joined(separator: ",") + "}")))
+        #expect(notification.warnings.map(\.path.description) == extras.map { "content.\($0)" })
+        // An object whose every member is read has nothing to warn about.
+        let read = [#""title":"T""#, #""body":"B""#, #""note":"N""#]
+        #expect(try #require(rendered(eventJSON(content: "{" + read.joined(separator: ",") + "}"))).warnings.isEmpty)
+    }
+
     @Test func fcmOmitsAnEmptyAndroidBlock() throws {
         let notification = try #require(rendered(eventJSON()))
         #expect(text(notification.payloadBytes) == #"{"message":{"token":"TOKEN","data":{"adb_template_type":"note","adb_title":"Hello","adb_body":"World"}}}"#)

@@ -57,6 +57,8 @@ public final class FieldReader {
     /// Which members were read, as bits by position (the first 64 members; content objects are
     /// much smaller, so this usually avoids allocating a flag array per object).
     private var readMask: UInt64 = 0
+    /// How many members the object has.
+    private let memberCount: Int
     /// Read flags of the members after the first 64 (empty for smaller objects).
     private var overflowReadFlags: [Bool]
     /// The readers this one made, in order (for ``warnAboutUnreadKeys(template:)``): a list through
@@ -90,6 +92,7 @@ public final class FieldReader {
         self.parent = parent
         self.diagnostics = diagnostics
         let count = document?.count(at: node) ?? tree.count
+        self.memberCount = count
         self.overflowReadFlags = count > 64 ? Array(repeating: false, count: count - 64) : []
     }
 
@@ -349,11 +352,13 @@ public final class FieldReader {
 
     /// Adds a warning for every key of this object and its read children that nobody read.
     func warnAboutUnreadKeys(template: String) {
-        if let document {
+        // Usually every member was read: then the object's keys are not walked at all.
+        let isAllRead = memberCount < 64 && readMask == (1 << UInt64(memberCount)) &- 1
+        if !isAllRead, let document {
             document.forEachMember(ofObjectAt: node) { position, key, _ in
                 if !wasRead(position) { addWarning(document.string(at: key), "not a field of template '\(template)'; ignored") }
             }
-        } else {
+        } else if !isAllRead {
             for (index, (key, _)) in tree.enumerated() where !wasRead(index) {
                 addWarning(key, "not a field of template '\(template)'; ignored")
             }
