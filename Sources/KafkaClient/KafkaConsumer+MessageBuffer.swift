@@ -71,10 +71,13 @@ extension KafkaConsumer {
             var keptCount = 0
             var firstDropped: [KafkaTopicPartition: Int64] = [:]
             for batch in batches[head...] {
+                var isAffected = false
                 for message in batch where partitions.contains(message.topicPartition) {
                     firstDropped[message.topicPartition] = min(firstDropped[message.topicPartition] ?? message.offset, message.offset)
+                    isAffected = true
                 }
-                let remaining = batch.filter { !partitions.contains($0.topicPartition) }
+                // A batch with nothing to drop is kept as it is, not copied message by message.
+                let remaining = isAffected ? batch.filter { !partitions.contains($0.topicPartition) } : batch
                 if !remaining.isEmpty {
                     kept.append(remaining)
                     keptCount += remaining.count

@@ -512,12 +512,16 @@ extension KafkaConsumer {
                     fatal = Self.report(message, handle: handle, events: events, logger: logger)
                     continue
                 }
-                let converted = Self.convert(message, topicNames: &topicNames)
-                if !paused.isEmpty, paused.contains(converted.topicPartition) {
-                    droppedFrom[converted.topicPartition] = min(droppedFrom[converted.topicPartition] ?? converted.offset, converted.offset)
-                    continue
+                if !paused.isEmpty {
+                    let partition = KafkaTopicPartition(topic: topicName(message.pointee.rkt, cache: &topicNames), partition: message.pointee.partition)
+                    if paused.contains(partition) {
+                        droppedFrom[partition] = min(droppedFrom[partition] ?? message.pointee.offset, message.pointee.offset)
+                        continue
+                    }
                 }
-                batch.append(converted)
+                // Made in place in the batch: a message converted into a local first is copied in (a reference
+                // count per field).
+                batch.append(Self.convert(message, topicNames: &topicNames))
             }
             if !droppedFrom.isEmpty {
                 shared.state.withLock { state in
@@ -534,7 +538,18 @@ extension KafkaConsumer {
             }
             if !batch.isEmpty {
                 shared.state.withLock { state in
-                    for message in batch { state.positions[message.topicPartition] = message.offset + 1 }
+                    // Polled records come in runs of one partition; the last of each run is the new position.
+                    var index = 0
+                    while index < batch.count {
+                        var last = index
+                        while last + 1 < batch.count, batch[last + 1].partition == batch[index].partition,
+                            batch[last + 1].topic == batch[index].topic
+                        {
+                            last += 1
+                        }
+                        state.positions[batch[last].topicPartition] = batch[last].offset + 1
+                        index = last + 1
+                    }
                 }
             }
             buffer.push(batch)

@@ -332,7 +332,8 @@ public final class KafkaProducer: Sendable {
                             completions.append((pending, result))
                         }
                     }
-                    for (pending, result) in completions { pending.handler(result) }
+                    // By index: iterating the array would copy each report and handler out of it first.
+                    for index in completions.indices { completions[index].0.handler(completions[index].1) }
                     if count < messages.count { break }
                 }
             case RD_KAFKA_EVENT_ERROR:

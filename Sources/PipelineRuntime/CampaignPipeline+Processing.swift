@@ -34,11 +34,14 @@ extension CampaignPipeline {
         // Records of partitions revoked meanwhile are left to their new owner.
         let assigned = consumer.assignment
         let routes = activeRoutes.withLock { $0.sinks }
-        for (message, decision) in zip(batch, decisions) {
-            guard let decision, assigned.contains(message.topicPartition), isInReplayRange(message, consumer: consumer) else {
+        // By index, taking each decision out: iterating the arrays would copy every message and decision first.
+        for index in batch.indices {
+            guard let decision = decisions[index].take(), assigned.contains(batch[index].topicPartition),
+                isInReplayRange(batch[index], consumer: consumer)
+            else {
                 continue
             }
-            await emit(decision, for: message, routes: routes, consumer: consumer, sender: sender)
+            await emit(decision, for: batch[index], routes: routes, consumer: consumer, sender: sender)
         }
     }
 
