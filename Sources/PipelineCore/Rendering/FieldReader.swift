@@ -354,13 +354,15 @@ public final class FieldReader {
     func warnAboutUnreadKeys(template: String) {
         // Usually every member was read: then the object's keys are not walked at all.
         let isAllRead = memberCount < 64 && readMask == (1 << UInt64(memberCount)) &- 1
-        if !isAllRead, let document {
-            document.forEachMember(ofObjectAt: node) { position, key, _ in
-                if !wasRead(position) { addWarning(document.string(at: key), "not a field of template '\(template)'; ignored") }
-            }
-        } else if !isAllRead {
-            for (index, (key, _)) in tree.enumerated() where !wasRead(index) {
-                addWarning(key, "not a field of template '\(template)'; ignored")
+        if !isAllRead {
+            if let document {
+                document.forEachMember(ofObjectAt: node) { position, key, _ in
+                    if !wasRead(position) { addWarning(document.string(at: key), "not a field of template '\(template)'; ignored") }
+                }
+            } else {
+                for (index, (key, _)) in tree.enumerated() where !wasRead(index) {
+                    addWarning(key, "not a field of template '\(template)'; ignored")
+                }
             }
         }
         var child = firstChild
