@@ -23,6 +23,28 @@ struct DecodingTests {
         #expect(request.content?.fields == ["title": "Hello", "body": "World"])
     }
 
+    @Test("a request is a value: changing a copy, nested fields too, leaves the original as it was")
+    func requestCopiesAreIndependent() throws {
+        let original = try PushRequest(json: Array(eventJSON(custom: #"{"k":"v"}"#).utf8))
+        var copy = original
+        copy.recipient.token = "OTHER"
+        copy.options.collapseKey = "ck"
+        copy.custom["k"] = "changed"
+        copy.eventId = "evt-2"
+        #expect(original.recipient.token == "TOKEN")
+        #expect(original.options.collapseKey == nil)
+        #expect(original.custom == ["k": "v"])
+        #expect(original.eventId == "evt-1")
+        #expect(copy.recipient.token == "OTHER")
+        #expect(copy.options.collapseKey == "ck")
+        #expect(copy.custom == ["k": "changed"])
+        #expect(copy.eventId == "evt-2")
+        // with(content:) changes only the copy it returns.
+        let other = original.with(content: nil)
+        #expect(other.content == nil)
+        #expect(original.content?.fields == ["title": "Hello", "body": "World"])
+    }
+
     static let envelopeCases: [(json: String, path: String, code: PipelineError.Code)] = [
         (eventJSON().replacingFirst(#""eventId":"evt-1","#, with: ""), "eventId", .missingField),
         (eventJSON(eventId: "x").replacingFirst(#""campaignId":"spring","#, with: ""), "campaignId", .missingField),
