@@ -1,9 +1,8 @@
 /// A `push.requested` event: one notification to render and send (see the contract).
 ///
-/// A value type whose fields live in one shared box: a request is copied into the render input, the rendered
-/// notification and the pipeline's delivery bookkeeping, and a copy costs one reference count instead of one per
-/// string, array and object inside it. Setting a field gives the changed value a box of its own, so copies never
-/// affect each other. Reading a field borrows it from the box.
+/// A value type whose fields live in one shared box (as ``RenderedNotification``'s do): a request is copied into the
+/// render input, the rendered notification and the pipeline's delivery bookkeeping, and each copy costs one
+/// reference count. Copies never affect each other.
 public struct PushRequest: Sendable {
     /// The event type this model reads.
     public static let eventType = "push.requested"
@@ -23,82 +22,67 @@ public struct PushRequest: Sendable {
         var custom: JSONObject
     }
 
-    private final class Storage: Sendable {
-        let fields: Fields
-
-        init(_ fields: Fields) {
-            self.fields = fields
-        }
-    }
-
-    private var storage: Storage
-
-    /// Replaces the box with a changed copy of its fields.
-    private mutating func update(_ change: (inout Fields) -> Void) {
-        var fields = storage.fields
-        change(&fields)
-        storage = Storage(fields)
-    }
+    private var storage: SharedFields<Fields>
 
     /// `specVersion`, when present (only `"1"` is accepted).
     public var specVersion: String? {
         _read { yield storage.fields.specVersion }
-        set { update { $0.specVersion = newValue } }
+        set { storage.update { $0.specVersion = newValue } }
     }
     /// `type`, when present (must be ``eventType``).
     public var type: String? {
         _read { yield storage.fields.type }
-        set { update { $0.type = newValue } }
+        set { storage.update { $0.type = newValue } }
     }
     /// The idempotency key; ``MessageID`` derives the output ids from it.
     public var eventId: String {
         _read { yield storage.fields.eventId }
-        set { update { $0.eventId = newValue } }
+        set { storage.update { $0.eventId = newValue } }
     }
     /// When the request was made (event time; used for expiry decisions and `apns-expiration`).
     public var occurredAt: Timestamp {
         _read { yield storage.fields.occurredAt }
-        set { update { $0.occurredAt = newValue } }
+        set { storage.update { $0.occurredAt = newValue } }
     }
     /// The campaign this send belongs to.
     public var campaignId: String {
         _read { yield storage.fields.campaignId }
-        set { update { $0.campaignId = newValue } }
+        set { storage.update { $0.campaignId = newValue } }
     }
     /// The campaign definition version to render when ``content`` is absent.
     public var campaignVersion: Int? {
         _read { yield storage.fields.campaignVersion }
-        set { update { $0.campaignVersion = newValue } }
+        set { storage.update { $0.campaignVersion = newValue } }
     }
     /// The template id or alias, as written in the event.
     public var template: String {
         _read { yield storage.fields.template }
-        set { update { $0.template = newValue } }
+        set { storage.update { $0.template = newValue } }
     }
     /// Who receives it.
     public var recipient: Recipient {
         _read { yield storage.fields.recipient }
-        set { update { $0.recipient = newValue } }
+        set { storage.update { $0.recipient = newValue } }
     }
     /// A request processed after this instant is not delivered.
     public var expiresAt: Timestamp? {
         _read { yield storage.fields.expiresAt }
-        set { update { $0.expiresAt = newValue } }
+        set { storage.update { $0.expiresAt = newValue } }
     }
     /// Transport options.
     public var options: DeliveryOptions {
         _read { yield storage.fields.options }
-        set { update { $0.options = newValue } }
+        set { storage.update { $0.options = newValue } }
     }
     /// The template's content; `nil` when the send refers to its campaign's stored content.
     public var content: CampaignContent? {
         _read { yield storage.fields.content }
-        set { update { $0.content = newValue } }
+        set { storage.update { $0.content = newValue } }
     }
     /// Extra string keys passed through to the payload (FCM `data`, APNs top level), in order.
     public var custom: JSONObject {
         _read { yield storage.fields.custom }
-        set { update { $0.custom = newValue } }
+        set { storage.update { $0.custom = newValue } }
     }
 
     /// Creates a request.
@@ -116,7 +100,7 @@ public struct PushRequest: Sendable {
         content: CampaignContent? = nil,
         custom: JSONObject = JSONObject()
     ) {
-        storage = Storage(
+        storage = SharedFields(
             Fields(
                 specVersion: specVersion,
                 type: type,

@@ -16,15 +16,7 @@ public struct RenderedNotification: Sendable {
         var warnings: [RenderWarning]
     }
 
-    private final class Storage: Sendable {
-        let fields: Fields
-
-        init(_ fields: Fields) {
-            self.fields = fields
-        }
-    }
-
-    private var storage: Storage
+    private var storage: SharedFields<Fields>
 
     init(
         request: PushRequest,
@@ -36,7 +28,7 @@ public struct RenderedNotification: Sendable {
         headers: [Header],
         warnings: [RenderWarning]
     ) {
-        storage = Storage(
+        storage = SharedFields(
             Fields(
                 request: request, templateID: templateID, platform: platform, messageId: messageId,
                 templatePayload: templatePayload, payloadBytes: payloadBytes, headers: headers, warnings: warnings
@@ -44,32 +36,25 @@ public struct RenderedNotification: Sendable {
         )
     }
 
-    /// Replaces the box with a changed copy of its fields.
-    private mutating func update(_ change: (inout Fields) -> Void) {
-        var fields = storage.fields
-        change(&fields)
-        storage = Storage(fields)
-    }
-
     /// The decoded request (campaign, recipient, options).
     public var request: PushRequest {
         _read { yield storage.fields.request }
-        set { update { $0.request = newValue } }
+        set { storage.update { $0.request = newValue } }
     }
     /// The canonical id of the template that rendered it (`carousel` even if the event said `car`).
     public var templateID: String {
         _read { yield storage.fields.templateID }
-        set { update { $0.templateID = newValue } }
+        set { storage.update { $0.templateID = newValue } }
     }
     /// The platform rendered for.
     public var platform: Platform {
         _read { yield storage.fields.platform }
-        set { update { $0.platform = newValue } }
+        set { storage.update { $0.platform = newValue } }
     }
     /// The deterministic message id (``MessageID/make(eventId:platform:)``).
     public var messageId: String {
         _read { yield storage.fields.messageId }
-        set { update { $0.messageId = newValue } }
+        set { storage.update { $0.messageId = newValue } }
     }
     /// The payload as a value, decoded from ``payloadBytes`` and ``headers`` on each access (for inspection; the
     /// bytes are what is sent).
@@ -83,17 +68,17 @@ public struct RenderedNotification: Sendable {
     /// The exact bytes to send: the FCM request body, or the APNs JSON payload.
     public var payloadBytes: [UInt8] {
         _read { yield storage.fields.payloadBytes }
-        set { update { $0.payloadBytes = newValue } }
+        set { storage.update { $0.payloadBytes = newValue } }
     }
     /// The request headers to send with it (APNs); empty for FCM.
     public var headers: [Header] {
         _read { yield storage.fields.headers }
-        set { update { $0.headers = newValue } }
+        set { storage.update { $0.headers = newValue } }
     }
     /// Non-fatal remarks (missing attributes, text guidelines, ignored fields).
     public var warnings: [RenderWarning] {
         _read { yield storage.fields.warnings }
-        set { update { $0.warnings = newValue } }
+        set { storage.update { $0.warnings = newValue } }
     }
 
     /// The event id.
