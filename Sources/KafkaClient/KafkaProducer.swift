@@ -332,8 +332,10 @@ public final class KafkaProducer: Sendable {
                             completions.append((pending, result))
                         }
                     }
-                    // By index: iterating the array would copy each report and handler out of it first.
-                    for index in completions.indices { completions[index].0.handler(completions[index].1) }
+                    // Moved out of the array in order (reversed, then popped): reading an element in place, by
+                    // iteration or by index, copies its report and retains its handler before the call.
+                    completions.reverse()
+                    while let (pending, result) = completions.popLast() { pending.handler(result) }
                     if count < messages.count { break }
                 }
             case RD_KAFKA_EVENT_ERROR:
