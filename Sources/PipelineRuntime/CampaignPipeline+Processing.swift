@@ -34,7 +34,8 @@ extension CampaignPipeline {
         // Records of partitions revoked meanwhile are left to their new owner.
         let assigned = consumer.assignment
         let routes = activeRoutes.withLock { $0.sinks }
-        // By index, taking each decision out: iterating the arrays would copy every message and decision first.
+        // By index, taking each decision out of its array: iterating it copied every decision first. (Each record is
+        // still copied once for the asynchronous `emit`.)
         for index in batch.indices {
             guard let decision = decisions[index].take(), assigned.contains(batch[index].topicPartition),
                 isInReplayRange(batch[index], consumer: consumer)
