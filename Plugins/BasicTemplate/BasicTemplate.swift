@@ -53,7 +53,7 @@ public struct BasicTemplate: TemplateRenderer {
         switch input.platform {
         case .fcm:
             var data = standard.fcmData(templateType: Self.wireType)
-            if !buttons.isEmpty { data.set(Names.adbAct, JSONValue.array(buttons).jsonString) }
+            if let buttons { data.set(Names.adbAct, jsonText: buttons) }
             if let remindLater {
                 data.set(Names.adbRemTxt, remindLater.label)
                 data.set(Names.adbRemTs, String(remindLater.at.epochSeconds))
@@ -76,24 +76,34 @@ public struct BasicTemplate: TemplateRenderer {
         return (label, at)
     }
 
-    private func readButtons(_ content: FieldReader, hasRemindLater: Bool) -> [JSONValue] {
-        guard let readers = content.objects("buttons") else { return [] }
+    /// The buttons as a JSON array of `{label, uri, type}` objects, written as they are read (no tree of values);
+    /// `nil` when there are none.
+    private func readButtons(_ content: FieldReader, hasRemindLater: Bool) -> JSONWriter? {
+        guard let readers = content.objects("buttons") else { return nil }
         let count = content.elementCount("buttons") ?? readers.count
         let limit = hasRemindLater ? 2 : 3
         if count < 1 || count > limit {
             let rule = hasRemindLater ? "1 to 2 buttons when remindLater is set" : "1 to 3 buttons"
             content.addIssue(.invalidField, "buttons", "must have \(rule), found \(count)")
         }
-        var buttons: [JSONValue] = []
-        buttons.reserveCapacity(readers.count)
+        var buttons = JSONWriter(reservingCapacity: 256)
+        buttons.beginArray()
+        var written = 0
         for reader in readers {
             let label = reader.string("label", required: true)
             let type = reader.choice("type", from: LinkType.wireValues, required: true).flatMap(LinkType.init)
             let needsURI = type == .webURL || type == .deepLink
             let uri = reader.string("uri", required: needsURI)
             guard let label, let type else { continue }
-            buttons.append(["label": .string(label), "uri": .string(uri ?? ""), "type": .string(type.rawValue)])
+            buttons.nextElement()
+            buttons.beginObject()
+            buttons.member("label", label)
+            buttons.member("uri", uri ?? "")
+            buttons.member("type", type.rawValue)
+            buttons.endObject()
+            written += 1
         }
-        return buttons
+        buttons.endArray()
+        return written > 0 ? buttons : nil
     }
 }

@@ -62,36 +62,41 @@ public struct CarouselTemplate: TemplateRenderer {
             var data = standard.fcmData(templateType: Self.wireType)
             data.set(Names.adbCarMode, mode)
             data.set(Names.adbCarLayout, layout ?? "default")
-            data.set(Names.adbItems, JSONValue.array(items).jsonString)
+            data.set(Names.adbItems, jsonText: items)
             return .fcm(data: data)
         case .apns:
             var fields = standard.apnsFields(templateType: Self.wireType)
             fields.set(Names.adbCarMode, mode)
-            fields.set("adb_items", JSONValue.array(items))
+            fields.set(Names.adbItems, json: items)
             return .apns(aps: standard.apnsAps(), fields: fields)
         }
     }
 
-    private func readItems(_ content: FieldReader, platform: Platform, defaultURI: String?) -> [JSONValue] {
-        guard let readers = content.objects("items", required: true) else { return [] }
+    /// The items as a JSON array of `{img, txt, uri}` objects, written as they are read (no tree of values).
+    private func readItems(_ content: FieldReader, platform: Platform, defaultURI: String?) -> JSONWriter {
+        var items = JSONWriter(reservingCapacity: 1024)
+        items.beginArray()
+        guard let readers = content.objects("items", required: true) else {
+            items.endArray()
+            return items
+        }
         let count = content.elementCount("items") ?? readers.count
         if let range = Self.itemCounts[platform], !range.contains(count) {
             content.addIssue(.invalidField, "items", "must have \(range.lowerBound) to \(range.upperBound) items on \(platform), found \(count)")
         }
-        var items: [JSONValue] = []
-        items.reserveCapacity(readers.count)
         for reader in readers {
             let image = reader.string("image", required: true)
             let text = reader.string("text")
             let uri = reader.string("uri") ?? defaultURI
             guard let image else { continue }
-            var item = JSONObject()
-            item.reserveCapacity(3)
-            item["img"] = .string(image)
-            item.set("txt", text)
-            item.set("uri", uri)
-            items.append(.object(item))
+            items.nextElement()
+            items.beginObject()
+            items.member("img", image)
+            items.member("txt", text)
+            items.member("uri", uri)
+            items.endObject()
         }
+        items.endArray()
         return items
     }
 }

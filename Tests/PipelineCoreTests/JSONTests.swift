@@ -1,4 +1,5 @@
 @testable import PipelineCore
+import TestSupport
 import Testing
 
 @Suite("JSON reader and writer")
@@ -163,5 +164,46 @@ struct JSONTests {
         let expected: JSONValue = ["a": "x\"y", "nested": ["n": 1, "empty": .object(JSONObject())], "b": "z"]
         #expect(writer.bytes == expected.encoded())
         #expect(String(decoding: writer.bytes, as: UTF8.self) == #"{"a":"x\"y","nested":{"n":1,"empty":{}},"b":"z"}"#)
+    }
+
+    /// Arrays streamed element by element (nested in objects and arrays, empty ones too) give what the tree writer
+    /// gives for the same values.
+    @Test func streamsArraysElementByElementLikeTheTreeWriter() {
+        func stream(_ value: JSONValue, into writer: inout JSONWriter) {
+            switch value {
+            case .array(let elements):
+                writer.beginArray()
+                for element in elements {
+                    writer.nextElement()
+                    stream(element, into: &writer)
+                }
+                writer.endArray()
+            case .object(let object):
+                writer.beginObject()
+                for (key, member) in object {
+                    writer.key(key)
+                    stream(member, into: &writer)
+                }
+                writer.endObject()
+            default:
+                writer.write(value)
+            }
+        }
+        var rng = SeededGenerator(seed: 0xA77A_75)
+        for _ in 0..<2_000 {
+            let value = JSONFuzzTests.randomValue(&rng)
+            var writer = JSONWriter()
+            stream(value, into: &writer)
+            #expect(writer.bytes == value.encoded(), "\(value)")
+        }
+        var writer = JSONWriter()
+        writer.beginArray()
+        writer.nextElement()
+        writer.beginArray()
+        writer.endArray()
+        writer.nextElement()
+        writer.write(string: "a")
+        writer.endArray()
+        #expect(String(decoding: writer.bytes, as: UTF8.self) == #"[[],"a"]"#)
     }
 }

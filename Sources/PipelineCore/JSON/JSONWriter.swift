@@ -7,8 +7,21 @@
 ///   integer below 2^53) are written without a fraction; non-finite doubles as `null`.
 ///
 /// Records of a fixed shape can be written member by member, without building a ``JSONObject``
-/// first: ``beginObject()``, ``member(_:_:)`` or ``key(_:)`` followed by one value, ``endObject()``. Streamed
-/// objects nest as member values; an array of them is written with ``write(_:)``.
+/// first: ``beginObject()``, ``member(_:_:)`` or ``key(_:)`` followed by one value, ``endObject()``. Arrays
+/// stream the same way: ``beginArray()``, ``nextElement()`` before each element, ``endArray()``. Streamed values
+/// nest as member values and elements:
+///
+/// ```swift
+/// var items = JSONWriter(reservingCapacity: 512)
+/// items.beginArray()
+/// for item in list {
+///     items.nextElement()
+///     items.beginObject()
+///     items.member("img", item.image)
+///     items.endObject()
+/// }
+/// items.endArray()                                    // [{"img":"…"},{"img":"…"}]
+/// ```
 public struct JSONWriter: Sendable {
     /// The bytes written so far.
     public private(set) var bytes: [UInt8]
@@ -50,6 +63,25 @@ public struct JSONWriter: Sendable {
     /// Ends the object started by the matching ``beginObject()``.
     public mutating func endObject() {
         bytes.append(UInt8(ascii: "}"))
+        needsComma = true
+    }
+
+    /// Starts an array whose elements follow one by one, each after ``nextElement()``.
+    public mutating func beginArray() {
+        bytes.append(UInt8(ascii: "["))
+        needsComma = false
+    }
+
+    /// Starts the next element of the array started by ``beginArray()`` (a comma before all but the first);
+    /// exactly one value must follow (``write(_:)``, ``write(string:)``, ``beginObject()`` or ``beginArray()``).
+    public mutating func nextElement() {
+        if needsComma { bytes.append(UInt8(ascii: ",")) }
+        needsComma = true
+    }
+
+    /// Ends the array started by the matching ``beginArray()``.
+    public mutating func endArray() {
+        bytes.append(UInt8(ascii: "]"))
         needsComma = true
     }
 

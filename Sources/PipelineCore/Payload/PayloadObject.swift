@@ -126,6 +126,34 @@ public struct PayloadObject: Sendable, Equatable {
         setMember(key, tag: JSONObject.keyTag(of: key), name: nil, isString: false) { $0.write(members: value) }
     }
 
+    /// Sets `key` to the JSON value `json` wrote (one complete value: an array or object streamed with
+    /// ``JSONWriter/beginArray()`` or ``JSONWriter/beginObject()``, or a scalar), inserted as it was written. For
+    /// nested values built in place instead of as a ``JSONValue`` tree (APNs `adb_items`).
+    public mutating func set(_ key: String, json: JSONWriter) {
+        setMember(key, tag: JSONObject.keyTag(of: key), name: nil, isString: json.bytes.first == UInt8(ascii: "\"")) {
+            $0.append(bytes: json.bytes)
+        }
+    }
+
+    /// ``set(_:json:)-(String,_)`` with a prepared name.
+    public mutating func set(_ name: MemberName, json: JSONWriter) {
+        setMember(name.text, tag: name.tag, name: name, isString: json.bytes.first == UInt8(ascii: "\"")) {
+            $0.append(bytes: json.bytes)
+        }
+    }
+
+    /// Sets `key` to a string holding the JSON text `json` wrote: FCM `data` values are strings, so a nested array
+    /// or object goes there as its text (FCM `adb_items`, `adb_act`). The same as setting the text as a `String`,
+    /// without making one.
+    public mutating func set(_ key: String, jsonText json: JSONWriter) {
+        setMember(key, tag: JSONObject.keyTag(of: key), name: nil, isString: true) { $0.write(stringUTF8: json.bytes.span) }
+    }
+
+    /// ``set(_:jsonText:)-(String,_)`` with a prepared name.
+    public mutating func set(_ name: MemberName, jsonText json: JSONWriter) {
+        setMember(name.text, tag: name.tag, name: name, isString: true) { $0.write(stringUTF8: json.bytes.span) }
+    }
+
     /// A member name prepared once: its JSON text (quoted, escaped, with the colon) and its lookup tag. For the
     /// names a template sets on every render, kept in a `static let`:
     ///
