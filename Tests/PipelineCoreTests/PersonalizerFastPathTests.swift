@@ -16,10 +16,19 @@ struct PersonalizerFastPathTests {
         "{{=<% %>=}}<% name %>", "{{name}}\n{{#s}}\n", "tab\t{{name}}\tend", "{{name}}\r\n{{name}}", "}}{{name}}{{",
     ]
 
+    /// Diagnostics of a render of an empty content object (only their issues and warnings are used here).
+    static func diagnostics() -> RenderDiagnostics {
+        do {
+            return RenderDiagnostics(document: try JSONDocument(parsing: Array("{}".utf8)), node: 0, path: FieldPath("content"))
+        } catch {
+            preconditionFailure("{} does not parse: \(error)")
+        }
+    }
+
     @Test(arguments: texts)
     func sameAsMustache(_ text: String) {
-        let fast = RenderDiagnostics()
-        let slow = RenderDiagnostics()
+        let fast = Self.diagnostics()
+        let slow = Self.diagnostics()
         let path = FieldPath("content", "title")
         let fastResult = personalizer.render(text, at: path, into: fast)
         let slowResult = personalizer.renderWithMustache(text, at: path, into: slow)

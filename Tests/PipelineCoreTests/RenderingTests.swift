@@ -68,14 +68,26 @@ struct RenderingTests {
         ])
     }
 
+    @Test("a key read through any reader of its object is read; an object opened several times is warned about once")
+    func objectsOpenedTwiceShareTheirReads() throws {
+        let content = #"{"title":"T","a":{"x":"1","y":"2","z":"3","inner":{"known":"k","ix":1}}}"#
+        let outcome = TemplateRegistry([TwiceOpenedTemplate()]).render(eventBytes: Array(eventJSON(template: "twice", content: content).utf8))
+        guard case .rendered(let notification) = outcome else {
+            Issue.record("should render: \(outcome)")
+            return
+        }
+        #expect(notification.warnings.map(\.path.description) == ["content.a.z", "content.a.inner.ix"])
+    }
+
     @Test(
-        "every unread key is warned about, at the edge of the 64 members tracked as bits too",
-        arguments: [0, 1, 60, 61, 62, 63, 70]
+        "every unread key is warned about, below and above the first 512 nodes, whose marks are kept in place",
+        arguments: [0, 1, 60, 63, 70, 230, 240, 250, 260, 300]
     )
     func unreadKeysAroundSixtyFourMembers(extraKeys: Int) throws {
-        // title and body are read; the extra keys around them are not (one before, the rest after).
+        // title and body are read; the extra keys around them are not (all but one before them, so that with
+        // enough extras the keys read lie beyond the first 512 nodes; the last after them).
         let extras = (0..<extraKeys).map { "x\($0)" }
-        let members = (extras.prefix(1).map { #""\#($0)":1"# }) + [#""title":"T""#, #""body":"B""#] + extras.dropFirst().map { #""\#($0)":1"# }
+        let members = extras.dropLast().map { #""\#($0)":1"# } + [#""title":"T""#, #""body":"B""#] + extras.suffix(1).map { #""\#($0)":1"# }
         let notification = try #require(rendered(eventJSON(content: "{" + members.joined(separator: ",") + "}")))
         #expect(notification.warnings.map(\.path.description) == extras.map { "content.\($0)" })
         // An object whose every member is read has nothing to warn about.

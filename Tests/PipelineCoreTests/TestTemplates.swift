@@ -68,6 +68,21 @@ func eventJSON(
 
 /// A plugin that reads nested objects out of order: `a`, then `b` and `list[]`, then `a.inner` (made after `b`),
 /// so the unread-key warnings show whether they follow the objects' nesting or the order they were read in.
+/// Opens the object `a` twice, reading `x` through one reader and `y` through the other.
+struct TwiceOpenedTemplate: TemplateRenderer {
+    let templateID = "twice"
+    func render(_ input: RenderInput) throws(PipelineError) -> TemplatePayload {
+        let content = input.content
+        let title = content.string("title", required: true)
+        _ = content.object("a")?.string("x")
+        _ = content.object("a")?.object("inner")?.string("known")
+        _ = content.object("a")?.string("y")
+        var data: PayloadObject = ["adb_template_type": "twice"]
+        data.set("adb_title", title)
+        return .fcm(data: data)
+    }
+}
+
 struct NestedTemplate: TemplateRenderer {
     let templateID = "nested"
     func render(_ input: RenderInput) throws(PipelineError) -> TemplatePayload {

@@ -7,32 +7,32 @@
 /// An event's own content stays in the event's ``JSONDocument`` and is read there in place; ``fields``
 /// builds the object only when asked for.
 public struct CampaignContent: Sendable, Equatable {
-    private enum Storage: Sendable {
-        case fields(JSONObject)
-        case document(JSONDocument, node: Int)
-    }
-
-    private var storage: Storage
+    /// The document the content object is in (the event's own, or one made for content from elsewhere).
+    private var document: JSONDocument
+    /// The content object's node.
+    private var node: Int
 
     /// The content object.
     public var fields: JSONObject {
-        get {
-            switch storage {
-            case .fields(let fields): fields
-            case .document(let document, let node): document.object(at: node)
-            }
-        }
-        set { storage = .fields(newValue) }
+        get { document.object(at: node) }
+        set { self = CampaignContent(newValue) }
     }
 
-    /// Wraps a content object.
+    /// Wraps a content object (written into a document of its own once, so that every render reads it in place).
     public init(_ fields: JSONObject) {
-        storage = .fields(fields)
+        do throws(JSONParseError) {
+            // Any depth: the object exists already, the limit is for untrusted input.
+            document = try JSONDocument(parsing: JSONValue.object(fields).encoded(), maximumDepth: .max)
+        } catch {
+            preconditionFailure("the encoding of a JSON object does not parse back: \(error)")
+        }
+        node = 0
     }
 
     /// The object at `node` of `document` (an event's `content`), read in place.
     init(document: JSONDocument, node: Int) {
-        storage = .document(document, node: node)
+        self.document = document
+        self.node = node
     }
 
     /// Parses a content object from JSON bytes.
@@ -40,7 +40,7 @@ public struct CampaignContent: Sendable, Equatable {
     /// - Throws: ``PipelineError`` with code ``PipelineError/Code/invalidJSON`` if the bytes are not a
     ///   JSON object.
     public init(json bytes: some Sequence<UInt8>) throws(PipelineError) {
-        storage = .fields(try JSONObject(parsing: bytes, at: FieldPath("content")))
+        self.init(try JSONObject(parsing: bytes, at: FieldPath("content")))
     }
 
     /// Equal when the content objects are (member order aside), wherever they are kept.
@@ -48,11 +48,8 @@ public struct CampaignContent: Sendable, Equatable {
         lhs.fields == rhs.fields
     }
 
-    /// A reader of the fields, at `path`, reporting to `diagnostics`.
-    func reader(path: FieldPath, diagnostics: RenderDiagnostics) -> FieldReader {
-        switch storage {
-        case .fields(let fields): FieldReader(fields, path: path, diagnostics: diagnostics)
-        case .document(let document, let node): FieldReader(document: document, node: node, path: path, diagnostics: diagnostics)
-        }
+    /// The reader of the fields, at `path`, for one render.
+    func reader(path: FieldPath, personalizer: Personalizer?) -> FieldReader {
+        FieldReader(root: RenderDiagnostics(document: document, node: node, path: path, personalizer: personalizer))
     }
 }

@@ -11,23 +11,29 @@ extension PushRequest {
     /// - Throws: ``PipelineError`` listing every problem with its path and the event id (when it
     ///   could be read).
     public init(decoding value: JSONValue) throws(PipelineError) {
-        guard case .object(let object) = value else {
+        guard case .object = value else {
             throw PipelineError(.invalidField, at: .root, "expected an event object, found \(value.typeDescription)")
         }
-        let diagnostics = RenderDiagnostics()
-        try self.init(reading: FieldReader(object, path: .root, diagnostics: diagnostics), diagnostics: diagnostics)
+        // Read as every event is: in place, from a document (of the tree's encoding).
+        let document: JSONDocument
+        do throws(JSONParseError) {
+            document = try JSONDocument(parsing: value.encoded(), maximumDepth: .max)
+        } catch {
+            preconditionFailure("the encoding of a JSON value does not parse back: \(error)")
+        }
+        try self.init(decoding: document)
     }
 
-    /// Decodes a `push.requested` event read in place from its document, as ``init(decoding:)-(JSONValue)`` does
-    /// from a tree. The content stays in the document (see ``CampaignContent``).
+    /// Decodes a `push.requested` event read in place from its document (every event is decoded this way; a tree
+    /// is encoded into a document first). The content stays in the document (see ``CampaignContent``).
     ///
     /// - Throws: ``PipelineError`` listing every problem with its path and the event id (when it could be read).
     public init(decoding document: JSONDocument) throws(PipelineError) {
         guard document.kind(at: 0) == .object else {
             throw PipelineError(.invalidField, at: .root, "expected an event object, found \(document.value.typeDescription)")
         }
-        let diagnostics = RenderDiagnostics()
-        try self.init(reading: FieldReader(document: document, node: 0, path: .root, diagnostics: diagnostics), diagnostics: diagnostics)
+        let diagnostics = RenderDiagnostics(document: document, node: 0, path: .root)
+        try self.init(reading: FieldReader(root: diagnostics), diagnostics: diagnostics)
     }
 
     private init(reading event: FieldReader, diagnostics: RenderDiagnostics) throws(PipelineError) {

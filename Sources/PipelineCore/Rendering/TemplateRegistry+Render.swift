@@ -11,7 +11,8 @@ extension TemplateRegistry {
         outcome { () throws(PipelineError) in try PushRequest(json: eventBytes) }
     }
 
-    /// Decodes and renders an already parsed event (for callers that split a stream of JSON values).
+    /// Decodes and renders an already parsed event (for callers that split a stream of JSON values). The tree is
+    /// encoded once and read in place, as bytes are.
     public func render(event: JSONValue) -> RenderOutcome {
         outcome { () throws(PipelineError) in try PushRequest(decoding: event) }
     }
@@ -46,8 +47,8 @@ extension TemplateRegistry {
             throw PipelineError(.missingField, at: FieldPath("content"), "required (the event has no content and none was supplied)")
         }
         let platform = request.recipient.platform
-        let diagnostics = RenderDiagnostics(personalizer: Personalizer(attributes: request.recipient.attributeSource))
-        let reader = content.reader(path: Self.contentPath, diagnostics: diagnostics)
+        let reader = content.reader(path: Self.contentPath, personalizer: Personalizer(attributes: request.recipient.attributeSource))
+        let diagnostics = reader.diagnostics
         let templatePayload = try renderer.render(RenderInput(request: request, platform: platform, content: reader))
         reader.warnAboutUnreadKeys(template: renderer.templateID)
         guard diagnostics.issues.isEmpty else { throw PipelineError(issues: diagnostics.issues) }
