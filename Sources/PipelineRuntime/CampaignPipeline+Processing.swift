@@ -18,7 +18,7 @@ extension CampaignPipeline {
                 for indices in byPartition.values {
                     group.addTask {
                         indices.map { index in
-                            (index, Self.decide(batch[index], processor: processor, campaigns: table, now: now))
+                            (index, Self.decide(batch, at: index, processor: processor, campaigns: table, now: now))
                         }
                     }
                 }
@@ -28,33 +28,35 @@ extension CampaignPipeline {
             }
         } else {
             for index in batch.indices {
-                decisions[index] = Self.decide(batch[index], processor: processor, campaigns: table, now: now)
+                decisions[index] = Self.decide(batch, at: index, processor: processor, campaigns: table, now: now)
             }
         }
         // Records of partitions revoked meanwhile are left to their new owner.
         let assigned = consumer.assignment
         let routes = activeRoutes.withLock { $0.sinks }
-        // By index, taking each decision out of its array: iterating it copied every decision first. (Each record is
-        // still copied once for the asynchronous `emit`.)
+        // By index, taking each decision out of its array: iterating it copied every decision first. Each record is
+        // copied once, for the checks and the asynchronous `emit` together (`batch[index]` in each copied it again).
         for index in batch.indices {
-            guard let decision = decisions[index].take(), assigned.contains(batch[index].topicPartition),
-                isInReplayRange(batch[index], consumer: consumer)
-            else {
-                continue
-            }
-            await emit(decision, for: batch[index], routes: routes, consumer: consumer, sender: sender)
+            guard let decision = decisions[index].take() else { continue }
+            let message = batch[index]
+            guard assigned.contains(message.topicPartition), isInReplayRange(message, consumer: consumer) else { continue }
+            await emit(decision, for: message, routes: routes, consumer: consumer, sender: sender)
         }
     }
 
+    /// Decides the record at `index` of `batch`. The batch and an index, not the record: only the fields used are
+    /// read out of the array, where passing `batch[index]` copied the whole record (a reference count for each of
+    /// its topic, key, value and headers, on memory another thread wrote).
     private static func decide(
-        _ message: KafkaConsumerMessage,
+        _ batch: [KafkaConsumerMessage],
+        at index: Int,
         processor: EventProcessor,
         campaigns: CampaignTable,
         now: Timestamp?
     ) -> EventProcessor.Decision {
         processor.process(
-            message.value ?? [],
-            sourcePosition: "\(message.topic)/\(message.partition)@\(message.offset)",
+            batch[index].value ?? [],
+            sourcePosition: "\(batch[index].topic)/\(batch[index].partition)@\(batch[index].offset)",
             campaigns: campaigns,
             decisionTime: now
         )
