@@ -1,4 +1,5 @@
 @testable import PipelineCore
+import TestSupport
 import Testing
 
 @Suite("SHA-1 and message ids")
@@ -19,6 +20,27 @@ struct MessageIDTests {
 
     @Test func sha1OfAMillionAs() {
         #expect(hex(SHA1.hash([UInt8](repeating: UInt8(ascii: "a"), count: 1_000_000))) == "34aa973cd4c4daa4f61eeb2bdbad27316534016f")
+    }
+
+    /// Fed in pieces (split anywhere, across block boundaries too), the hash is the hash of the whole.
+    @Test func sha1FedInPiecesHashesTheWhole() {
+        var rng = SeededGenerator(seed: 0x5_4A1)
+        for length in [0, 1, 55, 56, 63, 64, 65, 119, 120, 128, 300] {
+            let message = (0..<length).map { _ in UInt8.random(in: 0...255, using: &rng) }
+            var sha = SHA1()
+            var start = 0
+            while start < message.count {
+                let end = min(message.count, start + Int.random(in: 0...70, using: &rng))
+                if end - start == 1, Bool.random(using: &rng) {
+                    sha.update(byte: message[start])
+                } else {
+                    sha.update(message[start..<end].span)
+                }
+                start = end
+            }
+            let digest = sha.finalize()
+            #expect(hex(digest.indices.map { digest[$0] }) == hex(SHA1.hash(message)), "length \(length)")
+        }
     }
 
     @Test func uuidV5MatchesRFCExample() {

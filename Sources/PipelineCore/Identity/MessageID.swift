@@ -10,25 +10,26 @@ public enum MessageID {
     /// The message id of `eventId` on `platform`: the name-based (SHA-1, version 5) UUID of
     /// `"<platform>:<eventId>"` in ``namespace``, lower case (`xxxxxxxx-xxxx-5xxx-yxxx-xxxxxxxxxxxx`).
     public static func make(eventId: String, platform: Platform) -> String {
-        // Builds namespace + name in one buffer, with room for the SHA-1 padding (one allocation).
-        var message: [UInt8] = []
-        message.reserveCapacity(namespace.count + platform.rawValue.utf8.count + 1 + eventId.utf8.count + 72)
-        message += namespace
-        message += platform.rawValue.utf8
-        message.append(UInt8(ascii: ":"))
-        message += eventId.utf8
-        return uuidV5(namespacedName: &message)
+        // Hashed as it is fed: no buffer of namespace + name is built.
+        var sha = SHA1()
+        sha.update(namespace.span)
+        sha.update(platform.rawValue.utf8.span)
+        sha.update(byte: UInt8(ascii: ":"))
+        sha.update(eventId.utf8.span)
+        return uuidText(sha.finalize())
     }
 
     /// RFC 9562 §5.5: a version 5 UUID of `name` in the 16-byte `namespace`, as lower-case text.
     static func uuidV5(namespace: [UInt8], name: [UInt8]) -> String {
-        var message = namespace + name
-        return uuidV5(namespacedName: &message)
+        var sha = SHA1()
+        sha.update(namespace.span)
+        sha.update(name.span)
+        return uuidText(sha.finalize())
     }
 
-    /// ``uuidV5(namespace:name:)`` of `message` = namespace + name (which is used as scratch space).
-    private static func uuidV5(namespacedName message: inout [UInt8]) -> String {
-        var hash = SHA1.digest(padding: &message)
+    /// The UUID text of a SHA-1 digest, with the version (5) and variant bits set.
+    private static func uuidText(_ digest: InlineArray<20, UInt8>) -> String {
+        var hash = digest
         hash[6] = (hash[6] & 0x0F) | 0x50
         hash[8] = (hash[8] & 0x3F) | 0x80
         // The text is built inline and copied into the `String` once (one allocation, not two).

@@ -1,40 +1,57 @@
 /// SHA-1 (FIPS 180-4), used only to derive name-based UUIDs (``MessageID``). Not for security.
 struct SHA1 {
     private var state: (UInt32, UInt32, UInt32, UInt32, UInt32) = (0x6745_2301, 0xEFCD_AB89, 0x98BA_DCFE, 0x1032_5476, 0xC3D2_E1F0)
+    /// The block being filled, and how many of its bytes are.
+    private var block = InlineArray<64, UInt8>(repeating: 0)
+    private var blockCount = 0
+    /// The number of bytes hashed so far.
+    private var length: UInt64 = 0
+
+    /// A hash of nothing yet: feed it with ``update(_:)``, then take ``finalize()``. Nothing is allocated.
+    init() {}
 
     /// The 20-byte digest of `message`.
     static func hash(_ message: [UInt8]) -> [UInt8] {
-        var message = message
-        return hash(padding: &message)
-    }
-
-    /// The 20-byte digest of `message`, padding `message` in place (it is left padded). For callers
-    /// that built `message` only to hash it: this saves copying it.
-    static func hash(padding message: inout [UInt8]) -> [UInt8] {
-        let digest = digest(padding: &message)
+        var sha = SHA1()
+        sha.update(message.span)
+        let digest = sha.finalize()
         var bytes: [UInt8] = []
         bytes.reserveCapacity(digest.count)
         for index in digest.indices { bytes.append(digest[index]) }
         return bytes
     }
 
-    /// ``hash(padding:)`` as an inline value: no allocation besides the padding of `message`.
-    static func digest(padding message: inout [UInt8]) -> InlineArray<20, UInt8> {
-        var sha = SHA1()
-        let bitLength = UInt64(message.count) &* 8
-        message.reserveCapacity((message.count + 8) / 64 * 64 + 64)  // the padded size: one allocation
-        message.append(0x80)
-        // Zeros up to 8 bytes short of a block boundary, then the length: in bulk, not a byte at a time.
-        message.append(contentsOf: repeatElement(0, count: (120 - message.count % 64) % 64))
-        for shift in stride(from: 56, through: 0, by: -8) {
-            message.append(UInt8(truncatingIfNeeded: bitLength >> UInt64(shift)))
+    /// Hashes `bytes` after those hashed so far.
+    mutating func update(_ bytes: Span<UInt8>) {
+        var index = 0
+        while index < bytes.count {
+            update(byte: bytes[index])
+            index &+= 1
         }
-        var words = InlineArray<80, UInt32>(repeating: 0)
-        for blockStart in stride(from: 0, to: message.count, by: 64) {
-            sha.process(message, at: blockStart, words: &words)
+    }
+
+    /// Hashes one byte after those hashed so far.
+    mutating func update(byte: UInt8) {
+        block[blockCount] = byte
+        blockCount &+= 1
+        length &+= 1
+        if blockCount == 64 {
+            processBlock()
+            blockCount = 0
+        }
+    }
+
+    /// The digest of the bytes hashed (the hash is padded: feed it nothing more).
+    mutating func finalize() -> InlineArray<20, UInt8> {
+        let bitLength = length &* 8
+        update(byte: 0x80)
+        // Zeros up to 8 bytes short of a block boundary, then the length in bits, big-endian.
+        while blockCount != 56 { update(byte: 0) }
+        for shift in stride(from: 56, through: 0, by: -8) {
+            update(byte: UInt8(truncatingIfNeeded: bitLength >> UInt64(shift)))
         }
         var digest = InlineArray<20, UInt8>(repeating: 0)
-        let state: InlineArray<5, UInt32> = [sha.state.0, sha.state.1, sha.state.2, sha.state.3, sha.state.4]
+        let state: InlineArray<5, UInt32> = [state.0, state.1, state.2, state.3, state.4]
         for index in state.indices {
             let word = state[index]
             digest[index * 4] = UInt8(truncatingIfNeeded: word >> 24)
@@ -45,11 +62,12 @@ struct SHA1 {
         return digest
     }
 
-    private mutating func process(_ bytes: [UInt8], at start: Int, words: inout InlineArray<80, UInt32>) {
+    private mutating func processBlock() {
+        var words = InlineArray<80, UInt32>(repeating: 0)
         for index in 0..<16 {
-            let offset = start + index * 4
-            words[index] = UInt32(bytes[offset]) << 24 | UInt32(bytes[offset + 1]) << 16
-                | UInt32(bytes[offset + 2]) << 8 | UInt32(bytes[offset + 3])
+            let offset = index * 4
+            words[index] = UInt32(block[offset]) << 24 | UInt32(block[offset + 1]) << 16
+                | UInt32(block[offset + 2]) << 8 | UInt32(block[offset + 3])
         }
         for index in 16..<80 {
             let mixed = words[index &- 3] ^ words[index &- 8] ^ words[index &- 14] ^ words[index &- 16]
