@@ -90,15 +90,15 @@ public struct BasicTemplate: TemplateRenderer {
         buttons.beginArray()
         var written = 0
         for reader in readers {
-            let label = reader.string("label", required: true)
+            let label = reader.text("label", required: true)
             let type = reader.choice("type", from: LinkType.wireValues, required: true).flatMap(LinkType.init)
             let needsURI = type == .webURL || type == .deepLink
-            let uri = reader.string("uri", required: needsURI)
+            let uri = reader.text("uri", required: needsURI)
             guard let label, let type else { continue }
             buttons.nextElement()
             buttons.beginObject()
-            buttons.member("label", label)
-            buttons.member("uri", uri ?? "")
+            buttons.member("label", text: label)
+            buttons.member("uri", text: uri ?? "")
             buttons.member("type", type.rawValue)
             buttons.endObject()
             written += 1

@@ -85,15 +85,16 @@ public struct CarouselTemplate: TemplateRenderer {
             content.addIssue(.invalidField, "items", "must have \(range.lowerBound) to \(range.upperBound) items on \(platform), found \(count)")
         }
         for reader in readers {
-            let image = reader.string("image", required: true)
-            let text = reader.string("text")
-            let uri = reader.string("uri") ?? defaultURI
+            // Copied into the payload as they are: read as text, not made `String`s.
+            let image = reader.text("image", required: true)
+            let text = reader.text("text")
+            let uri = reader.text("uri") ?? defaultURI.map { ContentText($0) }
             guard let image else { continue }
             items.nextElement()
             items.beginObject()
-            items.member("img", image)
-            items.member("txt", text)
-            items.member("uri", uri)
+            items.member("img", text: image)
+            items.member("txt", text: text)
+            items.member("uri", text: uri)
             items.endObject()
         }
         items.endArray()

@@ -61,32 +61,33 @@ public struct TimerTemplate: TemplateRenderer {
         switch platform {
         case .fcm:
             var data = standard.fcmData(templateType: Self.wireType)
-            data.set(Names.adbTitleAlt, alternate.title)
-            data.set(Names.adbBodyAlt, alternate.body)
-            data.set(Names.adbBodyExAlt, alternate.expandedBody)
-            data.set(Names.adbImageAlt, alternate.image)
+            data.set(Names.adbTitleAlt, text: alternate.title)
+            data.set(Names.adbBodyAlt, text: alternate.body)
+            data.set(Names.adbBodyExAlt, text: alternate.expandedBody)
+            data.set(Names.adbImageAlt, text: alternate.image)
             data.set(timer.key, timer.value)
             return .fcm(data: data)
         case .apns:
             var fields = standard.apnsFields(templateType: Self.wireType)
-            fields.set(Names.adbTitleAlt, alternate.title)
-            fields.set(Names.adbBodyAlt, alternate.body)
-            fields.set(Names.adbMediaAlt, alternate.image)
+            fields.set(Names.adbTitleAlt, text: alternate.title)
+            fields.set(Names.adbBodyAlt, text: alternate.body)
+            fields.set(Names.adbMediaAlt, text: alternate.image)
             fields.set(timer.key, timer.value)
             return .apns(aps: standard.apnsAps(), fields: fields)
         }
     }
 
-    private func readAlternate(_ content: FieldReader, platform: Platform) -> (title: String?, body: String?, expandedBody: String?, image: String?) {
+    /// The texts shown once the timer ends, copied into the payload as they are (read as text, not `String`s).
+    private func readAlternate(_ content: FieldReader, platform: Platform) -> (title: ContentText?, body: ContentText?, expandedBody: ContentText?, image: ContentText?) {
         guard let reader = content.object("alternate") else {
             content.addIssue(.missingField, at: content.path(of: "alternate").appending("title"), "required")
             return (nil, nil, nil, nil)
         }
         let alternate = (
-            title: reader.string("title", required: true),
-            body: reader.string("body"),
-            expandedBody: reader.string("expandedBody"),
-            image: reader.string("image")
+            title: reader.text("title", required: true),
+            body: reader.text("body"),
+            expandedBody: reader.text("expandedBody"),
+            image: reader.text("image")
         )
         // Neither SDK falls back to the running texts once the timer ends: the view is blank there.
         if alternate.body == nil {

@@ -101,6 +101,24 @@ public final class JSONDocument: Sendable {
         nodes[index].flags & Self.mayHaveBrace != 0
     }
 
+    /// Whether the string at `index` is written with backslash escapes (else its bytes are its text, and need no
+    /// escape when written again).
+    func isEscaped(at index: Int) -> Bool {
+        nodes[index].flags & Self.escaped != 0
+    }
+
+    /// Whether the string at `index` is empty.
+    func isEmptyString(at index: Int) -> Bool {
+        nodes[index].end == nodes[index].start &+ 1
+    }
+
+    /// The UTF-8 text of the string at `index`, which has no escapes, as it is in the document: `write` is given it.
+    func withUnescapedBytes<Result>(ofStringAt index: Int, _ write: (Span<UInt8>) -> Result) -> Result {
+        let node = nodes[index]
+        let bytes = self.bytes  // a local: a span of a class's stored property cannot outlive the property access
+        return write(bytes.span.extracting(Int(node.start) &+ 1..<Int(node.end)))
+    }
+
     /// The text of the string at `index`.
     func string(at index: Int) -> String {
         Self.text(of: nodes[index], in: bytes)

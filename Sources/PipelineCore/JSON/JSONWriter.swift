@@ -162,6 +162,14 @@ public struct JSONWriter: Sendable {
         bytes.append(UInt8(ascii: "\""))
     }
 
+    /// Appends the UTF-8 text `utf8`, which has nothing to escape (no `"`, `\` or control character: a JSON string's
+    /// text that was written without escapes), quoted, as it is.
+    mutating func write(unescapedStringUTF8 utf8: Span<UInt8>) {
+        bytes.append(UInt8(ascii: "\""))
+        append(utf8)
+        bytes.append(UInt8(ascii: "\""))
+    }
+
     /// Whether `byte` is written escaped: `"`, `\` and control characters.
     private static func needsEscape(_ byte: UInt8) -> Bool {
         byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\")

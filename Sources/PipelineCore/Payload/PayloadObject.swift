@@ -154,6 +154,19 @@ public struct PayloadObject: Sendable, Equatable {
         setMember(name.text, tag: name.tag, name: name, isString: true) { $0.write(stringUTF8: json.bytes.span) }
     }
 
+    /// Sets `key` to the text `value` (see ``ContentText``: text still in the event is copied as it is); does
+    /// nothing when `value` is `nil`.
+    public mutating func set(_ key: String, text value: ContentText?) {
+        guard let value else { return }
+        setMember(key, tag: JSONObject.keyTag(of: key), name: nil, isString: true) { value.write(to: &$0) }
+    }
+
+    /// ``set(_:text:)-(String,_)`` with a prepared name.
+    public mutating func set(_ name: MemberName, text value: ContentText?) {
+        guard let value else { return }
+        setMember(name.text, tag: name.tag, name: name, isString: true) { value.write(to: &$0) }
+    }
+
     /// A member name prepared once: its JSON text (quoted, escaped, with the colon) and its lookup tag. For the
     /// names a template sets on every render, kept in a `static let`:
     ///

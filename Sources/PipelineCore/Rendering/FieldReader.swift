@@ -77,18 +77,38 @@ public struct FieldReader {
     ///   - required: record `required` when absent.
     ///   - personalize: fill `{{name}}` placeholders from the recipient's attributes.
     public func string(_ key: String, required: Bool = false, personalize: Bool = true) -> String? {
-        guard let value = fetch(key, required: required) else { return nil }
-        guard diagnostics.document.kind(at: value) == .string else { return typeMismatch(key, "a string", value) }
+        guard let value = stringNode(key, required: required) else { return nil }
         let text = diagnostics.document.string(at: value)
-        if required, text.isEmpty {
-            addIssue(.invalidField, key, "must not be empty")
-            return nil
-        }
         // A string without `{` has no placeholder: known from the document without scanning it again.
         guard personalize, let personalizer = diagnostics.personalizer, diagnostics.document.mayHaveBrace(at: value) else {
             return text
         }
         return personalizer.render(text, at: path.appending(key), into: diagnostics)
+    }
+
+    /// A string field as ``ContentText``: checked and personalized as ``string(_:required:personalize:)`` does, but
+    /// text that reading leaves unchanged (no escapes, no placeholder) stays in the event's bytes, and is copied
+    /// from there when written into the payload, without a `String` made for it. For fields copied into the payload
+    /// as they are.
+    public func text(_ key: String, required: Bool = false, personalize: Bool = true) -> ContentText? {
+        guard let value = stringNode(key, required: required) else { return nil }
+        let document = diagnostics.document
+        if personalize, let personalizer = diagnostics.personalizer, document.mayHaveBrace(at: value) {
+            return ContentText(personalizer.render(document.string(at: value), at: path.appending(key), into: diagnostics))
+        }
+        return document.isEscaped(at: value) ? ContentText(document.string(at: value)) : ContentText(document: document, node: value)
+    }
+
+    /// The node of the string field `key`; `nil` (with an issue when required, or not a string, or required and
+    /// empty) otherwise.
+    private func stringNode(_ key: String, required: Bool) -> Int? {
+        guard let value = fetch(key, required: required) else { return nil }
+        guard diagnostics.document.kind(at: value) == .string else { return typeMismatch(key, "a string", value) }
+        if required, diagnostics.document.isEmptyString(at: value) {
+            addIssue(.invalidField, key, "must not be empty")
+            return nil
+        }
+        return value
     }
 
     /// An integer field (a JSON number without fraction).

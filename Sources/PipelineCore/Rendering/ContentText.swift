@@ -1,0 +1,84 @@
+/// The text of a string field as a renderer read it (``FieldReader/text(_:required:personalize:)``): still the event's
+/// own bytes when reading changed nothing (no escapes, nothing personalized), else a `String`.
+///
+/// Written into a payload (``PayloadObject/set(_:text:)-(MemberName,_)``, ``JSONWriter/member(_:text:)``),
+/// text still in the event is copied as it is: no `String` is made for it, and it is not scanned for characters to
+/// escape (it has none). For fields a template copies into the payload without looking at them: URIs, image
+/// addresses, captions. ``string`` makes the `String` when one is needed.
+///
+/// ```swift
+/// let image = reader.text("image", required: true)
+/// items.member("img", text: image)  // the event's bytes, copied
+/// ```
+public struct ContentText: Sendable, Equatable, CustomStringConvertible, ExpressibleByStringLiteral {
+    private enum Storage: Sendable {
+        case string(String)
+        /// A string node of `document` without escapes.
+        case document(JSONDocument, node: Int)
+    }
+
+    private let storage: Storage
+
+    /// Text given as a `String`.
+    public init(_ string: String) {
+        storage = .string(string)
+    }
+
+    /// Text given as a literal.
+    public init(stringLiteral value: String) {
+        storage = .string(value)
+    }
+
+    /// The string at `node` of `document`, which has no escapes.
+    init(document: JSONDocument, node: Int) {
+        assert(!document.isEscaped(at: node), "ContentText(document:node:) of an escaped string")
+        storage = .document(document, node: node)
+    }
+
+    /// The text as a `String` (made now when the text is still in the event's bytes).
+    public var string: String {
+        switch storage {
+        case .string(let string): string
+        case .document(let document, let node): document.string(at: node)
+        }
+    }
+
+    /// Whether the text is empty.
+    public var isEmpty: Bool {
+        switch storage {
+        case .string(let string): string.isEmpty
+        case .document(let document, let node): document.isEmptyString(at: node)
+        }
+    }
+
+    public var description: String { string }
+
+    /// Equal when the texts are (as `String`s are: canonical equivalence), wherever they are kept.
+    public static func == (lhs: ContentText, rhs: ContentText) -> Bool {
+        lhs.string == rhs.string
+    }
+
+    /// Appends the text as a JSON string: text still in the event's bytes as it is there.
+    func write(to writer: inout JSONWriter) {
+        switch storage {
+        case .string(let string):
+            writer.write(string: string)
+        case .document(let document, let node):
+            document.withUnescapedBytes(ofStringAt: node) { writer.write(unescapedStringUTF8: $0) }
+        }
+    }
+}
+
+extension JSONWriter {
+    /// Appends the member `key` with the text `value`, or nothing when `value` is `nil` (see ``ContentText``).
+    public mutating func member(_ key: String, text value: ContentText?) {
+        guard let value else { return }
+        self.key(key)
+        value.write(to: &self)
+    }
+
+    /// Appends `text` as a JSON string (see ``ContentText``).
+    public mutating func write(text: ContentText) {
+        text.write(to: &self)
+    }
+}
