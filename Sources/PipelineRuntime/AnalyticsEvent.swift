@@ -67,7 +67,7 @@ public struct AnalyticsEvent: Sendable, Hashable {
         writer.member("specVersion", "1")
         writer.member("type", kind.rawValue)
         identity.write(to: &writer)
-        writer.member("occurredAt", occurredAt.rfc3339)
+        writer.member("occurredAt", timestamp: occurredAt)
         writer.member("sink", sink)
         if let reasonCode {
             writer.key("reason")

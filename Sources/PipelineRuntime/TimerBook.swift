@@ -116,7 +116,7 @@ final class TimerBook: Sendable {
         var writer = JSONWriter(reservingCapacity: 256)
         writer.beginObject()
         timer.identity.write(to: &writer)
-        writer.member("expiresAt", timer.expiresAt.rfc3339)
+        writer.member("expiresAt", timestamp: timer.expiresAt)
         writer.endObject()
         return writer.bytes
     }

@@ -51,4 +51,28 @@ struct TimestampTests {
             seconds += 7_776_013
         }
     }
+
+    /// Written into a JSON writer without a `String`, a time is the member its ``Timestamp/rfc3339`` text makes.
+    @Test func writesIntoJSONAsItsText() {
+        var times = [Timestamp(secondsSince1970: -62_167_219_200 - 365 * 86_400), Timestamp(secondsSince1970: -1)]
+        var seconds: Int64 = -2_208_988_800
+        var nanoseconds: Int32 = 0
+        while seconds < 7_258_118_400 {
+            times.append(Timestamp(secondsSince1970: seconds, nanoseconds: nanoseconds))
+            seconds += 7_776_013
+            nanoseconds = (nanoseconds &* 31 &+ 123_457) % 1_000_000_000
+        }
+        for time in times {
+            var direct = JSONWriter()
+            direct.beginObject()
+            direct.member("at", timestamp: time)
+            direct.member("none", timestamp: nil)
+            direct.endObject()
+            var viaString = JSONWriter()
+            viaString.beginObject()
+            viaString.member("at", time.rfc3339)
+            viaString.endObject()
+            #expect(direct.bytes == viaString.bytes, "\(time.rfc3339)")
+        }
+    }
 }

@@ -101,6 +101,17 @@ public struct JSONWriter: Sendable {
         write(string: value)
     }
 
+    /// Appends the member `key` with `timestamp` as an RFC 3339 string (``Timestamp/rfc3339``), or nothing when
+    /// `timestamp` is `nil`. Written straight into the bytes: no `String` is made for the text.
+    public mutating func member(_ key: String, timestamp: Timestamp?) {
+        guard let timestamp else { return }
+        self.key(key)
+        // The text is ASCII with nothing to escape.
+        bytes.append(UInt8(ascii: "\""))
+        timestamp.appendRFC3339(to: &bytes)
+        bytes.append(UInt8(ascii: "\""))
+    }
+
     /// Appends `object`, keys in order.
     public mutating func write(object: JSONObject) {
         bytes.append(UInt8(ascii: "{"))

@@ -92,12 +92,19 @@ extension Timestamp {
     /// The RFC 3339 form in UTC, e.g. `2026-11-20T10:00:00Z`; the fraction is written only when
     /// non-zero, with trailing zeros dropped (`2026-11-20T10:00:00.25Z`).
     public var rfc3339: String {
+        // Written as bytes and made a `String` once.
+        var text: [UInt8] = []
+        text.reserveCapacity(30)
+        appendRFC3339(to: &text)
+        return String(decoding: text, as: UTF8.self)
+    }
+
+    /// Appends ``rfc3339``'s text as UTF-8 (ASCII: digits, `-`, `:`, `T`, `.` and `Z`), without making a `String`:
+    /// analytics and timer records carry one per event (``JSONWriter/member(_:timestamp:)``).
+    func appendRFC3339(to text: inout [UInt8]) {
         let days = secondsSince1970 >= 0 ? secondsSince1970 / 86_400 : (secondsSince1970 - 86_399) / 86_400
         let secondOfDay = Int(secondsSince1970 - days * 86_400)
         let (year, month, day) = Self.civilFromDays(Int(days))
-        // Written as bytes and made a `String` once: analytics and timer records carry one per event.
-        var text: [UInt8] = []
-        text.reserveCapacity(30)
         Self.appendPadded(year, width: 4, to: &text)
         text.append(UInt8(ascii: "-"))
         Self.appendPadded(month, width: 2, to: &text)
@@ -120,7 +127,6 @@ extension Timestamp {
             Self.appendPadded(fraction, width: width, to: &text)
         }
         text.append(UInt8(ascii: "Z"))
-        return String(decoding: text, as: UTF8.self)
     }
 
     // MARK: - Calendar arithmetic (proleptic Gregorian; H. Hinnant's days-from-civil algorithm)
