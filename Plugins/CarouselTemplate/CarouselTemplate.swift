@@ -73,7 +73,7 @@ public struct CarouselTemplate: TemplateRenderer {
     }
 
     /// The items as a JSON array of `{img, txt, uri}` objects, written as they are read (no tree of values).
-    private func readItems(_ content: FieldReader, platform: Platform, defaultURI: String?) -> JSONWriter {
+    private func readItems(_ content: FieldReader, platform: Platform, defaultURI: ContentText?) -> JSONWriter {
         var items = JSONWriter(reservingCapacity: 1024)
         items.beginArray()
         guard let readers = content.objects("items", required: true) else {
@@ -88,7 +88,7 @@ public struct CarouselTemplate: TemplateRenderer {
             // Copied into the payload as they are: read as text, not made `String`s.
             let image = reader.text("image", required: true)
             let text = reader.text("text")
-            let uri = reader.text("uri") ?? defaultURI.map { ContentText($0) }
+            let uri = reader.text("uri") ?? defaultURI
             guard let image else { continue }
             items.nextElement()
             items.beginObject()

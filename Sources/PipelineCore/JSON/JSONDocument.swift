@@ -112,6 +112,11 @@ public final class JSONDocument: Sendable {
         nodes[index].end == nodes[index].start &+ 1
     }
 
+    /// The number of UTF-8 bytes of the string at `index`, which has no escapes.
+    func unescapedByteCount(ofStringAt index: Int) -> Int {
+        Int(nodes[index].end) &- Int(nodes[index].start) &- 1
+    }
+
     /// The UTF-8 text of the string at `index`, which has no escapes, as it is in the document: `write` is given it.
     func withUnescapedBytes<Result>(ofStringAt index: Int, _ write: (Span<UInt8>) -> Result) -> Result {
         let node = nodes[index]

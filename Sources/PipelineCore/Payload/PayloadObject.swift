@@ -204,6 +204,13 @@ public struct PayloadObject: Sendable, Equatable {
         append(name.text, tag: name.tag, name: name, isString: true) { $0.write(string: value) }
     }
 
+    /// ``appendNew(_:_:)-(_,String?)`` for text (see ``ContentText``).
+    mutating func appendNew(_ name: MemberName, _ value: ContentText?) {
+        assert(!contains(name.text), "appendNew(\(name.text)) on an object that has it")
+        guard let value else { return }
+        append(name.text, tag: name.tag, name: name, isString: true) { value.write(to: &$0) }
+    }
+
     /// Appends the member `name` (not set yet) with an object whose members `write` streams (``JSONWriter/member(_:_:)``):
     /// for a nested object nobody looks into, written in place instead of built aside (APNs `aps.alert`).
     mutating func appendNew(_ name: MemberName, streamingObject write: (inout JSONWriter) -> Void) {

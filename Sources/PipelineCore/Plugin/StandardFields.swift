@@ -22,7 +22,7 @@ public struct StandardFields: Sendable {
     /// `link`: where a tap goes.
     public struct Link: Sendable, Hashable {
         /// `adb_uri`.
-        public var uri: String
+        public var uri: ContentText
         /// `adb_a_type` (FCM only; required there when a URI is set).
         public var type: LinkType?
     }
@@ -44,39 +44,39 @@ public struct StandardFields: Sendable {
     /// `version` → `adb_version` (default `"1"`).
     public var version = "1"
     /// `title` → FCM `adb_title`, APNs `aps.alert.title` (required).
-    public var title: String?
+    public var title: ContentText?
     /// `subtitle` → APNs `aps.alert.subtitle`.
-    public var subtitle: String?
+    public var subtitle: ContentText?
     /// `body` → FCM `adb_body`, APNs `aps.alert.body` (required).
-    public var body: String?
+    public var body: ContentText?
     /// `expandedTitle` → APNs `adb_title_ex`.
-    public var expandedTitle: String?
+    public var expandedTitle: ContentText?
     /// `expandedBody` → `adb_body_ex` (FCM; APNs with ``Features/expandedBodyOnAPNs``).
-    public var expandedBody: String?
+    public var expandedBody: ContentText?
     /// `image` → FCM `adb_image`, APNs `adb_media` (with ``Features/image``).
-    public var image: String?
+    public var image: ContentText?
     /// `link` → `adb_uri` (+ FCM `adb_a_type`).
     public var link: Link?
     /// `sound` → FCM `adb_sound`, APNs `aps.sound`.
-    public var sound: String?
+    public var sound: ContentText?
     /// `badge` → FCM `adb_n_count` (string), APNs `aps.badge` (number).
     public var badge: Int?
     /// `threadId` → APNs `aps.thread-id`.
-    public var threadId: String?
+    public var threadId: ContentText?
     /// `icon` → FCM `adb_icon` (the legacy small icon).
-    public var icon: String?
+    public var icon: ContentText?
     /// `smallIcon` → FCM `adb_small_icon`.
-    public var smallIcon: String?
+    public var smallIcon: ContentText?
     /// `largeIcon` → FCM `adb_large_icon`.
-    public var largeIcon: String?
+    public var largeIcon: ContentText?
     /// `channelId` → FCM `adb_channel_id` (non-empty).
-    public var channelId: String?
+    public var channelId: ContentText?
     /// `notificationPriority` → FCM `adb_n_priority` (one of ``notificationPriorities``).
     public var notificationPriority: String?
     /// `tag` → FCM `adb_tag`.
-    public var tag: String?
+    public var tag: ContentText?
     /// `ticker` → FCM `adb_ticker`.
-    public var ticker: String?
+    public var ticker: ContentText?
     /// `sticky` → FCM `adb_sticky` (`"true"`/`"false"`).
     public var sticky: Bool?
     /// `colors`, six hex digits each, without `#`.
@@ -110,31 +110,31 @@ public struct StandardFields: Sendable {
 
     private mutating func read(_ content: FieldReader, platform: Platform, guidelines: TextGuidelines) {
         version = content.string("version", personalize: false) ?? "1"
-        title = content.string("title", required: true)
-        subtitle = content.string("subtitle")
-        body = content.string("body", required: true)
-        expandedTitle = content.string("expandedTitle")
-        expandedBody = content.string("expandedBody")
-        if features.contains(.image) { image = content.string("image") }
+        title = content.text("title", required: true)
+        subtitle = content.text("subtitle")
+        body = content.text("body", required: true)
+        expandedTitle = content.text("expandedTitle")
+        expandedBody = content.text("expandedBody")
+        if features.contains(.image) { image = content.text("image") }
         if let linkReader = content.object("link") {
-            let uri = linkReader.string("uri", required: true)
+            let uri = linkReader.text("uri", required: true)
             let type = linkReader.choice("type", from: LinkType.wireValues, required: platform == .fcm && uri != nil)
             if let uri { link = Link(uri: uri, type: type.flatMap(LinkType.init)) }
         }
-        sound = content.string("sound")
+        sound = content.text("sound")
         badge = content.integer("badge", in: 0...Int(Int32.max))
-        threadId = content.string("threadId")
-        icon = content.string("icon")
-        smallIcon = content.string("smallIcon")
-        largeIcon = content.string("largeIcon")
-        channelId = content.string("channelId")
+        threadId = content.text("threadId")
+        icon = content.text("icon")
+        smallIcon = content.text("smallIcon")
+        largeIcon = content.text("largeIcon")
+        channelId = content.text("channelId")
         if channelId?.isEmpty == true {
             content.addIssue(.invalidField, "channelId", "must not be empty (the Android SDK would use an empty channel id as is)")
             channelId = nil
         }
         notificationPriority = content.choice("notificationPriority", from: Self.notificationPriorities)
-        tag = content.string("tag")
-        ticker = content.string("ticker")
+        tag = content.text("tag")
+        ticker = content.text("ticker")
         sticky = content.boolean("sticky")
         if let colorReader = content.object("colors") {
             colors.title = colorReader.color("title")
@@ -186,11 +186,11 @@ public struct StandardFields: Sendable {
     /// The APNs `aps` members (`alert`, `sound`, `badge`, `thread-id`) for these fields.
     public func apnsAps() -> PayloadObject {
         // Room for these four, and `category` and `mutable-content` added by the registry.
-        var aps = PayloadObject(reservingBytes: (title?.utf8.count ?? 0) + (subtitle?.utf8.count ?? 0) + (body?.utf8.count ?? 0) + 192, members: 4)
+        var aps = PayloadObject(reservingBytes: (title?.utf8Count ?? 0) + (subtitle?.utf8Count ?? 0) + (body?.utf8Count ?? 0) + 192, members: 4)
         aps.appendNew(Keys.alert) { alert in
-            alert.member("title", title)
-            alert.member("subtitle", subtitle)
-            alert.member("body", body)
+            alert.member("title", text: title)
+            alert.member("subtitle", text: subtitle)
+            alert.member("body", text: body)
         }
         aps.appendNew(Keys.sound, sound)
         aps.set("badge", badge)

@@ -20,6 +20,13 @@ public struct TextGuidelines: Sendable, Hashable {
     /// APNs timer: title 50, description 450.
     public static let apnsTimer = TextGuidelines(title: 50, body: 450)
 
+    /// ``check(_:limit:key:platform:in:)-(String?,_,_,_,_)`` for text read with ``FieldReader/text(_:required:personalize:)``
+    /// (its characters are counted only when its bytes are more than `limit`).
+    public static func check(_ text: ContentText?, limit: Int, key: String, platform: Platform, in reader: FieldReader) {
+        guard let text, text.utf8Count > limit else { return }
+        check(text.string, limit: limit, key: key, platform: platform, in: reader)
+    }
+
     /// Adds a warning to `reader` for `key` when `text` is longer than `limit` characters.
     public static func check(_ text: String?, limit: Int, key: String, platform: Platform, in reader: FieldReader) {
         // A character is at least one UTF-8 byte: skip counting characters (slow) when the byte

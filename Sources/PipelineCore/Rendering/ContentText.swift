@@ -10,7 +10,7 @@
 /// let image = reader.text("image", required: true)
 /// items.member("img", text: image)  // the event's bytes, copied
 /// ```
-public struct ContentText: Sendable, Equatable, CustomStringConvertible, ExpressibleByStringLiteral {
+public struct ContentText: Sendable, Hashable, CustomStringConvertible, ExpressibleByStringLiteral {
     private enum Storage: Sendable {
         case string(String)
         /// A string node of `document` without escapes.
@@ -51,11 +51,24 @@ public struct ContentText: Sendable, Equatable, CustomStringConvertible, Express
         }
     }
 
+    /// The length of the text in UTF-8 bytes (without making a `String`).
+    public var utf8Count: Int {
+        switch storage {
+        case .string(let string): string.utf8.count
+        case .document(let document, let node): document.unescapedByteCount(ofStringAt: node)
+        }
+    }
+
     public var description: String { string }
 
     /// Equal when the texts are (as `String`s are: canonical equivalence), wherever they are kept.
     public static func == (lhs: ContentText, rhs: ContentText) -> Bool {
         lhs.string == rhs.string
+    }
+
+    /// Hashes the text as its `String` does.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(string)
     }
 
     /// Appends the text as a JSON string: text still in the event's bytes as it is there.
