@@ -130,6 +130,7 @@ public struct PayloadObject: Sendable, Equatable {
     /// ``JSONWriter/beginArray()`` or ``JSONWriter/beginObject()``, or a scalar), inserted as it was written. For
     /// nested values built in place instead of as a ``JSONValue`` tree (APNs `adb_items`).
     public mutating func set(_ key: String, json: JSONWriter) {
+        assert(Self.isOneValue(json), "set(\(key), json:) with bytes that are not one JSON value")
         setMember(key, tag: JSONObject.keyTag(of: key), name: nil, isString: json.bytes.first == UInt8(ascii: "\"")) {
             $0.append(bytes: json.bytes)
         }
@@ -137,6 +138,7 @@ public struct PayloadObject: Sendable, Equatable {
 
     /// ``set(_:json:)-(String,_)`` with a prepared name.
     public mutating func set(_ name: MemberName, json: JSONWriter) {
+        assert(Self.isOneValue(json), "set(\(name.text), json:) with bytes that are not one JSON value")
         setMember(name.text, tag: name.tag, name: name, isString: json.bytes.first == UInt8(ascii: "\"")) {
             $0.append(bytes: json.bytes)
         }
@@ -146,12 +148,20 @@ public struct PayloadObject: Sendable, Equatable {
     /// or object goes there as its text (FCM `adb_items`, `adb_act`). The same as setting the text as a `String`,
     /// without making one.
     public mutating func set(_ key: String, jsonText json: JSONWriter) {
+        assert(Self.isOneValue(json), "set(\(key), jsonText:) with bytes that are not one JSON value")
         setMember(key, tag: JSONObject.keyTag(of: key), name: nil, isString: true) { $0.write(stringUTF8: json.bytes.span) }
     }
 
     /// ``set(_:jsonText:)-(String,_)`` with a prepared name.
     public mutating func set(_ name: MemberName, jsonText json: JSONWriter) {
+        assert(Self.isOneValue(json), "set(\(name.text), jsonText:) with bytes that are not one JSON value")
         setMember(name.text, tag: name.tag, name: name, isString: true) { $0.write(stringUTF8: json.bytes.span) }
+    }
+
+    /// Whether `json` wrote one complete JSON value (checked in debug builds, where a plugin's tests run: an
+    /// unfinished array would make the payload invalid JSON).
+    private static func isOneValue(_ json: JSONWriter) -> Bool {
+        (try? JSONValue(parsing: json.bytes)) != nil
     }
 
     /// Sets `key` to the text `value` (see ``ContentText``: text still in the event is copied as it is); does
