@@ -48,8 +48,9 @@ public struct RenderRunner: Sendable {
         while true {
             let outcome: RenderOutcome
             do throws(JSONParseError) {
-                guard let value = try parser.nextValue() else { break }
-                outcome = registry.render(event: value)
+                // Each event's bytes are found and checked, then read in place (no tree of it is built).
+                guard let range = try parser.nextValueRange() else { break }
+                outcome = registry.render(eventBytes: input[range])
             } catch {
                 outcome = .failed(PipelineError(.invalidJSON, at: .root, "invalid JSON in \(source): \(error)"))
                 parser.skip(toLineStartingWith: UInt8(ascii: "{"), after: error.offset)

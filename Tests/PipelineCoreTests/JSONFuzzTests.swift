@@ -87,6 +87,47 @@ struct JSONFuzzTests {
         return bytes
     }
 
+    /// Streams of nearly valid values separated by whitespace: ``JSONParser/nextValueRange()`` ends each value where
+    /// ``JSONParser/nextValue()`` does, and fails with the same error.
+    @Test func valueRangesOfAStreamMatchTheTreeParser() throws {
+        var rng = SeededGenerator(seed: 0x5EED_0004)
+        var ranges = 0
+        var failures = 0
+        for index in 0..<5_000 {
+            var bytes: [UInt8] = []
+            for part in 0..<Int.random(in: 1...3, using: &rng) {
+                bytes += Self.nearlyValidBytes(&rng, index + part)
+                bytes += Array([" ", "\n", " \n\t"].randomElement(using: &rng)?.utf8 ?? "".utf8)
+            }
+            var tree = JSONParser(bytes: bytes)
+            var document = JSONParser(bytes: bytes)
+            while true {
+                let start = tree.offset
+                let value: Result<JSONValue?, JSONParseError>
+                do throws(JSONParseError) { value = .success(try tree.nextValue()) } catch { value = .failure(error) }
+                let range: Result<Range<Int>?, JSONParseError>
+                do throws(JSONParseError) { range = .success(try document.nextValueRange()) } catch { range = .failure(error) }
+                switch (value, range) {
+                case (.success(nil), .success(nil)):
+                    break
+                case (.success(let value?), .success(let range?)):
+                    ranges += 1
+                    #expect(range.upperBound == tree.offset && document.offset == tree.offset, "input \(index)")
+                    #expect(try JSONValue(parsing: bytes[range]) == value, "input \(index)")
+                    continue
+                case (.failure(let treeError), .failure(let rangeError)):
+                    failures += 1
+                    #expect(rangeError == treeError, "input \(index) from \(start)")
+                default:
+                    Issue.record("input \(index) from \(start): \(value) against \(range)")
+                }
+                break
+            }
+        }
+        #expect(ranges > 1_000)
+        #expect(failures > 1_000)
+    }
+
     @Test func documentParsesExactlyAsTheTreeParser() {
         var rng = SeededGenerator(seed: 0x5EED_0003)
         var failures = 0

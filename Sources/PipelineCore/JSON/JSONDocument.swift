@@ -283,6 +283,20 @@ public final class JSONDocument: Sendable {
 }
 
 extension JSONParser {
+    /// The bytes of the next value, checked as ``nextValue()`` checks them (the same errors at the same offsets)
+    /// without building a tree; `nil` when only whitespace remains. For streams of events, each then read in place
+    /// from its bytes (`TemplateRegistry.render(eventBytes:)`).
+    ///
+    /// - Throws: ``JSONParseError`` with the offset of the problem, as ``nextValue()``.
+    public mutating func nextValueRange() throws(JSONParseError) -> Range<Int>? {
+        skipWhitespace()
+        guard offset < bytes.count else { return nil }
+        let start = offset
+        var nodes: [JSONDocument.Node] = []
+        try indexValue(depth: 0, into: &nodes)
+        return start..<offset
+    }
+
     /// Indexes the value at ``offset`` into `nodes` (``JSONDocument``), checking it as ``nextValue()`` does.
     mutating func indexValue(depth: Int, into nodes: inout [JSONDocument.Node]) throws(JSONParseError) {
         skipWhitespace()
