@@ -89,9 +89,4 @@ extension JSONWriter {
         self.key(key)
         value.write(to: &self)
     }
-
-    /// Appends `text` as a JSON string (see ``ContentText``).
-    public mutating func write(text: ContentText) {
-        text.write(to: &self)
-    }
 }
