@@ -157,7 +157,14 @@ let package = Package(
             ],
             path: "Tests/SinkTestSupport"
         ),
-        .testTarget(name: "PipelineCoreTests", dependencies: ["PipelineCore", "TestSupport"]),
+        .testTarget(
+            name: "PipelineCoreTests",
+            dependencies: [
+                "PipelineCore", "TestSupport",
+                // An independent SHA-1 to check ours against.
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
         .testTarget(name: "PushSinksTests", dependencies: ["PushSinks", "PipelineCore", "BasicTemplate", "TestSupport"]),
         .testTarget(
             name: "PlatformSinksTests",

@@ -28,7 +28,7 @@ struct PayloadObjectTests {
             var tree = JSONObject()
             for _ in 0..<Int.random(in: 0...10, using: &rng) {
                 let key = Self.keys.randomElement(using: &rng) ?? "x"
-                switch Int.random(in: 0...5, using: &rng) {
+                switch Int.random(in: 0...4, using: &rng) {
                 case 0:
                     let text = Bool.random(using: &rng) ? JSONFuzzTests.randomString(&rng) : nil
                     if Bool.random(using: &rng) {
@@ -46,27 +46,18 @@ struct PayloadObjectTests {
                     payload.set(key, value)
                     tree[key] = value
                 case 3:
-                    // A value written by a writer, inserted as is.
+                    // A value written by a writer: inserted as is, or as a string holding its text (FCM data).
                     let value = Self.randomValue(&rng)
                     var json = JSONWriter()
                     json.write(value)
-                    if Bool.random(using: &rng) {
-                        payload.set(key, json: json)
-                    } else {
-                        payload.set(PayloadObject.MemberName(key), json: json)
+                    let asText = Bool.random(using: &rng)
+                    switch (asText, Bool.random(using: &rng)) {
+                    case (false, false): payload.set(key, json: json)
+                    case (false, true): payload.set(PayloadObject.MemberName(key), json: json)
+                    case (true, false): payload.set(key, jsonText: json)
+                    case (true, true): payload.set(PayloadObject.MemberName(key), jsonText: json)
                     }
-                    tree[key] = value
-                case 4:
-                    // The same, as a string holding its text (FCM data).
-                    let value = Self.randomValue(&rng)
-                    var json = JSONWriter()
-                    json.write(value)
-                    if Bool.random(using: &rng) {
-                        payload.set(key, jsonText: json)
-                    } else {
-                        payload.set(PayloadObject.MemberName(key), jsonText: json)
-                    }
-                    tree[key] = .string(value.jsonString)
+                    tree[key] = asText ? .string(value.jsonString) : value
                 default:
                     var inner = PayloadObject()
                     inner.set("t", JSONFuzzTests.randomString(&rng))
