@@ -17,6 +17,7 @@ public final class JSONDocument: Sendable {
 
         var kind: Kind
         /// For strings: ``JSONDocument/plainASCII`` or ``JSONDocument/escaped``, and ``JSONDocument/mayHaveBrace``.
+        /// For objects: ``JSONDocument/hasUntaggedKey``.
         var flags: UInt8
         /// The offset of the value's first byte (a string's opening quote).
         var start: UInt32
@@ -46,6 +47,8 @@ public final class JSONDocument: Sendable {
     /// A string that may contain `{` (it has one, or escapes that may stand for one); one without cannot hold a
     /// personalization placeholder.
     static let mayHaveBrace: UInt8 = 4
+    /// For objects: one of the keys is not plain ASCII (it has no tag), so lookups compare keys as `String`s.
+    static let hasUntaggedKey: UInt8 = 8
 
     /// The text.
     let bytes: [UInt8]
@@ -232,7 +235,31 @@ public final class JSONDocument: Sendable {
             offset &+= 1
         }
         let tag = needleBits < 0x80 ? Self.keyTag(needle, at: 0, count: needle.count) : Self.untaggedKey
-        // The stored arrays are read in place (a `Span` of them would need a retained copy first).
+        guard tag != Self.untaggedKey, nodes[index].flags & Self.hasUntaggedKey == 0 else {
+            return member(comparingText: key, tag: tag, inObjectAt: index)
+        }
+        // Every key is tagged: only a key with the same tag can be equal, and only its bytes are compared. A missed
+        // lookup (an optional field that is absent) reads one tag per member.
+        let count = Int(nodes[index].end)
+        var keyNode = index &+ 1
+        var position = 0
+        while position < count {
+            if nodes[keyNode].next == tag {
+                let start = Int(nodes[keyNode].start) &+ 1
+                if Int(nodes[keyNode].end) &- start == needle.count, keyBytes(at: start, equal: needle) {
+                    return (position, keyNode &+ 1)
+                }
+            }
+            keyNode = Int(nodes[keyNode &+ 1].next)
+            position &+= 1
+        }
+        return nil
+    }
+
+    /// ``member(_:inObjectAt:)`` for a key that is not plain ASCII, or in an object with such a key: those keys
+    /// are compared as `String`s.
+    private func member(comparingText key: String, tag: UInt32, inObjectAt index: Int) -> (position: Int, value: Int)? {
+        let needle = key.utf8.span
         let count = Int(nodes[index].end)
         var keyNode = index &+ 1
         var position = 0
@@ -363,7 +390,10 @@ extension JSONParser {
             offset += 1
             try indexValue(depth: depth, into: &nodes)
             count += 1
-            guard try passSeparator(orClose: UInt8(ascii: "}"), containerAt: index, count: count, in: &nodes) else { return }
+            guard try passSeparator(orClose: UInt8(ascii: "}"), containerAt: index, count: count, in: &nodes) else {
+                if hasUntaggedKey { nodes[index].flags |= JSONDocument.hasUntaggedKey }
+                return
+            }
         }
     }
 
