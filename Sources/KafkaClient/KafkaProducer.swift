@@ -203,13 +203,12 @@ public final class KafkaProducer: Sendable {
         let timestamp = record.timestamp.map { Int64(($0.timeIntervalSince1970 * 1000).rounded()) } ?? 0
         let key = record.key ?? []
         let value = record.value ?? []
-        let headerStorage = Self.headerStorage(record.headers)
         let topicHandle = handle.topicHandle(record.topic)
         // Every argument lives on the stack (or in one temporary buffer) for the call: no array per record.
         let error: OpaquePointer? = record.topic.withCString { topic in
             key.withUnsafeBytes { keyBytes in
                 value.withUnsafeBytes { valueBytes in
-                    headerStorage.withUnsafeBytes { headerBytes in
+                    Self.withHeaderStorage(record.headers) { headerBytes in
                         withUnsafeTemporaryAllocation(of: rd_kafka_vu_t.self, capacity: 7 + record.headers.count) { values in
                             var count = 0
                             func add(_ type: rd_kafka_vtype_t, _ fill: (inout rd_kafka_vu_t) -> Void) {
@@ -267,19 +266,27 @@ public final class KafkaProducer: Sendable {
         return result
     }
 
-    /// Every header's name (NUL-terminated) and value, one after the other, in one exactly sized buffer.
-    private static func headerStorage(_ headers: [KafkaHeader]) -> [UInt8] {
-        guard !headers.isEmpty else { return [] }
+    /// Calls `body` with the record's headers laid out for `rd_kafka_produceva`: each name NUL-terminated, then its
+    /// value, one after the other, in a temporary buffer (on the stack when small), not an array per record.
+    private static func withHeaderStorage<Result>(
+        _ headers: [KafkaHeader],
+        _ body: (UnsafeRawBufferPointer) -> Result
+    ) -> Result {
+        guard !headers.isEmpty else { return body(UnsafeRawBufferPointer(start: nil, count: 0)) }
         var size = 0
         for header in headers { size += header.key.utf8.count + 1 + (header.valueByteCount ?? 0) }
-        var storage: [UInt8] = []
-        storage.reserveCapacity(size)
-        for header in headers {
-            storage.append(contentsOf: header.key.utf8)
-            storage.append(0)
-            header.appendValue(to: &storage)
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: size) { storage in
+            var offset = 0
+            for header in headers {
+                offset = storage[offset...].initialize(fromContentsOf: header.key.utf8)
+                storage.initializeElement(at: offset, to: 0)
+                offset += 1
+                offset = header.initializeValue(in: storage, at: offset)
+            }
+            precondition(offset == size, "header storage laid out \(offset) of \(size) bytes")
+            defer { storage.deinitialize() }
+            return body(UnsafeRawBufferPointer(storage))
         }
-        return storage
     }
 
     /// The delivery-report loop, run on the producer's own thread.

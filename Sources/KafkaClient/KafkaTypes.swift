@@ -99,12 +99,12 @@ public struct KafkaHeader: Hashable, Sendable {
         }
     }
 
-    /// Appends the value's bytes (nothing without a value) without making an array of them first.
-    func appendValue(to buffer: inout [UInt8]) {
+    /// Copies the value's bytes (nothing without a value) into `buffer` from `offset`; returns the offset after them.
+    func initializeValue(in buffer: UnsafeMutableBufferPointer<UInt8>, at offset: Int) -> Int {
         switch storage {
-        case .none: break
-        case .bytes(let bytes): buffer.append(contentsOf: bytes)
-        case .text(let text): buffer.append(contentsOf: text.utf8)
+        case .none: offset
+        case .bytes(let bytes): buffer[offset...].initialize(fromContentsOf: bytes)
+        case .text(let text): buffer[offset...].initialize(fromContentsOf: text.utf8)
         }
     }
 
