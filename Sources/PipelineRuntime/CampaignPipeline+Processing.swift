@@ -33,7 +33,7 @@ extension CampaignPipeline {
         }
         // Records of partitions revoked meanwhile are left to their new owner.
         let assigned = consumer.assignment
-        let routes = activeRoutes.withLock { $0.sinks }
+        let routes = activeRoutes.withLock { $0 }
         // By index, taking each decision out of its array: iterating it copied every decision first. Each record is
         // copied once, for the checks and the asynchronous `emit` together (`batch[index]` in each copied it again).
         for index in batch.indices {
@@ -82,38 +82,39 @@ extension CampaignPipeline {
     private func emit(
         _ decision: EventProcessor.Decision,
         for message: KafkaConsumerMessage,
-        routes: [Platform: [any PushSink]],
+        routes: ActiveRoutes,
         consumer: KafkaConsumer,
         sender: OutputSender
     ) async {
         let partition = message.topicPartition
         let offset = message.offset
         let tracker = beginTracking(partition, offset: offset, generation: consumer.assignmentGeneration(of: partition))
+        let ticket = EventTicket(tracker: tracker, offset: offset)
         readPositions.withLock { $0[partition] = offset + 1 }
         let done: @Sendable (KafkaDeliveryReport) -> Void = { [self] _ in
-            self.complete(tracker, offset: offset, consumer: consumer)
+            self.complete(ticket, consumer: consumer)
         }
 
         guard writesOutputs else {
             countWithoutWriting(decision)
-            complete(tracker, offset: offset, consumer: consumer)
+            complete(ticket, consumer: consumer)
             return
         }
 
         switch decision {
         case .deliver(let notification, let timer):
             statistics.recordInput(template: notification.templateID, platform: notification.platform, payload: notification.payloadBytes)
-            let sinks = routes[notification.platform] ?? []
+            let sinks = routes.sinks[notification.platform] ?? []
             // What the outcome needs, without the payload or the source record: the notification itself is let go
             // once the sinks have it, and the record (its value, key and headers) is not kept while in flight.
-            let delivery = DeliveryContext(notification, source: message)
+            let delivery = DeliveryContext(notification, source: message, sinkNames: routes.names[notification.platform])
             // One unit for the delivery as a whole: done when every sink has answered and the outcome is queued.
-            tracker.add(1, at: offset)
+            ticket.add(1)
             if sinks.isEmpty {
                 // Only possible with a configuration built in code (loaded ones always route both platforms).
                 let failure = SinkFailure(.payloadRejected, "no sink is configured for \(notification.platform.rawValue) payloads")
                 finishDelivery(
-                    delivery, timer: timer, outcomes: [(NoSink(), .failed(failure))], tracker: tracker,
+                    delivery, timer: timer, outcomes: [(NoSink(), .failed(failure))], ticket: ticket,
                     consumer: consumer, sender: sender, done: done
                 )
             }
@@ -135,7 +136,7 @@ extension CampaignPipeline {
                         delivery,
                         timer: timer,
                         outcomes: outcomes,
-                        tracker: tracker,
+                        ticket: ticket,
                         consumer: consumer,
                         sender: sender,
                         done: done
@@ -176,7 +177,7 @@ extension CampaignPipeline {
                 value: message.value,
                 headers: headers
             )
-            tracker.add(2, at: offset)
+            ticket.add(2)
             await sender.send(OutputSender.Output(record: deadLetter, onAcknowledged: done))
             await sender.send(analyticsOutput(rejected, sourceTimestamp: message.timestamp, onAcknowledged: done))
 
@@ -184,19 +185,22 @@ extension CampaignPipeline {
             statistics.recordInput(template: identity.template, platform: identity.platform)
             let expired = AnalyticsEvent(kind: .expired, identity: identity, occurredAt: .now(), reasonDetail: nil, cause: cause)
             logger.debug("Event expired", metadata: ["eventId": "\(identity.eventId ?? "-")", "cause": "\(cause.rawValue)", "detail": "\(detail)"])
-            tracker.add(1, at: offset)
+            ticket.add(1)
             await sender.send(analyticsOutput(expired, sourceTimestamp: message.timestamp, onAcknowledged: done))
 
         case .suppressed(let identity):
             statistics.recordInput(template: identity.template, platform: identity.platform)
             let suppressed = AnalyticsEvent(kind: .suppressed, identity: identity, occurredAt: .now())
-            tracker.add(1, at: offset)
+            ticket.add(1)
             await sender.send(analyticsOutput(suppressed, sourceTimestamp: message.timestamp, onAcknowledged: done))
         }
 
         // The processing loop's own unit: everything for this event is queued.
-        complete(tracker, offset: offset, consumer: consumer)
-        applyBackpressure(to: tracker, consumer: consumer)
+        complete(ticket, consumer: consumer)
+        // Reading an event can only call for a pause: at the limit, or while a sink is throttled.
+        if tracker.recentInFlight >= configuration.maxInFlightPerPartition || hasThrottledSinks.load(ordering: .relaxed) {
+            applyBackpressure(to: tracker, consumer: consumer)
+        }
     }
 
     /// Turns the sinks' answers for one notification into its outcome: `push.delivered` when every sink took it
@@ -207,17 +211,18 @@ extension CampaignPipeline {
         _ notification: DeliveryContext,
         timer: EventProcessor.TimerSchedule?,
         outcomes: [(sink: any PushSink, outcome: SinkOutcome)],
-        tracker: PartitionProgress,
+        ticket: EventTicket,
         consumer: KafkaConsumer,
         sender: OutputSender,
         done: @escaping @Sendable (KafkaDeliveryReport) -> Void
     ) {
-        let offset = notification.offset
         // The partition moved to another instance, which processes the event again: nothing more to do here.
-        guard !tracker.isRetired else { return }
+        guard !ticket.tracker.isRetired else { return }
         let identity = notification.identity
-        var followUps: [OutputSender.Output] = []
-        followUps.reserveCapacity(2)
+        // The outcome's analytics record, and a second one (the token event, or the timer): two variables, not an
+        // array made for every event.
+        let analytics: OutputSender.Output
+        var second: OutputSender.Output?
         var failure: (sink: String, failure: SinkFailure)?
         for (sink, outcome) in outcomes {
             switch outcome {
@@ -229,7 +234,7 @@ extension CampaignPipeline {
                 // Not an outcome: the event stays uncommitted and is processed again after a restart. A sink that
                 // gives events up while the pipeline runs (it stopped) must stop the pipeline, or every later
                 // commit of the partition would wait for good.
-                tracker.abandon(at: offset)
+                ticket.tracker.abandon(at: ticket.offset)
                 if !isStopping { stopBecauseSinkStopped(sink.name, reason) }
                 return
             }
@@ -243,7 +248,7 @@ extension CampaignPipeline {
                 reasonCode: reason.code.rawValue,
                 reasonDetail: reason.detail
             )
-            followUps.append(analyticsOutput(failed, sourceTimestamp: notification.sourceTimestamp, onAcknowledged: done))
+            analytics = analyticsOutput(failed, sourceTimestamp: notification.sourceTimestamp, onAcknowledged: done)
             if reason.code == .invalidToken {
                 let event = TokenInvalidatedEvent(
                     platform: notification.platform,
@@ -261,14 +266,14 @@ extension CampaignPipeline {
                     value: event.encoded(),
                     headers: [KafkaHeader(key: "type", string: TokenInvalidatedEvent.type)]
                 )
-                followUps.append(OutputSender.Output(record: record, onAcknowledged: done))
+                second = OutputSender.Output(record: record, onAcknowledged: done)
             }
         } else {
             let deliveredAt = eventOrWallTime(notification.occurredAt)
             // Named in route order, whatever order they answered in.
-            let sinkNames = activeRoutes.withLock { $0.names[notification.platform] } ?? outcomes.map(\.sink.name).joined(separator: ",")
+            let sinkNames = notification.sinkNames ?? outcomes.map(\.sink.name).joined(separator: ",")
             let delivered = AnalyticsEvent(kind: .delivered, identity: identity, occurredAt: .now(), sink: sinkNames)
-            followUps.append(analyticsOutput(delivered, sourceTimestamp: notification.sourceTimestamp, onAcknowledged: done))
+            analytics = analyticsOutput(delivered, sourceTimestamp: notification.sourceTimestamp, onAcknowledged: done)
             if let timer, replay == nil {
                 let expiresAt: Timestamp =
                     switch timer {
@@ -277,22 +282,21 @@ extension CampaignPipeline {
                     }
                 let pending = TimerBook.PendingTimer(identity: identity, expiresAt: expiresAt, partition: notification.partition)
                 timers.schedule(pending)
-                followUps.append(
-                    OutputSender.Output(
-                        record: KafkaProducerRecord(
-                            topic: configuration.topics.timers,
-                            partition: notification.partition,
-                            key: Array(identity.messageId.utf8),
-                            value: TimerBook.encode(pending)
-                        ),
-                        onAcknowledged: done
-                    )
+                second = OutputSender.Output(
+                    record: KafkaProducerRecord(
+                        topic: configuration.topics.timers,
+                        partition: notification.partition,
+                        key: Array(identity.messageId.utf8),
+                        value: TimerBook.encode(pending)
+                    ),
+                    onAcknowledged: done
                 )
             }
         }
-        tracker.add(followUps.count, at: offset)
-        for output in followUps { sender.sendNow(output) }
-        complete(tracker, offset: offset, consumer: consumer)
+        ticket.add(second == nil ? 1 : 2)
+        sender.sendNow(analytics)
+        if let second { sender.sendNow(second) }
+        complete(ticket, consumer: consumer)
     }
 
     /// A dry run's bookkeeping: the outcome each decision would have, counted, nothing written.
@@ -315,14 +319,18 @@ extension CampaignPipeline {
         statistics.recordOutcome(event, bytes: event.encoded(), isTimerExpiry: false)
     }
 
-    /// Marks one unit of an event done and stores the partition's new commit position when it advanced.
-    private func complete(_ tracker: PartitionProgress, offset: Int64, consumer: KafkaConsumer) {
-        guard tracker.complete(at: offset) != nil else { return }
+    /// Marks one unit of an event done. After its last unit the event is done in its partition's tracker, and when
+    /// that advanced the partition's commit position, the tracker is kept for storing it.
+    private func complete(_ ticket: EventTicket, consumer: KafkaConsumer) {
+        guard ticket.completeUnit() else { return }
+        let tracker = ticket.tracker
+        guard tracker.complete(at: ticket.offset) != nil else { return }
         let partition = tracker.partition
         // The new position is stored with the others by the next ``storeCompletedPositions(of:)``: one
         // librdkafka call for all partitions instead of one per acknowledgement.
         completedTrackers.withLock { $0[partition] = tracker }
-        applyBackpressure(to: tracker, consumer: consumer)
+        // Completing events can only call for a resume.
+        if tracker.isRecentlyPaused { applyBackpressure(to: tracker, consumer: consumer) }
     }
 
     /// Pauses or resumes a partition for its in-flight count and for the throttled sinks its deliveries wait on.
@@ -410,8 +418,10 @@ struct DeliveryContext: Sendable {
     var partition: Int32
     var offset: Int64
     var sourceTimestamp: Date?
+    /// The names of the platform's sinks in route order, for the `push.delivered` record.
+    var sinkNames: String?
 
-    init(_ notification: RenderedNotification, source: KafkaConsumerMessage) {
+    init(_ notification: RenderedNotification, source: KafkaConsumerMessage, sinkNames: String?) {
         identity = MessageIdentity(request: notification.request, template: notification.templateID, messageId: notification.messageId)
         platform = notification.platform
         token = notification.token
@@ -421,6 +431,7 @@ struct DeliveryContext: Sendable {
         partition = source.partition
         offset = source.offset
         sourceTimestamp = source.timestamp
+        self.sinkNames = sinkNames
     }
 }
 

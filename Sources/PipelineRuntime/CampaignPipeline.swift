@@ -46,6 +46,8 @@ public final class CampaignPipeline: Service {
     let activeRoutes = Mutex(ActiveRoutes([:]))
     /// Names of the sinks that are throttled now; partitions with deliveries waiting on them are paused.
     let throttledSinks = Mutex(Set<String>())
+    /// Whether ``throttledSinks`` is not empty, read without its lock for every event.
+    let hasThrottledSinks = Atomic<Bool>(false)
     /// The first sink that stopped (refused credentials), which stops the pipeline.
     let sinkStop = Mutex<(sink: String, failure: SinkFailure)?>(nil)
     private let stopSignal = StopSignal()
@@ -296,6 +298,7 @@ public final class CampaignPipeline: Service {
             try? await Task.sleep(for: .milliseconds(100))
             let throttled = Set(sinks.filter { $0.state == .throttled }.map(\.name))
             throttledSinks.withLock { $0 = throttled }
+            hasThrottledSinks.store(!throttled.isEmpty, ordering: .relaxed)
             if throttled != previous {
                 if !throttled.isEmpty {
                     logger.warning("Sinks throttled by the platform; partitions waiting on them are paused", metadata: ["sinks": "\(throttled.sorted().joined(separator: ","))"])

@@ -5,13 +5,13 @@ import Synchronization
 /// them is acknowledged, and says how far the partition may be committed: up to (not past) the first event
 /// with an unacknowledged output.
 ///
-/// Each event starts with one pending unit held by the processing loop itself (so outputs acknowledged
-/// before the loop has queued them all cannot complete the event early); every queued output adds one.
-/// A revoked partition's tracker is retired: late acknowledgements for it change nothing.
+/// The tracker knows each event as read (``begin(offset:)``) and then done (``complete(at:)``); the units an event
+/// waits on in between (the processing loop's own, its outputs, its deliveries) are counted by its ``EventTicket``,
+/// without the tracker's lock. A revoked partition's tracker is retired: late acknowledgements for it change nothing.
 final class PartitionProgress: Sendable {
     private struct Entry {
         var offset: Int64
-        var pending: Int
+        var isDone = false
         /// A sink gave the event up (it stopped): it never completes, and holds the commit back for good.
         var isAbandoned = false
     }
@@ -60,7 +60,7 @@ final class PartitionProgress: Sendable {
     /// The events still waiting for an output: in flight, neither done (behind an unfinished one) nor abandoned.
     var unfinished: Int {
         state.withLock { state in
-            state.entries[state.head...].reduce(0) { $0 + ($1.pending > 0 && !$1.isAbandoned ? 1 : 0) }
+            state.entries[state.head...].reduce(0) { $0 + (!$1.isDone && !$1.isAbandoned ? 1 : 0) }
         }
     }
 
@@ -75,9 +75,22 @@ final class PartitionProgress: Sendable {
     /// The position up to which everything is done (`nil` before the first event completes).
     var completedPosition: Int64? { state.withLock { $0.completedPosition } }
 
-    var isRetired: Bool { state.withLock { $0.isRetired } }
+    /// Read without the lock by every delivery's cancellation check; set with the state's flag by ``retire()``.
+    private let retired = Atomic<Bool>(false)
+    /// The state's in-flight count and pause flag as last set under the lock, for the hot paths to decide without
+    /// it whether ``updateBackpressure(limit:throttledSinks:apply:)`` could change anything.
+    private let inFlightCount = Atomic<Int>(0)
+    private let pausedFlag = Atomic<Bool>(false)
 
-    /// Registers a newly read event, holding one pending unit for the processing loop.
+    var isRetired: Bool { retired.load(ordering: .acquiring) }
+
+    /// The number of events in flight when last registered or completed (read without the lock).
+    var recentInFlight: Int { inFlightCount.load(ordering: .relaxed) }
+
+    /// Whether the partition was paused for backpressure when last changed (read without the lock).
+    var isRecentlyPaused: Bool { pausedFlag.load(ordering: .relaxed) }
+
+    /// Registers a newly read event, not done until ``complete(at:)``.
     ///
     /// - Returns: `false` (registering nothing) when `offset` is not after the last event registered: the
     ///   partition was rewound (revoked and assigned again, or sought), and the caller must start a new tracker.
@@ -86,29 +99,21 @@ final class PartitionProgress: Sendable {
             guard !state.isRetired else { return false }
             if let last = state.lastBegun, offset <= last { return false }
             state.lastBegun = offset
-            state.entries.append(Entry(offset: offset, pending: 1))
+            state.entries.append(Entry(offset: offset))
+            inFlightCount.store(state.entries.count - state.head, ordering: .relaxed)
             return true
         }
     }
 
-    /// Adds `count` pending outputs to the event at `offset`.
-    func add(_ count: Int, at offset: Int64) {
-        guard count > 0 else { return }
-        state.withLock { state in
-            guard let index = state.index(of: offset) else { return }
-            state.entries[index].pending += count
-        }
-    }
-
-    /// Marks one pending unit of the event at `offset` done.
+    /// Marks the event at `offset` done (its ticket's last unit is).
     ///
     /// - Returns: the new position to commit, when the completed prefix advanced.
     func complete(at offset: Int64) -> Int64? {
         state.withLock { state in
             guard !state.isRetired, let index = state.index(of: offset) else { return nil }
-            state.entries[index].pending -= 1
+            state.entries[index].isDone = true
             var advanced: Int64?
-            while state.head < state.entries.count, state.entries[state.head].pending <= 0 {
+            while state.head < state.entries.count, state.entries[state.head].isDone {
                 advanced = state.entries[state.head].offset + 1
                 state.head += 1
             }
@@ -116,7 +121,10 @@ final class PartitionProgress: Sendable {
                 state.entries.removeFirst(state.head)
                 state.head = 0
             }
-            if let advanced { state.completedPosition = advanced }
+            if let advanced {
+                state.completedPosition = advanced
+                inFlightCount.store(state.entries.count - state.head, ordering: .relaxed)
+            }
             return advanced
         }
     }
@@ -135,6 +143,7 @@ final class PartitionProgress: Sendable {
             state.entries = []
             state.head = 0
         }
+        retired.store(true, ordering: .releasing)
     }
 
     /// Pauses the partition when `limit` events are in flight, or while one of its deliveries waits on a sink in
@@ -147,9 +156,11 @@ final class PartitionProgress: Sendable {
             let isHeld = !throttledSinks.isEmpty && state.sinkWaits.contains { throttledSinks.contains($0.key) && $0.value > 0 }
             if !state.isPaused, inFlight >= limit || isHeld {
                 state.isPaused = true
+                pausedFlag.store(true, ordering: .relaxed)
                 apply(true)
             } else if state.isPaused, inFlight <= limit / 2, !isHeld {
                 state.isPaused = false
+                pausedFlag.store(false, ordering: .relaxed)
                 apply(false)
             }
         }
@@ -157,4 +168,32 @@ final class PartitionProgress: Sendable {
 
     /// Whether the partition is paused for backpressure.
     var isPaused: Bool { state.withLock { $0.isPaused } }
+}
+
+/// The units of one event still outstanding: the processing loop's own, one per output record, and one per delivery
+/// to the sinks. Counted here, without a lock, so the partition's tracker hears of the event only twice: when it is
+/// read (``PartitionProgress/begin(offset:)``) and when its last unit is done (``PartitionProgress/complete(at:)``).
+final class EventTicket: Sendable {
+    let tracker: PartitionProgress
+    let offset: Int64
+    /// Starts at one: the processing loop's unit, done once everything for the event is queued.
+    private let units = Atomic<Int>(1)
+
+    init(tracker: PartitionProgress, offset: Int64) {
+        self.tracker = tracker
+        self.offset = offset
+    }
+
+    /// Adds `count` outstanding units; call before the work they stand for can finish.
+    func add(_ count: Int) {
+        guard count > 0 else { return }
+        units.add(count, ordering: .relaxed)
+    }
+
+    /// Marks one unit done; `true` when it was the last, and the event is complete.
+    func completeUnit() -> Bool {
+        let remaining = units.subtract(1, ordering: .acquiringAndReleasing).newValue
+        assert(remaining >= 0, "more units completed than added for offset \(offset)")
+        return remaining == 0
+    }
 }

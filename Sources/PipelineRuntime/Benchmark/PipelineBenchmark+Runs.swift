@@ -36,11 +36,11 @@ extension PipelineBenchmark {
                                 return created
                             }
                             _ = tracker.begin(offset: message.offset)
-                            tracker.add(2, at: message.offset)
-                            let offset = message.offset
+                            let ticket = EventTicket(tracker: tracker, offset: message.offset)
+                            ticket.add(2)
                             let timestamp = message.timestamp
                             let acknowledged: @Sendable (Result<KafkaDeliveryReport, KafkaError>) -> Void = { _ in
-                                if let position = tracker.complete(at: offset) {
+                                if ticket.completeUnit(), let position = tracker.complete(at: ticket.offset) {
                                     try? consumer.storeOffsets([KafkaTopicPartitionOffset(topic: tracker.partition.topic, partition: tracker.partition.partition, offset: position)])
                                 }
                             }
@@ -50,7 +50,7 @@ extension PipelineBenchmark {
                                 if let timestamp { latencies.withLock { $0.append(Date().timeIntervalSince(timestamp) * 1000) } }
                                 processed.withLock { $0 += 1 }
                             }
-                            if let position = tracker.complete(at: offset) {
+                            if ticket.completeUnit(), let position = tracker.complete(at: ticket.offset) {
                                 try? consumer.storeOffsets([KafkaTopicPartitionOffset(topic: tracker.partition.topic, partition: tracker.partition.partition, offset: position)])
                             }
                         }
