@@ -183,5 +183,13 @@ struct JSONFuzzTests {
         // A plain ASCII key found by a non-ASCII spelling.
         let kelvin = try JSONDocument(parsing: Array(#"{"x":0,"K":1}"#.utf8))
         #expect(kelvin.member("\u{212A}", inObjectAt: 0)?.position == 1)
+        // An object whose keys are all plain ASCII is searched by tag (length, first and last byte): keys that share
+        // a tag are told apart by their bytes.
+        let tagged = try JSONDocument(parsing: Array(#"{"abc":1,"axc":2,"a":3,"":4,"K":5}"#.utf8))
+        let taggedObject = try #require(tagged.value.objectValue)
+        for key in ["abc", "axc", "ayc", "a", "", "K", "\u{212A}", "ab", "abcd"] {
+            #expect(tagged.member(key, inObjectAt: 0).map { tagged.value(at: $0.value) } == taggedObject[key], "key \(key)")
+        }
+        #expect(tagged.member("axc", inObjectAt: 0)?.position == 1)
     }
 }
