@@ -34,6 +34,10 @@ struct BenchCommand: AsyncParsableCommand {
 
             The report names the malloc implementation the process runs on (the executable links jemalloc \
             on Linux; MALLOC_CONF changes its options), since CPU and RSS depend on it.
+
+            Figures vary from run to run on a shared machine (±10-20 % here): --rounds N repeats both runs N \
+            times, each round on a fresh broker, and reports every round and the medians (the ratio is the \
+            median of the rounds' ratios; peak RSS is the largest).
             """
     )
 
@@ -55,6 +59,9 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(help: "Events per partition the feeder may be ahead of the run (what waits in the topic; 10 to 3,000: the embedded broker keeps only about 5 MiB per partition).")
     var window = 1_000
 
+    @Option(help: "Rounds of both runs, each on a fresh broker; more than one reports the medians too.")
+    var rounds = 1
+
     @Flag(help: "Print the results as JSON instead of a table.")
     var json = false
 
@@ -66,6 +73,7 @@ struct BenchCommand: AsyncParsableCommand {
     func validate() throws {
         guard events >= 100 else { throw ValidationError("--events must be at least 100, not \(events)") }
         guard (1...64).contains(partitions) else { throw ValidationError("--partitions must be between 1 and 64") }
+        guard (1...50).contains(rounds) else { throw ValidationError("--rounds must be between 1 and 50, not \(rounds)") }
         guard (10...3_000).contains(window) else {
             throw ValidationError("--window must be between 10 and 3,000 events per partition, not \(window) (the embedded broker keeps only about 5 MiB per partition)")
         }
@@ -89,6 +97,26 @@ struct BenchCommand: AsyncParsableCommand {
         let input = BenchmarkEvents(samples: samples, count: events)
         let averageSize = input.averageSize
 
+        var results: [Round] = []
+        for round in 1...rounds {
+            results.append(try await measureRound(round, input: input, logger: logger))
+        }
+        report(results, averageSize: averageSize)
+        if let failed = results.first(where: { !$0.pipeline.isAccounted }) {
+            throw CommandError("the pipeline run failed the accounting check: \(failed.pipeline.accounting)")
+        }
+    }
+
+    /// One round's results.
+    struct Round {
+        var relay: PipelineBenchmark.RunResult
+        var pipeline: PipelineBenchmark.RunResult
+
+        var ratio: Double { relay.eventsPerSecond > 0 ? pipeline.eventsPerSecond / relay.eventsPerSecond : 0 }
+    }
+
+    /// Starts a broker, runs the relay and then the pipeline on it, and stops it.
+    private func measureRound(_ round: Int, input: BenchmarkEvents, logger: Logger) async throws -> Round {
         let cluster: BenchmarkCluster
         var inProcess: EmbeddedKafka?
         var child: BrokerProcess?
@@ -104,16 +132,18 @@ struct BenchCommand: AsyncParsableCommand {
         }
         defer { inProcess?.shutdown() }
         do {
-            try await measure(on: cluster, input: input, averageSize: averageSize, logger: logger)
+            let result = try await measure(round: round, on: cluster, input: input, logger: logger)
+            await child?.stop()
+            return result
         } catch {
             await child?.stop()
             throw error
         }
-        await child?.stop()
     }
 
-    private func measure(on cluster: BenchmarkCluster, input: BenchmarkEvents, averageSize: Int, logger: Logger) async throws {
+    private func measure(round: Int, on cluster: BenchmarkCluster, input: BenchmarkEvents, logger: Logger) async throws -> Round {
         let isTerminal = isatty(STDERR_FILENO) == 1
+        let label = rounds > 1 ? " (round \(round) of \(rounds))" : ""
         let lastLine = Locked(ContinuousClock.now - .seconds(10))
         let benchmark = PipelineBenchmark(
             cluster: cluster,
@@ -123,7 +153,7 @@ struct BenchCommand: AsyncParsableCommand {
             registry: BuiltinTemplates.registry,
             logger: logger
         ) { run, done, total in
-            let text = "\(run): \(done)/\(total) events"
+            let text = "\(run)\(label): \(done)/\(total) events"
             if isTerminal {
                 FileHandle.standardError.write(Data(("\r\u{1B}[2K" + text).utf8))
             } else if lastLine.withLock({ last in
@@ -138,13 +168,19 @@ struct BenchCommand: AsyncParsableCommand {
         if isTerminal { FileHandle.standardError.write(Data("\n".utf8)) }
         let pipeline = try await benchmark.pipeline()
         if isTerminal { FileHandle.standardError.write(Data("\n".utf8)) }
+        return Round(relay: relay, pipeline: pipeline)
+    }
+
+    /// Prints the rounds (and their medians when there are several) as a table or as JSON.
+    private func report(_ results: [Round], averageSize: Int) {
         let peak = PipelineBenchmark.peakResidentMegabytes()
         let allocator = PipelineBenchmark.activeAllocator()
-        let ratio = relay.eventsPerSecond > 0 ? pipeline.eventsPerSecond / relay.eventsPerSecond : 0
+        let ratio = Self.median(results.map(\.ratio))
+        let medians = results.count > 1 ? [\Round.relay, \Round.pipeline].map { run in Self.median(of: results.map { $0[keyPath: run] }) } : []
 
         if json {
-            let results: [JSONValue] = [relay, pipeline].map { result in
-                [
+            func object(_ result: PipelineBenchmark.RunResult, round: Int?) -> JSONValue {
+                var object: JSONObject = [
                     "run": .string(result.name), "events": .int(result.events),
                     "eventsPerSecond": .double(result.eventsPerSecond.rounded()),
                     "p50Milliseconds": .double(result.p50Milliseconds), "p99Milliseconds": .double(result.p99Milliseconds),
@@ -152,30 +188,62 @@ struct BenchCommand: AsyncParsableCommand {
                     "accounted": .bool(result.isAccounted),
                     "accounting": .string(result.accounting),
                 ]
+                if let round { object["round"] = .int(round) }
+                return .object(object)
             }
-            let report: JSONValue = [
+            var report: JSONObject = [
                 "events": .int(events), "partitions": .int(Int(partitions)), "windowPerPartition": .int(window), "averageEventBytes": .int(averageSize),
-                "broker": .string(broker.rawValue), "allocator": .string(allocator),
-                "runs": .array(results), "pipelineToRelay": .double(ratio), "peakRSSMegabytes": .double(peak),
+                "broker": .string(broker.rawValue), "allocator": .string(allocator), "rounds": .int(results.count),
+                "runs": .array(results.enumerated().flatMap { index, round in [round.relay, round.pipeline].map { object($0, round: index + 1) } }),
+                "pipelineToRelay": .double(ratio), "peakRSSMegabytes": .double(peak),
             ]
-            print(String(decoding: PrettyJSON.format(report), as: UTF8.self))
+            if !medians.isEmpty { report["medians"] = .array(medians.map { object($0, round: nil) }) }
+            print(String(decoding: PrettyJSON.format(.object(report)), as: UTF8.self))
         } else {
-            print("campaign-pipeline bench: \(events) events (\(averageSize) bytes on average), \(partitions) partitions, embedded broker (\(broker.rawValue)), allocator \(allocator)")
-            print("run        events/s    p50 ms    p99 ms   CPU s/1000   peak RSS MiB   accounting")
-            for result in [relay, pipeline] {
+            let plural = results.count > 1 ? ", \(results.count) rounds" : ""
+            print("campaign-pipeline bench: \(events) events (\(averageSize) bytes on average), \(partitions) partitions\(plural), embedded broker (\(broker.rawValue)), allocator \(allocator)")
+            print("run                events/s    p50 ms    p99 ms   CPU s/1000   peak RSS MiB   accounting")
+            func row(_ name: String, _ result: PipelineBenchmark.RunResult, accounting: String) {
                 print(
                     String(
-                        format: "%-8@ %10.0f %9.1f %9.1f %12.3f %14.0f   %@",
-                        result.name as NSString, result.eventsPerSecond, result.p50Milliseconds, result.p99Milliseconds,
-                        result.cpuSecondsPer1000, result.peakRSSMegabytes, result.accounting as NSString
+                        format: "%-16@ %10.0f %9.1f %9.1f %12.4f %14.0f   %@",
+                        name as NSString, result.eventsPerSecond, result.p50Milliseconds, result.p99Milliseconds,
+                        result.cpuSecondsPer1000, result.peakRSSMegabytes, accounting as NSString
                     )
                 )
             }
-            print(String(format: "pipeline/relay: %.0f %%    process peak RSS (accounting included): %.0f MiB", ratio * 100, peak))
+            for (index, round) in results.enumerated() {
+                for result in [round.relay, round.pipeline] {
+                    row(results.count > 1 ? "\(result.name) \(index + 1)" : result.name, result, accounting: result.accounting)
+                }
+            }
+            for result in medians {
+                row("\(result.name) median", result, accounting: "\(result.accounting); peak RSS the largest")
+            }
+            let ratios = results.count > 1 ? " (median of \(results.map { String(format: "%.0f", $0.ratio * 100) }.joined(separator: ", ")))" : ""
+            print(String(format: "pipeline/relay: %.0f %%%@    process peak RSS (accounting included): %.0f MiB", ratio * 100, ratios as NSString, peak))
         }
-        guard pipeline.isAccounted else {
-            throw CommandError("the pipeline run failed the accounting check: \(pipeline.accounting)")
-        }
+    }
+
+    /// The median of `values` (the mean of the middle two for an even count).
+    static func median(_ values: [Double]) -> Double {
+        let sorted = values.sorted()
+        guard !sorted.isEmpty else { return 0 }
+        let middle = sorted.count / 2
+        return sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
+    }
+
+    /// Each figure's median over `results` (peak RSS: the largest); accounted when every run was.
+    static func median(of results: [PipelineBenchmark.RunResult]) -> PipelineBenchmark.RunResult {
+        var median = results[0]
+        median.eventsPerSecond = Self.median(results.map(\.eventsPerSecond))
+        median.p50Milliseconds = Self.median(results.map(\.p50Milliseconds))
+        median.p99Milliseconds = Self.median(results.map(\.p99Milliseconds))
+        median.cpuSecondsPer1000 = Self.median(results.map(\.cpuSecondsPer1000))
+        median.peakRSSMegabytes = results.map(\.peakRSSMegabytes).max() ?? 0
+        median.isAccounted = results.allSatisfy(\.isAccounted)
+        median.accounting = "\(results.filter(\.isAccounted).count) of \(results.count) runs accounted"
+        return median
     }
 }
 
