@@ -19,15 +19,17 @@ public final class KafkaProducer: Sendable {
     /// What the caller is told when a record's fate is known.
     public typealias DeliveryHandler = @Sendable (Result<KafkaDeliveryReport, KafkaError>) -> Void
 
-    /// A handler as stored while its record is in flight. Kept in a struct: a bare closure stored in a
-    /// dictionary or array is re-abstracted, which allocates a thunk for every record.
-    private struct PendingDelivery {
+    /// A record's handler while the record is in flight. librdkafka holds it, retained, as the record's opaque and
+    /// hands it back with the record's delivery report: no table of handlers to look up, and no lock per record.
+    private final class PendingDelivery: Sendable {
         let handler: DeliveryHandler
+
+        init(_ handler: @escaping DeliveryHandler) {
+            self.handler = handler
+        }
     }
 
     private struct State {
-        var nextID: UInt = 1
-        var pending: [UInt: PendingDelivery] = [:]
         var fatalError: KafkaError?
         var lastBrokerError: String?
         var isClosed = false
@@ -36,6 +38,10 @@ public final class KafkaProducer: Sendable {
     /// The state shared with the delivery-report thread (which must not retain the producer itself).
     private final class Shared: Sendable {
         let state = Mutex(State())
+        /// Set (with the state's error or closed flag) once records are refused: checked without the lock per record.
+        let isRefusing = Atomic<Bool>(false)
+        /// Records handed to librdkafka whose delivery report has not been served yet.
+        let outstanding = Atomic<Int>(0)
     }
 
     private let handle: RDKafkaHandle
@@ -65,7 +71,7 @@ public final class KafkaProducer: Sendable {
         self.logger = logger
         let threadLogger = logger
         self.pollThread = PollThread(name: "kafka-producer-poll") { thread in
-            Self.servePollLoop(handle: handle, state: shared.state, logger: threadLogger, thread: thread)
+            Self.servePollLoop(handle: handle, shared: shared, logger: threadLogger, thread: thread)
         }
     }
 
@@ -81,19 +87,17 @@ public final class KafkaProducer: Sendable {
     /// - Throws: ``KafkaError`` when the record cannot be queued (local queue full — retriable —, unknown
     ///   partition, too large, producer closed or failed). `onDelivery` is not called then.
     public func produce(_ record: KafkaProducerRecord, onDelivery: @escaping DeliveryHandler) throws(KafkaError) {
-        let id: UInt = try shared.state.withLock { state throws(KafkaError) in
-            if let fatal = state.fatalError { throw fatal }
-            if state.isClosed {
-                throw KafkaError(code: .closed, message: "the producer is closed", topic: record.topic)
+        if shared.isRefusing.load(ordering: .acquiring) {
+            throw shared.state.withLock { state in
+                state.fatalError ?? KafkaError(code: .closed, message: "the producer is closed", topic: record.topic)
             }
-            let id = state.nextID
-            state.nextID &+= 1
-            state.pending[id] = PendingDelivery(handler: onDelivery)
-            return id
         }
-        if let error = enqueue(record, id: id) {
-            // If the handler is gone, close() already reported this record; do not report it twice.
-            guard shared.state.withLock({ $0.pending.removeValue(forKey: id) }) != nil else { return }
+        let pending = Unmanaged.passRetained(PendingDelivery(onDelivery))
+        shared.outstanding.add(1, ordering: .relaxed)
+        if let error = enqueue(record, opaque: pending.toOpaque()) {
+            // Not queued: librdkafka will not report it, and the handler is not called.
+            pending.release()
+            shared.outstanding.subtract(1, ordering: .relaxed)
             throw error
         }
     }
@@ -148,7 +152,7 @@ public final class KafkaProducer: Sendable {
     }
 
     /// The number of records queued or in flight whose delivery report has not arrived yet.
-    public var pendingCount: Int { shared.state.withLock { $0.pending.count } }
+    public var pendingCount: Int { shared.outstanding.load(ordering: .acquiring) }
 
     /// Waits until every queued record has a delivery report, or `timeout` passes.
     ///
@@ -178,28 +182,38 @@ public final class KafkaProducer: Sendable {
     }
 
     /// Flushes queued records (waiting at most `timeout`), stops the background thread and refuses further sends.
-    /// Records still unacknowledged then are reported as failed with ``KafkaError/Code/closed``.
+    /// Records still unacknowledged then are purged from librdkafka and reported as failed with
+    /// ``KafkaError/Code/closed``.
     public func close(timeout: Duration = .seconds(30)) async {
         do throws(KafkaError) {
             try await flush(timeout: timeout)
         } catch {
             logger.warning("Producer closed with unacknowledged records", metadata: ["error": "\(error)"])
         }
-        let abandoned = shared.state.withLock { state in
+        shared.state.withLock { state in
             state.isClosed = true
-            defer { state.pending = [:] }
-            return state.pending
+            shared.isRefusing.store(true, ordering: .releasing)
+        }
+        // Whatever is left (or was queued while closing) is purged; its reports, served by the delivery thread,
+        // call the handlers with the purge's error. Repeated until none is left: a record can be queued by a
+        // `produce` that passed the closed check just before it was set.
+        let handle = self.handle
+        let deadline = ContinuousClock.now + .seconds(5)
+        while pendingCount > 0, ContinuousClock.now < deadline {
+            _ = await BlockingCalls.run {
+                rd_kafka_purge(handle.pointer, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT).rawValue
+            }
+            try? await Task.sleep(for: .milliseconds(2))
+        }
+        if pendingCount > 0 {
+            logger.error("Producer closed with records librdkafka never reported", metadata: ["records": "\(pendingCount)"])
         }
         await pollThread.stop()
-        for pending in abandoned.values {
-            pending.handler(.failure(KafkaError(code: .closed, message: "the producer closed before the record was acknowledged")))
-        }
     }
 
     // MARK: - librdkafka
 
-    private func enqueue(_ record: KafkaProducerRecord, id: UInt) -> KafkaError? {
-        let opaque = UnsafeMutableRawPointer(bitPattern: id)
+    private func enqueue(_ record: KafkaProducerRecord, opaque: UnsafeMutableRawPointer) -> KafkaError? {
         let timestamp = record.timestamp.map { Int64(($0.timeIntervalSince1970 * 1000).rounded()) } ?? 0
         let key = record.key ?? []
         let value = record.value ?? []
@@ -289,8 +303,33 @@ public final class KafkaProducer: Sendable {
         }
     }
 
+    /// What a delivery report says about its record: where it was stored, or why not (a record purged by
+    /// ``close(timeout:)`` fails with ``KafkaError/Code/closed``).
+    private static func deliveryResult(
+        of message: UnsafePointer<rd_kafka_message_t>,
+        topicNames: inout [OpaquePointer: String],
+        shared: Shared
+    ) -> Result<KafkaDeliveryReport, KafkaError> {
+        let topic = topicName(message.pointee.rkt, cache: &topicNames)
+        let err = message.pointee.err
+        guard err != RD_KAFKA_RESP_ERR_NO_ERROR else {
+            return .success(KafkaDeliveryReport(topic: topic, partition: message.pointee.partition, offset: message.pointee.offset))
+        }
+        let partition = message.pointee.partition == RD_KAFKA_PARTITION_UA ? nil : message.pointee.partition
+        if err == RD_KAFKA_RESP_ERR__PURGE_QUEUE || err == RD_KAFKA_RESP_ERR__PURGE_INFLIGHT {
+            return .failure(
+                KafkaError.librdkafka(.closed, err, message: "the producer closed before the record was acknowledged", topic: topic, partition: partition)
+            )
+        }
+        var error = KafkaError.librdkafka(.deliveryFailed, err, topic: topic, partition: partition)
+        if let lastBrokerError = shared.state.withLock({ $0.lastBrokerError }) {
+            error.message += " (last broker error: \(lastBrokerError))"
+        }
+        return .failure(error)
+    }
+
     /// The delivery-report loop, run on the producer's own thread.
-    private static func servePollLoop(handle: RDKafkaHandle, state: borrowing Mutex<State>, logger: Logger, thread: PollThread) {
+    private static func servePollLoop(handle: RDKafkaHandle, shared: Shared, logger: Logger, thread: PollThread) {
         guard let queue = rd_kafka_queue_get_main(handle.pointer) else { return }
         defer { rd_kafka_queue_destroy(queue) }
         var messages = [UnsafePointer<rd_kafka_message_t>?](repeating: nil, count: 1_000)
@@ -305,44 +344,14 @@ public final class KafkaProducer: Sendable {
                         rd_kafka_event_message_array(event, buffer.baseAddress, buffer.count)
                     }
                     if count == 0 { break }
-                    var completions: [(PendingDelivery, Result<KafkaDeliveryReport, KafkaError>)] = []
-                    completions.reserveCapacity(count)
-                    let lastBrokerError = state.withLock { $0.lastBrokerError }
-                    state.withLock { state in
-                        for index in 0..<count {
-                            guard let message = messages[index] else { continue }
-                            let id = UInt(bitPattern: message.pointee._private)
-                            guard let pending = state.pending.removeValue(forKey: id) else { continue }
-                            let topic = topicName(message.pointee.rkt, cache: &topicNames)
-                            let result: Result<KafkaDeliveryReport, KafkaError>
-                            if message.pointee.err == RD_KAFKA_RESP_ERR_NO_ERROR {
-                                result = .success(
-                                    KafkaDeliveryReport(
-                                        topic: topic,
-                                        partition: message.pointee.partition,
-                                        offset: message.pointee.offset
-                                    )
-                                )
-                            } else {
-                                var error = KafkaError.librdkafka(
-                                    .deliveryFailed,
-                                    message.pointee.err,
-                                    topic: topic,
-                                    partition: message.pointee.partition == RD_KAFKA_PARTITION_UA
-                                        ? nil : message.pointee.partition
-                                )
-                                if let lastBrokerError {
-                                    error.message += " (last broker error: \(lastBrokerError))"
-                                }
-                                result = .failure(error)
-                            }
-                            completions.append((pending, result))
-                        }
+                    for index in 0..<count {
+                        guard let message = messages[index], let opaque = message.pointee._private else { continue }
+                        // The reference `produce` retained for this record, taken back: released after the call.
+                        let pending = Unmanaged<PendingDelivery>.fromOpaque(opaque).takeRetainedValue()
+                        let result = deliveryResult(of: message, topicNames: &topicNames, shared: shared)
+                        shared.outstanding.subtract(1, ordering: .releasing)
+                        pending.handler(result)
                     }
-                    // Moved out of the array in order (reversed, then popped): reading an element in place, by
-                    // iteration or by index, copies its report and retains its handler before the call.
-                    completions.reverse()
-                    while let (pending, result) = completions.popLast() { pending.handler(result) }
                     if count < messages.count { break }
                 }
             case RD_KAFKA_EVENT_ERROR:
@@ -353,13 +362,16 @@ public final class KafkaProducer: Sendable {
                     let fatalCode = rd_kafka_fatal_error(handle.pointer, &text, text.count)
                     let error = KafkaError.librdkafka(.fatal, fatalCode, message: String(decodingCString: text))
                     logger.error("Producer hit a fatal error", metadata: ["error": "\(error)"])
-                    state.withLock { $0.fatalError = error }
+                    shared.state.withLock { state in
+                        state.fatalError = error
+                        shared.isRefusing.store(true, ordering: .releasing)
+                    }
                 } else {
                     logger.warning(
                         "Producer error: \(reason)",
                         metadata: [KafkaLoggingKeys.errorName: "\(String(cString: rd_kafka_err2name(code)))"]
                     )
-                    state.withLock { $0.lastBrokerError = reason }
+                    shared.state.withLock { $0.lastBrokerError = reason }
                 }
             default:
                 break

@@ -1,5 +1,6 @@
 import Foundation
 import KafkaClient
+import Synchronization
 import Testing
 
 @Suite("Failures are loud, typed and bounded")
@@ -85,6 +86,32 @@ struct KafkaFailureTests {
         // Generous: the parallel test run can keep this task waiting for a thread; a hang never ends.
         #expect(ContinuousClock.now - started < .seconds(20), "bounded, not a hang")
         await producer.close(timeout: .seconds(1))
+    }
+
+    @Test("closing with records no broker took reports each of them once, as closed, and returns")
+    func closeReportsUnacknowledgedRecords() async throws {
+        var configuration = KafkaProducerConfiguration(bootstrapServers: ["127.0.0.1:1"])
+        configuration.messageTimeout = .seconds(60)
+        let producer = try KafkaProducer(configuration: configuration, logger: testLogger)
+        let reports = Mutex<[Int: [KafkaError.Code]]>([:])
+        for index in 0..<50 {
+            try producer.produce(KafkaProducerRecord(topic: "anything", value: Array("record \(index)".utf8))) { result in
+                let code: KafkaError.Code
+                switch result {
+                case .success: code = .deliveryFailed  // cannot happen: no broker; recorded so the test fails
+                case .failure(let error): code = error.code
+                }
+                reports.withLock { $0[index, default: []].append(code) }
+            }
+        }
+        #expect(producer.pendingCount == 50)
+        let started = ContinuousClock.now
+        await producer.close(timeout: .milliseconds(300))
+        #expect(ContinuousClock.now - started < .seconds(10), "bounded, not a hang")
+        #expect(producer.pendingCount == 0)
+        let all = reports.withLock { $0 }
+        #expect(all.count == 50, "every record reported")
+        #expect(all.values.allSatisfy { $0 == [.closed] }, "once each, as closed: \(all)")
     }
 
     @Test("sending after close is refused")
