@@ -197,13 +197,11 @@ public final class KafkaProducer: Sendable {
         // Whatever is left (or was queued while closing) is purged; its reports, served by the delivery thread,
         // call the handlers with the purge's error. Repeated until none is left: a record can be queued by a
         // `produce` that passed the closed check just before it was set.
-        let handle = self.handle
+        // Non-blocking: the queues librdkafka's own threads hold are purged by those threads, at once.
         let deadline = ContinuousClock.now + .seconds(5)
         while pendingCount > 0, ContinuousClock.now < deadline {
-            _ = await BlockingCalls.run {
-                rd_kafka_purge(handle.pointer, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT).rawValue
-            }
-            try? await Task.sleep(for: .milliseconds(2))
+            _ = rd_kafka_purge(handle.pointer, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT | RD_KAFKA_PURGE_F_NON_BLOCKING)
+            try? await Task.sleep(for: .milliseconds(5))
         }
         if pendingCount > 0 {
             logger.error("Producer closed with records librdkafka never reported", metadata: ["records": "\(pendingCount)"])

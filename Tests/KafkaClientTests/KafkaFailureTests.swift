@@ -107,7 +107,9 @@ struct KafkaFailureTests {
         #expect(producer.pendingCount == 50)
         let started = ContinuousClock.now
         await producer.close(timeout: .milliseconds(300))
-        #expect(ContinuousClock.now - started < .seconds(10), "bounded, not a hang")
+        // Generous: in the parallel test run, the flush waits for a thread of the blocking-call queue behind other
+        // tests' calls; a hang never ends.
+        #expect(ContinuousClock.now - started < .seconds(30), "bounded, not a hang")
         #expect(producer.pendingCount == 0)
         let all = reports.withLock { $0 }
         #expect(all.count == 50, "every record reported")
