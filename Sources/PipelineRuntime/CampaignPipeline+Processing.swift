@@ -34,14 +34,55 @@ extension CampaignPipeline {
         // Records of partitions revoked meanwhile are left to their new owner.
         let assigned = consumer.assignment
         let routes = activeRoutes.withLock { $0 }
+        // The batch's partitions (a few), each looked up in the shared tables once per batch instead of per event:
+        // whether it is still assigned, its tracker, and the position after its last record read.
+        var cursors: [BatchCursor] = []
         // By index, taking each decision out of its array: iterating it copied every decision first. Each record is
         // copied once, for the checks and the asynchronous `emit` together (`batch[index]` in each copied it again).
         for index in batch.indices {
             guard let decision = decisions[index].take() else { continue }
             let message = batch[index]
-            guard assigned.contains(message.topicPartition), isInReplayRange(message, consumer: consumer) else { continue }
-            await emit(decision, for: message, routes: routes, consumer: consumer, sender: sender)
+            let cursor: Int
+            if let found = cursors.firstIndex(where: { $0.partition.partition == message.partition && $0.partition.topic == message.topic }) {
+                cursor = found
+            } else {
+                let partition = message.topicPartition
+                cursors.append(BatchCursor(partition: partition, isAssigned: assigned.contains(partition)))
+                cursor = cursors.count - 1
+            }
+            guard cursors[cursor].isAssigned, isInReplayRange(message, consumer: consumer) else { continue }
+            let tracker = track(message, cursor: &cursors[cursor], consumer: consumer)
+            await emit(decision, for: message, tracker: tracker, routes: routes, consumer: consumer, sender: sender)
         }
+        readPositions.withLock { positions in
+            for cursor in cursors {
+                if let next = cursor.nextOffset { positions[cursor.partition] = next }
+            }
+        }
+    }
+
+    /// One partition of a batch being emitted.
+    private struct BatchCursor {
+        let partition: KafkaTopicPartition
+        let isAssigned: Bool
+        /// The tracker the partition's last event was registered in.
+        var tracker: PartitionProgress?
+        /// The offset after the last event registered (for ``readPositions``, once the batch is done).
+        var nextOffset: Int64?
+    }
+
+    /// Registers `message` in its partition's tracker: the one the batch's previous event of the partition went to
+    /// when it is still current (same assignment generation, not retired, and the offset comes after), otherwise
+    /// the partition's tracker in ``progress`` (see ``beginTracking(_:offset:generation:)``).
+    private func track(_ message: KafkaConsumerMessage, cursor: inout BatchCursor, consumer: KafkaConsumer) -> PartitionProgress {
+        let generation = consumer.assignmentGeneration(of: cursor.partition)
+        cursor.nextOffset = message.offset + 1
+        if let current = cursor.tracker, current.generation == generation, current.begin(offset: message.offset) {
+            return current
+        }
+        let tracker = beginTracking(cursor.partition, offset: message.offset, generation: generation)
+        cursor.tracker = tracker
+        return tracker
     }
 
     /// Decides the record at `index` of `batch`. The batch and an index, not the record: only the fields used are
@@ -78,19 +119,17 @@ extension CampaignPipeline {
         }
     }
 
-    /// Queues the outputs of one decision and accounts for them.
+    /// Queues the outputs of one decision, whose event is registered in `tracker`, and accounts for them.
     private func emit(
         _ decision: EventProcessor.Decision,
         for message: KafkaConsumerMessage,
+        tracker: PartitionProgress,
         routes: ActiveRoutes,
         consumer: KafkaConsumer,
         sender: OutputSender
     ) async {
-        let partition = message.topicPartition
         let offset = message.offset
-        let tracker = beginTracking(partition, offset: offset, generation: consumer.assignmentGeneration(of: partition))
         let ticket = EventTicket(tracker: tracker, offset: offset)
-        readPositions.withLock { $0[partition] = offset + 1 }
         let done: @Sendable (KafkaDeliveryReport) -> Void = { [self] _ in
             self.complete(ticket, consumer: consumer)
         }
