@@ -123,12 +123,20 @@ final class TimerBook: Sendable {
 
     /// Reads a timer record back; `nil` when it is not one.
     static func decode(_ bytes: [UInt8], partition: Int32) -> PendingTimer? {
-        guard let object = (try? JSONValue(parsing: bytes))?.objectValue,
-            let messageId = object["messageId"]?.stringValue,
-            let expiresText = object["expiresAt"]?.stringValue,
+        // Read in place (every timer record written is read back by the state consumer): no tree is built.
+        guard let document = try? JSONDocument(parsing: bytes),
+            let messageId = document.string(forKey: "messageId"),
+            let expiresText = document.string(forKey: "expiresAt"),
             let expiresAt = try? Timestamp(rfc3339: expiresText)
         else { return nil }
-        let identity = MessageIdentity(messageId: messageId, reading: object)
+        let identity = MessageIdentity(
+            messageId: messageId,
+            eventId: document.string(forKey: "sourceEventId"),
+            campaignId: document.string(forKey: "campaignId"),
+            recipientId: document.string(forKey: "recipientId"),
+            platform: document.string(forKey: "platform").flatMap(Platform.init(rawValue:)),
+            template: document.string(forKey: "template")
+        )
         return PendingTimer(identity: identity, expiresAt: expiresAt, partition: partition)
     }
 }

@@ -192,4 +192,16 @@ struct JSONFuzzTests {
         }
         #expect(tagged.member("axc", inObjectAt: 0)?.position == 1)
     }
+
+    /// A flat record's string fields read in place, as `JSONObject` reads them.
+    @Test func documentReadsStringFieldsOfItsRoot() throws {
+        let text = #"{"id":"a\"b","n":1,"nothing":null,"nested":{"id":"inner"},"é":"accent"}"#
+        let document = try JSONDocument(parsing: Array(text.utf8))
+        let object = try #require(document.value.objectValue)
+        for key in ["id", "n", "nothing", "nested", "é", "e\u{301}", "missing"] {
+            #expect(document.string(forKey: key) == object[key]?.stringValue, "key \(key)")
+        }
+        #expect(document.string(forKey: "id") == "a\"b")
+        #expect(try JSONDocument(parsing: Array(#"["id"]"#.utf8)).string(forKey: "id") == nil, "the root is not an object")
+    }
 }

@@ -35,5 +35,11 @@ struct AnalyticsRecordEncodingTests {
         let timer = TimerBook.PendingTimer(identity: Self.identity, expiresAt: Self.at, partition: 3)
         #expect(String(decoding: TimerBook.encode(timer), as: UTF8.self) == #"{"messageId":"6f1c2a4e-0000-5000-8000-000000000001","sourceEventId":"evt-\"quoted\"","campaignId":"spring-sale","recipientId":"user-42","platform":"apns","template":"timer","expiresAt":"2026-03-01T12:00:00Z"}"#)
         #expect(TimerBook.decode(TimerBook.encode(timer), partition: 3) == timer)
+        // Only the message id and the expiry are required; anything else is not a timer record.
+        let bare = TimerBook.decode(Array(#"{"expiresAt":"2026-03-01T12:00:00Z","messageId":"m-1","platform":"web"}"#.utf8), partition: 0)
+        #expect(bare == TimerBook.PendingTimer(identity: MessageIdentity(messageId: "m-1", eventId: nil, campaignId: nil, recipientId: nil, platform: nil, template: nil), expiresAt: Self.at, partition: 0))
+        for text in [#"{"messageId":"m-1"}"#, #"{"messageId":"m-1","expiresAt":"soon"}"#, #"{"messageId":7,"expiresAt":"2026-03-01T12:00:00Z"}"#, #"["messageId"]"#, #"{"messageId":"m-1","#, ""] {
+            #expect(TimerBook.decode(Array(text.utf8), partition: 0) == nil, "\(text)")
+        }
     }
 }

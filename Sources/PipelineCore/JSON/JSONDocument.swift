@@ -82,6 +82,14 @@ public final class JSONDocument: Sendable {
         value(at: 0)
     }
 
+    /// The text of the string member `key` of the root object; `nil` when the root is not an object, or the member
+    /// is absent or not a string (as `JSONObject`'s `object[key]?.stringValue`). For reading the fields of a flat
+    /// record without building its tree.
+    public func string(forKey key: String) -> String? {
+        guard nodes[0].kind == .object, let (_, value) = member(key, inObjectAt: 0), nodes[value].kind == .string else { return nil }
+        return string(at: value)
+    }
+
     // MARK: - Reading nodes
 
     /// The kind of the value at `index`.
