@@ -215,13 +215,19 @@ public final class KafkaProducer: Sendable {
         let timestamp = record.timestamp.map { Int64(($0.timeIntervalSince1970 * 1000).rounded()) } ?? 0
         let key = record.key ?? []
         let value = record.value ?? []
+        let hasKey = record.key != nil
+        let hasValue = record.value != nil
+        let partition = record.partition ?? RD_KAFKA_PARTITION_UA
+        let headers = record.headers
         let topicHandle = handle.topicHandle(record.topic)
+        // The closures below use these locals, not `record`: capturing the record copied all of it (a reference
+        // count per field) for each of them.
         // Every argument lives on the stack (or in one temporary buffer) for the call: no array per record.
         let error: OpaquePointer? = record.topic.withCString { topic in
             key.withUnsafeBytes { keyBytes in
                 value.withUnsafeBytes { valueBytes in
-                    Self.withHeaderStorage(record.headers) { headerBytes in
-                        withUnsafeTemporaryAllocation(of: rd_kafka_vu_t.self, capacity: 7 + record.headers.count) { values in
+                    Self.withHeaderStorage(headers) { headerBytes in
+                        withUnsafeTemporaryAllocation(of: rd_kafka_vu_t.self, capacity: 7 + headers.count) { values in
                             var count = 0
                             func add(_ type: rd_kafka_vtype_t, _ fill: (inout rd_kafka_vu_t) -> Void) {
                                 var entry = rd_kafka_vu_t()
@@ -235,17 +241,17 @@ public final class KafkaProducer: Sendable {
                             } else {
                                 add(RD_KAFKA_VTYPE_TOPIC) { $0.u.cstr = topic }
                             }
-                            add(RD_KAFKA_VTYPE_PARTITION) { $0.u.i32 = record.partition ?? RD_KAFKA_PARTITION_UA }
+                            add(RD_KAFKA_VTYPE_PARTITION) { $0.u.i32 = partition }
                             add(RD_KAFKA_VTYPE_MSGFLAGS) { $0.u.i = RD_KAFKA_MSG_F_COPY }
                             add(RD_KAFKA_VTYPE_OPAQUE) { $0.u.ptr = opaque }
                             add(RD_KAFKA_VTYPE_TIMESTAMP) { $0.u.i64 = timestamp }
-                            if record.value != nil {
+                            if hasValue {
                                 add(RD_KAFKA_VTYPE_VALUE) {
                                     $0.u.mem.ptr = UnsafeMutableRawPointer(mutating: valueBytes.baseAddress)
                                     $0.u.mem.size = valueBytes.count
                                 }
                             }
-                            if record.key != nil {
+                            if hasKey {
                                 add(RD_KAFKA_VTYPE_KEY) {
                                     $0.u.mem.ptr = UnsafeMutableRawPointer(mutating: keyBytes.baseAddress)
                                     $0.u.mem.size = keyBytes.count
@@ -253,7 +259,7 @@ public final class KafkaProducer: Sendable {
                             }
                             // Headers: a NUL-terminated name, then the value, one after the other in the storage.
                             var offset = 0
-                            for header in record.headers {
+                            for header in headers {
                                 let nameLength = header.key.utf8.count
                                 let valueLength = header.valueByteCount ?? 0
                                 let name = headerBytes.baseAddress.map { ($0 + offset).assumingMemoryBound(to: CChar.self) }
