@@ -423,8 +423,10 @@ extension CampaignPipeline {
             value: bytes,
             headers: Self.analyticsHeaders[event.kind] ?? [KafkaHeader(key: "type", string: event.kind.rawValue)]
         )
+        let kind = event.kind
+        let cause = event.cause
         return OutputSender.Output(record: record) { [statistics] report in
-            statistics.recordOutcome(event, bytes: bytes, isTimerExpiry: isTimerExpiry, sourceTimestamp: sourceTimestamp)
+            statistics.recordOutcome(kind: kind, cause: cause, bytes: bytes, isTimerExpiry: isTimerExpiry, sourceTimestamp: sourceTimestamp)
             onAcknowledged(report)
         }
     }

@@ -81,6 +81,18 @@ public final class PipelineStatistics: Sendable {
     }
 
     func recordOutcome(_ event: AnalyticsEvent, bytes: [UInt8], isTimerExpiry: Bool, sourceTimestamp: Date? = nil) {
+        recordOutcome(kind: event.kind, cause: event.cause, bytes: bytes, isTimerExpiry: isTimerExpiry, sourceTimestamp: sourceTimestamp)
+    }
+
+    /// ``recordOutcome(_:bytes:isTimerExpiry:sourceTimestamp:)`` with only what it reads of the event: its kind and
+    /// cause (an acknowledgement handler keeps these, not the whole event, while its record is in flight).
+    func recordOutcome(
+        kind: AnalyticsEvent.Kind,
+        cause: AnalyticsEvent.ExpiryCause?,
+        bytes: [UInt8],
+        isTimerExpiry: Bool,
+        sourceTimestamp: Date? = nil
+    ) {
         let now = Date()
         state.withLock { state in
             state.lastOutcomeAt = now
@@ -91,9 +103,9 @@ public final class PipelineStatistics: Sendable {
                 state.timersFired += 1
                 return
             }
-            state.outcomes[event.kind, default: 0] += 1
-            if let cause = event.cause { state.expiredByCause[cause, default: 0] += 1 }
-            if state.sampleAnalytics[event.kind] == nil { state.sampleAnalytics[event.kind] = bytes }
+            state.outcomes[kind, default: 0] += 1
+            if let cause { state.expiredByCause[cause, default: 0] += 1 }
+            if state.sampleAnalytics[kind] == nil { state.sampleAnalytics[kind] = bytes }
         }
     }
 }
