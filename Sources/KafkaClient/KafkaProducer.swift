@@ -19,13 +19,16 @@ public final class KafkaProducer: Sendable {
     /// What the caller is told when a record's fate is known.
     public typealias DeliveryHandler = @Sendable (Result<KafkaDeliveryReport, KafkaError>) -> Void
 
-    /// A record's handler while the record is in flight. librdkafka holds it, retained, as the record's opaque and
-    /// hands it back with the record's delivery report: no table of handlers to look up, and no lock per record.
-    private final class PendingDelivery: Sendable {
+    /// The receiver of a record queued with a closure.
+    private final class ClosureReceiver: KafkaDeliveryReceiver, @unchecked Sendable {
         let handler: DeliveryHandler
 
         init(_ handler: @escaping DeliveryHandler) {
             self.handler = handler
+        }
+
+        override func deliveryReported(_ result: Result<KafkaDeliveryReport, KafkaError>) {
+            handler(result)
         }
     }
 
@@ -87,12 +90,23 @@ public final class KafkaProducer: Sendable {
     /// - Throws: ``KafkaError`` when the record cannot be queued (local queue full — retriable —, unknown
     ///   partition, too large, producer closed or failed). `onDelivery` is not called then.
     public func produce(_ record: KafkaProducerRecord, onDelivery: @escaping DeliveryHandler) throws(KafkaError) {
+        try produce(record, reportingTo: ClosureReceiver(onDelivery))
+    }
+
+    /// Queues a record for sending and returns at once; `receiver` is told exactly once, from the producer's
+    /// background thread, with the record's partition and offset or the reason it was not delivered.
+    ///
+    /// The producer holds `receiver` itself while the record is in flight (librdkafka carries it as the record's
+    /// opaque): give it what handling the report needs, and nothing per record is allocated besides it.
+    ///
+    /// - Throws: as ``produce(_:onDelivery:)``; `receiver` is not told then.
+    public func produce(_ record: KafkaProducerRecord, reportingTo receiver: KafkaDeliveryReceiver) throws(KafkaError) {
         if shared.isRefusing.load(ordering: .acquiring) {
             throw shared.state.withLock { state in
                 state.fatalError ?? KafkaError(code: .closed, message: "the producer is closed", topic: record.topic)
             }
         }
-        let pending = Unmanaged.passRetained(PendingDelivery(onDelivery))
+        let pending = Unmanaged.passRetained(receiver)
         shared.outstanding.add(1, ordering: .relaxed)
         if let error = enqueue(record, opaque: pending.toOpaque()) {
             // Not queued: librdkafka will not report it, and the handler is not called.
@@ -351,10 +365,10 @@ public final class KafkaProducer: Sendable {
                     for index in 0..<count {
                         guard let message = messages[index], let opaque = message.pointee._private else { continue }
                         // The reference `produce` retained for this record, taken back: released after the call.
-                        let pending = Unmanaged<PendingDelivery>.fromOpaque(opaque).takeRetainedValue()
+                        let receiver = Unmanaged<KafkaDeliveryReceiver>.fromOpaque(opaque).takeRetainedValue()
                         let result = deliveryResult(of: message, topicNames: &topicNames, shared: shared)
                         shared.outstanding.subtract(1, ordering: .releasing)
-                        pending.handler(result)
+                        receiver.deliveryReported(result)
                     }
                     if count < messages.count { break }
                 }
@@ -382,6 +396,19 @@ public final class KafkaProducer: Sendable {
             }
         }
     }
+}
+
+/// Receives the delivery report of one record queued with ``KafkaProducer/produce(_:reportingTo:)``.
+///
+/// Subclass it with what handling the report needs (the record, for a retry; what to do when it is stored): the
+/// producer holds the object itself while the record is in flight, so a record costs one allocation, where a
+/// closure costs its context and a box for it. Subclasses must be safe to send: the report arrives on the
+/// producer's thread.
+open class KafkaDeliveryReceiver: @unchecked Sendable {
+    public init() {}
+
+    /// Called exactly once per record queued, from the producer's delivery thread; must not block.
+    open func deliveryReported(_ result: Result<KafkaDeliveryReport, KafkaError>) {}
 }
 
 /// Gathers the delivery results of a batch of records and hands them over once all are known.
