@@ -85,10 +85,25 @@ final class OutputSender: Sendable {
     }
 
     private func enqueue(_ output: Output) throws(KafkaError) {
-        try producer.produce(output.record) { [self] result in
+        try producer.produce(output.record, reportingTo: InFlight(output, sender: self))
+    }
+
+    /// An output while its record is in flight: the producer holds it and hands it the record's report (one object
+    /// per record, where a closure took its context and a box for it).
+    private final class InFlight: KafkaDeliveryReceiver, @unchecked Sendable {
+        // Immutable after init: safe to send.
+        let output: Output
+        let sender: OutputSender
+
+        init(_ output: Output, sender: OutputSender) {
+            self.output = output
+            self.sender = sender
+        }
+
+        override func deliveryReported(_ result: Result<KafkaDeliveryReport, KafkaError>) {
             switch result {
             case .success(let report): output.onAcknowledged(report)
-            case .failure(let error): scheduleRetry(output, after: error)
+            case .failure(let error): sender.scheduleRetry(output, after: error)
             }
         }
     }

@@ -9,8 +9,9 @@ extension PipelineBenchmark {
     /// ~200-byte analytics record each, committing after acknowledgement, with no decoding or rendering.
     public func relay() async throws -> RunResult {
         let topics = try topics("relay")
-        let processed = Locked(0)
-        let latencies = Locked([Double]())
+        let counters = RelayCounters()
+        let processed = counters.processed
+        let latencies = counters.latencies
         let analyticsValue = Array(String(repeating: "a", count: 200).utf8)
         let total = events.count
         var consumerConfiguration = KafkaConsumerConfiguration(bootstrapServers: [cluster.bootstrapServers], groupID: "bench-relay")
@@ -38,21 +39,19 @@ extension PipelineBenchmark {
                             _ = tracker.begin(offset: message.offset)
                             let ticket = EventTicket(tracker: tracker, offset: message.offset)
                             ticket.add(2)
-                            let timestamp = message.timestamp
-                            let acknowledged: @Sendable (Result<KafkaDeliveryReport, KafkaError>) -> Void = { _ in
-                                if ticket.completeUnit(), let position = tracker.complete(at: ticket.offset) {
-                                    try? consumer.storeOffsets([KafkaTopicPartitionOffset(topic: tracker.partition.topic, partition: tracker.partition.partition, offset: position)])
-                                }
-                            }
-                            try await Self.enqueue(producer, KafkaProducerRecord(topic: topics.fcm, key: message.key, value: message.value), acknowledged)
-                            try await Self.enqueue(producer, KafkaProducerRecord(topic: topics.analytics, key: message.key, value: analyticsValue)) { result in
-                                acknowledged(result)
-                                if let timestamp { latencies.withLock { $0.append(Date().timeIntervalSince(timestamp) * 1000) } }
-                                processed.withLock { $0 += 1 }
-                            }
-                            if ticket.completeUnit(), let position = tracker.complete(at: ticket.offset) {
-                                try? consumer.storeOffsets([KafkaTopicPartitionOffset(topic: tracker.partition.topic, partition: tracker.partition.partition, offset: position)])
-                            }
+                            // The layer's cheapest way to hear of a record: an object per record (see
+                            // KafkaDeliveryReceiver), as the pipeline's output sender uses it.
+                            try await Self.enqueue(
+                                producer,
+                                KafkaProducerRecord(topic: topics.fcm, key: message.key, value: message.value),
+                                RelayAcknowledgement(ticket: ticket, consumer: consumer)
+                            )
+                            try await Self.enqueue(
+                                producer,
+                                KafkaProducerRecord(topic: topics.analytics, key: message.key, value: analyticsValue),
+                                RelayAcknowledgement(ticket: ticket, consumer: consumer, counting: counters, sourceTimestamp: message.timestamp)
+                            )
+                            RelayAcknowledgement.complete(ticket, consumer: consumer)
                         }
                     }
                     while processed.withLock({ $0 }) < total { try await Task.sleep(for: .milliseconds(1)) }
@@ -144,5 +143,42 @@ extension PipelineBenchmark {
         let repeated = perMessage.values.filter { $0 > 1 }.count
         let isAccounted = perMessage.count == expected
         return (isAccounted, "\(perMessage.count) of \(expected) events have a terminal outcome (\(repeated) repeated)")
+    }
+}
+
+/// The relay's counters: events whose last record is acknowledged, and their latencies.
+final class RelayCounters: Sendable {
+    let processed = Locked(0)
+    let latencies = Locked([Double]())
+}
+
+/// The acknowledgement of one relayed record: completes a unit of its event (storing the partition's position when
+/// that advanced it); the event's analytics record also counts the event and its latency.
+final class RelayAcknowledgement: KafkaDeliveryReceiver, @unchecked Sendable {
+    // Immutable after init: safe to send.
+    let ticket: EventTicket
+    let consumer: KafkaConsumer
+    let counters: RelayCounters?
+    let sourceTimestamp: Date?
+
+    init(ticket: EventTicket, consumer: KafkaConsumer, counting counters: RelayCounters? = nil, sourceTimestamp: Date? = nil) {
+        self.ticket = ticket
+        self.consumer = consumer
+        self.counters = counters
+        self.sourceTimestamp = sourceTimestamp
+    }
+
+    override func deliveryReported(_ result: Result<KafkaDeliveryReport, KafkaError>) {
+        Self.complete(ticket, consumer: consumer)
+        guard let counters else { return }
+        if let sourceTimestamp { counters.latencies.withLock { $0.append(Date().timeIntervalSince(sourceTimestamp) * 1000) } }
+        counters.processed.withLock { $0 += 1 }
+    }
+
+    /// Completes one unit of the ticket's event; stores the partition's position when the event's last unit advanced it.
+    static func complete(_ ticket: EventTicket, consumer: KafkaConsumer) {
+        let tracker = ticket.tracker
+        guard ticket.completeUnit(), let position = tracker.complete(at: ticket.offset) else { return }
+        try? consumer.storeOffsets([KafkaTopicPartitionOffset(topic: tracker.partition.topic, partition: tracker.partition.partition, offset: position)])
     }
 }

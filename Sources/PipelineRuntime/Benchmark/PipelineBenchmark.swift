@@ -207,22 +207,23 @@ public struct PipelineBenchmark: Sendable {
         _ record: KafkaProducerRecord,
         _ handler: @escaping @Sendable (Result<KafkaDeliveryReport, KafkaError>) -> Void
     ) async throws {
-        while let error = produce(producer, record, handler) {
-            guard error.librdkafkaName == "_QUEUE_FULL" else { throw error }
-            try await Task.sleep(for: .milliseconds(1))
-        }
+        try await waitingWhileQueueFull { () throws(KafkaError) in try producer.produce(record, onDelivery: handler) }
     }
 
-    private static func produce(
-        _ producer: KafkaProducer,
-        _ record: KafkaProducerRecord,
-        _ handler: @escaping @Sendable (Result<KafkaDeliveryReport, KafkaError>) -> Void
-    ) -> KafkaError? {
-        do throws(KafkaError) {
-            try producer.produce(record, onDelivery: handler)
-            return nil
-        } catch {
-            return error
+    /// Queues a record, waiting while librdkafka's local queue is full; `receiver` hears of its delivery.
+    static func enqueue(_ producer: KafkaProducer, _ record: KafkaProducerRecord, _ receiver: KafkaDeliveryReceiver) async throws {
+        try await waitingWhileQueueFull { () throws(KafkaError) in try producer.produce(record, reportingTo: receiver) }
+    }
+
+    /// Calls `produce` again (after a millisecond) while it fails because the local queue is full.
+    private static func waitingWhileQueueFull(_ produce: () throws(KafkaError) -> Void) async throws {
+        while true {
+            do throws(KafkaError) {
+                try produce()
+                return
+            } catch where error.librdkafkaName == "_QUEUE_FULL" {
+                try await Task.sleep(for: .milliseconds(1))
+            }
         }
     }
 
