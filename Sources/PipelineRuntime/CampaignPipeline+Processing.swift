@@ -162,7 +162,7 @@ extension CampaignPipeline {
             for sink in sinks {
                 let sinkName = sink.name
                 tracker.wait(on: sinkName, 1)
-                await sink.submit(notification, isCancelled: { tracker.isRetired }) { [self] outcome in
+                await sink.submit(notification, isCancelled: tracker.isRetiredCheck) { [self] outcome in
                     tracker.wait(on: sinkName, -1)
                     let outcomes: [(sink: any PushSink, outcome: SinkOutcome)]
                     if let collector {

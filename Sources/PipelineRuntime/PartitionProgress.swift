@@ -52,6 +52,17 @@ final class PartitionProgress: Sendable {
     init(partition: KafkaTopicPartition, generation: Int = 0) {
         self.partition = partition
         self.generation = generation
+        // The flag, not the tracker: a closure holding the tracker would keep it alive for good.
+        isRetiredCheck = { [retired] in retired.isSet }
+    }
+
+    /// A flag set once.
+    private final class RetiredFlag: Sendable {
+        private let flag = Atomic<Bool>(false)
+
+        var isSet: Bool { flag.load(ordering: .acquiring) }
+
+        func set() { flag.store(true, ordering: .releasing) }
     }
 
     /// The number of events in flight.
@@ -76,13 +87,16 @@ final class PartitionProgress: Sendable {
     var completedPosition: Int64? { state.withLock { $0.completedPosition } }
 
     /// Read without the lock by every delivery's cancellation check; set with the state's flag by ``retire()``.
-    private let retired = Atomic<Bool>(false)
+    private let retired = RetiredFlag()
+    /// ``isRetired`` as a closure, made once per tracker: every delivery of the partition hands it to its sinks as
+    /// their cancellation check.
+    let isRetiredCheck: @Sendable () -> Bool
     /// The state's in-flight count and pause flag as last set under the lock, for the hot paths to decide without
     /// it whether ``updateBackpressure(limit:throttledSinks:apply:)`` could change anything.
     private let inFlightCount = Atomic<Int>(0)
     private let pausedFlag = Atomic<Bool>(false)
 
-    var isRetired: Bool { retired.load(ordering: .acquiring) }
+    var isRetired: Bool { retired.isSet }
 
     /// The number of events in flight when last registered or completed (read without the lock).
     var recentInFlight: Int { inFlightCount.load(ordering: .relaxed) }
@@ -143,7 +157,7 @@ final class PartitionProgress: Sendable {
             state.entries = []
             state.head = 0
         }
-        retired.store(true, ordering: .releasing)
+        retired.set()
     }
 
     /// Pauses the partition when `limit` events are in flight, or while one of its deliveries waits on a sink in

@@ -69,7 +69,10 @@ struct PartitionProgressTests {
         #expect(progress.begin(offset: 7))
         #expect(!progress.begin(offset: 7), "the same offset again means the partition was read again")
         #expect(!progress.begin(offset: 3))
+        let check = progress.isRetiredCheck
+        #expect(!check() && !progress.isRetired)
         progress.retire()
+        #expect(check() && progress.isRetired, "the check made before retiring sees it")
         #expect(progress.complete(at: 7) == nil)
         #expect(!progress.begin(offset: 8))
     }
