@@ -101,13 +101,16 @@ public final class KafkaProducer: Sendable {
     ///
     /// - Throws: as ``produce(_:onDelivery:)``; `receiver` is not told then.
     public func produce(_ record: KafkaProducerRecord, reportingTo receiver: KafkaDeliveryReceiver) throws(KafkaError) {
-        if shared.isRefusing.load(ordering: .acquiring) {
+        // Counted before the check, both sequentially consistent, as `close` sets the flag before it reads the
+        // count: either this sees the producer closing, or `close` sees this record and waits for its report.
+        shared.outstanding.add(1, ordering: .sequentiallyConsistent)
+        if shared.isRefusing.load(ordering: .sequentiallyConsistent) {
+            shared.outstanding.subtract(1, ordering: .relaxed)
             throw shared.state.withLock { state in
                 state.fatalError ?? KafkaError(code: .closed, message: "the producer is closed", topic: record.topic)
             }
         }
         let pending = Unmanaged.passRetained(receiver)
-        shared.outstanding.add(1, ordering: .relaxed)
         if let error = enqueue(record, opaque: pending.toOpaque()) {
             // Not queued: librdkafka will not report it, and the handler is not called.
             pending.release()
@@ -166,7 +169,7 @@ public final class KafkaProducer: Sendable {
     }
 
     /// The number of records queued or in flight whose delivery report has not arrived yet.
-    public var pendingCount: Int { shared.outstanding.load(ordering: .acquiring) }
+    public var pendingCount: Int { shared.outstanding.load(ordering: .sequentiallyConsistent) }
 
     /// Waits until every queued record has a delivery report, or `timeout` passes.
     ///
@@ -206,12 +209,12 @@ public final class KafkaProducer: Sendable {
         }
         shared.state.withLock { state in
             state.isClosed = true
-            shared.isRefusing.store(true, ordering: .releasing)
+            shared.isRefusing.store(true, ordering: .sequentiallyConsistent)
         }
         // Whatever is left (or was queued while closing) is purged; its reports, served by the delivery thread,
         // call the handlers with the purge's error. Repeated until none is left: a record can be queued by a
-        // `produce` that passed the closed check just before it was set.
-        // Non-blocking: the queues librdkafka's own threads hold are purged by those threads, at once.
+        // `produce` that passed the closed check just before it was set. Non-blocking: the queues librdkafka's own
+        // threads hold are purged by those threads, at once.
         let deadline = ContinuousClock.now + .seconds(5)
         while pendingCount > 0, ContinuousClock.now < deadline {
             _ = rd_kafka_purge(handle.pointer, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT | RD_KAFKA_PURGE_F_NON_BLOCKING)

@@ -116,6 +116,38 @@ struct KafkaFailureTests {
         #expect(all.values.allSatisfy { $0 == [.closed] }, "once each, as closed: \(all)")
     }
 
+    @Test("records queued while the producer closes are either refused or reported, once each")
+    func closeRacesProduce() async throws {
+        var configuration = KafkaProducerConfiguration(bootstrapServers: ["127.0.0.1:1"])
+        configuration.messageTimeout = .seconds(60)
+        let producer = try KafkaProducer(configuration: configuration, logger: testLogger)
+        let reports = Mutex<[Int: Int]>([:])
+        // Queues records until the producer refuses one as closed (or a full local queue refuses some).
+        let producing = Task.detached { () -> (attempted: Int, refused: Int) in
+            var index = 0
+            var refused = 0
+            while true {
+                defer { index += 1 }
+                do throws(KafkaError) {
+                    try producer.produce(KafkaProducerRecord(topic: "anything", value: [1])) { [index] _ in
+                        reports.withLock { $0[index, default: 0] += 1 }
+                    }
+                } catch {
+                    refused += 1
+                    if error.code == .closed { return (index + 1, refused) }
+                }
+            }
+        }
+        try await Task.sleep(for: .milliseconds(20))
+        await producer.close(timeout: .milliseconds(50))
+        let (attempted, refused) = await producing.value
+        let reported = reports.withLock { $0 }
+        #expect(attempted > refused, "records were queued before the producer closed")
+        #expect(reported.count + refused == attempted, "every record refused or reported")
+        #expect(reported.values.allSatisfy { $0 == 1 }, "reported once each")
+        #expect(producer.pendingCount == 0)
+    }
+
     @Test("sending after close is refused")
     func sendAfterClose() async throws {
         try await withEmbeddedKafka(topics: ["closed": 1]) { kafka in
