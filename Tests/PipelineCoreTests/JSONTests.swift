@@ -64,6 +64,19 @@ struct JSONTests {
         #expect(try parse(#""\ud83d\ude00 \u00FC \/ \b""#) == "😀 ü / \u{08}")
     }
 
+    /// Integers of up to 18 digits are read from the bytes, longer ones through `Int(String)`, fractions and
+    /// exponents through `Double(String)`: each as `Int(text)` or `Double(text)` would read it.
+    @Test func readsNumbersAsTheStandardLibraryDoes() throws {
+        let nines = String(repeating: "9", count: 18)
+        let texts = ["0", "-0", "7", "-7", "10", nines, "-" + nines, "1" + nines, "9223372036854775807", "-9223372036854775808",
+                     "9223372036854775808", "-9223372036854775809", "12345678901234567890", "1.5", "-0.25", "1e3", "2E-2", "0.0"]
+        for text in texts {
+            let expected: JSONValue = Int(text).map(JSONValue.int) ?? .double(Double(text)!)
+            #expect(try parse(text) == expected, "\(text)")
+            #expect(try JSONDocument(parsing: Array(text.utf8)).value == expected, "\(text) in a document")
+        }
+    }
+
     @Test func writesIntegralNumbersWithoutFraction() {
         #expect(JSONValue.double(3.0).jsonString == "3")
         #expect(JSONValue.double(-0.5).jsonString == "-0.5")

@@ -306,6 +306,16 @@ public struct JSONParser: Sendable {
             guard isDigit(at: offset) else { throw JSONParseError(.invalidNumber, at: start) }
             while isDigit(at: offset) { offset += 1 }
         }
+        if isIntegral {
+            // Up to 18 digits always fit an `Int`: read from the bytes, without a `String` to parse.
+            let isNegative = bytes[start] == UInt8(ascii: "-")
+            let digitsStart = isNegative ? start + 1 : start
+            if offset - digitsStart <= 18 {
+                var value = 0
+                for index in digitsStart..<offset { value = value &* 10 &+ Int(bytes[index] &- UInt8(ascii: "0")) }
+                return .int(isNegative ? -value : value)
+            }
+        }
         let text = String(decoding: bytes[start..<offset], as: UTF8.self)
         if isIntegral, let int = Int(text) { return .int(int) }
         guard let double = Double(text), double.isFinite else { throw JSONParseError(.invalidNumber, at: start) }
