@@ -37,7 +37,9 @@ struct BenchCommand: AsyncParsableCommand {
 
             Figures vary from run to run on a shared machine (±10-20 % here): --rounds N repeats both runs N \
             times, each round on a fresh broker, and reports every round and the medians (the ratio is the \
-            median of the rounds' ratios; peak RSS is the largest).
+            median of the rounds' ratios; peak RSS is the largest). The rounds run in this one process: a later \
+            round's peak RSS includes what the allocator kept from the earlier ones, so compare a first round's \
+            with a single run's.
             """
     )
 
