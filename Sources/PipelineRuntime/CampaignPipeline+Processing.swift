@@ -56,7 +56,10 @@ extension CampaignPipeline {
         }
         readPositions.withLock { positions in
             for cursor in cursors {
-                if let next = cursor.nextOffset { positions[cursor.partition] = next }
+                guard let next = cursor.nextOffset else { continue }
+                // A replay's range end, reached in this batch, was stored already (`isInReplayRange`): a replay's
+                // positions only move forward, and the end must stay.
+                positions[cursor.partition] = replay == nil ? next : max(positions[cursor.partition] ?? next, next)
             }
         }
     }
