@@ -240,7 +240,7 @@ extension CampaignPipeline {
         // The processing loop's own unit: everything for this event is queued.
         complete(ticket, consumer: consumer)
         // Reading an event can only call for a pause: at the limit, or while a sink is throttled.
-        if tracker.recentInFlight >= configuration.maxInFlightPerPartition || hasThrottledSinks.load(ordering: .relaxed) {
+        if tracker.inFlight >= configuration.maxInFlightPerPartition || hasThrottledSinks.load(ordering: .relaxed) {
             applyBackpressure(to: tracker, consumer: consumer)
         }
     }
@@ -372,7 +372,7 @@ extension CampaignPipeline {
         // librdkafka call for all partitions instead of one per acknowledgement.
         completedTrackers.withLock { $0[partition] = tracker }
         // Completing events can only call for a resume.
-        if tracker.isRecentlyPaused { applyBackpressure(to: tracker, consumer: consumer) }
+        if tracker.isPaused { applyBackpressure(to: tracker, consumer: consumer) }
     }
 
     /// Pauses or resumes a partition for its in-flight count and for the throttled sinks its deliveries wait on.

@@ -23,8 +23,6 @@ final class PartitionProgress: Sendable {
         var completedPosition: Int64?
         /// The offset of the last event registered.
         var lastBegun: Int64?
-        var isRetired = false
-        var isPaused = false
         /// Deliveries waiting on each sink (by name), to hold the partition while one of them is throttled.
         var sinkWaits: [String: Int] = [:]
 
@@ -65,8 +63,8 @@ final class PartitionProgress: Sendable {
         func set() { flag.store(true, ordering: .releasing) }
     }
 
-    /// The number of events in flight.
-    var inFlight: Int { state.withLock { $0.entries.count - $0.head } }
+    /// The number of events in flight (read without the lock).
+    var inFlight: Int { inFlightCount.load(ordering: .relaxed) }
 
     /// The events still waiting for an output: in flight, neither done (behind an unfinished one) nor abandoned.
     var unfinished: Int {
@@ -86,23 +84,20 @@ final class PartitionProgress: Sendable {
     /// The position up to which everything is done (`nil` before the first event completes).
     var completedPosition: Int64? { state.withLock { $0.completedPosition } }
 
-    /// Read without the lock by every delivery's cancellation check; set with the state's flag by ``retire()``.
+    // Changed only under the state's lock, and read without it on the hot paths (every delivery's cancellation
+    // check; the backpressure checks of every event read and completed).
     private let retired = RetiredFlag()
+    private let inFlightCount = Atomic<Int>(0)
+    private let pausedFlag = Atomic<Bool>(false)
     /// ``isRetired`` as a closure, made once per tracker: every delivery of the partition hands it to its sinks as
     /// their cancellation check.
     let isRetiredCheck: @Sendable () -> Bool
-    /// The state's in-flight count and pause flag as last set under the lock, for the hot paths to decide without
-    /// it whether ``updateBackpressure(limit:throttledSinks:apply:)`` could change anything.
-    private let inFlightCount = Atomic<Int>(0)
-    private let pausedFlag = Atomic<Bool>(false)
 
+    /// Whether the partition was revoked (``retire()``).
     var isRetired: Bool { retired.isSet }
 
-    /// The number of events in flight when last registered or completed (read without the lock).
-    var recentInFlight: Int { inFlightCount.load(ordering: .relaxed) }
-
-    /// Whether the partition was paused for backpressure when last changed (read without the lock).
-    var isRecentlyPaused: Bool { pausedFlag.load(ordering: .relaxed) }
+    /// Whether the partition is paused for backpressure.
+    var isPaused: Bool { pausedFlag.load(ordering: .relaxed) }
 
     /// Registers a newly read event, not done until ``complete(at:)``.
     ///
@@ -110,7 +105,7 @@ final class PartitionProgress: Sendable {
     ///   partition was rewound (revoked and assigned again, or sought), and the caller must start a new tracker.
     func begin(offset: Int64) -> Bool {
         state.withLock { state in
-            guard !state.isRetired else { return false }
+            guard !retired.isSet else { return false }
             if let last = state.lastBegun, offset <= last { return false }
             state.lastBegun = offset
             state.entries.append(Entry(offset: offset))
@@ -124,7 +119,7 @@ final class PartitionProgress: Sendable {
     /// - Returns: the new position to commit, when the completed prefix advanced.
     func complete(at offset: Int64) -> Int64? {
         state.withLock { state in
-            guard !state.isRetired, let index = state.index(of: offset) else { return nil }
+            guard !retired.isSet, let index = state.index(of: offset) else { return nil }
             state.entries[index].isDone = true
             var advanced: Int64?
             while state.head < state.entries.count, state.entries[state.head].isDone {
@@ -153,11 +148,11 @@ final class PartitionProgress: Sendable {
     /// Stops tracking: the partition was revoked.
     func retire() {
         state.withLock { state in
-            state.isRetired = true
+            retired.set()
             state.entries = []
             state.head = 0
+            inFlightCount.store(0, ordering: .relaxed)
         }
-        retired.set()
     }
 
     /// Pauses the partition when `limit` events are in flight, or while one of its deliveries waits on a sink in
@@ -165,23 +160,19 @@ final class PartitionProgress: Sendable {
     /// `apply` (pause when `true`) runs under the tracker's lock, so pause and resume calls cannot cross.
     func updateBackpressure(limit: Int, throttledSinks: Set<String> = [], apply: (Bool) -> Void) {
         state.withLock { state in
-            guard !state.isRetired else { return }
+            guard !retired.isSet else { return }
             let inFlight = state.entries.count - state.head
             let isHeld = !throttledSinks.isEmpty && state.sinkWaits.contains { throttledSinks.contains($0.key) && $0.value > 0 }
-            if !state.isPaused, inFlight >= limit || isHeld {
-                state.isPaused = true
+            let isPaused = pausedFlag.load(ordering: .relaxed)
+            if !isPaused, inFlight >= limit || isHeld {
                 pausedFlag.store(true, ordering: .relaxed)
                 apply(true)
-            } else if state.isPaused, inFlight <= limit / 2, !isHeld {
-                state.isPaused = false
+            } else if isPaused, inFlight <= limit / 2, !isHeld {
                 pausedFlag.store(false, ordering: .relaxed)
                 apply(false)
             }
         }
     }
-
-    /// Whether the partition is paused for backpressure.
-    var isPaused: Bool { state.withLock { $0.isPaused } }
 }
 
 /// The units of one event still outstanding: the processing loop's own, one per output record, and one per delivery

@@ -17,7 +17,7 @@ struct PartitionProgressTests {
             ticket.add(1)  // one output each
             tickets[offset] = ticket
         }
-        #expect(progress.recentInFlight == 3)
+        #expect(progress.inFlight == 3)
         // The processing loop finished queuing all three: each still waits on its output.
         for offset in Int64(10)...12 { #expect(tickets[offset]?.completeUnit() == false) }
         // The outputs of 12 and then 11 are acknowledged first: nothing may be committed yet.
@@ -30,7 +30,6 @@ struct PartitionProgressTests {
         #expect(tickets[10]?.completeUnit() == true)
         #expect(progress.complete(at: 10) == 13)
         #expect(progress.inFlight == 0)
-        #expect(progress.recentInFlight == 0)
         #expect(progress.completedPosition == 13)
     }
 
@@ -73,6 +72,7 @@ struct PartitionProgressTests {
         #expect(!check() && !progress.isRetired)
         progress.retire()
         #expect(check() && progress.isRetired, "the check made before retiring sees it")
+        #expect(progress.inFlight == 0, "a retired tracker holds nothing")
         #expect(progress.complete(at: 7) == nil)
         #expect(!progress.begin(offset: 8))
     }
@@ -86,13 +86,13 @@ struct PartitionProgressTests {
             progress.updateBackpressure(limit: 4) { decisions.append($0) }
         }
         #expect(decisions == [true])
-        #expect(progress.isRecentlyPaused)
+        #expect(progress.isPaused)
         _ = progress.complete(at: 0)
         progress.updateBackpressure(limit: 4) { decisions.append($0) }
         #expect(decisions == [true], "3 in flight: still paused")
         _ = progress.complete(at: 1)
         progress.updateBackpressure(limit: 4) { decisions.append($0) }
         #expect(decisions == [true, false], "2 in flight: resumed")
-        #expect(!progress.isRecentlyPaused)
+        #expect(!progress.isPaused)
     }
 }
