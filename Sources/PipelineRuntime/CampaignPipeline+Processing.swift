@@ -50,16 +50,23 @@ extension CampaignPipeline {
                 cursors.append(BatchCursor(partition: partition, isAssigned: assigned.contains(partition)))
                 cursor = cursors.count - 1
             }
-            guard cursors[cursor].isAssigned, isInReplayRange(message, consumer: consumer) else { continue }
+            guard cursors[cursor].isAssigned else { continue }
+            switch replayCheck(message, consumer: consumer) {
+            case .process:
+                break
+            case .skip:
+                continue
+            case .pastEnd(let end):
+                // Read up to the range's end (its last records may sit before it, when offsets have gaps).
+                cursors[cursor].nextOffset = max(cursors[cursor].nextOffset ?? end, end)
+                continue
+            }
             let tracker = track(message, cursor: &cursors[cursor], consumer: consumer)
             await emit(decision, for: message, tracker: tracker, routes: routes, consumer: consumer, sender: sender)
         }
         readPositions.withLock { positions in
             for cursor in cursors {
-                guard let next = cursor.nextOffset else { continue }
-                // A replay's range end, reached in this batch, was stored already (`isInReplayRange`): a replay's
-                // positions only move forward, and the end must stay.
-                positions[cursor.partition] = replay == nil ? next : max(positions[cursor.partition] ?? next, next)
+                if let next = cursor.nextOffset { positions[cursor.partition] = next }
             }
         }
     }
@@ -70,7 +77,8 @@ extension CampaignPipeline {
         let isAssigned: Bool
         /// The tracker the partition's last event was registered in.
         var tracker: PartitionProgress?
-        /// The offset after the last event registered (for ``readPositions``, once the batch is done).
+        /// The offset after the last event registered, or a replay's range end once reached (for ``readPositions``,
+        /// once the batch is done).
         var nextOffset: Int64?
     }
 

@@ -72,18 +72,25 @@ extension CampaignPipeline {
         }
     }
 
-    /// Whether a replay processes this record: inside its partition's range. A partition whose range is done is
-    /// paused, so the replay never reads past the end offsets it captured at start.
-    func isInReplayRange(_ message: KafkaConsumerMessage, consumer: KafkaConsumer) -> Bool {
-        guard let replay else { return true }
-        guard let range = replay.ranges[message.topicPartition] else { return false }
+    /// What a replay does with a record it read.
+    enum ReplayCheck {
+        /// Streaming, or a record in its partition's range: processed.
+        case process
+        /// A record of a partition the replay does not cover: skipped.
+        case skip
+        /// The first records past the range: skipped, and the partition (now paused) is read up to `end`.
+        case pastEnd(Int64)
+    }
+
+    /// Whether `message` is processed: always when streaming; for a replay, when it is in its partition's range. A
+    /// record past the range pauses the partition.
+    func replayCheck(_ message: KafkaConsumerMessage, consumer: KafkaConsumer) -> ReplayCheck {
+        guard let replay else { return .process }
+        guard let range = replay.ranges[message.topicPartition] else { return .skip }
         if message.offset >= range.upperBound {
             consumer.pause([message.topicPartition])
-            readPositions.withLock { positions in
-                positions[message.topicPartition] = max(positions[message.topicPartition] ?? 0, range.upperBound)
-            }
-            return false
+            return .pastEnd(range.upperBound)
         }
-        return true
+        return .process
     }
 }
