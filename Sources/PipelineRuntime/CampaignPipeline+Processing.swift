@@ -366,7 +366,7 @@ extension CampaignPipeline {
             event = AnalyticsEvent(kind: .suppressed, identity: identity, occurredAt: .now())
         }
         statistics.recordInput(template: event.identity.template, platform: event.identity.platform, payload: payload)
-        statistics.recordOutcome(event, bytes: event.encoded(), isTimerExpiry: false)
+        statistics.recordOutcome(kind: event.kind, cause: event.cause, bytes: event.encoded(), isTimerExpiry: false)
     }
 
     /// Marks one unit of an event done. After its last unit the event is done in its partition's tracker, and when

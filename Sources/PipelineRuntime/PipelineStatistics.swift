@@ -80,12 +80,8 @@ public final class PipelineStatistics: Sendable {
         }
     }
 
-    func recordOutcome(_ event: AnalyticsEvent, bytes: [UInt8], isTimerExpiry: Bool, sourceTimestamp: Date? = nil) {
-        recordOutcome(kind: event.kind, cause: event.cause, bytes: bytes, isTimerExpiry: isTimerExpiry, sourceTimestamp: sourceTimestamp)
-    }
-
-    /// ``recordOutcome(_:bytes:isTimerExpiry:sourceTimestamp:)`` with only what it reads of the event: its kind and
-    /// cause (an acknowledgement handler keeps these, not the whole event, while its record is in flight).
+    /// Counts an acknowledged outcome record: its event's kind and cause (an acknowledgement handler keeps only these
+    /// of the event while its record is in flight), the first record of each kind as a sample, and its latency.
     func recordOutcome(
         kind: AnalyticsEvent.Kind,
         cause: AnalyticsEvent.ExpiryCause?,
