@@ -35,13 +35,13 @@ public final class KafkaProducer: Sendable {
     private struct State {
         var fatalError: KafkaError?
         var lastBrokerError: String?
-        var isClosed = false
     }
 
     /// The state shared with the delivery-report thread (which must not retain the producer itself).
     private final class Shared: Sendable {
         let state = Mutex(State())
-        /// Set (with the state's error or closed flag) once records are refused: checked without the lock per record.
+        /// Set once records are refused (the producer closed, or failed: then with the state's error); checked without
+        /// the lock per record.
         let isRefusing = Atomic<Bool>(false)
         /// Records handed to librdkafka whose delivery report has not been served yet.
         let outstanding = Atomic<Int>(0)
@@ -207,10 +207,7 @@ public final class KafkaProducer: Sendable {
         } catch {
             logger.warning("Producer closed with unacknowledged records", metadata: ["error": "\(error)"])
         }
-        shared.state.withLock { state in
-            state.isClosed = true
-            shared.isRefusing.store(true, ordering: .sequentiallyConsistent)
-        }
+        shared.isRefusing.store(true, ordering: .sequentiallyConsistent)
         // Whatever is left (or was queued while closing) is purged; its reports, served by the delivery thread,
         // call the handlers with the purge's error. Repeated until none is left: a record can be queued by a
         // `produce` that passed the closed check just before it was set. Non-blocking: the queues librdkafka's own
