@@ -7,7 +7,7 @@ import Synchronization
 
 extension CampaignPipeline {
     /// Decides a batch (partitions in parallel when the batch is large) and queues the outputs in read order.
-    func process(_ batch: [KafkaConsumerMessage], consumer: KafkaConsumer, sender: OutputSender) async {
+    func process(_ batch: [KafkaConsumerMessage], consumer: KafkaConsumer, sender: OutputSender, completion: EventCompletion) async {
         let table = campaigns.withLock { $0 }
         let now = decisionTime()
         let processor = self.processor
@@ -62,7 +62,8 @@ extension CampaignPipeline {
                 continue
             }
             let tracker = track(message, cursor: &cursors[cursor], consumer: consumer)
-            await emit(decision, for: message, tracker: tracker, routes: routes, consumer: consumer, sender: sender)
+            let ticket = EventTicket(tracker: tracker, offset: message.offset, completion: completion)
+            await emit(decision, for: message, ticket: ticket, routes: routes, consumer: consumer, sender: sender)
         }
         readPositions.withLock { positions in
             for cursor in cursors {
@@ -130,24 +131,19 @@ extension CampaignPipeline {
         }
     }
 
-    /// Queues the outputs of one decision, whose event is registered in `tracker`, and accounts for them.
+    /// Queues the outputs of one decision, whose event is registered in its ticket's tracker, and accounts for them.
     private func emit(
         _ decision: EventProcessor.Decision,
         for message: KafkaConsumerMessage,
-        tracker: PartitionProgress,
+        ticket: EventTicket,
         routes: ActiveRoutes,
         consumer: KafkaConsumer,
         sender: OutputSender
     ) async {
-        let offset = message.offset
-        let ticket = EventTicket(tracker: tracker, offset: offset)
-        let done: @Sendable (KafkaDeliveryReport) -> Void = { [self] _ in
-            self.complete(ticket, consumer: consumer)
-        }
-
+        let tracker = ticket.tracker
         guard writesOutputs else {
             countWithoutWriting(decision)
-            complete(ticket, consumer: consumer)
+            ticket.finishUnit()
             return
         }
 
@@ -157,40 +153,26 @@ extension CampaignPipeline {
             let sinks = routes.sinks[notification.platform] ?? []
             // What the outcome needs, without the payload or the source record: the notification itself is let go
             // once the sinks have it, and the record (its value, key and headers) is not kept while in flight.
-            let delivery = DeliveryContext(notification, source: message, sinkNames: routes.names[notification.platform])
+            let delivery = SinkDelivery(
+                DeliveryContext(notification, source: message, sinkNames: routes.names[notification.platform]),
+                timer: timer,
+                ticket: ticket,
+                sinkCount: sinks.count
+            )
             // One unit for the delivery as a whole: done when every sink has answered and the outcome is queued.
             ticket.add(1)
             if sinks.isEmpty {
                 // Only possible with a configuration built in code (loaded ones always route both platforms).
                 let failure = SinkFailure(.payloadRejected, "no sink is configured for \(notification.platform.rawValue) payloads")
-                finishDelivery(
-                    delivery, timer: timer, outcomes: [(NoSink(), .failed(failure))], ticket: ticket,
-                    consumer: consumer, sender: sender, done: done
-                )
+                finishDelivery(delivery, outcome: .failed(failure), from: "none", sender: sender)
             }
-            // With one sink (the usual route) its answer is the whole outcome: nothing to collect.
-            let collector = sinks.count > 1 ? DeliveryCollector(expected: sinks.count) : nil
             for sink in sinks {
                 let sinkName = sink.name
                 tracker.wait(on: sinkName, 1)
                 await sink.submit(notification, isCancelled: tracker.isRetiredCheck) { [self] outcome in
-                    tracker.wait(on: sinkName, -1)
-                    let outcomes: [(sink: any PushSink, outcome: SinkOutcome)]
-                    if let collector {
-                        guard let all = collector.add(outcome, from: sink) else { return }
-                        outcomes = all
-                    } else {
-                        outcomes = [(sink, outcome)]
-                    }
-                    self.finishDelivery(
-                        delivery,
-                        timer: timer,
-                        outcomes: outcomes,
-                        ticket: ticket,
-                        consumer: consumer,
-                        sender: sender,
-                        done: done
-                    )
+                    delivery.ticket.tracker.wait(on: sinkName, -1)
+                    guard let (outcome, sinkName) = delivery.answer(outcome, from: sinkName) else { return }
+                    self.finishDelivery(delivery, outcome: outcome, from: sinkName, sender: sender)
                 }
             }
 
@@ -228,68 +210,54 @@ extension CampaignPipeline {
                 headers: headers
             )
             ticket.add(2)
-            await sender.send(OutputSender.Output(record: deadLetter, onAcknowledged: done))
-            await sender.send(analyticsOutput(rejected, sourceTimestamp: message.timestamp, onAcknowledged: done))
+            await sender.send(OutputSender.Output(record: deadLetter, acknowledgement: .eventUnit(ticket)))
+            await sender.send(outcomeOutput(rejected, sourceTimestamp: message.timestamp, ticket: ticket))
 
         case .expired(let identity, let cause, let detail):
             statistics.recordInput(template: identity.template, platform: identity.platform)
             let expired = AnalyticsEvent(kind: .expired, identity: identity, occurredAt: .now(), reasonDetail: nil, cause: cause)
             logger.debug("Event expired", metadata: ["eventId": "\(identity.eventId ?? "-")", "cause": "\(cause.rawValue)", "detail": "\(detail)"])
             ticket.add(1)
-            await sender.send(analyticsOutput(expired, sourceTimestamp: message.timestamp, onAcknowledged: done))
+            await sender.send(outcomeOutput(expired, sourceTimestamp: message.timestamp, ticket: ticket))
 
         case .suppressed(let identity):
             statistics.recordInput(template: identity.template, platform: identity.platform)
             let suppressed = AnalyticsEvent(kind: .suppressed, identity: identity, occurredAt: .now())
             ticket.add(1)
-            await sender.send(analyticsOutput(suppressed, sourceTimestamp: message.timestamp, onAcknowledged: done))
+            await sender.send(outcomeOutput(suppressed, sourceTimestamp: message.timestamp, ticket: ticket))
         }
 
         // The processing loop's own unit: everything for this event is queued.
-        complete(ticket, consumer: consumer)
+        ticket.finishUnit()
         // Reading an event can only call for a pause: at the limit, or while a sink is throttled.
         if tracker.inFlight >= configuration.maxInFlightPerPartition || hasThrottledSinks.load(ordering: .relaxed) {
             applyBackpressure(to: tracker, consumer: consumer)
         }
     }
 
-    /// Turns the sinks' answers for one notification into its outcome: `push.delivered` when every sink took it
-    /// (then its timer is scheduled), `push.failed` with the first failure's reason otherwise (plus a
-    /// `token.invalidated` event when the token is dead). A sink that stopped leaves the event uncommitted and stops
-    /// the pipeline.
-    private func finishDelivery(
-        _ notification: DeliveryContext,
-        timer: EventProcessor.TimerSchedule?,
-        outcomes: [(sink: any PushSink, outcome: SinkOutcome)],
-        ticket: EventTicket,
-        consumer: KafkaConsumer,
-        sender: OutputSender,
-        done: @escaping @Sendable (KafkaDeliveryReport) -> Void
-    ) {
+    /// Turns the sinks' answer for one notification (all of them, combined by ``SinkDelivery/answer(_:from:)``) into
+    /// its outcome: `push.delivered` when every sink took it (then its timer is scheduled), `push.failed` with the
+    /// first failure's reason otherwise (plus a `token.invalidated` event when the token is dead). A sink that stopped
+    /// leaves the event uncommitted and stops the pipeline.
+    private func finishDelivery(_ delivery: SinkDelivery, outcome: SinkOutcome, from sinkName: String, sender: OutputSender) {
+        let ticket = delivery.ticket
         // The partition moved to another instance, which processes the event again: nothing more to do here.
         guard !ticket.tracker.isRetired else { return }
+        let notification = delivery.context
         let identity = notification.identity
         // The outcome's analytics record, and a second one (the token event, or the timer): two variables, not an
         // array made for every event.
         let analytics: OutputSender.Output
         var second: OutputSender.Output?
-        var failure: (sink: String, failure: SinkFailure)?
-        for (sink, outcome) in outcomes {
-            switch outcome {
-            case .delivered:
-                continue
-            case .failed(let reason):
-                if failure == nil { failure = (sink.name, reason) }
-            case .abandoned(let reason):
-                // Not an outcome: the event stays uncommitted and is processed again after a restart. A sink that
-                // gives events up while the pipeline runs (it stopped) must stop the pipeline, or every later
-                // commit of the partition would wait for good.
-                ticket.tracker.abandon(at: ticket.offset)
-                if !isStopping { stopBecauseSinkStopped(sink.name, reason) }
-                return
-            }
-        }
-        if let (sinkName, reason) = failure {
+        switch outcome {
+        case .abandoned(let reason):
+            // Not an outcome: the event stays uncommitted and is processed again after a restart. A sink that
+            // gives events up while the pipeline runs (it stopped) must stop the pipeline, or every later
+            // commit of the partition would wait for good.
+            ticket.tracker.abandon(at: ticket.offset)
+            if !isStopping { stopBecauseSinkStopped(sinkName, reason) }
+            return
+        case .failed(let reason):
             let failed = AnalyticsEvent(
                 kind: .failed,
                 identity: identity,
@@ -298,7 +266,7 @@ extension CampaignPipeline {
                 reasonCode: reason.code.rawValue,
                 reasonDetail: reason.detail
             )
-            analytics = analyticsOutput(failed, sourceTimestamp: notification.sourceTimestamp, onAcknowledged: done)
+            analytics = outcomeOutput(failed, sourceTimestamp: notification.sourceTimestamp, ticket: ticket)
             if reason.code == .invalidToken {
                 let event = TokenInvalidatedEvent(
                     platform: notification.platform,
@@ -316,15 +284,14 @@ extension CampaignPipeline {
                     value: event.encoded(),
                     headers: [KafkaHeader(key: "type", string: TokenInvalidatedEvent.type)]
                 )
-                second = OutputSender.Output(record: record, onAcknowledged: done)
+                second = OutputSender.Output(record: record, acknowledgement: .eventUnit(ticket))
             }
-        } else {
+        case .delivered:
             let deliveredAt = eventOrWallTime(notification.occurredAt)
             // Named in route order, whatever order they answered in.
-            let sinkNames = notification.sinkNames ?? outcomes.map(\.sink.name).joined(separator: ",")
-            let delivered = AnalyticsEvent(kind: .delivered, identity: identity, occurredAt: .now(), sink: sinkNames)
-            analytics = analyticsOutput(delivered, sourceTimestamp: notification.sourceTimestamp, onAcknowledged: done)
-            if let timer, replay == nil {
+            let delivered = AnalyticsEvent(kind: .delivered, identity: identity, occurredAt: .now(), sink: notification.sinkNames ?? sinkName)
+            analytics = outcomeOutput(delivered, sourceTimestamp: notification.sourceTimestamp, ticket: ticket)
+            if let timer = delivery.timer, replay == nil {
                 let expiresAt: Timestamp =
                     switch timer {
                     case .endsAt(let end): end
@@ -339,14 +306,14 @@ extension CampaignPipeline {
                         key: Array(identity.messageId.utf8),
                         value: TimerBook.encode(pending)
                     ),
-                    onAcknowledged: done
+                    acknowledgement: .eventUnit(ticket)
                 )
             }
         }
         ticket.add(second == nil ? 1 : 2)
         sender.sendNow(analytics)
         if let second { sender.sendNow(second) }
-        complete(ticket, consumer: consumer)
+        ticket.finishUnit()
     }
 
     /// A dry run's bookkeeping: the outcome each decision would have, counted, nothing written.
@@ -369,16 +336,12 @@ extension CampaignPipeline {
         statistics.recordOutcome(kind: event.kind, cause: event.cause, bytes: event.encoded(), isTimerExpiry: false)
     }
 
-    /// Marks one unit of an event done. After its last unit the event is done in its partition's tracker, and when
-    /// that advanced the partition's commit position, the tracker is kept for storing it.
-    private func complete(_ ticket: EventTicket, consumer: KafkaConsumer) {
-        guard ticket.completeUnit() else { return }
-        let tracker = ticket.tracker
-        guard tracker.complete(at: ticket.offset) != nil else { return }
-        let partition = tracker.partition
+    /// What the run does when an event's completion advanced its partition's commit position: the tracker is kept
+    /// for storing the position, and a paused partition may resume.
+    func positionAdvanced(in tracker: PartitionProgress, consumer: KafkaConsumer) {
         // The new position is stored with the others by the next ``storeCompletedPositions(of:)``: one
         // librdkafka call for all partitions instead of one per acknowledgement.
-        completedTrackers.withLock { $0[partition] = tracker }
+        completedTrackers.withLock { $0[tracker.partition] = tracker }
         // Completing events can only call for a resume.
         if tracker.isPaused { applyBackpressure(to: tracker, consumer: consumer) }
     }
@@ -420,26 +383,22 @@ extension CampaignPipeline {
         }
     }
 
-    /// The analytics record for an event; counted in the statistics once acknowledged.
-    func analyticsOutput(
-        _ event: AnalyticsEvent,
-        isTimerExpiry: Bool = false,
-        sourceTimestamp: Date? = nil,
-        onAcknowledged: @escaping @Sendable (KafkaDeliveryReport) -> Void
-    ) -> OutputSender.Output {
-        let bytes = event.encoded()
-        let record = KafkaProducerRecord(
+    /// The analytics record of an event.
+    func analyticsRecord(_ event: AnalyticsEvent) -> KafkaProducerRecord {
+        KafkaProducerRecord(
             topic: configuration.topics.analytics,
             key: Array(event.identity.messageId.utf8),
-            value: bytes,
+            value: event.encoded(),
             headers: Self.analyticsHeaders[event.kind] ?? [KafkaHeader(key: "type", string: event.kind.rawValue)]
         )
-        let kind = event.kind
-        let cause = event.cause
-        return OutputSender.Output(record: record) { [statistics] report in
-            statistics.recordOutcome(kind: kind, cause: cause, bytes: bytes, isTimerExpiry: isTimerExpiry, sourceTimestamp: sourceTimestamp)
-            onAcknowledged(report)
-        }
+    }
+
+    /// An event's outcome record: counted in the statistics once acknowledged, then one unit of `ticket` is done.
+    func outcomeOutput(_ event: AnalyticsEvent, sourceTimestamp: Date?, ticket: EventTicket) -> OutputSender.Output {
+        OutputSender.Output(
+            record: analyticsRecord(event),
+            acknowledgement: .outcome(OutputSender.CountedOutcome(kind: event.kind, cause: event.cause, sourceTimestamp: sourceTimestamp), ticket)
+        )
     }
 
     /// The `type` header of each kind of analytics record, made once and shared by every record of that kind.
@@ -487,34 +446,33 @@ struct DeliveryContext: Sendable {
     }
 }
 
-/// The sink named in the outcome of a notification no sink was configured for.
-private struct NoSink: PushSink {
-    var kind: String { "none" }
-    var name: String { "none" }
+/// A notification handed to its sinks, until they have all answered: what its outcome needs, held once by every
+/// sink's completion.
+final class SinkDelivery: Sendable {
+    let context: DeliveryContext
+    let timer: EventProcessor.TimerSchedule?
+    let ticket: EventTicket
+    /// The answers so far, when more than one sink was given the notification (with one, its answer is the outcome).
+    private let answers = Mutex<[(outcome: SinkOutcome, sink: String)]>([])
+    private let sinkCount: Int
 
-    func submit(
-        _ notification: RenderedNotification,
-        isCancelled: @escaping @Sendable () -> Bool,
-        completion: @escaping @Sendable (SinkOutcome) -> Void
-    ) async {
-        completion(.failed(SinkFailure(.payloadRejected, "no sink")))
-    }
-}
-
-/// Collects the answers of every sink a notification went to; the last answer gets them all.
-final class DeliveryCollector: Sendable {
-    private let expected: Int
-    private let outcomes = Mutex<[(sink: any PushSink, outcome: SinkOutcome)]>([])
-
-    init(expected: Int) {
-        self.expected = expected
+    init(_ context: DeliveryContext, timer: EventProcessor.TimerSchedule?, ticket: EventTicket, sinkCount: Int) {
+        self.context = context
+        self.timer = timer
+        self.ticket = ticket
+        self.sinkCount = sinkCount
     }
 
-    /// Records one answer; returns all of them (in the order they came) once every sink has answered.
-    func add(_ outcome: SinkOutcome, from sink: any PushSink) -> [(sink: any PushSink, outcome: SinkOutcome)]? {
-        outcomes.withLock { outcomes in
-            outcomes.append((sink, outcome))
-            return outcomes.count == expected ? outcomes : nil
+    /// Records one sink's answer. Once every sink has answered, returns the outcome of them all: the first sink that
+    /// gave the notification up, otherwise the first that failed it, otherwise delivered (by the last to answer).
+    func answer(_ outcome: SinkOutcome, from sink: String) -> (outcome: SinkOutcome, sink: String)? {
+        guard sinkCount > 1 else { return (outcome, sink) }
+        return answers.withLock { answers in
+            answers.append((outcome, sink))
+            guard answers.count == sinkCount else { return nil }
+            return answers.first { if case .abandoned = $0.outcome { true } else { false } }
+                ?? answers.first { if case .failed = $0.outcome { true } else { false } }
+                ?? (outcome, sink)
         }
     }
 }

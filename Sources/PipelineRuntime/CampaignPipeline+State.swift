@@ -89,8 +89,11 @@ extension CampaignPipeline {
                     key: Array(timer.identity.messageId.utf8),
                     value: nil
                 )
+                let record = analyticsRecord(expired)
+                // The tombstone only once the expiry is written: until then, a restart fires the timer again.
                 sender.sendNow(
-                    analyticsOutput(expired, isTimerExpiry: true) { _ in
+                    OutputSender.Output(record: record) { [statistics] _ in
+                        statistics.recordOutcome(kind: .expired, cause: .timer, bytes: record.value ?? [], isTimerExpiry: true)
                         sender.sendNow(OutputSender.Output(record: tombstone) { _ in })
                     }
                 )

@@ -143,6 +143,7 @@ public final class CampaignPipeline: Service {
         }
         let sender = OutputSender(
             producer: producer,
+            statistics: statistics,
             backoff: configuration.retryBackoff,
             maxBackoff: configuration.maxRetryBackoff,
             logger: logger
@@ -387,9 +388,10 @@ public final class CampaignPipeline: Service {
     private func processUntilStopped(consumer: KafkaConsumer, sender: OutputSender) async throws {
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
+                let completion = EventCompletion { [self] tracker in self.positionAdvanced(in: tracker, consumer: consumer) }
                 var iterator = consumer.messages.makeAsyncIterator()
                 while !Task.isCancelled, let batch = try await iterator.nextBatch() {
-                    await self.process(batch, consumer: consumer, sender: sender)
+                    await self.process(batch, consumer: consumer, sender: sender, completion: completion)
                 }
             }
             group.addTask {

@@ -26,17 +26,7 @@ struct KafkaPayloadSink: PushSink {
         isCancelled: @escaping @Sendable () -> Bool,
         completion: @escaping @Sendable (SinkOutcome) -> Void
     ) async {
-        let topic = self.topic
-        await sender.send(
-            OutputSender.Output(
-                record: Self.record(notification, topic: topic),
-                onRefused: { error in
-                    let code: SinkFailure.Code = (error.librdkafkaName ?? "").contains("SIZE_TOO_LARGE") ? .payloadTooLarge : .payloadRejected
-                    completion(.failed(SinkFailure(code, "\(topic) refused the payload: \(error)")))
-                },
-                onAcknowledged: { _ in completion(.delivered(attempts: 1)) }
-            )
-        )
+        await sender.send(OutputSender.Output(record: Self.record(notification, topic: topic), acknowledgement: .payload(completion)))
     }
 
     /// The payload record: key = recipient id, headers per the contract (APNs token and request headers too).

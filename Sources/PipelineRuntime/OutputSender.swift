@@ -1,5 +1,7 @@
+import Foundation
 import KafkaClient
 import Logging
+import PushSinks
 import Synchronization
 
 /// Sends output records and keeps sending each one until the cluster acknowledges it: a failed output is retried
@@ -11,10 +13,40 @@ final class OutputSender: Sendable {
     struct Output: Sendable {
         var record: KafkaProducerRecord
         var attempt = 0
-        /// Called instead of retrying when the cluster refuses the record for good (see ``isPermanent(_:)``);
-        /// without it such an output is retried like any other.
-        var onRefused: (@Sendable (KafkaError) -> Void)? = nil
-        var onAcknowledged: @Sendable (KafkaDeliveryReport) -> Void
+        var acknowledgement: Acknowledgement
+
+        init(record: KafkaProducerRecord, acknowledgement: Acknowledgement) {
+            self.record = record
+            self.acknowledgement = acknowledgement
+        }
+
+        /// An output whose acknowledgement calls `onAcknowledged`.
+        init(record: KafkaProducerRecord, onAcknowledged: @escaping @Sendable (KafkaDeliveryReport) -> Void) {
+            self.init(record: record, acknowledgement: .call(onAcknowledged))
+        }
+    }
+
+    /// What an acknowledged output does. The cases the pipeline sends for every event carry their few values, not a
+    /// closure: no context is allocated per record, and nothing run-wide is captured by it.
+    enum Acknowledgement: Sendable {
+        /// One unit of the event is done.
+        case eventUnit(EventTicket)
+        /// The event's outcome record is written: counted in the statistics (with the record's bytes as the sample of
+        /// its kind), then one unit of the event is done.
+        case outcome(CountedOutcome, EventTicket)
+        /// A sink's payload record: acknowledged means delivered. A record the cluster refuses for good (see
+        /// ``OutputSender/isPermanent(_:)``) is failed, not retried.
+        case payload(@Sendable (SinkOutcome) -> Void)
+        /// Anything else; retried until acknowledged, like every output.
+        case call(@Sendable (KafkaDeliveryReport) -> Void)
+    }
+
+    /// What the statistics count of an outcome record.
+    struct CountedOutcome: Sendable {
+        var kind: AnalyticsEvent.Kind
+        var cause: AnalyticsEvent.ExpiryCause?
+        /// The source record's timestamp, for the latency statistics.
+        var sourceTimestamp: Date?
     }
 
     /// Errors no retry can get past: the record itself is refused (too large, invalid).
@@ -39,13 +71,15 @@ final class OutputSender: Sendable {
     }
 
     private let producer: KafkaProducer
+    private let statistics: PipelineStatistics
     private let state = Mutex(State())
     private let backoff: Duration
     private let maxBackoff: Duration
     private let logger: Logger
 
-    init(producer: KafkaProducer, backoff: Duration, maxBackoff: Duration, logger: Logger) {
+    init(producer: KafkaProducer, statistics: PipelineStatistics, backoff: Duration, maxBackoff: Duration, logger: Logger) {
         self.producer = producer
+        self.statistics = statistics
         self.backoff = backoff
         self.maxBackoff = maxBackoff
         self.logger = logger
@@ -102,16 +136,38 @@ final class OutputSender: Sendable {
 
         override func deliveryReported(_ result: Result<KafkaDeliveryReport, KafkaError>) {
             switch result {
-            case .success(let report): output.onAcknowledged(report)
+            case .success(let report): sender.acknowledged(output, report: report)
             case .failure(let error): sender.scheduleRetry(output, after: error)
             }
         }
     }
 
+    private func acknowledged(_ output: Output, report: KafkaDeliveryReport) {
+        switch output.acknowledgement {
+        case .eventUnit(let ticket):
+            ticket.finishUnit()
+        case .outcome(let outcome, let ticket):
+            statistics.recordOutcome(
+                kind: outcome.kind,
+                cause: outcome.cause,
+                bytes: output.record.value ?? [],
+                isTimerExpiry: false,
+                sourceTimestamp: outcome.sourceTimestamp
+            )
+            ticket.finishUnit()
+        case .payload(let completion):
+            completion(.delivered(attempts: 1))
+        case .call(let onAcknowledged):
+            onAcknowledged(report)
+        }
+    }
+
     private func scheduleRetry(_ output: Output, after error: KafkaError) {
-        if let onRefused = output.onRefused, Self.isPermanent(error) {
-            logger.warning("Output refused for good", metadata: ["topic": "\(output.record.topic)", "error": "\(error)"])
-            onRefused(error)
+        if case .payload(let completion) = output.acknowledgement, Self.isPermanent(error) {
+            let topic = output.record.topic
+            logger.warning("Output refused for good", metadata: ["topic": "\(topic)", "error": "\(error)"])
+            let code: SinkFailure.Code = (error.librdkafkaName ?? "").contains("SIZE_TOO_LARGE") ? .payloadTooLarge : .payloadRejected
+            completion(.failed(SinkFailure(code, "\(topic) refused the payload: \(error)")))
             return
         }
         var next = output

@@ -181,12 +181,15 @@ final class PartitionProgress: Sendable {
 final class EventTicket: Sendable {
     let tracker: PartitionProgress
     let offset: Int64
+    /// What the run does when this event's completion advances its partition's position.
+    let completion: EventCompletion
     /// Starts at one: the processing loop's unit, done once everything for the event is queued.
     private let units = Atomic<Int>(1)
 
-    init(tracker: PartitionProgress, offset: Int64) {
+    init(tracker: PartitionProgress, offset: Int64, completion: EventCompletion = EventCompletion()) {
         self.tracker = tracker
         self.offset = offset
+        self.completion = completion
     }
 
     /// Adds `count` outstanding units; call before the work they stand for can finish.
@@ -200,5 +203,24 @@ final class EventTicket: Sendable {
         let remaining = units.subtract(1, ordering: .acquiringAndReleasing).newValue
         assert(remaining >= 0, "more units completed than added for offset \(offset)")
         return remaining == 0
+    }
+
+    /// Marks one unit done. After the last, the event is done in its tracker, and when that advanced the partition's
+    /// commit position, the run hears of it through ``completion``.
+    func finishUnit() {
+        guard completeUnit(), tracker.complete(at: offset) != nil else { return }
+        completion.positionAdvanced(tracker)
+    }
+}
+
+/// What a run does when an event's completion advances its partition's commit position (store the position; resume
+/// the partition if it was paused). Made once per run and shared by its tickets: one reference per event, where
+/// each acknowledgement used to capture the pipeline and its consumer.
+final class EventCompletion: Sendable {
+    let positionAdvanced: @Sendable (PartitionProgress) -> Void
+
+    /// - Parameter positionAdvanced: called with the tracker, on whichever thread completed the event.
+    init(whenPositionAdvances positionAdvanced: @escaping @Sendable (PartitionProgress) -> Void = { _ in }) {
+        self.positionAdvanced = positionAdvanced
     }
 }

@@ -25,6 +25,13 @@ extension PipelineBenchmark {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { try await feed(topics.sends) { processed.withLock { $0 } } }
                 group.addTask {
+                    // Stores a partition's position each time it advances.
+                    let completion = EventCompletion { tracker in
+                        guard let position = tracker.completedPosition else { return }
+                        try? consumer.storeOffsets([
+                            KafkaTopicPartitionOffset(topic: tracker.partition.topic, partition: tracker.partition.partition, offset: position)
+                        ])
+                    }
                     var iterator = consumer.messages.makeAsyncIterator()
                     var read = 0
                     while read < total, let batch = try await iterator.nextBatch() {
@@ -37,21 +44,21 @@ extension PipelineBenchmark {
                                 return created
                             }
                             _ = tracker.begin(offset: message.offset)
-                            let ticket = EventTicket(tracker: tracker, offset: message.offset)
+                            let ticket = EventTicket(tracker: tracker, offset: message.offset, completion: completion)
                             ticket.add(2)
                             // The layer's cheapest way to hear of a record: an object per record (see
                             // KafkaDeliveryReceiver), as the pipeline's output sender uses it.
                             try await Self.enqueue(
                                 producer,
                                 KafkaProducerRecord(topic: topics.fcm, key: message.key, value: message.value),
-                                RelayAcknowledgement(ticket: ticket, consumer: consumer)
+                                RelayAcknowledgement(ticket: ticket)
                             )
                             try await Self.enqueue(
                                 producer,
                                 KafkaProducerRecord(topic: topics.analytics, key: message.key, value: analyticsValue),
-                                RelayAcknowledgement(ticket: ticket, consumer: consumer, counting: counters, sourceTimestamp: message.timestamp)
+                                RelayAcknowledgement(ticket: ticket, counting: counters, sourceTimestamp: message.timestamp)
                             )
-                            RelayAcknowledgement.complete(ticket, consumer: consumer)
+                            ticket.finishUnit()
                         }
                     }
                     while processed.withLock({ $0 }) < total { try await Task.sleep(for: .milliseconds(1)) }
@@ -157,28 +164,19 @@ final class RelayCounters: Sendable {
 final class RelayAcknowledgement: KafkaDeliveryReceiver, @unchecked Sendable {
     // Immutable after init: safe to send.
     let ticket: EventTicket
-    let consumer: KafkaConsumer
     let counters: RelayCounters?
     let sourceTimestamp: Date?
 
-    init(ticket: EventTicket, consumer: KafkaConsumer, counting counters: RelayCounters? = nil, sourceTimestamp: Date? = nil) {
+    init(ticket: EventTicket, counting counters: RelayCounters? = nil, sourceTimestamp: Date? = nil) {
         self.ticket = ticket
-        self.consumer = consumer
         self.counters = counters
         self.sourceTimestamp = sourceTimestamp
     }
 
     override func deliveryReported(_ result: Result<KafkaDeliveryReport, KafkaError>) {
-        Self.complete(ticket, consumer: consumer)
+        ticket.finishUnit()
         guard let counters else { return }
         if let sourceTimestamp { counters.latencies.withLock { $0.append(Date().timeIntervalSince(sourceTimestamp) * 1000) } }
         counters.processed.withLock { $0 += 1 }
-    }
-
-    /// Completes one unit of the ticket's event; stores the partition's position when the event's last unit advanced it.
-    static func complete(_ ticket: EventTicket, consumer: KafkaConsumer) {
-        let tracker = ticket.tracker
-        guard ticket.completeUnit(), let position = tracker.complete(at: ticket.offset) else { return }
-        try? consumer.storeOffsets([KafkaTopicPartitionOffset(topic: tracker.partition.topic, partition: tracker.partition.partition, offset: position)])
     }
 }
