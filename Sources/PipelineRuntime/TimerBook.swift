@@ -19,25 +19,42 @@ final class TimerBook: Sendable {
         var partition: Int32
     }
 
+    /// A message id with its hash worked out once. The book's tables rehash every key each time they grow (to
+    /// hundreds of thousands on a busy instance), and hashing the id's text over and over cost more than the rest
+    /// of scheduling a timer.
+    private struct TimerKey: Hashable {
+        let messageId: String
+        private let hash: Int
+
+        init(_ messageId: String) {
+            self.messageId = messageId
+            hash = messageId.hashValue
+        }
+
+        static func == (lhs: TimerKey, rhs: TimerKey) -> Bool { lhs.hash == rhs.hash && lhs.messageId == rhs.messageId }
+
+        func hash(into hasher: inout Hasher) { hasher.combine(hash) }
+    }
+
     /// A due time in the heap. Entries of timers replaced or removed since are left in place and skipped when
     /// they come up (their message id no longer maps to a timer with this due time).
     private struct DueEntry: Comparable {
         var expiresAt: Timestamp
-        var messageId: String
+        var key: TimerKey
 
         static func < (lhs: DueEntry, rhs: DueEntry) -> Bool { lhs.expiresAt < rhs.expiresAt }
-        static func == (lhs: DueEntry, rhs: DueEntry) -> Bool { lhs.expiresAt == rhs.expiresAt && lhs.messageId == rhs.messageId }
+        static func == (lhs: DueEntry, rhs: DueEntry) -> Bool { lhs.expiresAt == rhs.expiresAt && lhs.key == rhs.key }
     }
 
     private struct State {
-        var pending: [String: PendingTimer] = [:]
+        var pending: [TimerKey: PendingTimer] = [:]
         var due = Heap<DueEntry>()
         /// Due timers of partitions not owned here when they came due, by partition.
         var parked: [Int32: [DueEntry]] = [:]
         /// How many entries ``parked`` holds (some may be stale: removed or rescheduled since).
         var parkedCount = 0
         /// Fired here and not yet seen tombstoned, so a late read of the timer record does not bring it back.
-        var fired: Set<String> = []
+        var fired: Set<TimerKey> = []
     }
 
     private let state = Mutex(State())
@@ -50,15 +67,15 @@ final class TimerBook: Sendable {
     /// Adds or replaces a timer (from a delivery, or folded from the topic).
     func schedule(_ timer: PendingTimer) {
         state.withLock { state in
-            let messageId = timer.identity.messageId
-            guard !state.fired.contains(messageId) else { return }
-            let previous = state.pending.updateValue(timer, forKey: messageId)
+            let key = TimerKey(timer.identity.messageId)
+            guard !state.fired.contains(key) else { return }
+            let previous = state.pending.updateValue(timer, forKey: key)
             if previous?.expiresAt != timer.expiresAt || previous?.partition != timer.partition {
-                state.due.insert(DueEntry(expiresAt: timer.expiresAt, messageId: messageId))
+                state.due.insert(DueEntry(expiresAt: timer.expiresAt, key: key))
             }
             // Replaced timers leave stale entries behind; rebuild when they outnumber the live ones.
             if state.due.count > 2 * state.pending.count + 1_024 {
-                state.due = Heap(state.pending.values.map { DueEntry(expiresAt: $0.expiresAt, messageId: $0.identity.messageId) })
+                state.due = Heap(state.pending.map { DueEntry(expiresAt: $0.value.expiresAt, key: $0.key) })
                 state.parked = [:]
                 state.parkedCount = 0
             }
@@ -68,8 +85,9 @@ final class TimerBook: Sendable {
     /// Applies a tombstone read from the topic.
     func remove(messageId: String) {
         state.withLock { state in
-            state.pending[messageId] = nil
-            state.fired.remove(messageId)
+            let key = TimerKey(messageId)
+            state.pending[key] = nil
+            state.fired.remove(key)
         }
     }
 
@@ -86,14 +104,14 @@ final class TimerBook: Sendable {
             var due: [PendingTimer] = []
             while let next = state.due.min, next.expiresAt <= now {
                 state.due.removeMin()
-                guard let timer = state.pending[next.messageId], timer.expiresAt == next.expiresAt else { continue }
+                guard let timer = state.pending[next.key], timer.expiresAt == next.expiresAt else { continue }
                 guard partitions.contains(timer.partition) else {
                     state.parked[timer.partition, default: []].append(next)
                     state.parkedCount += 1
                     continue
                 }
-                state.pending[next.messageId] = nil
-                state.fired.insert(next.messageId)
+                state.pending[next.key] = nil
+                state.fired.insert(next.key)
                 due.append(timer)
             }
             // Timers parked here are tombstoned by their owner; drop those entries before they pile up.
@@ -101,7 +119,7 @@ final class TimerBook: Sendable {
                 let pending = state.pending
                 state.parked = state.parked.compactMapValues { entries in
                     let live = entries.filter { entry in
-                        pending[entry.messageId].map { $0.expiresAt == entry.expiresAt } ?? false
+                        pending[entry.key].map { $0.expiresAt == entry.expiresAt } ?? false
                     }
                     return live.isEmpty ? nil : live
                 }
