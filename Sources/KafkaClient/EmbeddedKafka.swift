@@ -71,6 +71,17 @@ public final class EmbeddedKafka: Sendable {
         }
     }
 
+    /// Makes `broker` the leader of a partition, or leaves the partition without a leader (`nil`): records for it
+    /// wait, and fail once their `message.timeout.ms` passes, until it has one again.
+    public func setLeader(of topic: String, partition: Int32, to broker: Int32?) throws(KafkaError) {
+        let err = try withCluster { cluster in
+            rd_kafka_mock_partition_set_leader(cluster, topic, partition, broker ?? -1)
+        }
+        guard err == RD_KAFKA_RESP_ERR_NO_ERROR else {
+            throw KafkaError.librdkafka(.embeddedBrokerFailed, err, message: "the leader of \(topic)/\(partition) could not be set", topic: topic)
+        }
+    }
+
     /// Takes every broker down or back up.
     public func setAllBrokers(isUp: Bool) throws(KafkaError) {
         for id in 1...Int32(brokerCount) { try setBroker(id, isUp: isUp) }

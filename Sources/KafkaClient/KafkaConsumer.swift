@@ -589,29 +589,14 @@ extension KafkaConsumer {
         topicNames: inout [OpaquePointer: String]
     ) -> KafkaConsumerMessage {
         let value = message.pointee
-        var headers: [KafkaHeader] = []
-        var rawHeaders: OpaquePointer?
-        if rd_kafka_message_headers(message, &rawHeaders) == RD_KAFKA_RESP_ERR_NO_ERROR, let rawHeaders {
-            var index = 0
-            var name: UnsafePointer<CChar>?
-            var bytes: UnsafeRawPointer?
-            var size = 0
-            while rd_kafka_header_get_all(rawHeaders, index, &name, &bytes, &size) == RD_KAFKA_RESP_ERR_NO_ERROR {
-                let headerValue = bytes.map { Array(UnsafeRawBufferPointer(start: $0, count: size)) }
-                headers.append(KafkaHeader(key: name.map { String(cString: $0) } ?? "", value: headerValue))
-                index += 1
-            }
-        }
-        var timestampType = RD_KAFKA_TIMESTAMP_NOT_AVAILABLE
-        let milliseconds = rd_kafka_message_timestamp(message, &timestampType)
         return KafkaConsumerMessage(
             topic: topicName(value.rkt, cache: &topicNames),
             partition: value.partition,
             offset: value.offset,
-            key: value.key.map { Array(UnsafeRawBufferPointer(start: $0, count: value.key_len)) },
-            value: value.payload.map { Array(UnsafeRawBufferPointer(start: $0, count: value.len)) },
-            headers: headers,
-            timestamp: milliseconds >= 0 ? Date(timeIntervalSince1970: Double(milliseconds) / 1000) : nil
+            key: RDKafkaMessage.key(of: message),
+            value: RDKafkaMessage.value(of: message),
+            headers: RDKafkaMessage.headers(of: message),
+            timestamp: RDKafkaMessage.timestamp(of: message)
         )
     }
 

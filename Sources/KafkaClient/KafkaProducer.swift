@@ -346,6 +346,19 @@ public final class KafkaProducer: Sendable {
         return .failure(error)
     }
 
+    /// The record a failed delivery report is about, as librdkafka still holds it: its topic, the partition it was
+    /// given (`nil` if none yet), key, value and headers. Not its timestamp: librdkafka reports none for a failed
+    /// record.
+    private static func record(of message: UnsafePointer<rd_kafka_message_t>, topicNames: inout [OpaquePointer: String]) -> KafkaProducerRecord {
+        KafkaProducerRecord(
+            topic: topicName(message.pointee.rkt, cache: &topicNames),
+            partition: message.pointee.partition == RD_KAFKA_PARTITION_UA ? nil : message.pointee.partition,
+            key: RDKafkaMessage.key(of: message),
+            value: RDKafkaMessage.value(of: message),
+            headers: RDKafkaMessage.headers(of: message)
+        )
+    }
+
     /// The delivery-report loop, run on the producer's own thread.
     private static func servePollLoop(handle: RDKafkaHandle, shared: Shared, logger: Logger, thread: PollThread) {
         guard let queue = rd_kafka_queue_get_main(handle.pointer) else { return }
@@ -368,7 +381,12 @@ public final class KafkaProducer: Sendable {
                         let receiver = Unmanaged<KafkaDeliveryReceiver>.fromOpaque(opaque).takeRetainedValue()
                         let result = deliveryResult(of: message, topicNames: &topicNames, shared: shared)
                         shared.outstanding.subtract(1, ordering: .releasing)
-                        receiver.deliveryReported(result)
+                        switch result {
+                        case .success:
+                            receiver.deliveryReported(result)
+                        case .failure(let error):
+                            receiver.deliveryFailed(error, record: record(of: message, topicNames: &topicNames))
+                        }
                     }
                     if count < messages.count { break }
                 }
@@ -400,15 +418,25 @@ public final class KafkaProducer: Sendable {
 
 /// Receives the delivery report of one record queued with ``KafkaProducer/produce(_:reportingTo:)``.
 ///
-/// Subclass it with what handling the report needs (the record, for a retry; what to do when it is stored): the
-/// producer holds the object itself while the record is in flight, so a record costs one allocation, where a
-/// closure costs its context and a box for it. Subclasses must be safe to send: the report arrives on the
+/// Subclass it with what handling the report needs (what to do when the record is stored; a failed record comes
+/// back whole, for a retry): the producer holds the object itself while the record is in flight, so a record costs
+/// one allocation, where a closure costs its context and a box for it. Subclasses must be safe to send: the report arrives on the
 /// producer's thread.
 open class KafkaDeliveryReceiver: @unchecked Sendable {
     public init() {}
 
-    /// Called exactly once per record queued, from the producer's delivery thread; must not block.
+    /// Called exactly once per record queued, from the producer's delivery thread, when it was stored (or, unless
+    /// ``deliveryFailed(_:record:)`` is overridden, when it was not); must not block.
     open func deliveryReported(_ result: Result<KafkaDeliveryReport, KafkaError>) {}
+
+    /// Called instead of ``deliveryReported(_:)`` when the record was not delivered, with the record as librdkafka
+    /// still held it: topic, the partition it was given (`nil` if none yet), key, value and headers. Enough to send
+    /// it again, so a receiver need not keep a copy while it is in flight; only an explicit timestamp is not handed
+    /// back (librdkafka reports none for a failed record). By default, reports the failure to
+    /// ``deliveryReported(_:)``.
+    open func deliveryFailed(_ error: KafkaError, record: KafkaProducerRecord) {
+        deliveryReported(.failure(error))
+    }
 }
 
 /// Gathers the delivery results of a batch of records and hands them over once all are known.

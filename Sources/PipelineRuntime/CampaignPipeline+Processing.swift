@@ -395,10 +395,9 @@ extension CampaignPipeline {
 
     /// An event's outcome record: counted in the statistics once acknowledged, then one unit of `ticket` is done.
     func outcomeOutput(_ event: AnalyticsEvent, sourceTimestamp: Date?, ticket: EventTicket) -> OutputSender.Output {
-        OutputSender.Output(
-            record: analyticsRecord(event),
-            acknowledgement: .outcome(OutputSender.CountedOutcome(kind: event.kind, cause: event.cause, sourceTimestamp: sourceTimestamp), ticket)
-        )
+        let record = analyticsRecord(event)
+        let counted = OutputSender.CountedOutcome(kind: event.kind, cause: event.cause, bytes: record.value ?? [], sourceTimestamp: sourceTimestamp)
+        return OutputSender.Output(record: record, acknowledgement: .outcome(counted, ticket))
     }
 
     /// The `type` header of each kind of analytics record, made once and shared by every record of that kind.

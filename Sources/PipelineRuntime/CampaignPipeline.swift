@@ -235,6 +235,7 @@ public final class CampaignPipeline: Service {
                 "expired": "\(summary.outcomes[.expired] ?? 0)",
                 "suppressed": "\(summary.outcomes[.suppressed] ?? 0)",
                 "pendingTimers": "\(timers.count)",
+                "outputsRetried": "\(summary.outputsRetried)",
             ]
         )
         if let failure { throw failure }

@@ -45,6 +45,8 @@ final class OutputSender: Sendable {
     struct CountedOutcome: Sendable {
         var kind: AnalyticsEvent.Kind
         var cause: AnalyticsEvent.ExpiryCause?
+        /// The record's value: the first of each kind is kept as a sample.
+        var bytes: [UInt8]
         /// The source record's timestamp, for the latency statistics.
         var sourceTimestamp: Date?
     }
@@ -119,38 +121,50 @@ final class OutputSender: Sendable {
     }
 
     private func enqueue(_ output: Output) throws(KafkaError) {
-        try producer.produce(output.record, reportingTo: InFlight(output, sender: self))
+        try producer.produce(output.record, reportingTo: InFlight(output.acknowledgement, attempt: output.attempt, sender: self))
     }
 
     /// An output while its record is in flight: the producer holds it and hands it the record's report (one object
-    /// per record, where a closure took its context and a box for it).
+    /// per record, where a closure took its context and a box for it). It does not keep the record: librdkafka
+    /// hands a failed one back, and the one sent is let go where it was made.
     private final class InFlight: KafkaDeliveryReceiver, @unchecked Sendable {
         // Immutable after init: safe to send.
-        let output: Output
+        let acknowledgement: Acknowledgement
+        let attempt: Int
         let sender: OutputSender
 
-        init(_ output: Output, sender: OutputSender) {
-            self.output = output
+        init(_ acknowledgement: Acknowledgement, attempt: Int, sender: OutputSender) {
+            self.acknowledgement = acknowledgement
+            self.attempt = attempt
             self.sender = sender
         }
 
         override func deliveryReported(_ result: Result<KafkaDeliveryReport, KafkaError>) {
             switch result {
-            case .success(let report): sender.acknowledged(output, report: report)
-            case .failure(let error): sender.scheduleRetry(output, after: error)
+            case .success(let report):
+                sender.acknowledged(acknowledgement, report: report)
+            case .failure:
+                // The producer reports failures with their record, to `deliveryFailed`.
+                preconditionFailure("a failed output reported without its record")
             }
+        }
+
+        override func deliveryFailed(_ error: KafkaError, record: KafkaProducerRecord) {
+            var output = Output(record: record, acknowledgement: acknowledgement)
+            output.attempt = attempt
+            sender.scheduleRetry(output, after: error)
         }
     }
 
-    private func acknowledged(_ output: Output, report: KafkaDeliveryReport) {
-        switch output.acknowledgement {
+    private func acknowledged(_ acknowledgement: Acknowledgement, report: KafkaDeliveryReport) {
+        switch acknowledgement {
         case .eventUnit(let ticket):
             ticket.finishUnit()
         case .outcome(let outcome, let ticket):
             statistics.recordOutcome(
                 kind: outcome.kind,
                 cause: outcome.cause,
-                bytes: output.record.value ?? [],
+                bytes: outcome.bytes,
                 isTimerExpiry: false,
                 sourceTimestamp: outcome.sourceTimestamp
             )
@@ -174,6 +188,7 @@ final class OutputSender: Sendable {
         next.attempt += 1
         let isQueueFull = error.librdkafkaName == "_QUEUE_FULL"
         let delay = isQueueFull ? Duration.milliseconds(10) : backoffDelay(attempt: next.attempt)
+        if !isQueueFull { statistics.recordRetry() }
         state.withLock { state in
             state.retries.append(Retry(due: .now + delay, output: next))
             if !isQueueFull {

@@ -21,6 +21,9 @@ public final class PipelineStatistics: Sendable {
         /// Timer expiries emitted after delivery (`push.expired` cause `timer` that follows a `push.delivered`;
         /// not counted in ``outcomes``, which holds one terminal outcome per input).
         public var timersFired = 0
+        /// Outputs the cluster did not take (not acknowledged within `message.timeout.ms`, or refused) and that
+        /// were queued to be sent again.
+        public var outputsRetried = 0
         /// The first payload rendered per `template/platform`.
         public var samplePayloads: [String: [UInt8]] {
             var result: [String: [UInt8]] = [:]
@@ -78,6 +81,11 @@ public final class PipelineStatistics: Sendable {
             if state.firstInputAt == nil { state.firstInputAt = Date() }
             if let payload, state.payloadSamples[key] == nil { state.payloadSamples[key] = payload }
         }
+    }
+
+    /// Counts an output queued to be sent again.
+    func recordRetry() {
+        state.withLock { $0.outputsRetried += 1 }
     }
 
     /// Counts an acknowledged outcome record: its event's kind and cause (an acknowledgement handler keeps only these

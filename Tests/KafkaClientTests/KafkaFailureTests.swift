@@ -88,6 +88,48 @@ struct KafkaFailureTests {
         await producer.close(timeout: .seconds(1))
     }
 
+    @Test("a record that is not delivered comes back to its receiver whole: topic, partition, key, value, headers")
+    func failedRecordComesBack() async throws {
+        var configuration = KafkaProducerConfiguration(bootstrapServers: ["127.0.0.1:1"])
+        configuration.messageTimeout = .seconds(2)
+        let producer = try KafkaProducer(configuration: configuration, logger: testLogger)
+        let stamp = Date(timeIntervalSince1970: 1_795_000_000.123)
+        let records = [
+            KafkaProducerRecord(
+                topic: "anything",
+                partition: 3,
+                key: Array("user-7".utf8),
+                value: Array("{\"payload\":true}".utf8),
+                headers: [KafkaHeader(key: "messageId", string: "m-1"), KafkaHeader(key: "empty", value: nil), KafkaHeader(key: "type", string: "push.delivered")],
+                timestamp: stamp
+            ),
+            // A tombstone for the partitioner to place (never placed: no broker).
+            KafkaProducerRecord(topic: "other", key: Array("m-2".utf8), value: nil, timestamp: stamp),
+        ]
+        let receivers = records.map { _ in FailureReceiver() }
+        for (record, receiver) in zip(records, receivers) {
+            try producer.produce(record, reportingTo: receiver)
+        }
+        // Generous: the parallel test run can keep the report waiting for a thread; a lost report never comes.
+        let deadline = ContinuousClock.now + .seconds(30)
+        while !receivers.allSatisfy({ $0.reports.withLock { !$0.isEmpty } }), ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        for (record, receiver) in zip(records, receivers) {
+            let reports = receiver.reports.withLock { $0 }
+            #expect(reports.count == 1, "reported once")
+            guard case .failed(let error, let returned)? = reports.first else {
+                Issue.record("not reported as failed with its record: \(reports)")
+                continue
+            }
+            #expect(error.librdkafkaName == "_MSG_TIMED_OUT")
+            var expected = record
+            expected.timestamp = nil  // librdkafka reports no timestamp for a failed record
+            #expect(returned == expected)
+        }
+        await producer.close(timeout: .seconds(1))
+    }
+
     @Test("closing with records no broker took reports each of them once, as closed, and returns")
     func closeReportsUnacknowledgedRecords() async throws {
         var configuration = KafkaProducerConfiguration(bootstrapServers: ["127.0.0.1:1"])
@@ -158,5 +200,23 @@ struct KafkaFailureTests {
             }
             #expect(error?.code == .closed)
         }
+    }
+}
+
+/// Records how its record was reported.
+private final class FailureReceiver: KafkaDeliveryReceiver, @unchecked Sendable {
+    enum Report {
+        case reported(Result<KafkaDeliveryReport, KafkaError>)
+        case failed(KafkaError, KafkaProducerRecord)
+    }
+
+    let reports = Mutex<[Report]>([])
+
+    override func deliveryReported(_ result: Result<KafkaDeliveryReport, KafkaError>) {
+        reports.withLock { $0.append(.reported(result)) }
+    }
+
+    override func deliveryFailed(_ error: KafkaError, record: KafkaProducerRecord) {
+        reports.withLock { $0.append(.failed(error, record)) }
     }
 }
