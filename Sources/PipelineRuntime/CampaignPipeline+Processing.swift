@@ -304,7 +304,8 @@ extension CampaignPipeline {
                         topic: configuration.topics.timers,
                         partition: notification.partition,
                         key: Array(identity.messageId.utf8),
-                        value: TimerBook.encode(pending)
+                        value: TimerBook.encode(pending),
+                        headers: timerRecordHeaders
                     ),
                     acknowledgement: .eventUnit(ticket)
                 )

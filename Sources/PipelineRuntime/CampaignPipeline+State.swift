@@ -51,6 +51,8 @@ extension CampaignPipeline {
                 timers.remove(messageId: messageId)
                 return
             }
+            // Written by this pipeline, which scheduled it when it wrote it.
+            if message.headers.contains(timerRecordHeaders[0]) { return }
             if let timer = TimerBook.decode(value, partition: message.partition) {
                 timers.schedule(timer)
             } else {

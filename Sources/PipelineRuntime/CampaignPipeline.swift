@@ -35,6 +35,9 @@ public final class CampaignPipeline: Service {
 
     let campaigns = Mutex(CampaignTable())
     let timers = TimerBook()
+    /// The `writer` header of the timer records this pipeline writes: they are in ``timers`` already, so reading
+    /// them back (the state consumer reads the whole timers topic) skips them.
+    let timerRecordHeaders = [KafkaHeader(key: "writer", string: UUID().uuidString)]
     let progress = Mutex([KafkaTopicPartition: PartitionProgress]())
     /// The position after the last event read, per partition (for idle detection).
     let readPositions = Mutex([KafkaTopicPartition: Int64]())
