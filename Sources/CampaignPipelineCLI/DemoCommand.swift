@@ -112,6 +112,7 @@ struct DemoCommand: AsyncParsableCommand {
             print(line)
         }
         print("   timer expiries fired    \(summary.timersFired) (pending ones are kept in \(configuration.topics.timers) and fire on a later run)")
+        print("   outputs sent again      \(summary.outputsRetried) (records the cluster did not take at first, retried until it did)")
         print("\n== A sample payload of each kind")
         for (key, bytes) in summary.samplePayloads.sorted(by: { $0.key < $1.key }) {
             print("   \(key): \(String(decoding: bytes, as: UTF8.self))")
