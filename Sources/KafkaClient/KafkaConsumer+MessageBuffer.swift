@@ -15,6 +15,10 @@ extension KafkaConsumer {
         private var count = 0
         private var waiter: CheckedContinuation<[KafkaConsumerMessage]?, any Error>?
         private var outcome: Result<Void, KafkaError>?
+        /// Messages of paused partitions, taken out of the hand-over in order: handed over when their partition
+        /// resumes (``unpark(partitions:)``), dropped when it is revoked or sought (``remove(partitions:)``). Not
+        /// counted against the capacity, so a paused partition's messages never hold up the others'.
+        private var parked: [KafkaTopicPartition: [KafkaConsumerMessage]] = [:]
 
         init(capacity: Int) {
             self.capacity = max(1, capacity)
@@ -25,7 +29,7 @@ extension KafkaConsumer {
         var heldMessageCount: Int {
             condition.lock()
             defer { condition.unlock() }
-            return batches.reduce(0) { $0 + $1.count }
+            return batches.reduce(0) { $0 + $1.count } + parked.values.reduce(0) { $0 + $1.count }
         }
 
         // MARK: Poll-thread side
@@ -58,26 +62,59 @@ extension KafkaConsumer {
             condition.unlock()
         }
 
-        /// Drops buffered messages of the given partitions (revoked, paused, or about to be read from another
+        /// Drops buffered and parked messages of the given partitions (revoked, or about to be read from another
         /// offset).
-        ///
-        /// - Returns: the first dropped offset of each partition that had buffered messages.
-        @discardableResult
-        func remove(partitions: Set<KafkaTopicPartition>) -> [KafkaTopicPartition: Int64] {
-            guard !partitions.isEmpty else { return [:] }
+        func remove(partitions: Set<KafkaTopicPartition>) {
+            guard !partitions.isEmpty else { return }
             condition.lock()
             defer { condition.unlock() }
+            _ = take(partitions)
+            for partition in partitions { parked[partition] = nil }
+            condition.broadcast()
+        }
+
+        /// Holds back the buffered messages of the given partitions (paused) until ``unpark(partitions:)``.
+        func park(partitions: Set<KafkaTopicPartition>) {
+            guard !partitions.isEmpty else { return }
+            condition.lock()
+            defer { condition.unlock() }
+            for message in take(partitions) {
+                parked[message.topicPartition, default: []].append(message)
+            }
+            condition.broadcast()
+        }
+
+        /// Hands the held-back messages of the given partitions (resumed) over again, after what is buffered.
+        func unpark(partitions: [KafkaTopicPartition]) {
+            condition.lock()
+            var batch: [KafkaConsumerMessage] = []
+            for partition in partitions {
+                if let messages = parked.removeValue(forKey: partition) { batch += messages }
+            }
+            condition.unlock()
+            push(batch)
+        }
+
+        /// Takes the buffered messages of `partitions` out of the hand-over, in order. Call with the lock held.
+        private func take(_ partitions: Set<KafkaTopicPartition>) -> [KafkaConsumerMessage] {
             var kept: [[KafkaConsumerMessage]] = []
             var keptCount = 0
-            var firstDropped: [KafkaTopicPartition: Int64] = [:]
+            var taken: [KafkaConsumerMessage] = []
             for batch in batches[head...] {
-                var isAffected = false
-                for message in batch where partitions.contains(message.topicPartition) {
-                    firstDropped[message.topicPartition] = min(firstDropped[message.topicPartition] ?? message.offset, message.offset)
-                    isAffected = true
+                // A batch with nothing to take is kept as it is, not copied message by message.
+                guard batch.contains(where: { partitions.contains($0.topicPartition) }) else {
+                    kept.append(batch)
+                    keptCount += batch.count
+                    continue
                 }
-                // A batch with nothing to drop is kept as it is, not copied message by message.
-                let remaining = isAffected ? batch.filter { !partitions.contains($0.topicPartition) } : batch
+                var remaining: [KafkaConsumerMessage] = []
+                for message in batch {
+                    if partitions.contains(message.topicPartition) {
+                        taken.append(message)
+                    } else {
+                        remaining.append(message)
+                    }
+                }
                 if !remaining.isEmpty {
                     kept.append(remaining)
                     keptCount += remaining.count
@@ -86,8 +123,7 @@ extension KafkaConsumer {
             batches = kept
             head = 0
             count = keptCount
-            condition.broadcast()
-            return firstDropped
+            return taken
         }
 
         /// Ends the sequence: buffered messages are still handed out, then the iterator gets `nil` (or `error`).

@@ -39,7 +39,8 @@ public final class KafkaConsumer: Sendable {
         /// ``close()`` was called.
         var isCloseRequested = false
         var assignment: Set<KafkaTopicPartition> = []
-        /// The offset after the last record handed to the application, per partition (poll thread writes).
+        /// The offset after the last record kept for the application (handed over, buffered or held back while
+        /// paused), per partition (poll thread writes): where fetching resumes after a pause.
         var positions: [KafkaTopicPartition: Int64] = [:]
         /// How many times each partition was assigned to this consumer (bumped synchronously on assignment).
         var generations: [KafkaTopicPartition: Int] = [:]
@@ -54,6 +55,8 @@ public final class KafkaConsumer: Sendable {
     /// State shared with the poll thread, which must not retain the consumer itself.
     final class Shared: Sendable {
         let state = Mutex(State())
+        /// Records converted for the application, counted once per batch.
+        let recordsFetched = Atomic<Int>(0)
     }
 
     let handle: RDKafkaHandle
@@ -309,9 +312,13 @@ public final class KafkaConsumer: Sendable {
         try result.get()
     }
 
+    /// How many records the consumer has taken from librdkafka for ``messages`` (for tests: a record dropped and
+    /// fetched again counts twice).
+    var recordsFetched: Int { shared.recordsFetched.load(ordering: .relaxed) }
+
     /// Stops handing over records of the given partitions, for backpressure: fetching stops, and records already
-    /// fetched but not yet handed over on ``messages`` are dropped (a batch being handed over at the same moment may
-    /// still carry a few). ``resume(_:)`` continues at the first record not handed over.
+    /// fetched but not yet handed over on ``messages`` are held back (a batch being handed over at the same moment may
+    /// still carry a few). ``resume(_:)`` hands them over, then continues fetching after them.
     ///
     /// Returns at once; the pause happens on the poll thread, in call order with ``resume(_:)``, so a pause and a
     /// resume called one after the other always take effect in that order.
@@ -327,27 +334,27 @@ public final class KafkaConsumer: Sendable {
                 logger.warning("Pause failed", metadata: [KafkaLoggingKeys.errorName: "\(String(cString: rd_kafka_err2name(err)))"])
                 return
             }
-            // Nothing is being buffered meanwhile (this is the poll thread): what is dropped is read again after
-            // resume, which seeks to the first dropped record.
-            let dropped = buffer.remove(partitions: paused)
-            shared.state.withLock { state in
-                state.paused.formUnion(paused)
-                for (partition, first) in dropped {
-                    state.positions[partition] = min(state.positions[partition] ?? first, first)
-                }
-            }
+            // Nothing is being buffered meanwhile (this is the poll thread). What is buffered is held back, not
+            // fetched again: the position stays after it. What a poll still returns for these partitions is dropped
+            // (and read again after resume, which seeks to the first of it).
+            buffer.park(partitions: paused)
+            shared.state.withLock { $0.paused.formUnion(paused) }
         } orElse: {}
     }
 
-    /// Resumes fetching partitions paused with ``pause(_:)``, at the record after the last one handed over on
-    /// ``messages`` (librdkafka 2.0 would otherwise restart from an older position and deliver records again).
-    /// Returns at once; the resume happens on the poll thread.
+    /// Resumes partitions paused with ``pause(_:)``: the records held back are handed over first, then fetching
+    /// continues after them (librdkafka 2.0 would otherwise restart from an older position and deliver records
+    /// again). Returns at once; the resume happens on the poll thread.
     public func resume(_ partitions: [KafkaTopicPartition]) {
+        let buffer = self.buffer
         let shared = self.shared
         let logger = self.logger
         enqueueCommand { rk in
             let list = RDKafkaTopicPartitionList(partitions)
             let err = rd_kafka_resume_partitions(rk, list.pointer)
+            // Before the next poll, so they come before anything fetched from now on (and whatever became of the
+            // resume: they were read, and are the application's).
+            buffer.unpark(partitions: partitions)
             if err != RD_KAFKA_RESP_ERR_NO_ERROR {
                 logger.warning("Resume failed", metadata: [KafkaLoggingKeys.errorName: "\(String(cString: rd_kafka_err2name(err)))"])
                 return
@@ -552,6 +559,7 @@ extension KafkaConsumer {
                     }
                 }
             }
+            shared.recordsFetched.add(batch.count, ordering: .relaxed)
             buffer.push(batch)
         }
         // Closing serves the final revocation through the rebalance callback, here on this thread.

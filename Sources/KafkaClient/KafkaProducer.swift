@@ -420,8 +420,8 @@ public final class KafkaProducer: Sendable {
 ///
 /// Subclass it with what handling the report needs (what to do when the record is stored; a failed record comes
 /// back whole, for a retry): the producer holds the object itself while the record is in flight, so a record costs
-/// one allocation, where a closure costs its context and a box for it. Subclasses must be safe to send: the report arrives on the
-/// producer's thread.
+/// one allocation, where a closure costs its context and a box for it. Subclasses must be safe to send: the report
+/// arrives on the producer's thread.
 open class KafkaDeliveryReceiver: @unchecked Sendable {
     public init() {}
 

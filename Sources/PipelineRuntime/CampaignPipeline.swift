@@ -37,7 +37,8 @@ public final class CampaignPipeline: Service {
     let timers = TimerBook()
     /// The `writer` header of the timer records this pipeline writes: they are in ``timers`` already, so reading
     /// them back (the state consumer reads the whole timers topic) skips them.
-    let timerRecordHeaders = [KafkaHeader(key: "writer", string: UUID().uuidString)]
+    /// (Bytes, not text: the header is compared with each record's, whose values are bytes.)
+    let timerRecordHeaders = [KafkaHeader(key: "writer", value: Array(UUID().uuidString.utf8))]
     let progress = Mutex([KafkaTopicPartition: PartitionProgress]())
     /// The position after the last event read, per partition (for idle detection).
     let readPositions = Mutex([KafkaTopicPartition: Int64]())

@@ -5,10 +5,15 @@ import Testing
 
 @Suite("The consumer's message buffer: batches handed over whole, and released once taken")
 struct KafkaMessageBufferTests {
-    private static func batch(_ offsets: Range<Int64>) -> [KafkaConsumerMessage] {
+    private static func batch(_ offsets: Range<Int64>, partition: Int32 = 0) -> [KafkaConsumerMessage] {
         offsets.map { offset in
-            KafkaConsumerMessage(topic: "t", partition: 0, offset: offset, key: nil, value: Array(repeating: 7, count: 1_024), headers: [], timestamp: nil)
+            KafkaConsumerMessage(topic: "t", partition: partition, offset: offset, key: nil, value: Array(repeating: 7, count: 1_024), headers: [], timestamp: nil)
         }
+    }
+
+    /// Two partitions' records interleaved in each batch, as a poll returns them.
+    private static func mixedBatch(_ offsets: Range<Int64>) -> [KafkaConsumerMessage] {
+        offsets.flatMap { batch($0..<$0 + 1, partition: 0) + batch($0..<$0 + 1, partition: 1) }
     }
 
     @Test("taken batches are no longer held, so consumed messages are freed as soon as the application drops them")
@@ -44,5 +49,44 @@ struct KafkaMessageBufferTests {
         _ = try await buffer.next()
         #expect(buffer.waitForSpace(timeout: 0))
         #expect(buffer.heldMessageCount == 100)
+    }
+
+    @Test("a paused partition's buffered records are held back, not counted against the room, and handed over in order on resume")
+    func parkedRecordsComeBackInOrder() async throws {
+        let paused = KafkaTopicPartition(topic: "t", partition: 1)
+        let buffer = KafkaConsumer.MessageBuffer(capacity: 100)
+        buffer.push(Self.mixedBatch(0..<30))
+        buffer.push(Self.mixedBatch(30..<50))
+        #expect(!buffer.waitForSpace(timeout: 0))
+        buffer.park(partitions: [paused])
+        #expect(buffer.waitForSpace(timeout: 0), "held-back records leave room for the other partitions")
+        #expect(buffer.heldMessageCount == 100)
+        // Meanwhile the other partition goes on.
+        buffer.push(Self.batch(50..<60))
+        var handed: [KafkaConsumerMessage] = []
+        for _ in 0..<3 { handed += try #require(try await buffer.next()) }
+        #expect(handed.allSatisfy { $0.partition == 0 })
+        #expect(handed.map(\.offset) == Array(0..<60))
+
+        buffer.unpark(partitions: [paused])
+        let resumed = try #require(try await buffer.next())
+        #expect(resumed.map(\.partition) == Array(repeating: 1, count: 50))
+        #expect(resumed.map(\.offset) == Array(0..<50))
+        #expect(buffer.heldMessageCount == 0)
+    }
+
+    @Test("a paused partition revoked or sought meanwhile loses its held-back records; resuming another changes nothing")
+    func parkedRecordsOfARemovedPartitionAreDropped() async throws {
+        let buffer = KafkaConsumer.MessageBuffer(capacity: 1_000)
+        buffer.push(Self.mixedBatch(0..<10))
+        buffer.park(partitions: [KafkaTopicPartition(topic: "t", partition: 0), KafkaTopicPartition(topic: "t", partition: 1)])
+        buffer.remove(partitions: [KafkaTopicPartition(topic: "t", partition: 1)])
+        #expect(buffer.heldMessageCount == 10)
+        buffer.unpark(partitions: [KafkaTopicPartition(topic: "t", partition: 1)])
+        #expect(buffer.heldMessageCount == 10)
+        buffer.unpark(partitions: [KafkaTopicPartition(topic: "t", partition: 0)])
+        let batch = try #require(try await buffer.next())
+        #expect(batch.map(\.partition) == Array(repeating: 0, count: 10))
+        #expect(batch.map(\.offset) == Array(0..<10))
     }
 }
