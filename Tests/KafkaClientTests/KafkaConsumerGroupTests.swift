@@ -195,6 +195,40 @@ struct KafkaConsumerGroupTests {
         }
     }
 
+    @Test("records buffered when their partition pauses are handed over after it resumes, in order, and not fetched again")
+    func bufferedRecordsSurvivePause() async throws {
+        try await withEmbeddedKafka(topics: ["held": 2]) { kafka in
+            let producer = try KafkaProducer(configuration: producerConfiguration(kafka), logger: testLogger)
+            let records = (0..<2_000).map { KafkaProducerRecord(topic: "held", partition: Int32($0 % 2), value: Array("record-\($0)".utf8)) }
+            for result in await producer.send(contentsOf: records) { _ = try result.get() }
+            await producer.close()
+
+            let consumer = try KafkaConsumer(configuration: consumerConfiguration(kafka, group: nil), logger: testLogger)
+            let paused = KafkaTopicPartition(topic: "held", partition: 1)
+            try consumer.assign([0, 1].map { KafkaTopicPartitionOffset(topic: "held", partition: $0, offset: KafkaOffset.beginning) })
+            var iterator = consumer.messages.makeAsyncIterator()
+            var received: [KafkaTopicPartition: [Int64]] = [:]
+            let first = try #require(try await iterator.nextBatch())
+            for message in first { received[message.topicPartition, default: []].append(message.offset) }
+            // Both partitions are fetched into the buffer meanwhile; partition 1's records there are held back.
+            try await Task.sleep(for: .milliseconds(500))
+            consumer.pause([paused])
+            try await Task.sleep(for: .milliseconds(300))
+            consumer.resume([paused])
+            let deadline = ContinuousClock.now + .seconds(60)
+            while received.values.reduce(0, { $0 + $1.count }) < 2_000, ContinuousClock.now < deadline,
+                let batch = try await iterator.nextBatch()
+            {
+                for message in batch { received[message.topicPartition, default: []].append(message.offset) }
+            }
+            let fetched = consumer.recordsFetched
+            await consumer.close()
+            #expect(received[KafkaTopicPartition(topic: "held", partition: 0)] == Array(0..<1_000))
+            #expect(received[paused] == Array(0..<1_000), "every record of the paused partition once, in order")
+            #expect(fetched == 2_000, "\(fetched) records fetched for 2,000: none dropped at the pause and fetched again")
+        }
+    }
+
     @Test("pausing holds back what was fetched but not handed over; pause and resume in quick succession never skip, repeat or fetch again a record")
     func pauseResumeFlapping() async throws {
         try await withEmbeddedKafka(topics: ["flap": 1]) { kafka in
