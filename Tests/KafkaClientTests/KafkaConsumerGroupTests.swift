@@ -206,23 +206,34 @@ struct KafkaConsumerGroupTests {
             let consumer = try KafkaConsumer(configuration: consumerConfiguration(kafka, group: nil), logger: testLogger)
             let paused = KafkaTopicPartition(topic: "held", partition: 1)
             try consumer.assign([0, 1].map { KafkaTopicPartitionOffset(topic: "held", partition: $0, offset: KafkaOffset.beginning) })
-            var iterator = consumer.messages.makeAsyncIterator()
-            var received: [KafkaTopicPartition: [Int64]] = [:]
-            let first = try #require(try await iterator.nextBatch())
-            for message in first { received[message.topicPartition, default: []].append(message.offset) }
-            // Both partitions are fetched into the buffer meanwhile; partition 1's records there are held back.
-            try await Task.sleep(for: .milliseconds(500))
-            consumer.pause([paused])
-            try await Task.sleep(for: .milliseconds(300))
-            consumer.resume([paused])
-            let deadline = ContinuousClock.now + .seconds(60)
-            while received.values.reduce(0, { $0 + $1.count }) < 2_000, ContinuousClock.now < deadline,
-                let batch = try await iterator.nextBatch()
-            {
-                for message in batch { received[message.topicPartition, default: []].append(message.offset) }
+            let read = try await withThrowingTaskGroup(of: [KafkaTopicPartition: [Int64]]?.self) { group in
+                group.addTask {
+                    var iterator = consumer.messages.makeAsyncIterator()
+                    var received: [KafkaTopicPartition: [Int64]] = [:]
+                    let first = try #require(try await iterator.nextBatch())
+                    for message in first { received[message.topicPartition, default: []].append(message.offset) }
+                    // Both partitions are fetched into the buffer meanwhile; partition 1's records there are held back.
+                    try await Task.sleep(for: .milliseconds(500))
+                    consumer.pause([paused])
+                    try await Task.sleep(for: .milliseconds(300))
+                    consumer.resume([paused])
+                    while received.values.reduce(0, { $0 + $1.count }) < 2_000, let batch = try await iterator.nextBatch() {
+                        for message in batch { received[message.topicPartition, default: []].append(message.offset) }
+                    }
+                    return received
+                }
+                group.addTask {
+                    // A record lost at the pause would leave the reader waiting for good.
+                    try await Task.sleep(for: .seconds(60))
+                    return nil
+                }
+                let first = try await group.next()!
+                group.cancelAll()
+                return first
             }
             let fetched = consumer.recordsFetched
             await consumer.close()
+            let received = try #require(read, "timed out waiting for 2,000 records")
             #expect(received[KafkaTopicPartition(topic: "held", partition: 0)] == Array(0..<1_000))
             #expect(received[paused] == Array(0..<1_000), "every record of the paused partition once, in order")
             #expect(fetched == 2_000, "\(fetched) records fetched for 2,000: none dropped at the pause and fetched again")
