@@ -46,8 +46,9 @@ public final class KafkaConsumer: Sendable {
         var generations: [KafkaTopicPartition: Int] = [:]
         /// Partitions revoked during the poll in progress (the poll thread drops what it polled for them before).
         var revokedDuringPoll: Set<KafkaTopicPartition> = []
-        /// Partitions paused by the application: records of theirs still in flight are dropped, not handed over, and
-        /// read again after ``KafkaConsumer/resume(_:)``.
+        /// Partitions paused by the application: records of theirs that a poll still returns are dropped, not
+        /// handed over, and read again after ``KafkaConsumer/resume(_:)`` (those buffered at the pause are held
+        /// back by the buffer instead).
         var paused: Set<KafkaTopicPartition> = []
         var commands: [@Sendable (OpaquePointer) -> Void] = []
     }
