@@ -84,6 +84,15 @@ extension KafkaConsumer {
             condition.broadcast()
         }
 
+        /// Holds back messages of paused partitions that a poll returned after the pause, after those held already.
+        func hold(_ messages: [KafkaConsumerMessage]) {
+            condition.lock()
+            defer { condition.unlock() }
+            for message in messages {
+                parked[message.topicPartition, default: []].append(message)
+            }
+        }
+
         /// Hands the held-back messages of the given partitions (resumed) over again, after what is buffered.
         func unpark(partitions: [KafkaTopicPartition]) {
             condition.lock()

@@ -46,9 +46,8 @@ public final class KafkaConsumer: Sendable {
         var generations: [KafkaTopicPartition: Int] = [:]
         /// Partitions revoked during the poll in progress (the poll thread drops what it polled for them before).
         var revokedDuringPoll: Set<KafkaTopicPartition> = []
-        /// Partitions paused by the application: records of theirs that a poll still returns are dropped, not
-        /// handed over, and read again after ``KafkaConsumer/resume(_:)`` (those buffered at the pause are held
-        /// back by the buffer instead).
+        /// Partitions paused by the application: records of theirs that a poll still returns are held back with
+        /// those buffered at the pause, and handed over after ``KafkaConsumer/resume(_:)``.
         var paused: Set<KafkaTopicPartition> = []
         var commands: [@Sendable (OpaquePointer) -> Void] = []
     }
@@ -336,8 +335,7 @@ public final class KafkaConsumer: Sendable {
                 return
             }
             // Nothing is being buffered meanwhile (this is the poll thread). What is buffered is held back, not
-            // fetched again: the position stays after it. What a poll still returns for these partitions is dropped
-            // (and read again after resume, which seeks to the first of it).
+            // fetched again, and so is what a poll still returns for these partitions: positions stay after it.
             buffer.park(partitions: paused)
             shared.state.withLock { $0.paused.formUnion(paused) }
         } orElse: {}
@@ -510,8 +508,8 @@ extension KafkaConsumer {
             batch.reserveCapacity(count)
             var fatal: KafkaError?
             let paused = shared.state.withLock { $0.paused }
-            // The first offset polled for each paused partition: resume reads again from there.
-            var droppedFrom: [KafkaTopicPartition: Int64] = [:]
+            // Records of paused partitions, held back with those buffered at the pause (not dropped and fetched again).
+            var held: [KafkaConsumerMessage] = []
             for index in 0..<count {
                 guard let message = raw[index] else { continue }
                 defer { rd_kafka_message_destroy(message) }
@@ -523,7 +521,7 @@ extension KafkaConsumer {
                 if !paused.isEmpty {
                     let partition = KafkaTopicPartition(topic: topicName(message.pointee.rkt, cache: &topicNames), partition: message.pointee.partition)
                     if paused.contains(partition) {
-                        droppedFrom[partition] = min(droppedFrom[partition] ?? message.pointee.offset, message.pointee.offset)
+                        held.append(Self.convert(message, topicNames: &topicNames))
                         continue
                     }
                 }
@@ -531,12 +529,10 @@ extension KafkaConsumer {
                 // count per field).
                 batch.append(Self.convert(message, topicNames: &topicNames))
             }
-            if !droppedFrom.isEmpty {
-                shared.state.withLock { state in
-                    for (partition, first) in droppedFrom {
-                        state.positions[partition] = min(state.positions[partition] ?? first, first)
-                    }
-                }
+            if !held.isEmpty {
+                Self.advancePositions(over: held, in: shared)
+                shared.recordsFetched.add(held.count, ordering: .relaxed)
+                buffer.hold(held)
             }
             if let fatal {
                 buffer.push(batch)
@@ -544,22 +540,7 @@ extension KafkaConsumer {
                 thread.requestStop()
                 break
             }
-            if !batch.isEmpty {
-                shared.state.withLock { state in
-                    // Polled records come in runs of one partition; the last of each run is the new position.
-                    var index = 0
-                    while index < batch.count {
-                        var last = index
-                        while last + 1 < batch.count, batch[last + 1].partition == batch[index].partition,
-                            batch[last + 1].topic == batch[index].topic
-                        {
-                            last += 1
-                        }
-                        state.positions[batch[last].topicPartition] = batch[last].offset + 1
-                        index = last + 1
-                    }
-                }
-            }
+            if !batch.isEmpty { Self.advancePositions(over: batch, in: shared) }
             shared.recordsFetched.add(batch.count, ordering: .relaxed)
             buffer.push(batch)
         }
@@ -572,6 +553,24 @@ extension KafkaConsumer {
 
     /// Destroys the messages of `partitions` among the first `count` of `raw`, keeping the order of the others.
     /// Returns the new count.
+    /// Sets the position of each partition in `messages` (polled, in order) to after its last one there.
+    private static func advancePositions(over messages: [KafkaConsumerMessage], in shared: Shared) {
+        shared.state.withLock { state in
+            // Polled records come in runs of one partition; the last of each run is the new position.
+            var index = 0
+            while index < messages.count {
+                var last = index
+                while last + 1 < messages.count, messages[last + 1].partition == messages[index].partition,
+                    messages[last + 1].topic == messages[index].topic
+                {
+                    last += 1
+                }
+                state.positions[messages[last].topicPartition] = messages[last].offset + 1
+                index = last + 1
+            }
+        }
+    }
+
     private static func dropMessages(
         of partitions: Set<KafkaTopicPartition>,
         from raw: inout [UnsafeMutablePointer<rd_kafka_message_t>?],
