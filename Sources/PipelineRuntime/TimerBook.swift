@@ -46,8 +46,19 @@ final class TimerBook: Sendable {
         static func == (lhs: DueEntry, rhs: DueEntry) -> Bool { lhs.expiresAt == rhs.expiresAt && lhs.key == rhs.key }
     }
 
+    /// A pending timer, kept out of the table's entries: the table grows by doubling into fresh memory, and with the
+    /// timers in its entries (over 100 bytes each) most of the cost of scheduling in a growing book was the kernel
+    /// zeroing those pages.
+    private final class Boxed: Sendable {
+        let timer: PendingTimer
+
+        init(_ timer: PendingTimer) {
+            self.timer = timer
+        }
+    }
+
     private struct State {
-        var pending: [TimerKey: PendingTimer] = [:]
+        var pending: [TimerKey: Boxed] = [:]
         var due = Heap<DueEntry>()
         /// Due timers of partitions not owned here when they came due, by partition.
         var parked: [Int32: [DueEntry]] = [:]
@@ -69,13 +80,13 @@ final class TimerBook: Sendable {
         state.withLock { state in
             let key = TimerKey(timer.identity.messageId)
             guard !state.fired.contains(key) else { return }
-            let previous = state.pending.updateValue(timer, forKey: key)
+            let previous = state.pending.updateValue(Boxed(timer), forKey: key)?.timer
             if previous?.expiresAt != timer.expiresAt || previous?.partition != timer.partition {
                 state.due.insert(DueEntry(expiresAt: timer.expiresAt, key: key))
             }
             // Replaced timers leave stale entries behind; rebuild when they outnumber the live ones.
             if state.due.count > 2 * state.pending.count + 1_024 {
-                state.due = Heap(state.pending.map { DueEntry(expiresAt: $0.value.expiresAt, key: $0.key) })
+                state.due = Heap(state.pending.map { DueEntry(expiresAt: $0.value.timer.expiresAt, key: $0.key) })
                 state.parked = [:]
                 state.parkedCount = 0
             }
@@ -104,7 +115,7 @@ final class TimerBook: Sendable {
             var due: [PendingTimer] = []
             while let next = state.due.min, next.expiresAt <= now {
                 state.due.removeMin()
-                guard let timer = state.pending[next.key], timer.expiresAt == next.expiresAt else { continue }
+                guard let timer = state.pending[next.key]?.timer, timer.expiresAt == next.expiresAt else { continue }
                 guard partitions.contains(timer.partition) else {
                     state.parked[timer.partition, default: []].append(next)
                     state.parkedCount += 1
@@ -119,7 +130,7 @@ final class TimerBook: Sendable {
                 let pending = state.pending
                 state.parked = state.parked.compactMapValues { entries in
                     let live = entries.filter { entry in
-                        pending[entry.key].map { $0.expiresAt == entry.expiresAt } ?? false
+                        pending[entry.key].map { $0.timer.expiresAt == entry.expiresAt } ?? false
                     }
                     return live.isEmpty ? nil : live
                 }
