@@ -341,8 +341,10 @@ extension CampaignPipeline {
     /// for storing the position, and a paused partition may resume.
     func positionAdvanced(in tracker: PartitionProgress, consumer: KafkaConsumer) {
         // The new position is stored with the others by the next ``storeCompletedPositions(of:)``: one
-        // librdkafka call for all partitions instead of one per acknowledgement.
-        completedTrackers.withLock { $0[tracker.partition] = tracker }
+        // librdkafka call for all partitions instead of one per acknowledgement, and the tracker queued for it once.
+        if tracker.markPositionToStore() {
+            completedTrackers.withLock { $0[ObjectIdentifier(tracker)] = tracker }
+        }
         // Completing events can only call for a resume.
         if tracker.isPaused { applyBackpressure(to: tracker, consumer: consumer) }
     }
@@ -364,6 +366,8 @@ extension CampaignPipeline {
             return trackers
         }
         let positions = trackers.values.compactMap { tracker -> KafkaTopicPartitionOffset? in
+            // Before the position is read: a later advance queues the tracker again.
+            tracker.positionTakenForStore()
             guard !tracker.isRetired, let position = tracker.completedPosition else { return nil }
             return KafkaTopicPartitionOffset(topic: tracker.partition.topic, partition: tracker.partition.partition, offset: position)
         }

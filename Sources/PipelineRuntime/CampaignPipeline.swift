@@ -42,8 +42,9 @@ public final class CampaignPipeline: Service {
     let progress = Mutex([KafkaTopicPartition: PartitionProgress]())
     /// The position after the last event read, per partition (for idle detection).
     let readPositions = Mutex([KafkaTopicPartition: Int64]())
-    /// Trackers whose commit position advanced since it was last stored.
-    let completedTrackers = Mutex([KafkaTopicPartition: PartitionProgress]())
+    /// Trackers whose commit position advanced since it was last stored (each once, however many events advanced
+    /// it: ``PartitionProgress/markPositionToStore()``).
+    let completedTrackers = Mutex([ObjectIdentifier: PartitionProgress]())
     /// Sinks handed over in code (custom sinks, or HTTP sinks built by the caller), used for their ``PushSink/kind``.
     let providedSinks: [any PushSink]
     /// The sinks of each platform while running.

@@ -89,6 +89,8 @@ final class PartitionProgress: Sendable {
     private let retired = RetiredFlag()
     private let inFlightCount = Atomic<Int>(0)
     private let pausedFlag = Atomic<Bool>(false)
+    /// Whether the tracker waits among the pipeline's trackers to store (see ``markPositionToStore()``).
+    private let storePending = Atomic<Bool>(false)
     /// ``isRetired`` as a closure, made once per tracker: every delivery of the partition hands it to its sinks as
     /// their cancellation check.
     let isRetiredCheck: @Sendable () -> Bool
@@ -136,6 +138,18 @@ final class PartitionProgress: Sendable {
             }
             return advanced
         }
+    }
+
+    /// Marks the advanced commit position as waiting to be stored; `true` when it was not already waiting (then
+    /// the caller queues the tracker for the next store), so a tracker is queued once per store, not per event.
+    func markPositionToStore() -> Bool {
+        !storePending.exchange(true, ordering: .sequentiallyConsistent)
+    }
+
+    /// Takes the tracker off the waiting list before its position is read for storing: an advance after this
+    /// queues it again.
+    func positionTakenForStore() {
+        storePending.store(false, ordering: .sequentiallyConsistent)
     }
 
     /// Counts deliveries of this partition's events waiting on `sink` (`delta` +1 when handed over, -1 when answered).

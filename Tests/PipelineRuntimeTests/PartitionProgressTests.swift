@@ -95,4 +95,14 @@ struct PartitionProgressTests {
         #expect(decisions == [true, false], "2 in flight: resumed")
         #expect(!progress.isPaused)
     }
+
+    @Test("an advanced position is queued for storing once per store, and again after the store takes it")
+    func positionQueuedOncePerStore() {
+        let progress = PartitionProgress(partition: partition)
+        #expect(progress.markPositionToStore(), "the first advance queues the tracker")
+        #expect(!progress.markPositionToStore(), "later advances find it queued")
+        #expect(!progress.markPositionToStore())
+        progress.positionTakenForStore()
+        #expect(progress.markPositionToStore(), "an advance after the store took it queues it again")
+    }
 }
