@@ -201,6 +201,12 @@ public struct JSONWriter: Sendable {
         bytes.append(contentsOf: more)
     }
 
+    /// Appends `bytes` as they are, copied from a span: for short shared fragments (a prepared member name), where
+    /// appending an array would count a reference to it.
+    mutating func append(copying bytes: Span<UInt8>) {
+        self.bytes.append(copying: bytes)
+    }
+
     /// Replaces the bytes in `range` (a value being set again, ``PayloadObject``).
     mutating func replaceSubrange(_ range: Range<Int>, with replacement: [UInt8]) {
         bytes.replaceSubrange(range, with: replacement)

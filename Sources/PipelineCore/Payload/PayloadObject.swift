@@ -271,7 +271,9 @@ public struct PayloadObject: Sendable, Equatable {
         let keyStart = writer.bytes.count
         let keyIsVerbatim: Bool
         if let name {
-            writer.append(bytes: name.prefix)
+            // Copied from a span of the shared prefix: appending the array itself would take (and then drop) a
+            // reference to it, an atomic operation on memory every rendering thread shares.
+            writer.append(copying: name.prefix.span)
             keyIsVerbatim = name.isVerbatim
         } else {
             writer.write(string: key)
