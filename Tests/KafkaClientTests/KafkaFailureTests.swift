@@ -74,9 +74,7 @@ struct KafkaFailureTests {
 
     @Test("a producer pointed at an unreachable bootstrap fails its send within message.timeout.ms")
     func unreachableProducer() async throws {
-        var configuration = KafkaProducerConfiguration(bootstrapServers: ["127.0.0.1:1"])
-        configuration.messageTimeout = .seconds(2)
-        let producer = try KafkaProducer(configuration: configuration, logger: testLogger)
+        let producer = try producerWithoutBroker(messageTimeout: .seconds(2))
         let started = ContinuousClock.now
         let error = await #expect(throws: KafkaError.self) {
             try await producer.send(KafkaProducerRecord(topic: "anything", value: Array("x".utf8)))
@@ -90,9 +88,7 @@ struct KafkaFailureTests {
 
     @Test("a record that is not delivered comes back to its receiver whole: topic, partition, key, value, headers")
     func failedRecordComesBack() async throws {
-        var configuration = KafkaProducerConfiguration(bootstrapServers: ["127.0.0.1:1"])
-        configuration.messageTimeout = .seconds(2)
-        let producer = try KafkaProducer(configuration: configuration, logger: testLogger)
+        let producer = try producerWithoutBroker(messageTimeout: .seconds(2))
         let stamp = Date(timeIntervalSince1970: 1_795_000_000.123)
         let records = [
             KafkaProducerRecord(
@@ -132,9 +128,7 @@ struct KafkaFailureTests {
 
     @Test("closing with records no broker took reports each of them once, as closed, and returns")
     func closeReportsUnacknowledgedRecords() async throws {
-        var configuration = KafkaProducerConfiguration(bootstrapServers: ["127.0.0.1:1"])
-        configuration.messageTimeout = .seconds(60)
-        let producer = try KafkaProducer(configuration: configuration, logger: testLogger)
+        let producer = try producerWithoutBroker(messageTimeout: .seconds(60))
         let reports = Mutex<[Int: [KafkaError.Code]]>([:])
         for index in 0..<50 {
             try producer.produce(KafkaProducerRecord(topic: "anything", value: Array("record \(index)".utf8))) { result in
@@ -160,9 +154,7 @@ struct KafkaFailureTests {
 
     @Test("records queued while the producer closes are either refused or reported, once each")
     func closeRacesProduce() async throws {
-        var configuration = KafkaProducerConfiguration(bootstrapServers: ["127.0.0.1:1"])
-        configuration.messageTimeout = .seconds(60)
-        let producer = try KafkaProducer(configuration: configuration, logger: testLogger)
+        let producer = try producerWithoutBroker(messageTimeout: .seconds(60))
         let reports = Mutex<[Int: Int]>([:])
         // Queues records until the producer refuses one as closed (or a full local queue refuses some).
         let producing = Task.detached { () -> (attempted: Int, refused: Int) in

@@ -72,26 +72,40 @@ func collect(
     from consumer: KafkaConsumer,
     timeout: Duration = .seconds(30)
 ) async throws -> [KafkaConsumerMessage] {
-    try await withThrowingTaskGroup(of: [KafkaConsumerMessage]?.self) { group in
-        group.addTask {
-            var received: [KafkaConsumerMessage] = []
-            for try await message in consumer.messages {
-                received.append(message)
-                if received.count >= count { break }
-            }
-            return received
+    let received = try await within(timeout) {
+        var received: [KafkaConsumerMessage] = []
+        for try await message in consumer.messages {
+            received.append(message)
+            if received.count >= count { break }
         }
+        return received
+    }
+    guard let received else {
+        throw TestTimeout(description: "timed out after \(timeout) waiting for \(count) records")
+    }
+    return received
+}
+
+/// Runs `body`, giving up after `timeout` (then `nil`): a reader waiting for records that never come would hang the
+/// test otherwise.
+func within<T: Sendable>(_ timeout: Duration, _ body: @escaping @Sendable () async throws -> T) async throws -> T? {
+    try await withThrowingTaskGroup(of: T?.self) { group in
+        group.addTask { try await body() }
         group.addTask {
             try await Task.sleep(for: timeout)
             return nil
         }
         let first = try await group.next()!
         group.cancelAll()
-        guard let received = first else {
-            throw TestTimeout(description: "timed out after \(timeout) waiting for \(count) records")
-        }
-        return received
+        return first
     }
+}
+
+/// A producer whose bootstrap answers nothing: every record fails once `messageTimeout` passes (or the producer closes).
+func producerWithoutBroker(messageTimeout: Duration) throws -> KafkaProducer {
+    var configuration = KafkaProducerConfiguration(bootstrapServers: ["127.0.0.1:1"])
+    configuration.messageTimeout = messageTimeout
+    return try KafkaProducer(configuration: configuration, logger: testLogger)
 }
 
 struct TestTimeout: Error, CustomStringConvertible {
