@@ -78,9 +78,7 @@ extension KafkaConsumer {
             guard !partitions.isEmpty else { return }
             condition.lock()
             defer { condition.unlock() }
-            for message in take(partitions) {
-                parked[message.topicPartition, default: []].append(message)
-            }
+            park(take(partitions))
             condition.broadcast()
         }
 
@@ -88,6 +86,11 @@ extension KafkaConsumer {
         func hold(_ messages: [KafkaConsumerMessage]) {
             condition.lock()
             defer { condition.unlock() }
+            park(messages)
+        }
+
+        /// Appends `messages` to their partitions' held-back ones, in order. Call with the lock held.
+        private func park(_ messages: [KafkaConsumerMessage]) {
             for message in messages {
                 parked[message.topicPartition, default: []].append(message)
             }

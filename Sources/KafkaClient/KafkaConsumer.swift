@@ -551,8 +551,6 @@ extension KafkaConsumer {
         }
     }
 
-    /// Destroys the messages of `partitions` among the first `count` of `raw`, keeping the order of the others.
-    /// Returns the new count.
     /// Sets the position of each partition in `messages` (polled, in order) to after its last one there.
     private static func advancePositions(over messages: [KafkaConsumerMessage], in shared: Shared) {
         shared.state.withLock { state in
@@ -571,6 +569,8 @@ extension KafkaConsumer {
         }
     }
 
+    /// Destroys the messages of `partitions` among the first `count` of `raw`, keeping the order of the others.
+    /// Returns the new count.
     private static func dropMessages(
         of partitions: Set<KafkaTopicPartition>,
         from raw: inout [UnsafeMutablePointer<rd_kafka_message_t>?],
