@@ -135,6 +135,12 @@ public final class JSONDocument: Sendable {
         return write(bytes.span.extracting(Int(node.start) &+ 1..<Int(node.end)))
     }
 
+    /// Appends the UTF-8 text of the string at `index` to `target`: its bytes as they are when it has no escapes.
+    func appendText(ofStringAt index: Int, to target: inout [UInt8]) {
+        guard nodes[index].flags & Self.escaped == 0 else { return target.append(copying: string(at: index).utf8.span) }
+        withUnescapedBytes(ofStringAt: index) { target.append(copying: $0) }
+    }
+
     /// The text of the string at `index`.
     func string(at index: Int) -> String {
         Self.text(of: nodes[index], in: bytes)
@@ -246,8 +252,24 @@ public final class JSONDocument: Sendable {
         guard tag != Self.untaggedKey, nodes[index].flags & Self.hasUntaggedKey == 0 else {
             return member(comparingText: key, tag: tag, inObjectAt: index)
         }
-        // Every key is tagged: only a key with the same tag can be equal, and only its bytes are compared. A missed
-        // lookup (an optional field that is absent) reads one tag per member.
+        return member(taggedKey: needle, tag: tag, inObjectAt: index)
+    }
+
+    /// ``member(_:inObjectAt:)`` for a key given as its bytes, which are plain ASCII (a personalization
+    /// placeholder's name): no `String` is made for it, unless the object has a key that is not plain ASCII.
+    func member(asciiKey needle: Span<UInt8>, inObjectAt index: Int) -> (position: Int, value: Int)? {
+        guard nodes[index].flags & Self.hasUntaggedKey == 0 else {
+            var key: [UInt8] = []
+            key.append(copying: needle)
+            return member(String(decoding: key, as: UTF8.self), inObjectAt: index)
+        }
+        return member(taggedKey: needle, tag: Self.keyTag(needle, at: 0, count: needle.count), inObjectAt: index)
+    }
+
+    /// The member whose key is `needle` (plain ASCII, its tag `tag`) in the object at `index`, all of whose keys are
+    /// tagged: only a key with the same tag can be equal, and only its bytes are compared. A missed lookup (an
+    /// optional field that is absent) reads one tag per member.
+    private func member(taggedKey needle: Span<UInt8>, tag: UInt32, inObjectAt index: Int) -> (position: Int, value: Int)? {
         let count = Int(nodes[index].end)
         var keyNode = index &+ 1
         var position = 0

@@ -51,13 +51,21 @@ enum AttributeSource: Sendable {
     /// The object at `node` of `document`, whose values are all strings.
     case document(JSONDocument, node: Int)
 
-    /// The attribute `name`, if there is one.
-    func value(named name: String) -> String? {
+    /// Appends the UTF-8 text of the attribute whose name is `name` (plain ASCII bytes) to `target`; `false` when
+    /// there is no such attribute. An event's own attributes are copied from its bytes, without a `String` for the
+    /// name or the value.
+    func appendValue(named name: Span<UInt8>, to target: inout [UInt8]) -> Bool {
         switch self {
         case .dictionary(let attributes):
-            attributes[name]
+            var key: [UInt8] = []
+            key.append(copying: name)
+            guard let value = attributes[String(decoding: key, as: UTF8.self)] else { return false }
+            target.append(copying: value.utf8.span)
+            return true
         case .document(let document, let node):
-            document.member(name, inObjectAt: node).map { document.string(at: $0.value) }
+            guard let (_, value) = document.member(asciiKey: name, inObjectAt: node) else { return false }
+            document.appendText(ofStringAt: value, to: &target)
+            return true
         }
     }
 

@@ -78,12 +78,16 @@ public struct FieldReader {
     ///   - personalize: fill `{{name}}` placeholders from the recipient's attributes.
     public func string(_ key: String, required: Bool = false, personalize: Bool = true) -> String? {
         guard let value = stringNode(key, required: required) else { return nil }
-        let text = diagnostics.document.string(at: value)
+        let document = diagnostics.document
         // A string without `{` has no placeholder: known from the document without scanning it again.
-        guard personalize, let personalizer = diagnostics.personalizer, diagnostics.document.mayHaveBrace(at: value) else {
-            return text
+        guard personalize, let personalizer = diagnostics.personalizer, document.mayHaveBrace(at: value) else {
+            return document.string(at: value)
         }
-        return personalizer.render(text, at: path.appending(key), into: diagnostics)
+        guard !document.isEscaped(at: value) else {
+            return personalizer.render(document.string(at: value), at: path.appending(key), into: diagnostics)
+        }
+        return personalizer.render(unescapedStringAt: value, of: document, at: path.appending(key), into: diagnostics)
+            ?? document.string(at: value)
     }
 
     /// A string field as ``ContentText``: checked and personalized as ``string(_:required:personalize:)`` does, but
@@ -93,10 +97,17 @@ public struct FieldReader {
     public func text(_ key: String, required: Bool = false, personalize: Bool = true) -> ContentText? {
         guard let value = stringNode(key, required: required) else { return nil }
         let document = diagnostics.document
-        if personalize, let personalizer = diagnostics.personalizer, document.mayHaveBrace(at: value) {
-            return ContentText(personalizer.render(document.string(at: value), at: path.appending(key), into: diagnostics))
+        if document.isEscaped(at: value) {
+            let text = document.string(at: value)
+            guard personalize, let personalizer = diagnostics.personalizer else { return ContentText(text) }
+            return ContentText(personalizer.render(text, at: path.appending(key), into: diagnostics))
         }
-        return document.isEscaped(at: value) ? ContentText(document.string(at: value)) : ContentText(document: document, node: value)
+        if personalize, let personalizer = diagnostics.personalizer, document.mayHaveBrace(at: value),
+            let rendered = personalizer.render(unescapedStringAt: value, of: document, at: path.appending(key), into: diagnostics)
+        {
+            return ContentText(rendered)
+        }
+        return ContentText(document: document, node: value)
     }
 
     /// The node of the string field `key`; `nil` (with an issue when required, or not a string, or required and

@@ -27,10 +27,14 @@ struct Personalizer: Sendable {
     /// The Mustache pragma that turns HTML escaping off for one template.
     private static let textPragma = "{{% CONTENT_TYPE: TEXT}}"
 
+    /// Whether `text` has a `{{` (a placeholder may start there).
     static func containsPlaceholder(_ text: String) -> Bool {
-        // Scans the UTF-8 storage through its `Span` (safe, bounds-checked): much faster than iterating `utf8`.
-        // Words of eight bytes without a `{` are skipped whole (a `{{` cannot start or end in them).
-        let bytes = text.utf8.span
+        containsPlaceholder(text.utf8.span)
+    }
+
+    /// Whether the UTF-8 text `bytes` has a `{{`. Words of eight bytes without a `{` are skipped whole (a `{{`
+    /// cannot start or end in them).
+    static func containsPlaceholder(_ bytes: Span<UInt8>) -> Bool {
         var previous: UInt8 = 0
         var index = 0
         while index < bytes.count {
@@ -49,14 +53,39 @@ struct Personalizer: Sendable {
 
     /// Renders `text`; `path` (the field's path, for issues and warnings) is only built when needed.
     func render(_ text: String, at path: @autoclosure () -> FieldPath, into diagnostics: RenderDiagnostics) -> String {
-        guard Self.containsPlaceholder(text) else { return text }
-        let simple = SimpleTemplate.render(text, attributes, scratch: &diagnostics.personalizationScratch) { name in
+        render(text.utf8.span, text: text, at: path(), into: diagnostics) ?? text
+    }
+
+    /// Renders the string at `node` of `document`, which has no escapes, from its bytes; `nil` when it has no
+    /// placeholder (its text is the document's, unchanged). No `String` is made for a text left unchanged, nor for
+    /// one that only has plain variables.
+    func render(
+        unescapedStringAt node: Int,
+        of document: JSONDocument,
+        at path: @autoclosure () -> FieldPath,
+        into diagnostics: RenderDiagnostics
+    ) -> String? {
+        document.withUnescapedBytes(ofStringAt: node) { bytes in
+            render(bytes, text: document.string(at: node), at: path(), into: diagnostics)
+        }
+    }
+
+    /// Renders the UTF-8 text `bytes` (`text` as a `String`, made only for Mustache); `nil` when it has no
+    /// placeholder.
+    private func render(
+        _ bytes: Span<UInt8>,
+        text: @autoclosure () -> String,
+        at path: @autoclosure () -> FieldPath,
+        into diagnostics: RenderDiagnostics
+    ) -> String? {
+        guard Self.containsPlaceholder(bytes) else { return nil }
+        let simple = SimpleTemplate.render(bytes, attributes, scratch: &diagnostics.personalizationScratch) { name in
             diagnostics.warnings.append(
                 RenderWarning(path: path(), message: "attribute '\(name)' is not in recipient.attributes; rendered empty")
             )
         }
         if let simple { return simple }
-        return renderWithMustache(text, at: path(), into: diagnostics)
+        return renderWithMustache(text(), at: path(), into: diagnostics)
     }
 
     /// Renders `text` with Mustache, whatever its tags (the general path; tests compare it with
@@ -93,36 +122,34 @@ enum SimpleTemplate {
     /// Calls `missing` once per absent name, in order of first use.
     static func render(_ text: String, _ attributes: [String: String], missing: (String) -> Void) -> String? {
         var scratch: [UInt8] = []
-        return render(text, .dictionary(attributes), scratch: &scratch, missing: missing)
+        return render(text.utf8.span, .dictionary(attributes), scratch: &scratch, missing: missing)
     }
 
-    /// ``render(_:_:missing:)`` assembling the text in `scratch` (emptied first; its capacity is kept for the next).
-    static func render(_ text: String, _ attributes: AttributeSource, scratch result: inout [UInt8], missing: (String) -> Void) -> String? {
-        // Tags are found in the UTF-8 bytes, read through their `Span` (no copy), by byte offsets;
-        // iterating `utf8` with `String.Index` is several times slower.
-        // Two passes over the bytes: check that every tag is simple, then fill them.
-        let source = text.utf8.span
-        guard scan(source, tag: { _, _ in }) else { return nil }
-
-        // The result is assembled as bytes (text between tags, then values) and made a `String` once. Tags are
-        // ASCII and so is the byte on each side of one, so the pieces join into valid UTF-8.
+    /// ``render(_:_:missing:)`` of the UTF-8 text `source`, assembling the text in `scratch` (emptied first; its
+    /// capacity is kept for the next).
+    ///
+    /// One pass over the bytes: text between tags and the values are appended as the tags are found, and the
+    /// result is made a `String` once. Tags are ASCII and so is the byte on each side of one, so the pieces join into
+    /// valid UTF-8. A text that turns out not to be simple leaves `scratch` with a part of it, and `missing`
+    /// uncalled.
+    static func render(_ source: Span<UInt8>, _ attributes: AttributeSource, scratch result: inout [UInt8], missing: (String) -> Void) -> String? {
         result.removeAll(keepingCapacity: true)
         // Room for most of the render's strings at once (the buffer is kept for the next one).
         result.reserveCapacity(Swift.max(source.count + 64, 512))
-        var reported: [String] = []
+        var absent: [String] = []
         var textStart = 0
-        _ = scan(source) { nameRange, tagRange in
+        let isSimple = scan(source) { nameRange, tagRange in
             result.append(copying: source.extracting(textStart..<tagRange.lowerBound))
-            let name = Self.text(of: source.extracting(nameRange))
-            if let value = attributes.value(named: name) {
-                result.append(copying: value.utf8.span)
-            } else if !reported.contains(name) {
-                reported.append(name)
-                missing(name)
+            let name = source.extracting(nameRange)
+            if !attributes.appendValue(named: name, to: &result) {
+                let text = Self.text(of: name)
+                if !absent.contains(text) { absent.append(text) }
             }
             textStart = tagRange.upperBound
         }
+        guard isSimple else { return nil }
         result.append(copying: source.extracting(textStart..<source.count))
+        for name in absent { missing(name) }
         return String(decoding: result, as: UTF8.self)
     }
 
@@ -152,6 +179,11 @@ enum SimpleTemplate {
         let end = bytes.count
         var index = 0
         while index < end - 1 {
+            // Eight bytes without a `{` hold no tag's start.
+            if index + 8 <= end, !SWAR.contains(UInt8(ascii: "{"), in: SWAR.load(bytes, at: index)) {
+                index += 8
+                continue
+            }
             guard bytes[index] == UInt8(ascii: "{"), bytes[index + 1] == UInt8(ascii: "{") else {
                 index += 1
                 continue
