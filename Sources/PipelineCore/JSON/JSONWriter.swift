@@ -88,10 +88,23 @@ public struct JSONWriter: Sendable {
     /// Appends the key of the next member of a streamed object; exactly one value must follow (``write(_:)``,
     /// ``write(string:)`` or ``beginObject()``).
     public mutating func key(_ key: String) {
-        if needsComma { bytes.append(UInt8(ascii: ",")) }
-        write(string: key)
-        bytes.append(UInt8(ascii: ":"))
+        let utf8 = key.utf8.span
+        let comma = needsComma
         needsComma = true
+        guard Self.plainPrefixLength(of: utf8) == utf8.count else {
+            if comma { bytes.append(UInt8(ascii: ",")) }
+            write(stringUTF8: utf8)
+            bytes.append(UInt8(ascii: ":"))
+            return
+        }
+        // Nothing to escape (the usual key): comma, quoted key and colon in one go.
+        bytes.append(addingCapacity: utf8.count + 4) { output in
+            if comma { output.append(UInt8(ascii: ",")) }
+            output.append(UInt8(ascii: "\""))
+            output.append(copying: utf8)
+            output.append(UInt8(ascii: "\""))
+            output.append(UInt8(ascii: ":"))
+        }
     }
 
     /// Appends the member `key` with the string `value`, or nothing when `value` is `nil`.
@@ -133,12 +146,15 @@ public struct JSONWriter: Sendable {
 
     /// Appends the valid UTF-8 text `utf8` as a quoted, escaped JSON string (without making a `String` of it).
     ///
-    /// Runs of bytes that need no escape (most strings are one run) are found eight bytes at a time, through the
-    /// UTF-8 `Span` (safe, bounds-checked, much faster than iterating `utf8`), and copied whole.
+    /// The bytes that need no escape are found eight at a time (``SWAR``), through the UTF-8 `Span` (safe,
+    /// bounds-checked, much faster than iterating `utf8`). A string with nothing to escape (most) is appended whole,
+    /// with its quotes, in one go; others run by run.
     mutating func write(stringUTF8 utf8: Span<UInt8>) {
+        let plain = Self.plainPrefixLength(of: utf8)
+        guard plain < utf8.count else { return write(unescapedStringUTF8: utf8) }
         bytes.append(UInt8(ascii: "\""))
         var runStart = 0
-        var index = 0
+        var index = plain
         while true {
             // To the next byte to escape: a word at a time, then the last few bytes one by one.
             while index &+ 8 <= utf8.count {
@@ -173,12 +189,26 @@ public struct JSONWriter: Sendable {
         bytes.append(UInt8(ascii: "\""))
     }
 
+    /// The number of bytes of `utf8`, from the first, before the first one written escaped (`utf8.count` when none is).
+    static func plainPrefixLength(of utf8: Span<UInt8>) -> Int {
+        var index = 0
+        while index &+ 8 <= utf8.count {
+            let plain = SWAR.plainPrefixLength(SWAR.load(utf8, at: index))
+            index &+= plain
+            if plain < 8 { return index }
+        }
+        while index < utf8.count, !needsEscape(utf8[index]) { index &+= 1 }
+        return index
+    }
+
     /// Appends the UTF-8 text `utf8`, which has nothing to escape (no `"`, `\` or control character: a JSON string's
-    /// text that was written without escapes), quoted, as it is.
+    /// text that was written without escapes), quoted, as it is: one reservation for the quotes and the text.
     mutating func write(unescapedStringUTF8 utf8: Span<UInt8>) {
-        bytes.append(UInt8(ascii: "\""))
-        append(utf8)
-        bytes.append(UInt8(ascii: "\""))
+        bytes.append(addingCapacity: utf8.count &+ 2) { output in
+            output.append(UInt8(ascii: "\""))
+            output.append(copying: utf8)
+            output.append(UInt8(ascii: "\""))
+        }
     }
 
     /// Whether `byte` is written escaped: `"`, `\` and control characters.
@@ -233,17 +263,39 @@ public struct JSONWriter: Sendable {
 }
 
 extension Array where Element == UInt8 {
-    /// Appends `bytes` into capacity reserved once. Byte by byte through the `OutputSpan` costs fewer instructions
-    /// than `append(contentsOf: string.utf8)`, which goes through the generic sequence copy (this toolchain's spans
-    /// have no safe bulk copy).
+    /// Appends `bytes` into capacity reserved once (see ``Swift/OutputSpan/append(copying:)``).
     @inline(__always)
     mutating func append(copying bytes: Span<UInt8>) {
-        append(addingCapacity: bytes.count) { output in
+        append(addingCapacity: bytes.count) { $0.append(copying: bytes) }
+    }
+}
+
+extension OutputSpan where Element == UInt8 {
+    /// Appends `source`, which must fit in the free capacity. Short runs byte by byte; longer ones zeroed, then
+    /// stored eight bytes at a time through a bounds-checked raw span, the last word overlapping bytes already
+    /// copied (this toolchain's spans have no safe bulk copy, and byte by byte costs about five instructions a byte).
+    @inline(__always)
+    mutating func append(copying source: Span<UInt8>) {
+        let count = source.count
+        guard count >= 16 else {
             var offset = 0
-            while offset < bytes.count {
-                output.append(bytes[offset])
+            while offset < count {
+                append(source[offset])
                 offset &+= 1
             }
+            return
+        }
+        let start = self.count
+        append(repeating: 0, count: count)
+        var elements = mutableSpan
+        var target = MutableRawSpan(_elements: &elements)
+        var offset = 0
+        while offset &+ 8 <= count {
+            target.storeBytes(of: SWAR.load(source, at: offset), toByteOffset: start &+ offset, as: UInt64.self)
+            offset &+= 8
+        }
+        if offset < count {
+            target.storeBytes(of: SWAR.load(source, at: count &- 8), toByteOffset: start &+ count &- 8, as: UInt64.self)
         }
     }
 }
