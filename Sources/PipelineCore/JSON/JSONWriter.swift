@@ -120,9 +120,7 @@ public struct JSONWriter: Sendable {
         guard let timestamp else { return }
         self.key(key)
         // The text is ASCII with nothing to escape.
-        bytes.append(UInt8(ascii: "\""))
-        timestamp.appendRFC3339(to: &bytes)
-        bytes.append(UInt8(ascii: "\""))
+        timestamp.appendRFC3339(to: &bytes, quoted: true)
     }
 
     /// Appends `object`, keys in order.

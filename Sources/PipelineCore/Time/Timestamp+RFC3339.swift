@@ -38,17 +38,21 @@ extension Timestamp {
             index += count
             return value
         }
-        func expect(_ allowed: String) -> Bool {
-            guard index < length, allowed.utf8.contains(byte(index)) else { return false }
+        /// Passes the byte at `index` when it is `a`, `b` or `c` (compared as bytes: searching a `String`'s UTF-8
+        /// view costs more than the rest of the parse).
+        func expect(_ a: UInt8, _ b: UInt8? = nil, _ c: UInt8? = nil) -> Bool {
+            guard index < length else { return false }
+            let found = byte(index)
+            guard found == a || found == b || found == c else { return false }
             index += 1
             return true
         }
 
-        guard let year = digits(4), expect("-"), let month = digits(2), expect("-"), let day = digits(2) else {
+        guard let year = digits(4), expect(UInt8(ascii: "-")), let month = digits(2), expect(UInt8(ascii: "-")), let day = digits(2) else {
             throw fail("expected YYYY-MM-DD")
         }
-        guard expect("Tt ") else { throw fail("expected 'T' after the date") }
-        guard let hour = digits(2), expect(":"), let minute = digits(2), expect(":"), let second = digits(2) else {
+        guard expect(UInt8(ascii: "T"), UInt8(ascii: "t"), UInt8(ascii: " ")) else { throw fail("expected 'T' after the date") }
+        guard let hour = digits(2), expect(UInt8(ascii: ":")), let minute = digits(2), expect(UInt8(ascii: ":")), let second = digits(2) else {
             throw fail("expected HH:MM:SS")
         }
         guard (1...12).contains(month) else { throw fail("month \(month) out of range") }
@@ -71,12 +75,12 @@ extension Timestamp {
         }
 
         var offsetSeconds = 0
-        if expect("Zz") {
+        if expect(UInt8(ascii: "Z"), UInt8(ascii: "z")) {
             offsetSeconds = 0
         } else if index < length, byte(index) == UInt8(ascii: "+") || byte(index) == UInt8(ascii: "-") {
             let sign = byte(index) == UInt8(ascii: "-") ? -1 : 1
             index += 1
-            guard let offsetHour = digits(2), expect(":"), let offsetMinute = digits(2), offsetHour <= 23, offsetMinute <= 59
+            guard let offsetHour = digits(2), expect(UInt8(ascii: ":")), let offsetMinute = digits(2), offsetHour <= 23, offsetMinute <= 59
             else { throw fail("invalid UTC offset") }
             offsetSeconds = sign * (offsetHour * 3600 + offsetMinute * 60)
         } else {
@@ -100,33 +104,39 @@ extension Timestamp {
     }
 
     /// Appends ``rfc3339``'s text as UTF-8 (ASCII: digits, `-`, `:`, `T`, `.` and `Z`), without making a `String`:
-    /// analytics and timer records carry one per event (``JSONWriter/member(_:timestamp:)``).
-    func appendRFC3339(to text: inout [UInt8]) {
+    /// analytics and timer records carry one per event (``JSONWriter/member(_:timestamp:)``). In quotes when `quoted`
+    /// (a JSON string: the text has nothing to escape). One reservation for the whole text.
+    func appendRFC3339(to text: inout [UInt8], quoted: Bool = false) {
         let days = secondsSince1970 >= 0 ? secondsSince1970 / 86_400 : (secondsSince1970 - 86_399) / 86_400
         let secondOfDay = Int(secondsSince1970 - days * 86_400)
         let (year, month, day) = Self.civilFromDays(Int(days))
-        Self.appendPadded(year, width: 4, to: &text)
-        text.append(UInt8(ascii: "-"))
-        Self.appendPadded(month, width: 2, to: &text)
-        text.append(UInt8(ascii: "-"))
-        Self.appendPadded(day, width: 2, to: &text)
-        text.append(UInt8(ascii: "T"))
-        Self.appendPadded(secondOfDay / 3600, width: 2, to: &text)
-        text.append(UInt8(ascii: ":"))
-        Self.appendPadded(secondOfDay / 60 % 60, width: 2, to: &text)
-        text.append(UInt8(ascii: ":"))
-        Self.appendPadded(secondOfDay % 60, width: 2, to: &text)
-        if nanoseconds > 0 {
-            text.append(UInt8(ascii: "."))
-            var fraction = Int(nanoseconds)
-            var width = 9
-            while fraction % 10 == 0 {
-                fraction /= 10
-                width -= 1
+        // At most: quotes, a year of 20 digits and its sign, `-MM-DDTHH:MM:SS`, nine fraction digits and `.Z`.
+        text.append(addingCapacity: 50) { output in
+            if quoted { output.append(UInt8(ascii: "\"")) }
+            Self.writePadded(year, width: 4, to: &output)
+            output.append(UInt8(ascii: "-"))
+            Self.writePadded(month, width: 2, to: &output)
+            output.append(UInt8(ascii: "-"))
+            Self.writePadded(day, width: 2, to: &output)
+            output.append(UInt8(ascii: "T"))
+            Self.writePadded(secondOfDay / 3600, width: 2, to: &output)
+            output.append(UInt8(ascii: ":"))
+            Self.writePadded(secondOfDay / 60 % 60, width: 2, to: &output)
+            output.append(UInt8(ascii: ":"))
+            Self.writePadded(secondOfDay % 60, width: 2, to: &output)
+            if nanoseconds > 0 {
+                output.append(UInt8(ascii: "."))
+                var fraction = Int(nanoseconds)
+                var width = 9
+                while fraction % 10 == 0 {
+                    fraction /= 10
+                    width -= 1
+                }
+                Self.writePadded(fraction, width: width, to: &output)
             }
-            Self.appendPadded(fraction, width: width, to: &text)
+            output.append(UInt8(ascii: "Z"))
+            if quoted { output.append(UInt8(ascii: "\"")) }
         }
-        text.append(UInt8(ascii: "Z"))
     }
 
     // MARK: - Calendar arithmetic (proleptic Gregorian; H. Hinnant's days-from-civil algorithm)
@@ -164,10 +174,10 @@ extension Timestamp {
         return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
     }
 
-    /// Appends `value`'s decimal digits, left-padded with zeros to `width` (more digits when it has more; a
-    /// minus sign first when negative).
-    private static func appendPadded(_ value: Int, width: Int, to bytes: inout [UInt8]) {
-        if value < 0 { bytes.append(UInt8(ascii: "-")) }
+    /// Writes `value`'s decimal digits, left-padded with zeros to `width` (more digits when it has more; a minus sign
+    /// first when negative).
+    private static func writePadded(_ value: Int, width: Int, to output: inout OutputSpan<UInt8>) {
+        if value < 0 { output.append(UInt8(ascii: "-")) }
         // The digits, last first (an `Int` has at most 20).
         var digits = InlineArray<20, UInt8>(repeating: 0)
         var count = 0
@@ -177,7 +187,7 @@ extension Timestamp {
             rest /= 10
             count += 1
         } while rest > 0
-        for _ in count..<max(count, width) { bytes.append(UInt8(ascii: "0")) }
-        for position in (0..<count).reversed() { bytes.append(digits[position]) }
+        for _ in count..<max(count, width) { output.append(UInt8(ascii: "0")) }
+        for position in (0..<count).reversed() { output.append(digits[position]) }
     }
 }
