@@ -344,7 +344,14 @@ public struct JSONParser: Sendable {
         offset += count
     }
 
+    /// Moves past spaces, tabs and line breaks. Compact JSON (every event) has none: that case is one inlined test.
+    @inline(__always)
     mutating func skipWhitespace() {
+        guard offset < bytes.count, bytes[offset] <= 0x20 else { return }
+        skipWhitespaceRun()
+    }
+
+    private mutating func skipWhitespaceRun() {
         while offset < bytes.count {
             switch bytes[offset] {
             case 0x20, 0x09, 0x0A, 0x0D: offset += 1
