@@ -242,17 +242,41 @@ public final class JSONDocument: Sendable {
     /// equivalence: U+212A KELVIN SIGN equals "K"), as ``JSONObject`` does.
     func member(_ key: String, inObjectAt index: Int) -> (position: Int, value: Int)? {
         let needle = key.utf8.span
+        let tag = Self.lookupTag(of: needle)
+        guard tag != Self.untaggedKey, nodes[index].flags & Self.hasUntaggedKey == 0 else {
+            return member(comparingText: key, tag: tag, inObjectAt: index)
+        }
+        return member(taggedKey: needle, tag: tag, inObjectAt: index)
+    }
+
+    /// The tag a key given as its UTF-8 bytes is looked up with: ``keyTag(_:at:count:)`` when it is plain ASCII, else
+    /// ``untaggedKey`` (compared as a `String`).
+    static func lookupTag(of needle: Span<UInt8>) -> UInt32 {
         var needleBits: UInt8 = 0
         var offset = 0
         while offset < needle.count {
             needleBits |= needle[offset]
             offset &+= 1
         }
-        let tag = needleBits < 0x80 ? Self.keyTag(needle, at: 0, count: needle.count) : Self.untaggedKey
-        guard tag != Self.untaggedKey, nodes[index].flags & Self.hasUntaggedKey == 0 else {
-            return member(comparingText: key, tag: tag, inObjectAt: index)
-        }
-        return member(taggedKey: needle, tag: tag, inObjectAt: index)
+        return needleBits < 0x80 ? keyTag(needle, at: 0, count: needle.count) : untaggedKey
+    }
+
+    /// Whether the object at `index` is searched by tag: all its keys are plain ASCII.
+    func hasOnlyTaggedKeys(_ index: Int) -> Bool {
+        nodes[index].flags & Self.hasUntaggedKey == 0
+    }
+
+    /// The tag of the key node `keyNode` (of an object with only tagged keys).
+    func tag(ofKeyAt keyNode: Int) -> UInt32 {
+        nodes[keyNode].next
+    }
+
+    /// Whether the key node `keyNode`, tagged `tag`, is `needle`.
+    @inline(__always)
+    func isKey(at keyNode: Int, _ needle: Span<UInt8>, tag: UInt32) -> Bool {
+        guard nodes[keyNode].next == tag else { return false }
+        let start = Int(nodes[keyNode].start) &+ 1
+        return Int(nodes[keyNode].end) &- start == needle.count && keyBytes(at: start, equal: needle)
     }
 
     /// ``member(_:inObjectAt:)`` for a key given as its bytes, which are plain ASCII (a personalization
@@ -269,7 +293,7 @@ public final class JSONDocument: Sendable {
     /// The member whose key is `needle` (plain ASCII, its tag `tag`) in the object at `index`, all of whose keys are
     /// tagged: only a key with the same tag can be equal, and only its bytes are compared. A missed lookup (an
     /// optional field that is absent) reads one tag per member.
-    private func member(taggedKey needle: Span<UInt8>, tag: UInt32, inObjectAt index: Int) -> (position: Int, value: Int)? {
+    func member(taggedKey needle: Span<UInt8>, tag: UInt32, inObjectAt index: Int) -> (position: Int, value: Int)? {
         let count = Int(nodes[index].end)
         var keyNode = index &+ 1
         var position = 0

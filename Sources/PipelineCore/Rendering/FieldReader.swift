@@ -275,8 +275,7 @@ public struct FieldReader {
 
     /// The value node of `key`, its key marked as read; `nil` when absent or `null`.
     private func lookup(_ key: String) -> Int? {
-        guard let (_, value) = diagnostics.document.member(key, inObjectAt: node) else { return nil }
-        diagnostics.mark(value &- 1)
+        guard let value = diagnostics.lookup(key, inObjectAt: node) else { return nil }
         return diagnostics.document.kind(at: value) == .null ? nil : value
     }
 

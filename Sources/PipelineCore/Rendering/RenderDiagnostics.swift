@@ -24,6 +24,13 @@ final class RenderDiagnostics {
     /// The objects read, the root's first, then in the order their readers were made. A reader refers to its place
     /// by index, for its path and for ``warnAboutUnreadKeys(template:)``.
     private var places: [Place]
+    /// The key nodes of one object by the hash of their tags (``JSONDocument/keyTag(_:at:count:)``), open addressing
+    /// with linear probing; an entry is a key node plus one, 0 when free. Built for an object when a lookup asks for
+    /// a member of it and the table holds another (readers mostly read one object's fields in a row), so a lookup
+    /// compares about one key, in whatever order the event has its members.
+    private var keyTable = InlineArray<64, UInt16>(repeating: 0)
+    /// The object ``keyTable`` is for (-1: none).
+    private var keyTableObject = -1
 
     /// Where a reader's object is.
     struct Place {
@@ -67,6 +74,57 @@ final class RenderDiagnostics {
     /// The root object's node.
     var rootNode: Int {
         places[Self.rootPlace].node
+    }
+
+    /// The value node of the member `key` of the object at `node`, its key marked as read; `nil` when absent.
+    func lookup(_ key: String, inObjectAt node: Int) -> Int? {
+        let needle = key.utf8.span
+        let tag = JSONDocument.lookupTag(of: needle)
+        // Objects of 9 to 48 members whose keys and the key asked for are plain ASCII (an event's top level and
+        // content) are looked up in the table; the others member by member (a small object costs less to search than
+        // to put in the table each time the reader comes back to it).
+        guard tag != JSONDocument.untaggedKey, document.hasOnlyTaggedKeys(node) else {
+            guard let (_, value) = document.member(key, inObjectAt: node) else { return nil }
+            mark(value &- 1)
+            return value
+        }
+        let count = document.count(at: node)
+        guard count > 8, count <= 48, document.nodes.count <= Int(UInt16.max) else {
+            guard let (_, value) = document.member(taggedKey: needle, tag: tag, inObjectAt: node) else { return nil }
+            mark(value &- 1)
+            return value
+        }
+        if keyTableObject != node { buildKeyTable(for: node) }
+        var slot = Self.keySlot(tag)
+        while true {
+            let entry = Int(keyTable[slot])
+            guard entry != 0 else { return nil }
+            if document.isKey(at: entry &- 1, needle, tag: tag) {
+                mark(entry &- 1)
+                return entry
+            }
+            slot = (slot &+ 1) & 63
+        }
+    }
+
+    /// Fills ``keyTable`` with the keys of the object at `node`.
+    private func buildKeyTable(for node: Int) {
+        var table = InlineArray<64, UInt16>(repeating: 0)
+        var keyNode = node &+ 1
+        for _ in 0..<document.count(at: node) {
+            var slot = Self.keySlot(document.tag(ofKeyAt: keyNode))
+            while table[slot] != 0 { slot = (slot &+ 1) & 63 }
+            table[slot] = UInt16(truncatingIfNeeded: keyNode &+ 1)
+            keyNode = document.next(after: keyNode &+ 1)
+        }
+        keyTable = table
+        keyTableObject = node
+    }
+
+    /// The first slot of ``keyTable`` for a key tagged `tag`.
+    @inline(__always)
+    private static func keySlot(_ tag: UInt32) -> Int {
+        Int(truncatingIfNeeded: (tag &* 0x9E37_79B1) >> 26)
     }
 
     /// Marks `node`.
