@@ -241,8 +241,9 @@ public final class JSONDocument: Sendable {
     /// Two ASCII keys are equal exactly when their bytes are; any other pair is compared as `String`s (canonical
     /// equivalence: U+212A KELVIN SIGN equals "K"), as ``JSONObject`` does.
     func member(_ key: String, inObjectAt index: Int) -> (position: Int, value: Int)? {
-        let needle = key.utf8.span
-        let tag = Self.lookupTag(of: needle)
+        let text = key.utf8Span
+        let needle = text.span
+        let tag = Self.lookupTag(of: needle, isKnownASCII: text.isKnownASCII)
         guard tag != Self.untaggedKey, nodes[index].flags & Self.hasUntaggedKey == 0 else {
             return member(comparingText: key, tag: tag, inObjectAt: index)
         }
@@ -252,6 +253,14 @@ public final class JSONDocument: Sendable {
     /// The tag a key given as its UTF-8 bytes is looked up with: ``keyTag(_:at:count:)`` when it is plain ASCII, else
     /// ``untaggedKey`` (compared as a `String`).
     static func lookupTag(of needle: Span<UInt8>) -> UInt32 {
+        lookupTag(of: needle, isKnownASCII: false)
+    }
+
+    /// ``lookupTag(of:)``, where `isKnownASCII` may tell (from a `String`'s flags, ``Swift/UTF8Span/isKnownASCII``)
+    /// that the bytes need not be checked.
+    @inline(__always)
+    static func lookupTag(of needle: Span<UInt8>, isKnownASCII: Bool) -> UInt32 {
+        if isKnownASCII { return keyTag(needle, at: 0, count: needle.count) }
         var needleBits: UInt8 = 0
         var offset = 0
         while offset < needle.count {

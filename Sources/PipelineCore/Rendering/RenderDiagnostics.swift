@@ -78,8 +78,9 @@ final class RenderDiagnostics {
 
     /// The value node of the member `key` of the object at `node`, its key marked as read; `nil` when absent.
     func lookup(_ key: String, inObjectAt node: Int) -> Int? {
-        let needle = key.utf8.span
-        let tag = JSONDocument.lookupTag(of: needle)
+        let text = key.utf8Span
+        let needle = text.span
+        let tag = JSONDocument.lookupTag(of: needle, isKnownASCII: text.isKnownASCII)
         // Objects of 9 to 48 members whose keys and the key asked for are plain ASCII (an event's top level and
         // content) are looked up in the table; the others member by member (a small object costs less to search than
         // to put in the table each time the reader comes back to it).
