@@ -204,4 +204,43 @@ struct JSONFuzzTests {
         #expect(document.string(forKey: "id") == "a\"b")
         #expect(try JSONDocument(parsing: Array(#"["id"]"#.utf8)).string(forKey: "id") == nil, "the root is not an object")
     }
+
+    /// A document denser than compact events (more than one value per four bytes) is indexed again with room for
+    /// any text, and a value too long or too dense for a stream's node buffer is read by the tree parser: the same
+    /// values, ranges and errors either way.
+    @Test func denseAndLongValuesAreIndexedAsTheTreeParserReadsThem() throws {
+        let dense = "[" + Array(repeating: "0", count: 1_000).joined(separator: ",") + "]"
+        let nested = "[" + String(repeating: "[]", count: 600) + "]"
+        let long = #"{"text":""# + String(repeating: "x", count: 40_000) + #"","n":[1,2,3]}"#
+        let denseObject = "{" + (0..<300).map { #""k\#($0)":\#($0 % 10)"# }.joined(separator: ",") + "}"
+        for text in [dense, nested, long, denseObject, "[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0", dense + "x"] {
+            let bytes = Array(text.utf8)
+            let tree: Result<JSONValue, JSONParseError>
+            do throws(JSONParseError) { tree = .success(try JSONValue(parsing: bytes)) } catch { tree = .failure(error) }
+            let document: Result<JSONValue, JSONParseError>
+            do throws(JSONParseError) { document = .success(try JSONDocument(parsing: bytes).value) } catch { document = .failure(error) }
+            #expect(document == tree, "\(text.prefix(40))")
+
+            // In a stream, after a short value: the range ends where the tree parser's value does.
+            let stream = Array(("1 " + text + " 2").utf8)
+            var treeParser = JSONParser(bytes: stream)
+            var rangeParser = JSONParser(bytes: stream)
+            for _ in 0..<3 {
+                let value: Result<JSONValue?, JSONParseError>
+                do throws(JSONParseError) { value = .success(try treeParser.nextValue()) } catch { value = .failure(error) }
+                let range: Result<Range<Int>?, JSONParseError>
+                do throws(JSONParseError) { range = .success(try rangeParser.nextValueRange()) } catch { range = .failure(error) }
+                switch (value, range) {
+                case (.success(let value?), .success(let range?)):
+                    #expect(range.upperBound == treeParser.offset, "\(text.prefix(40))")
+                    #expect(try JSONValue(parsing: stream[range]) == value, "\(text.prefix(40))")
+                case (.failure(let treeError), .failure(let rangeError)):
+                    #expect(rangeError == treeError, "\(text.prefix(40))")
+                default:
+                    Issue.record("\(text.prefix(40)): \(value) against \(range)")
+                }
+                if case .failure = range { break }
+            }
+        }
+    }
 }

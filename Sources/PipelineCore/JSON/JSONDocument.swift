@@ -64,17 +64,30 @@ public final class JSONDocument: Sendable {
     public init(parsing bytes: [UInt8], maximumDepth: Int = JSONParser.defaultMaximumDepth) throws(JSONParseError) {
         // Offsets are kept in 32 bits; a Kafka record is far smaller.
         guard bytes.count < Int(UInt32.max) else { throw JSONParseError(.tooLarge, at: 0) }
+        // The nodes are written into an array of fixed capacity (no growth, no per-node checks of the array's
+        // uniqueness). Compact events have a value (or key) per 6 to 20 bytes: room for one per 4 bytes holds them
+        // without holding much more than needed while the event is in flight. Denser text (arrays of one-digit
+        // numbers) is indexed again with room for the most nodes any text can have: one per 2 bytes, plus 2.
+        do throws(JSONParseError) {
+            self.nodes = try Self.index(bytes, maximumDepth: maximumDepth, capacity: bytes.count / 4 + 16)
+        } catch let error where error.kind == .tooManyNodes {
+            self.nodes = try Self.index(bytes, maximumDepth: maximumDepth, capacity: bytes.count / 2 + 2)
+        }
+        self.bytes = bytes
+    }
+
+    /// The nodes of `bytes`, in an array of `capacity`.
+    ///
+    /// - Throws: ``JSONParseError``; ``JSONParseError/Kind/tooManyNodes`` when `capacity` is too small.
+    private static func index(_ bytes: [UInt8], maximumDepth: Int, capacity: Int) throws(JSONParseError) -> [Node] {
         var parser = JSONParser(bytes: bytes, maximumDepth: maximumDepth)
-        var nodes: [Node] = []
-        // Compact events have a value (or key) per 11 to 20 bytes: one allocation for most, without holding much
-        // more than needed while the event is in flight.
-        nodes.reserveCapacity(bytes.count / 10 + 16)
         parser.skipWhitespace()
         guard parser.offset < bytes.count else { throw JSONParseError(.unexpectedEndOfInput, at: parser.offset) }
-        try parser.indexValue(depth: 0, into: &nodes)
+        let nodes = try [Node](capacity: capacity) { (output: inout OutputSpan<Node>) throws(JSONParseError) in
+            try parser.indexValue(depth: 0, into: &output)
+        }
         guard parser.isAtEnd else { throw JSONParseError(.trailingData, at: parser.offset) }
-        self.bytes = bytes
-        self.nodes = nodes
+        return nodes
     }
 
     /// The whole document as a ``JSONValue`` tree.
@@ -382,13 +395,31 @@ extension JSONParser {
         skipWhitespace()
         guard offset < bytes.count else { return nil }
         let start = offset
-        var nodes: [JSONDocument.Node] = []
-        try indexValue(depth: 0, into: &nodes)
+        // Room for the nodes of an event of a few kilobytes; a longer or denser value is read again by the tree
+        // parser (its errors are the same), rather than reserving room for the whole rest of the stream.
+        do throws(JSONParseError) {
+            _ = try [JSONDocument.Node](capacity: min(bytes.count - start, 16_384) / 4 + 16) {
+                (output: inout OutputSpan<JSONDocument.Node>) throws(JSONParseError) in
+                try indexValue(depth: 0, into: &output)
+            }
+        } catch let error where error.kind == .tooManyNodes {
+            offset = start
+            _ = try nextValue()
+        }
         return start..<offset
     }
 
+    /// Appends `node` to `nodes`.
+    ///
+    /// - Throws: ``JSONParseError/Kind/tooManyNodes`` when `nodes` is full (then indexed again with more room).
+    @inline(__always)
+    private func append(_ node: JSONDocument.Node, to nodes: inout OutputSpan<JSONDocument.Node>) throws(JSONParseError) {
+        guard !nodes.isFull else { throw JSONParseError(.tooManyNodes, at: offset) }
+        nodes.append(node)
+    }
+
     /// Indexes the value at ``offset`` into `nodes` (``JSONDocument``), checking it as ``nextValue()`` does.
-    mutating func indexValue(depth: Int, into nodes: inout [JSONDocument.Node]) throws(JSONParseError) {
+    mutating func indexValue(depth: Int, into nodes: inout OutputSpan<JSONDocument.Node>) throws(JSONParseError) {
         skipWhitespace()
         guard offset < bytes.count else { throw JSONParseError(.unexpectedEndOfInput, at: offset) }
         let start = offset
@@ -399,7 +430,7 @@ extension JSONParser {
         case UInt8(ascii: "\""):
             var node = try indexString()
             node.next = UInt32(truncatingIfNeeded: nodes.count + 1)
-            nodes.append(node)
+            try append(node, to: &nodes)
             return
         case UInt8(ascii: "t"): try expectLiteral("true"); kind = .true
         case UInt8(ascii: "f"): try expectLiteral("false"); kind = .false
@@ -407,18 +438,19 @@ extension JSONParser {
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): _ = try parseNumber(); kind = .number
         default: throw JSONParseError(.unexpectedCharacter, at: offset)
         }
-        nodes.append(
+        try append(
             JSONDocument.Node(
                 kind: kind,
                 flags: 0,
                 start: UInt32(truncatingIfNeeded: start),
                 end: UInt32(truncatingIfNeeded: offset),
                 next: UInt32(truncatingIfNeeded: nodes.count + 1)
-            )
+            ),
+            to: &nodes
         )
     }
 
-    private mutating func indexObject(depth: Int, into nodes: inout [JSONDocument.Node]) throws(JSONParseError) {
+    private mutating func indexObject(depth: Int, into nodes: inout OutputSpan<JSONDocument.Node>) throws(JSONParseError) {
         guard let index = try open(.object, closer: UInt8(ascii: "}"), depth: depth, into: &nodes) else { return }
         var count: UInt32 = 0
         // One bit per key tag seen so far in this object (a Bloom filter): a key whose bit is clear is new, and the
@@ -447,7 +479,7 @@ extension JSONParser {
                 }
             }
             seenTags |= tagBit
-            nodes.append(key)
+            try append(key, to: &nodes)
             skipWhitespace()
             guard try peek() == UInt8(ascii: ":") else { throw JSONParseError(.unexpectedCharacter, at: offset) }
             offset += 1
@@ -460,7 +492,7 @@ extension JSONParser {
         }
     }
 
-    private mutating func indexArray(depth: Int, into nodes: inout [JSONDocument.Node]) throws(JSONParseError) {
+    private mutating func indexArray(depth: Int, into nodes: inout OutputSpan<JSONDocument.Node>) throws(JSONParseError) {
         guard let index = try open(.array, closer: UInt8(ascii: "]"), depth: depth, into: &nodes) else { return }
         var count: UInt32 = 0
         while true {
@@ -476,11 +508,11 @@ extension JSONParser {
         _ kind: JSONDocument.Node.Kind,
         closer: UInt8,
         depth: Int,
-        into nodes: inout [JSONDocument.Node]
+        into nodes: inout OutputSpan<JSONDocument.Node>
     ) throws(JSONParseError) -> Int? {
         guard depth <= maximumDepth else { throw JSONParseError(.tooDeeplyNested, at: offset) }
         let index = nodes.count
-        nodes.append(JSONDocument.Node(kind: kind, flags: 0, start: UInt32(truncatingIfNeeded: offset), end: 0, next: 0))
+        try append(JSONDocument.Node(kind: kind, flags: 0, start: UInt32(truncatingIfNeeded: offset), end: 0, next: 0), to: &nodes)
         offset += 1
         skipWhitespace()
         guard try peek() != closer else {
@@ -497,7 +529,7 @@ extension JSONParser {
         orClose closer: UInt8,
         containerAt index: Int,
         count: UInt32,
-        in nodes: inout [JSONDocument.Node]
+        in nodes: inout OutputSpan<JSONDocument.Node>
     ) throws(JSONParseError) -> Bool {
         skipWhitespace()
         switch try peek() {

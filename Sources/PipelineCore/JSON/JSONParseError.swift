@@ -27,6 +27,9 @@ public struct JSONParseError: Error, Sendable, Hashable, CustomStringConvertible
         public static let trailingData = Kind("unexpected data after the value")
         /// A text of 4 GiB or more, beyond what ``JSONDocument`` indexes.
         public static let tooLarge = Kind("text too large to index")
+        /// More values than ``JSONDocument``'s node buffer has room for: never thrown to callers (the text is then
+        /// indexed again with room enough, or by the tree parser).
+        static let tooManyNodes = Kind("more values than the node buffer holds")
 
         public var description: String { name }
     }
