@@ -205,15 +205,17 @@ struct JSONFuzzTests {
         #expect(try JSONDocument(parsing: Array(#"["id"]"#.utf8)).string(forKey: "id") == nil, "the root is not an object")
     }
 
-    /// A document denser than compact events (more than one value per four bytes) is indexed again with room for
-    /// any text, and a value too long or too dense for a stream's node buffer is read by the tree parser: the same
-    /// values, ranges and errors either way.
+    /// A document denser than compact events (more than one value per four bytes, or an unclosed run of `[`, a node
+    /// per byte) is indexed again with room for any text, and a value too long or too dense for a stream's node
+    /// buffer is read by the tree parser: the same values, ranges and errors either way.
     @Test func denseAndLongValuesAreIndexedAsTheTreeParserReadsThem() throws {
         let dense = "[" + Array(repeating: "0", count: 1_000).joined(separator: ",") + "]"
         let nested = "[" + String(repeating: "[]", count: 600) + "]"
         let long = #"{"text":""# + String(repeating: "x", count: 40_000) + #"","n":[1,2,3]}"#
         let denseObject = "{" + (0..<300).map { #""k\#($0)":\#($0 % 10)"# }.joined(separator: ",") + "}"
-        for text in [dense, nested, long, denseObject, "[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0", dense + "x"] {
+        let unclosed = String(repeating: "[", count: 64)  // a node per byte, then the end of the input
+        let tooDeep = String(repeating: "[", count: 70) + String(repeating: "]", count: 70)
+        for text in [dense, nested, long, denseObject, "[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0", dense + "x", unclosed, tooDeep] {
             let bytes = Array(text.utf8)
             let tree: Result<JSONValue, JSONParseError>
             do throws(JSONParseError) { tree = .success(try JSONValue(parsing: bytes)) } catch { tree = .failure(error) }

@@ -67,11 +67,12 @@ public final class JSONDocument: Sendable {
         // The nodes are written into an array of fixed capacity (no growth, no per-node checks of the array's
         // uniqueness). Compact events have a value (or key) per 6 to 20 bytes: room for one per 4 bytes holds them
         // without holding much more than needed while the event is in flight. Denser text (arrays of one-digit
-        // numbers) is indexed again with room for the most nodes any text can have: one per 2 bytes, plus 2.
+        // numbers, or an unclosed run of `[`) is indexed again with room for one node per byte, more than any text
+        // can have (every node starts at a byte of its own).
         do throws(JSONParseError) {
             self.nodes = try Self.index(bytes, maximumDepth: maximumDepth, capacity: bytes.count / 4 + 16)
         } catch let error where error.kind == .tooManyNodes {
-            self.nodes = try Self.index(bytes, maximumDepth: maximumDepth, capacity: bytes.count / 2 + 2)
+            self.nodes = try Self.index(bytes, maximumDepth: maximumDepth, capacity: bytes.count + 1)
         }
         self.bytes = bytes
     }
