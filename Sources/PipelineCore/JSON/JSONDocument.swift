@@ -306,9 +306,7 @@ public final class JSONDocument: Sendable {
     /// placeholder's name): no `String` is made for it, unless the object has a key that is not plain ASCII.
     func member(asciiKey needle: Span<UInt8>, inObjectAt index: Int) -> (position: Int, value: Int)? {
         guard nodes[index].flags & Self.hasUntaggedKey == 0 else {
-            var key: [UInt8] = []
-            key.append(copying: needle)
-            return member(String(decoding: key, as: UTF8.self), inObjectAt: index)
+            return member(String(plainASCII: needle), inObjectAt: index)
         }
         return member(taggedKey: needle, tag: Self.keyTag(needle, at: 0, count: needle.count), inObjectAt: index)
     }
@@ -574,5 +572,17 @@ extension JSONParser {
             end: UInt32(truncatingIfNeeded: offset - 1),
             next: 0
         )
+    }
+}
+
+extension String {
+    /// The text of `bytes`, which are plain ASCII (a key or a placeholder's name taken from a text at ASCII
+    /// delimiters); made without going through an array.
+    init(plainASCII bytes: Span<UInt8>) {
+        do {
+            self.init(copying: try UTF8Span(validating: bytes))
+        } catch {
+            preconditionFailure("plain ASCII bytes are valid UTF-8: \(error)")
+        }
     }
 }

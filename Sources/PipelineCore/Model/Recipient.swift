@@ -57,9 +57,7 @@ enum AttributeSource: Sendable {
     func appendValue(named name: Span<UInt8>, to target: inout [UInt8]) -> Bool {
         switch self {
         case .dictionary(let attributes):
-            var key: [UInt8] = []
-            key.append(copying: name)
-            guard let value = attributes[String(decoding: key, as: UTF8.self)] else { return false }
+            guard let value = attributes[String(plainASCII: name)] else { return false }
             target.append(copying: value.utf8.span)
             return true
         case .document(let document, let node):

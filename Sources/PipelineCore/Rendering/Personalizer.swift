@@ -142,7 +142,7 @@ enum SimpleTemplate {
             result.append(copying: source.extracting(textStart..<tagRange.lowerBound))
             let name = source.extracting(nameRange)
             if !attributes.appendValue(named: name, to: &result) {
-                let text = Self.text(of: name)
+                let text = String(plainASCII: name)
                 if !absent.contains(text) { absent.append(text) }
             }
             textStart = tagRange.upperBound
@@ -151,15 +151,6 @@ enum SimpleTemplate {
         result.append(copying: source.extracting(textStart..<source.count))
         for name in absent { missing(name) }
         return String(decoding: result, as: UTF8.self)
-    }
-
-    /// The text of the valid UTF-8 `bytes` (a tag's name).
-    private static func text(of bytes: Span<UInt8>) -> String {
-        do {
-            return String(copying: try UTF8Span(validating: bytes))
-        } catch {
-            preconditionFailure("a name sliced from a String at ASCII braces is valid UTF-8: \(error)")
-        }
     }
 
     /// Finds the tags of `bytes`, passing each tag's name and whole range to `tag`; returns `false`
