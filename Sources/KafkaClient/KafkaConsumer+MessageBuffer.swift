@@ -109,19 +109,26 @@ extension KafkaConsumer {
 
         /// Takes the buffered messages of `partitions` out of the hand-over, in order. Call with the lock held.
         private func take(_ partitions: Set<KafkaTopicPartition>) -> [KafkaConsumerMessage] {
+            // A few partitions, compared number first: a set lookup made a `KafkaTopicPartition` (counting a reference
+            // to the topic's name, which every message shares) and hashed the name, for every buffered message, on
+            // each pause (the in-flight limit pauses partitions many times a second).
+            let wanted = Array(partitions)
+            func isWanted(_ message: KafkaConsumerMessage) -> Bool {
+                wanted.contains { $0.partition == message.partition && $0.topic == message.topic }
+            }
             var kept: [[KafkaConsumerMessage]] = []
             var keptCount = 0
             var taken: [KafkaConsumerMessage] = []
             for batch in batches[head...] {
                 // A batch with nothing to take is kept as it is, not copied message by message.
-                guard batch.contains(where: { partitions.contains($0.topicPartition) }) else {
+                guard batch.contains(where: isWanted) else {
                     kept.append(batch)
                     keptCount += batch.count
                     continue
                 }
                 var remaining: [KafkaConsumerMessage] = []
                 for message in batch {
-                    if partitions.contains(message.topicPartition) {
+                    if isWanted(message) {
                         taken.append(message)
                     } else {
                         remaining.append(message)
