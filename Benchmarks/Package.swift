@@ -56,5 +56,14 @@ let package = Package(
             dependencies: ["RenderFixtures"] + templates,
             path: "Sources/RenderProfile"
         ),
+        /// A plain loop encoding the pipeline's analytics records, for callgrind/perf; see README.md.
+        .executableTarget(
+            name: "OutcomeProfile",
+            dependencies: [
+                .product(name: "PipelineCore", package: rootPackage),
+                .product(name: "PipelineRuntime", package: rootPackage),
+            ],
+            path: "Sources/OutcomeProfile"
+        ),
     ]
 )

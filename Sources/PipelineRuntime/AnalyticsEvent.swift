@@ -64,21 +64,33 @@ public struct AnalyticsEvent: Sendable, Hashable {
     public func encoded() -> [UInt8] {
         var writer = JSONWriter(reservingCapacity: 384)
         writer.beginObject()
-        writer.member("specVersion", "1")
-        writer.member("type", kind.rawValue)
+        writer.member(Keys.specVersion, "1")
+        writer.member(Keys.type, kind.rawValue)
         identity.write(to: &writer)
-        writer.member("occurredAt", timestamp: occurredAt)
-        writer.member("sink", sink)
+        writer.member(Keys.occurredAt, timestamp: occurredAt)
+        writer.member(Keys.sink, sink)
         if let reasonCode {
-            writer.key("reason")
+            writer.key(Keys.reason)
             writer.beginObject()
-            writer.member("code", reasonCode)
-            writer.member("detail", reasonDetail)
+            writer.member(Keys.code, reasonCode)
+            writer.member(Keys.detail, reasonDetail)
             writer.endObject()
         }
-        writer.member("cause", cause?.rawValue)
+        writer.member(Keys.cause, cause?.rawValue)
         writer.endObject()
         return writer.bytes
+    }
+
+    /// The record's member names, prepared once (``JSONWriter/Key``).
+    private enum Keys {
+        static let specVersion = JSONWriter.Key("specVersion")
+        static let type = JSONWriter.Key("type")
+        static let occurredAt = JSONWriter.Key("occurredAt")
+        static let sink = JSONWriter.Key("sink")
+        static let reason = JSONWriter.Key("reason")
+        static let code = JSONWriter.Key("code")
+        static let detail = JSONWriter.Key("detail")
+        static let cause = JSONWriter.Key("cause")
     }
 
     /// Reads an analytics event back (for tests, replays and tools).
@@ -143,12 +155,22 @@ public struct MessageIdentity: Sendable, Hashable {
     /// Writes `messageId` and the optional ids, in the order records carry them, as members of the object being
     /// written; read back with ``init(messageId:reading:)``.
     func write(to writer: inout JSONWriter) {
-        writer.member("messageId", messageId)
-        writer.member("sourceEventId", eventId)
-        writer.member("campaignId", campaignId)
-        writer.member("recipientId", recipientId)
-        writer.member("platform", platform?.rawValue)
-        writer.member("template", template)
+        writer.member(Keys.messageId, messageId)
+        writer.member(Keys.sourceEventId, eventId)
+        writer.member(Keys.campaignId, campaignId)
+        writer.member(Keys.recipientId, recipientId)
+        writer.member(Keys.platform, platform?.rawValue)
+        writer.member(Keys.template, template)
+    }
+
+    /// The identity's member names, prepared once (``JSONWriter/Key``).
+    private enum Keys {
+        static let messageId = JSONWriter.Key("messageId")
+        static let sourceEventId = JSONWriter.Key("sourceEventId")
+        static let campaignId = JSONWriter.Key("campaignId")
+        static let recipientId = JSONWriter.Key("recipientId")
+        static let platform = JSONWriter.Key("platform")
+        static let template = JSONWriter.Key("template")
     }
 
     /// The identity written into an analytics or timer record (`sourceEventId`, `campaignId`, `recipientId`,

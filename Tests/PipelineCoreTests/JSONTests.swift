@@ -179,6 +179,39 @@ struct JSONTests {
         #expect(String(decoding: writer.bytes, as: UTF8.self) == #"{"a":"x\"y","nested":{"n":1,"empty":{}},"b":"z"}"#)
     }
 
+    /// Prepared names (``JSONWriter/Key``) write exactly what names given as strings do: escaped names, values
+    /// with and without escapes, `nil` values, timestamps, commas before all but the first member, nested objects.
+    @Test func preparedNamesWriteWhatStringNamesWrite() {
+        let names = ["a", "name with \"quotes\"", "tab\there", "é", "", "a long name of more than sixteen bytes"]
+        let values: [String?] = ["x", nil, "x\"y\\z\n", "", "a value long enough to be copied a word at a time", "é😀"]
+        let time = Timestamp(secondsSince1970: 1_703_462_400, nanoseconds: 5)
+        var byString = JSONWriter()
+        var byKey = JSONWriter()
+        byString.beginObject()
+        byKey.beginObject()
+        for (index, name) in names.enumerated() {
+            let key = JSONWriter.Key(name)
+            #expect(key.name == name)
+            for value in values {
+                byString.member(name, value)
+                byKey.member(key, value)
+            }
+            byString.member(name, timestamp: index.isMultiple(of: 2) ? time : nil)
+            byKey.member(key, timestamp: index.isMultiple(of: 2) ? time : nil)
+            byString.key(name)
+            byKey.key(key)
+            byString.beginObject()
+            byKey.beginObject()
+            byString.member(name, "inner")
+            byKey.member(key, "inner")
+            byString.endObject()
+            byKey.endObject()
+        }
+        byString.endObject()
+        byKey.endObject()
+        #expect(String(decoding: byKey.bytes, as: UTF8.self) == String(decoding: byString.bytes, as: UTF8.self))
+    }
+
     /// Arrays streamed element by element (nested in objects and arrays, empty ones too) give what the tree writer
     /// gives for the same values.
     @Test func streamsArraysElementByElementLikeTheTreeWriter() {
