@@ -196,11 +196,8 @@ public struct PayloadObject: Sendable, Equatable {
 
         /// Prepares `text`.
         public init(_ text: String) {
-            var writer = JSONWriter(reservingCapacity: text.utf8.count + 3)
-            writer.write(string: text)
-            writer.writeRaw(byte: UInt8(ascii: ":"))
             self.text = text
-            self.prefix = writer.bytes
+            self.prefix = JSONWriter.Key(text).text
             self.tag = JSONObject.keyTag(of: text)
             self.isVerbatim = tag != JSONObject.untaggedKey && prefix.count == text.utf8.count + 3
         }
