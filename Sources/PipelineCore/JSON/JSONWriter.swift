@@ -339,7 +339,7 @@ extension OutputSpan where Element == UInt8 {
     @inline(__always)
     mutating func append(copying source: Span<UInt8>) {
         let count = source.count
-        guard count >= 16 else {
+        guard count >= 8 else {
             var offset = 0
             while offset < count {
                 append(source[offset])
