@@ -266,7 +266,9 @@ final class BrokerProcess: Sendable {
         let executable = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = ["broker", "--brokers", "1", "--partitions", "1", "--log-level", "error"] + topics.flatMap { ["--topic", "\($0.name):\($0.partitions)"] }
+        // `--parent-pid`: the child stops by itself if this process is killed before it can stop it.
+        process.arguments = ["broker", "--brokers", "1", "--partitions", "1", "--log-level", "error", "--parent-pid", String(getpid())]
+            + topics.flatMap { ["--topic", "\($0.name):\($0.partitions)"] }
         let output = Pipe()
         process.standardOutput = output
         try process.run()

@@ -51,6 +51,14 @@ struct BrokerCommand: AsyncParsableCommand {
         }
     }
 
+    @Option(
+        help: ArgumentHelp(
+            "Stop when the process with this id is no longer the parent (`bench` runs its broker as a child this way, so the broker does not outlive a bench that was killed).",
+            visibility: .hidden
+        )
+    )
+    var parentPid: Int32?
+
     @OptionGroup var logging: LoggingOptions
 
     func validate() throws {
@@ -77,21 +85,43 @@ struct BrokerCommand: AsyncParsableCommand {
                 "partitions": "\(partitions)",
             ]
         )
-        try await Self.waitForSignal(logger: logger, kafka: kafka)
+        try await Self.waitForSignal(logger: logger, kafka: kafka, parent: parentPid)
         kafka.shutdown()
         logger.info("Embedded broker stopped")
     }
 
-    /// Keeps `kafka` up until SIGINT or SIGTERM.
-    static func waitForSignal(logger: Logger, kafka: EmbeddedKafka) async throws {
+    /// Keeps `kafka` up until SIGINT or SIGTERM, or until `parent` (when given) is no longer this process's parent.
+    static func waitForSignal(logger: Logger, kafka: EmbeddedKafka, parent: Int32? = nil) async throws {
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: EmbeddedBrokerService(kafka: kafka))]
+        if let parent {
+            services.append(.init(service: ParentWatch(parent: parent, logger: logger), successTerminationBehavior: .gracefullyShutdownGroup))
+        }
         let group = ServiceGroup(
             configuration: ServiceGroupConfiguration(
-                services: [.init(service: EmbeddedBrokerService(kafka: kafka))],
+                services: services,
                 gracefulShutdownSignals: [.sigterm, .sigint],
                 logger: logger
             )
         )
         try await group.run()
+    }
+}
+
+/// Returns once the process `parent` is no longer this process's parent: it ended, however (killed, even with
+/// SIGKILL, which leaves it no chance to stop its children), and this process was handed to another. Also returns
+/// when the group shuts down for another reason (a signal).
+struct ParentWatch: Service {
+    let parent: Int32
+    let logger: Logger
+
+    func run() async throws {
+        while !Task.isShuttingDownGracefully {
+            guard getppid() == parent else {
+                logger.info("The parent process is gone; stopping", metadata: ["parent": "\(parent)"])
+                return
+            }
+            try? await Task.sleep(for: .milliseconds(200))
+        }
     }
 }
 

@@ -25,6 +25,21 @@ struct BenchCommandTests {
         #endif
     }
 
+    /// `bench` runs its broker as a child with `--parent-pid`, so that a bench killed before it can stop the child
+    /// (SIGKILL, or a SIGTERM it cannot act on) leaves no broker running.
+    @Test("the bench's broker child stops once its parent is gone, and not before")
+    func brokerFollowsItsParent() async throws {
+        let executable = try #require(Paths.executable, "build the campaign-pipeline product first")
+        let shell = URL(fileURLWithPath: "/bin/sh")
+        // Given a parent it does not have (process 1): it stops by itself, well within `timeout`'s 20 s.
+        let orphan = try await runProcess(shell, ["-c", #"exec timeout 20 "$0" broker --brokers 1 --parent-pid 1"#, executable.path])
+        #expect(orphan.status == 0, "\(orphan.stderr)")
+        #expect(orphan.stdout.hasPrefix("127.0.0.1:"), "the address comes first")
+        // Given its parent (`timeout`, which replaced the shell): it runs until `timeout` stops it after 2 s (124).
+        let child = try await runProcess(shell, ["-c", #"exec timeout 2 "$0" broker --brokers 1 --parent-pid $$"#, executable.path])
+        #expect(child.status == 124, "\(child.stderr)")
+    }
+
     @Test("rounds run both runs again on a fresh broker each, and report every round and the medians")
     func rounds() async throws {
         let executable = try #require(Paths.executable, "build the campaign-pipeline product first")
