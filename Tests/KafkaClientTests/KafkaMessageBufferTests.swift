@@ -5,9 +5,9 @@ import Testing
 
 @Suite("The consumer's message buffer: batches handed over whole, and released once taken")
 struct KafkaMessageBufferTests {
-    private static func batch(_ offsets: Range<Int64>, partition: Int32 = 0) -> [KafkaConsumerMessage] {
+    private static func batch(_ offsets: Range<Int64>, partition: Int32 = 0, topic: String = "t") -> [KafkaConsumerMessage] {
         offsets.map { offset in
-            KafkaConsumerMessage(topic: "t", partition: partition, offset: offset, key: nil, value: Array(repeating: 7, count: 1_024), headers: [], timestamp: nil)
+            KafkaConsumerMessage(topic: topic, partition: partition, offset: offset, key: nil, value: Array(repeating: 7, count: 1_024), headers: [], timestamp: nil)
         }
     }
 
@@ -90,5 +90,19 @@ struct KafkaMessageBufferTests {
         let batch = try #require(try await buffer.next())
         #expect(batch.map(\.partition) == Array(repeating: 0, count: 10))
         #expect(batch.map(\.offset) == Array(0..<10))
+    }
+
+    @Test("pausing a partition holds back only that topic's records, not another topic's partition of the same number")
+    func parkingTellsTopicsApart() async throws {
+        let buffer = KafkaConsumer.MessageBuffer(capacity: 1_000)
+        buffer.push(Self.batch(0..<5, partition: 0, topic: "a") + Self.batch(0..<5, partition: 0, topic: "b"))
+        buffer.park(partitions: [KafkaTopicPartition(topic: "a", partition: 0)])
+        // Bounded: were both topics' partition 0 held back, nothing would come.
+        let handed = try #require(try await within(.seconds(5)) { try await buffer.next() } ?? nil)
+        #expect(handed.map(\.topic) == Array(repeating: "b", count: 5))
+        buffer.unpark(partitions: [KafkaTopicPartition(topic: "a", partition: 0)])
+        let resumed = try #require(try await buffer.next())
+        #expect(resumed.map(\.topic) == Array(repeating: "a", count: 5))
+        #expect(resumed.map(\.offset) == Array(0..<5))
     }
 }
