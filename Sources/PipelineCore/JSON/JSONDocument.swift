@@ -258,20 +258,15 @@ public final class JSONDocument: Sendable {
         let text = key.utf8Span
         let needle = text.span
         let tag = Self.lookupTag(of: needle, isKnownASCII: text.isKnownASCII)
-        guard tag != Self.untaggedKey, nodes[index].flags & Self.hasUntaggedKey == 0 else {
+        guard tag != Self.untaggedKey, hasOnlyTaggedKeys(index) else {
             return member(comparingText: key, tag: tag, inObjectAt: index)
         }
         return member(taggedKey: needle, tag: tag, inObjectAt: index)
     }
 
-    /// The tag a key given as its UTF-8 bytes is looked up with: ``keyTag(_:at:count:)`` when it is plain ASCII, else
-    /// ``untaggedKey`` (compared as a `String`).
-    static func lookupTag(of needle: Span<UInt8>) -> UInt32 {
-        lookupTag(of: needle, isKnownASCII: false)
-    }
-
-    /// ``lookupTag(of:)``, where `isKnownASCII` may tell (from a `String`'s flags, ``Swift/UTF8Span/isKnownASCII``)
-    /// that the bytes need not be checked.
+    /// The tag a key given as its UTF-8 bytes is looked up with: ``keyTag(_:at:count:)`` when it is plain ASCII (known
+    /// from a `String`'s flags when `isKnownASCII`, ``Swift/UTF8Span/isKnownASCII``, or else checked), ``untaggedKey``
+    /// otherwise (compared as a `String`).
     @inline(__always)
     static func lookupTag(of needle: Span<UInt8>, isKnownASCII: Bool) -> UInt32 {
         if isKnownASCII { return keyTag(needle, at: 0, count: needle.count) }
@@ -305,7 +300,7 @@ public final class JSONDocument: Sendable {
     /// ``member(_:inObjectAt:)`` for a key given as its bytes, which are plain ASCII (a personalization
     /// placeholder's name): no `String` is made for it, unless the object has a key that is not plain ASCII.
     func member(asciiKey needle: Span<UInt8>, inObjectAt index: Int) -> (position: Int, value: Int)? {
-        guard nodes[index].flags & Self.hasUntaggedKey == 0 else {
+        guard hasOnlyTaggedKeys(index) else {
             return member(String(plainASCII: needle), inObjectAt: index)
         }
         return member(taggedKey: needle, tag: Self.keyTag(needle, at: 0, count: needle.count), inObjectAt: index)
@@ -319,12 +314,7 @@ public final class JSONDocument: Sendable {
         var keyNode = index &+ 1
         var position = 0
         while position < count {
-            if nodes[keyNode].next == tag {
-                let start = Int(nodes[keyNode].start) &+ 1
-                if Int(nodes[keyNode].end) &- start == needle.count, keyBytes(at: start, equal: needle) {
-                    return (position, keyNode &+ 1)
-                }
-            }
+            if isKey(at: keyNode, needle, tag: tag) { return (position, keyNode &+ 1) }
             keyNode = Int(nodes[keyNode &+ 1].next)
             position &+= 1
         }
