@@ -64,33 +64,21 @@ public struct AnalyticsEvent: Sendable, Hashable {
     public func encoded() -> [UInt8] {
         var writer = JSONWriter(reservingCapacity: 384)
         writer.beginObject()
-        writer.member(Keys.specVersion, "1")
-        writer.member(Keys.type, kind.rawValue)
+        writer.member(RecordKeys.specVersion, "1")
+        writer.member(RecordKeys.type, kind.rawValue)
         identity.write(to: &writer)
-        writer.member(Keys.occurredAt, timestamp: occurredAt)
-        writer.member(Keys.sink, sink)
+        writer.member(RecordKeys.occurredAt, timestamp: occurredAt)
+        writer.member(RecordKeys.sink, sink)
         if let reasonCode {
-            writer.key(Keys.reason)
+            writer.key(RecordKeys.reason)
             writer.beginObject()
-            writer.member(Keys.code, reasonCode)
-            writer.member(Keys.detail, reasonDetail)
+            writer.member(RecordKeys.code, reasonCode)
+            writer.member(RecordKeys.detail, reasonDetail)
             writer.endObject()
         }
-        writer.member(Keys.cause, cause?.rawValue)
+        writer.member(RecordKeys.cause, cause?.rawValue)
         writer.endObject()
         return writer.bytes
-    }
-
-    /// The record's member names, prepared once (``JSONWriter/Key``).
-    private enum Keys {
-        static let specVersion = JSONWriter.Key("specVersion")
-        static let type = JSONWriter.Key("type")
-        static let occurredAt = JSONWriter.Key("occurredAt")
-        static let sink = JSONWriter.Key("sink")
-        static let reason = JSONWriter.Key("reason")
-        static let code = JSONWriter.Key("code")
-        static let detail = JSONWriter.Key("detail")
-        static let cause = JSONWriter.Key("cause")
     }
 
     /// Reads an analytics event back (for tests, replays and tools).
@@ -155,22 +143,12 @@ public struct MessageIdentity: Sendable, Hashable {
     /// Writes `messageId` and the optional ids, in the order records carry them, as members of the object being
     /// written; read back with ``init(messageId:reading:)``.
     func write(to writer: inout JSONWriter) {
-        writer.member(Keys.messageId, messageId)
-        writer.member(Keys.sourceEventId, eventId)
-        writer.member(Keys.campaignId, campaignId)
-        writer.member(Keys.recipientId, recipientId)
-        writer.member(Keys.platform, platform?.rawValue)
-        writer.member(Keys.template, template)
-    }
-
-    /// The identity's member names, prepared once (``JSONWriter/Key``).
-    private enum Keys {
-        static let messageId = JSONWriter.Key("messageId")
-        static let sourceEventId = JSONWriter.Key("sourceEventId")
-        static let campaignId = JSONWriter.Key("campaignId")
-        static let recipientId = JSONWriter.Key("recipientId")
-        static let platform = JSONWriter.Key("platform")
-        static let template = JSONWriter.Key("template")
+        writer.member(RecordKeys.messageId, messageId)
+        writer.member(RecordKeys.sourceEventId, eventId)
+        writer.member(RecordKeys.campaignId, campaignId)
+        writer.member(RecordKeys.recipientId, recipientId)
+        writer.member(RecordKeys.platform, platform?.rawValue)
+        writer.member(RecordKeys.template, template)
     }
 
     /// The identity written into an analytics or timer record (`sourceEventId`, `campaignId`, `recipientId`,
@@ -215,4 +193,24 @@ public struct MessageIdentity: Sendable, Hashable {
             template: object?["template"]?.stringValue
         )
     }
+}
+
+/// The member names of analytics and timer records, prepared once (``JSONWriter/Key``).
+enum RecordKeys {
+    static let specVersion = JSONWriter.Key("specVersion")
+    static let type = JSONWriter.Key("type")
+    static let occurredAt = JSONWriter.Key("occurredAt")
+    static let sink = JSONWriter.Key("sink")
+    static let reason = JSONWriter.Key("reason")
+    static let code = JSONWriter.Key("code")
+    static let detail = JSONWriter.Key("detail")
+    static let cause = JSONWriter.Key("cause")
+    static let messageId = JSONWriter.Key("messageId")
+    static let sourceEventId = JSONWriter.Key("sourceEventId")
+    static let campaignId = JSONWriter.Key("campaignId")
+    static let recipientId = JSONWriter.Key("recipientId")
+    static let platform = JSONWriter.Key("platform")
+    static let template = JSONWriter.Key("template")
+    /// Timer records only.
+    static let expiresAt = JSONWriter.Key("expiresAt")
 }

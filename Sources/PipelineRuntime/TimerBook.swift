@@ -140,14 +140,12 @@ final class TimerBook: Sendable {
         }
     }
 
-    private static let expiresAt = JSONWriter.Key("expiresAt")
-
     /// The record value stored on the timers topic.
     static func encode(_ timer: PendingTimer) -> [UInt8] {
         var writer = JSONWriter(reservingCapacity: 256)
         writer.beginObject()
         timer.identity.write(to: &writer)
-        writer.member(Self.expiresAt, timestamp: timer.expiresAt)
+        writer.member(RecordKeys.expiresAt, timestamp: timer.expiresAt)
         writer.endObject()
         return writer.bytes
     }

@@ -185,21 +185,21 @@ public struct PayloadObject: Sendable, Equatable {
     /// data.set(Self.mode, mode)
     /// ```
     public struct MemberName: Sendable {
-        /// The name.
-        public let text: String
-        /// `"name":`, as written.
-        let prefix: [UInt8]
+        /// The name, and its `"name":` as written.
+        let key: JSONWriter.Key
         /// ``JSONObject/keyTag(of:)`` of the name.
         let tag: Int
         /// Whether the name is written as its own bytes (ASCII without escapes).
         let isVerbatim: Bool
 
+        /// The name.
+        public var text: String { key.name }
+
         /// Prepares `text`.
         public init(_ text: String) {
-            self.text = text
-            self.prefix = JSONWriter.Key(text).text
+            self.key = JSONWriter.Key(text)
             self.tag = JSONObject.keyTag(of: text)
-            self.isVerbatim = tag != JSONObject.untaggedKey && prefix.count == text.utf8.count + 3
+            self.isVerbatim = tag != JSONObject.untaggedKey && key.text.count == text.utf8.count + 3
         }
     }
 
@@ -270,7 +270,7 @@ public struct PayloadObject: Sendable, Equatable {
         if let name {
             // Copied from a span of the shared prefix: appending the array itself would take (and then drop) a
             // reference to it, an atomic operation on memory every rendering thread shares.
-            writer.append(copying: name.prefix.span)
+            writer.append(copying: name.key.text.span)
             keyIsVerbatim = name.isVerbatim
         } else {
             writer.write(string: key)
