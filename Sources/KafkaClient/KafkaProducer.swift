@@ -234,8 +234,10 @@ public final class KafkaProducer: Sendable {
         let partition = record.partition ?? RD_KAFKA_PARTITION_UA
         let headers = record.headers
         let topicHandle = handle.topicHandle(record.topic)
-        // The closures below use these locals, not `record`: capturing the record copied all of it (a reference
-        // count per field) for each of them.
+        let client = handle.pointer
+        // The closures below use these locals, not `record` or `self`: capturing the record copied all of it (a
+        // reference count per field) for each of them, and capturing the producer counted a reference to it from
+        // every thread that produces.
         // Every argument lives on the stack (or in one temporary buffer) for the call: no array per record.
         let error: OpaquePointer? = record.topic.withCString { topic in
             key.withUnsafeBytes { keyBytes in
@@ -275,18 +277,19 @@ public final class KafkaProducer: Sendable {
                             var offset = 0
                             for header in headers {
                                 let nameLength = header.key.utf8.count
-                                let valueLength = header.valueByteCount ?? 0
+                                let valueByteCount = header.valueByteCount
+                                let valueLength = valueByteCount ?? 0
                                 let name = headerBytes.baseAddress.map { ($0 + offset).assumingMemoryBound(to: CChar.self) }
                                 let valueStart = offset + nameLength + 1
                                 add(RD_KAFKA_VTYPE_HEADER) {
                                     $0.u.header.name = name
-                                    $0.u.header.val = header.valueByteCount == nil ? nil : headerBytes.baseAddress.map { UnsafeRawPointer($0 + valueStart) }
+                                    $0.u.header.val = valueByteCount == nil ? nil : headerBytes.baseAddress.map { UnsafeRawPointer($0 + valueStart) }
                                     $0.u.header.size = valueLength
                                 }
                                 offset = valueStart + valueLength
                             }
                             defer { values.baseAddress?.deinitialize(count: count) }
-                            return rd_kafka_produceva(handle.pointer, values.baseAddress, count)
+                            return rd_kafka_produceva(client, values.baseAddress, count)
                         }
                     }
                 }
