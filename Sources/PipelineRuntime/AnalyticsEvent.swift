@@ -62,6 +62,28 @@ public struct AnalyticsEvent: Sendable, Hashable {
     /// The bytes written to the analytics topic, keys in a fixed order (written directly, without a
     /// ``JSONObject``: one is made for every event the pipeline handles).
     public func encoded() -> [UInt8] {
+        Self.encode(
+            kind: kind,
+            identity: identity,
+            occurredAt: occurredAt,
+            sink: sink,
+            reasonCode: reasonCode,
+            reasonDetail: reasonDetail,
+            cause: cause
+        )
+    }
+
+    /// The bytes ``encoded()`` writes for an event with these fields, for callers that hold them elsewhere: making
+    /// an event to encode copied the identity (a reference count for each of its texts) for every record.
+    static func encode(
+        kind: Kind,
+        identity: MessageIdentity,
+        occurredAt: Timestamp,
+        sink: String? = nil,
+        reasonCode: String? = nil,
+        reasonDetail: String? = nil,
+        cause: ExpiryCause? = nil
+    ) -> [UInt8] {
         var writer = JSONWriter(reservingCapacity: 384)
         writer.beginObject()
         writer.member(RecordKeys.specVersion, "1")

@@ -154,7 +154,9 @@ extension CampaignPipeline {
             // What the outcome needs, without the payload or the source record: the notification itself is let go
             // once the sinks have it, and the record (its value, key and headers) is not kept while in flight.
             let delivery = SinkDelivery(
-                DeliveryContext(notification, source: message, sinkNames: routes.names[notification.platform]),
+                notification,
+                source: message,
+                sinkNames: routes.names[notification.platform],
                 timer: timer,
                 ticket: ticket,
                 sinkCount: sinks.count
@@ -243,8 +245,8 @@ extension CampaignPipeline {
         let ticket = delivery.ticket
         // The partition moved to another instance, which processes the event again: nothing more to do here.
         guard !ticket.tracker.isRetired else { return }
-        let notification = delivery.context
-        let identity = notification.identity
+        // The delivery's fields are read where it holds them, not bound to locals: a copy would take a reference
+        // count for each text, and the identity's again for each record made from it.
         // The outcome's analytics record, and a second one (the token event, or the timer): two variables, not an
         // array made for every event.
         let analytics: OutputSender.Output
@@ -260,61 +262,75 @@ extension CampaignPipeline {
         case .failed(let reason):
             let failed = AnalyticsEvent(
                 kind: .failed,
-                identity: identity,
+                identity: delivery.identity,
                 occurredAt: .now(),
                 sink: sinkName,
                 reasonCode: reason.code.rawValue,
                 reasonDetail: reason.detail
             )
-            analytics = outcomeOutput(failed, sourceTimestamp: notification.sourceTimestamp, ticket: ticket)
+            analytics = outcomeOutput(failed, sourceTimestamp: delivery.sourceTimestamp, ticket: ticket)
             if reason.code == .invalidToken {
-                let event = TokenInvalidatedEvent(
-                    platform: notification.platform,
-                    token: notification.token,
-                    recipientId: notification.recipientId,
-                    messageId: identity.messageId,
-                    sourceEventId: notification.eventId,
-                    detail: reason.detail,
-                    invalidatedAt: reason.tokenInvalidatedAt,
-                    occurredAt: .now()
-                )
-                let record = KafkaProducerRecord(
-                    topic: configuration.topics.tokens,
-                    key: Array(notification.token.utf8),
-                    value: event.encoded(),
-                    headers: [KafkaHeader(key: "type", string: TokenInvalidatedEvent.type)]
-                )
-                second = OutputSender.Output(record: record, acknowledgement: .eventUnit(ticket))
+                second = tokenInvalidatedOutput(delivery, reason: reason, ticket: ticket)
             }
         case .delivered:
-            let deliveredAt = eventOrWallTime(notification.occurredAt)
+            let deliveredAt = eventOrWallTime(delivery.occurredAt)
             // Named in route order, whatever order they answered in.
-            let delivered = AnalyticsEvent(kind: .delivered, identity: identity, occurredAt: .now(), sink: notification.sinkNames ?? sinkName)
-            analytics = outcomeOutput(delivered, sourceTimestamp: notification.sourceTimestamp, ticket: ticket)
+            let value = AnalyticsEvent.encode(
+                kind: .delivered,
+                identity: delivery.identity,
+                occurredAt: .now(),
+                sink: delivery.sinkNames ?? sinkName
+            )
+            analytics = outcomeOutput(
+                kind: .delivered,
+                messageId: delivery.identity.messageId,
+                value: value,
+                sourceTimestamp: delivery.sourceTimestamp,
+                ticket: ticket
+            )
             if let timer = delivery.timer, replay == nil {
                 let expiresAt: Timestamp =
                     switch timer {
                     case .endsAt(let end): end
                     case .duration(let seconds): deliveredAt.adding(seconds: seconds)
                     }
-                let pending = TimerBook.PendingTimer(identity: identity, expiresAt: expiresAt, partition: notification.partition)
-                timers.schedule(pending)
-                second = OutputSender.Output(
-                    record: KafkaProducerRecord(
-                        topic: configuration.topics.timers,
-                        partition: notification.partition,
-                        key: Array(identity.messageId.utf8),
-                        value: TimerBook.encode(pending),
-                        headers: timerRecordHeaders
-                    ),
-                    acknowledgement: .eventUnit(ticket)
+                let pending = TimerBook.PendingTimer(identity: delivery.identity, expiresAt: expiresAt, partition: delivery.partition)
+                let record = KafkaProducerRecord(
+                    topic: configuration.topics.timers,
+                    partition: pending.partition,
+                    key: Array(pending.identity.messageId.utf8),
+                    value: TimerBook.encode(pending),
+                    headers: timerRecordHeaders
                 )
+                timers.schedule(pending)
+                second = OutputSender.Output(record: record, acknowledgement: .eventUnit(ticket))
             }
         }
         ticket.add(second == nil ? 1 : 2)
         sender.sendNow(analytics)
         if let second { sender.sendNow(second) }
         ticket.finishUnit()
+    }
+
+    /// The `token.invalidated` record of a notification whose token a sink found dead.
+    private func tokenInvalidatedOutput(_ delivery: SinkDelivery, reason: SinkFailure, ticket: EventTicket) -> OutputSender.Output {
+        let event = TokenInvalidatedEvent(
+            platform: delivery.platform,
+            token: delivery.token,
+            recipientId: delivery.recipientId,
+            messageId: delivery.identity.messageId,
+            sourceEventId: delivery.eventId,
+            detail: reason.detail,
+            invalidatedAt: reason.tokenInvalidatedAt,
+            occurredAt: .now()
+        )
+        let record = KafkaProducerRecord(
+            topic: configuration.topics.tokens,
+            key: Array(delivery.token.utf8),
+            value: event.encoded(),
+            headers: [KafkaHeader(key: "type", string: TokenInvalidatedEvent.type)]
+        )
+        return OutputSender.Output(record: record, acknowledgement: .eventUnit(ticket))
     }
 
     /// A dry run's bookkeeping: the outcome each decision would have, counted, nothing written.
@@ -390,25 +406,61 @@ extension CampaignPipeline {
 
     /// The analytics record of an event.
     func analyticsRecord(_ event: AnalyticsEvent) -> KafkaProducerRecord {
-        KafkaProducerRecord(
-            topic: configuration.topics.analytics,
-            key: Array(event.identity.messageId.utf8),
-            value: event.encoded(),
-            headers: Self.analyticsHeaders[event.kind] ?? [KafkaHeader(key: "type", string: event.kind.rawValue)]
-        )
+        analyticsRecord(kind: event.kind, messageId: event.identity.messageId, value: event.encoded())
+    }
+
+    /// The analytics record of an event of `kind` encoded as `value`, keyed by its message id.
+    func analyticsRecord(kind: AnalyticsEvent.Kind, messageId: String, value: [UInt8]) -> KafkaProducerRecord {
+        KafkaProducerRecord(topic: configuration.topics.analytics, key: Array(messageId.utf8), value: value, headers: Self.analyticsHeaders(kind))
     }
 
     /// An event's outcome record: counted in the statistics once acknowledged, then one unit of `ticket` is done.
     func outcomeOutput(_ event: AnalyticsEvent, sourceTimestamp: Date?, ticket: EventTicket) -> OutputSender.Output {
-        let record = analyticsRecord(event)
-        let counted = OutputSender.CountedOutcome(kind: event.kind, cause: event.cause, bytes: record.value ?? [], sourceTimestamp: sourceTimestamp)
+        outcomeOutput(
+            kind: event.kind,
+            cause: event.cause,
+            messageId: event.identity.messageId,
+            value: event.encoded(),
+            sourceTimestamp: sourceTimestamp,
+            ticket: ticket
+        )
+    }
+
+    /// An outcome record of `kind` encoded as `value` (``AnalyticsEvent/encode(kind:identity:occurredAt:sink:reasonCode:reasonDetail:cause:)``).
+    func outcomeOutput(
+        kind: AnalyticsEvent.Kind,
+        cause: AnalyticsEvent.ExpiryCause? = nil,
+        messageId: String,
+        value: [UInt8],
+        sourceTimestamp: Date?,
+        ticket: EventTicket
+    ) -> OutputSender.Output {
+        let record = analyticsRecord(kind: kind, messageId: messageId, value: value)
+        let counted = OutputSender.CountedOutcome(kind: kind, cause: cause, bytes: value, sourceTimestamp: sourceTimestamp)
         return OutputSender.Output(record: record, acknowledgement: .outcome(counted, ticket))
     }
 
-    /// The `type` header of each kind of analytics record, made once and shared by every record of that kind.
-    static let analyticsHeaders: [AnalyticsEvent.Kind: [KafkaHeader]] = Dictionary(
-        uniqueKeysWithValues: AnalyticsEvent.Kind.allCases.map { ($0, [KafkaHeader(key: "type", string: $0.rawValue)]) }
-    )
+    /// The `type` header of each kind of analytics record, made once and shared by every record of that kind
+    /// (one stored array per kind: a dictionary by kind hashed the kind for every record).
+    static func analyticsHeaders(_ kind: AnalyticsEvent.Kind) -> [KafkaHeader] {
+        switch kind {
+        case .delivered: deliveredHeaders
+        case .failed: failedHeaders
+        case .rejected: rejectedHeaders
+        case .expired: expiredHeaders
+        case .suppressed: suppressedHeaders
+        }
+    }
+
+    private static let deliveredHeaders = typeHeader(.delivered)
+    private static let failedHeaders = typeHeader(.failed)
+    private static let rejectedHeaders = typeHeader(.rejected)
+    private static let expiredHeaders = typeHeader(.expired)
+    private static let suppressedHeaders = typeHeader(.suppressed)
+
+    private static func typeHeader(_ kind: AnalyticsEvent.Kind) -> [KafkaHeader] {
+        [KafkaHeader(key: "type", string: kind.rawValue)]
+    }
 
     /// The event's own time when replaying by event time, otherwise now.
     func eventOrWallTime(_ eventTime: Timestamp) -> Timestamp {
@@ -419,53 +471,61 @@ extension CampaignPipeline {
     }
 }
 
-/// What deciding a delivered notification's outcome needs, without its payload (which can be large and is held by
-/// the sinks only as long as they need it) or its source record (only its position and timestamp).
-struct DeliveryContext: Sendable {
-    var identity: MessageIdentity
-    var platform: Platform
-    var token: String
-    var recipientId: String
-    var eventId: String
-    var occurredAt: Timestamp
-    /// The source record's partition and offset (for the commit and the timer) and timestamp (for the latency
-    /// statistics).
-    var partition: Int32
-    var offset: Int64
-    var sourceTimestamp: Date?
-    /// The names of the platform's sinks in route order, for the `push.delivered` record.
-    var sinkNames: String?
-
-    init(_ notification: RenderedNotification, source: KafkaConsumerMessage, sinkNames: String?) {
-        identity = MessageIdentity(request: notification.request, template: notification.templateID, messageId: notification.messageId)
-        platform = notification.platform
-        token = notification.token
-        recipientId = notification.request.recipient.id
-        eventId = notification.eventId
-        occurredAt = notification.request.occurredAt
-        partition = source.partition
-        offset = source.offset
-        sourceTimestamp = source.timestamp
-        self.sinkNames = sinkNames
-    }
-}
-
 /// A notification handed to its sinks, until they have all answered: what its outcome needs, held once by every
-/// sink's completion.
+/// sink's completion. Not its payload (which can be large and is held by the sinks only as long as they need it),
+/// nor its source record (only its position and timestamp).
+///
+/// The fields are the class's own, set in place: a separate context value, made and then stored, would be copied
+/// (a reference count for each of its texts) and the original let go, for every event.
 final class SinkDelivery: Sendable {
-    let context: DeliveryContext
+    let identity: MessageIdentity
+    let platform: Platform
+    let token: String
+    let occurredAt: Timestamp
+    /// The source record's partition (for the timer) and timestamp (for the latency statistics). Its offset is the
+    /// ticket's.
+    let partition: Int32
+    let sourceTimestamp: Date?
+    /// The names of the platform's sinks in route order, for the `push.delivered` record.
+    let sinkNames: String?
     let timer: EventProcessor.TimerSchedule?
     let ticket: EventTicket
     /// The answers so far, when more than one sink was given the notification (with one, its answer is the outcome).
     private let answers = Mutex<[(outcome: SinkOutcome, sink: String)]>([])
     private let sinkCount: Int
 
-    init(_ context: DeliveryContext, timer: EventProcessor.TimerSchedule?, ticket: EventTicket, sinkCount: Int) {
-        self.context = context
+    /// Creates the delivery of `notification`, read from `source`.
+    init(
+        _ notification: borrowing RenderedNotification,
+        source: borrowing KafkaConsumerMessage,
+        sinkNames: String?,
+        timer: EventProcessor.TimerSchedule?,
+        ticket: EventTicket,
+        sinkCount: Int
+    ) {
+        identity = MessageIdentity(
+            messageId: notification.messageId,
+            eventId: notification.request.eventId,
+            campaignId: notification.request.campaignId,
+            recipientId: notification.request.recipient.id,
+            platform: notification.request.recipient.platform,
+            template: notification.templateID
+        )
+        platform = notification.platform
+        token = notification.request.recipient.token
+        occurredAt = notification.request.occurredAt
+        partition = source.partition
+        sourceTimestamp = source.timestamp
+        self.sinkNames = sinkNames
         self.timer = timer
         self.ticket = ticket
         self.sinkCount = sinkCount
     }
+
+    /// The recipient's id (a rendered notification's identity always has it).
+    var recipientId: String { identity.recipientId ?? "" }
+    /// The source event's id (a rendered notification's identity always has it).
+    var eventId: String { identity.eventId ?? "" }
 
     /// Records one sink's answer. Once every sink has answered, returns the outcome of them all: the first sink that
     /// gave the notification up, otherwise the first that failed it, otherwise delivered (by the last to answer).
