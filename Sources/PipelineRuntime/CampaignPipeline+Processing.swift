@@ -61,8 +61,8 @@ extension CampaignPipeline {
                 cursors[cursor].nextOffset = max(cursors[cursor].nextOffset ?? end, end)
                 continue
             }
-            let tracker = track(message, cursor: &cursors[cursor], consumer: consumer)
-            let ticket = EventTicket(tracker: tracker, offset: message.offset, completion: completion)
+            let tracker = track(message, cursor: &cursors[cursor], consumer: consumer, completion: completion)
+            let ticket = EventTicket(tracker: tracker, offset: message.offset)
             await emit(decision, for: message, ticket: ticket, routes: routes, consumer: consumer, sender: sender)
         }
         readPositions.withLock { positions in
@@ -85,14 +85,19 @@ extension CampaignPipeline {
 
     /// Registers `message` in its partition's tracker: the one the batch's previous event of the partition went to
     /// when it is still current (same assignment generation, not retired, and the offset comes after), otherwise
-    /// the partition's tracker in ``progress`` (see ``beginTracking(_:offset:generation:)``).
-    private func track(_ message: KafkaConsumerMessage, cursor: inout BatchCursor, consumer: KafkaConsumer) -> PartitionProgress {
+    /// the partition's tracker in ``progress`` (see ``beginTracking(_:offset:generation:completion:)``).
+    private func track(
+        _ message: KafkaConsumerMessage,
+        cursor: inout BatchCursor,
+        consumer: KafkaConsumer,
+        completion: EventCompletion
+    ) -> PartitionProgress {
         let generation = consumer.assignmentGeneration(of: cursor.partition)
         cursor.nextOffset = message.offset + 1
         if let current = cursor.tracker, current.generation == generation, current.begin(offset: message.offset) {
             return current
         }
-        let tracker = beginTracking(cursor.partition, offset: message.offset, generation: generation)
+        let tracker = beginTracking(cursor.partition, offset: message.offset, generation: generation, completion: completion)
         cursor.tracker = tracker
         return tracker
     }
@@ -117,14 +122,19 @@ extension CampaignPipeline {
 
     /// The tracker of a partition with the event at `offset` registered in it. A partition assigned again, or
     /// rewound (read again from an earlier offset), gets a new tracker, so late acknowledgements of the old reading
-    /// can never complete events of the new one.
-    private func beginTracking(_ partition: KafkaTopicPartition, offset: Int64, generation: Int) -> PartitionProgress {
+    /// can never complete events of the new one. A new tracker reports its advances to `completion`.
+    private func beginTracking(
+        _ partition: KafkaTopicPartition,
+        offset: Int64,
+        generation: Int,
+        completion: EventCompletion
+    ) -> PartitionProgress {
         progress.withLock { progress in
             if let existing = progress[partition], existing.generation == generation, existing.begin(offset: offset) {
                 return existing
             }
             progress[partition]?.retire()
-            let created = PartitionProgress(partition: partition, generation: generation)
+            let created = PartitionProgress(partition: partition, generation: generation, completion: completion)
             _ = created.begin(offset: offset)
             progress[partition] = created
             return created

@@ -45,11 +45,16 @@ final class PartitionProgress: Sendable {
     let partition: KafkaTopicPartition
     /// The consumer's assignment generation of the partition this tracker counts for.
     let generation: Int
+    /// What the run does when an event's completion advances this partition's position. Held here, once per
+    /// partition, not by every event's ticket: a reference from each ticket was counted on the thread that read the
+    /// event and again on the one that finished it.
+    let completion: EventCompletion
     private let state = Mutex(State())
 
-    init(partition: KafkaTopicPartition, generation: Int = 0) {
+    init(partition: KafkaTopicPartition, generation: Int = 0, completion: EventCompletion = EventCompletion()) {
         self.partition = partition
         self.generation = generation
+        self.completion = completion
         // The flag, not the tracker: a closure holding the tracker would keep it alive for good.
         isRetiredCheck = { [retired] in retired.isSet }
     }
@@ -195,15 +200,12 @@ final class PartitionProgress: Sendable {
 final class EventTicket: Sendable {
     let tracker: PartitionProgress
     let offset: Int64
-    /// What the run does when this event's completion advances its partition's position.
-    let completion: EventCompletion
     /// Starts at one: the processing loop's unit, done once everything for the event is queued.
     private let units = Atomic<Int>(1)
 
-    init(tracker: PartitionProgress, offset: Int64, completion: EventCompletion = EventCompletion()) {
+    init(tracker: PartitionProgress, offset: Int64) {
         self.tracker = tracker
         self.offset = offset
-        self.completion = completion
     }
 
     /// Adds `count` outstanding units; call before the work they stand for can finish.
@@ -220,10 +222,10 @@ final class EventTicket: Sendable {
     }
 
     /// Marks one unit done. After the last, the event is done in its tracker, and when that advanced the partition's
-    /// commit position, the run hears of it through ``completion``.
+    /// commit position, the run hears of it through the tracker's ``PartitionProgress/completion``.
     func finishUnit() {
         guard completeUnit(), tracker.complete(at: offset) != nil else { return }
-        completion.positionAdvanced(tracker)
+        tracker.completion.positionAdvanced(tracker)
     }
 }
 

@@ -39,12 +39,12 @@ extension PipelineBenchmark {
                             read += 1
                             let tracker = trackers.withLock { trackers in
                                 if let existing = trackers[message.topicPartition] { return existing }
-                                let created = PartitionProgress(partition: message.topicPartition)
+                                let created = PartitionProgress(partition: message.topicPartition, completion: completion)
                                 trackers[message.topicPartition] = created
                                 return created
                             }
                             _ = tracker.begin(offset: message.offset)
-                            let ticket = EventTicket(tracker: tracker, offset: message.offset, completion: completion)
+                            let ticket = EventTicket(tracker: tracker, offset: message.offset)
                             ticket.add(2)
                             // The layer's cheapest way to hear of a record: an object per record (see
                             // KafkaDeliveryReceiver), as the pipeline's output sender uses it.
