@@ -304,6 +304,18 @@ struct PipelineAcceptanceTests {
             for id in ["latest", "older", "late-send"] {
                 #expect(outcome[id]?.kind == .delivered, "\(id): \(outcome[id].map { "\($0.kind) \($0.reasonDetail ?? "")" } ?? "no outcome")")
             }
+            // A delivered record names its event, campaign, recipient, platform, template and sink (the contract's
+            // analytics fields, taken from the rendered notification).
+            let expected = MessageIdentity(
+                messageId: MessageID.make(eventId: "latest", platform: .fcm),
+                eventId: "latest",
+                campaignId: "spring",
+                recipientId: "user-latest",
+                platform: .fcm,
+                template: "basic"
+            )
+            #expect(outcome["latest"]?.identity == expected)
+            #expect(outcome["latest"]?.sink == "kafka:\(configuration.topics.fcm)")
 
             var titles: [String: String] = [:]
             for record in try await readAll(configuration.topics.fcm, kafka: kafka) {
