@@ -74,7 +74,7 @@ public struct AnalyticsEvent: Sendable, Hashable {
     }
 
     /// The bytes ``encoded()`` writes for an event with these fields, for callers that hold them elsewhere: making
-    /// an event to encode copied the identity (a reference count for each of its texts) for every record.
+    /// an event only to encode it copies the identity (a reference count for each of its texts).
     static func encode(
         kind: Kind,
         identity: MessageIdentity,

@@ -226,6 +226,9 @@ public final class CampaignPipeline: Service {
             group.cancelAll()
         }
         await producer.close(timeout: .seconds(5))
+        // The trackers hold the run's completion, which holds the pipeline and its consumer: let them go with the run.
+        progress.withLock { $0 = [:] }
+        completedTrackers.withLock { $0 = [:] }
         if failure == nil, let (sink, reason) = sinkStop.withLock({ $0 }) {
             failure = PipelineRuntimeError.sinkStopped(sink: sink, reason: reason.detail)
         }

@@ -46,8 +46,9 @@ final class PartitionProgress: Sendable {
     /// The consumer's assignment generation of the partition this tracker counts for.
     let generation: Int
     /// What the run does when an event's completion advances this partition's position. Held here, once per
-    /// partition, not by every event's ticket: a reference from each ticket was counted on the thread that read the
-    /// event and again on the one that finished it.
+    /// partition, not by every event's ticket: a reference from each ticket would be counted on the thread that reads
+    /// the event and again on the one that finishes it. The completion holds the run, so the run lets its trackers go
+    /// when it ends.
     let completion: EventCompletion
     private let state = Mutex(State())
 

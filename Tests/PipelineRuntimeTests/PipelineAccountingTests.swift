@@ -33,8 +33,17 @@ struct PipelineAccountingTests {
             }
             try await produce(inputs, to: configuration.topics.sends, kafka: kafka)
 
-            let pipeline = CampaignPipeline(configuration: configuration, registry: builtinRegistry, logger: testLogger)
-            try await pipeline.run()
+            weak var finished: CampaignPipeline?
+            let statistics: PipelineStatistics
+            do {
+                let pipeline = CampaignPipeline(configuration: configuration, registry: builtinRegistry, logger: testLogger)
+                finished = pipeline
+                statistics = pipeline.statistics
+                try await pipeline.run()
+            }
+            // Nothing the run made keeps the pipeline (its partitions' trackers hold the run's completion, which holds
+            // the pipeline and its consumer, until the run ends).
+            #expect(finished == nil, "the pipeline is released once its run is over")
 
             let events = try analytics(try await readAll(configuration.topics.analytics, kafka: kafka))
             // Events whose JSON cannot be read have no readable id: their outcome is found through the
@@ -87,7 +96,7 @@ struct PipelineAccountingTests {
             #expect(delivered.count == expectedPayloads.count)
             #expect(Set(delivered.map(\.identity.messageId)) == Set(expectedPayloads.keys))
 
-            let summary = pipeline.statistics.snapshot
+            let summary = statistics.snapshot
             #expect(summary.totalIn == total)
             #expect(summary.outcomes[.rejected] == brokenFields.count)
         }

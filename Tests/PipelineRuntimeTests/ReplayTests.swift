@@ -57,7 +57,15 @@ struct ReplayTests {
             let plan = ReplayPlan(ranges: try await ranges(.beginning, .end, kafka: kafka, topic: configuration.topics.sends))
             #expect(plan.totalCount == 10_000)
             let replayed = replayConfiguration(configuration)
-            try await CampaignPipeline(configuration: replayed, registry: builtinRegistry, replay: plan, logger: testLogger).run()
+            weak var finished: CampaignPipeline?
+            do {
+                let replay = CampaignPipeline(configuration: replayed, registry: builtinRegistry, replay: plan, logger: testLogger)
+                finished = replay
+                try await replay.run()
+            }
+            // A replay's partitions are assigned, never revoked: its trackers (which hold the run's completion, and so
+            // the pipeline) are let go only because the run lets them go when it ends.
+            #expect(finished == nil, "the replay's pipeline is released once its run is over")
 
             for topic in live {
                 #expect(try await readAll(topic, kafka: kafka).count == liveCounts[topic], "nothing new in \(topic)")
