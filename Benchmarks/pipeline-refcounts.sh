@@ -7,14 +7,15 @@
 # ...) are not counted, and a call on a value that needs no count (a small string) is counted like the others.
 #
 # Samples show these calls' cost in the instruction after the atomic operation and after the load of the count: on
-# this machine they cost what their cache misses cost, most of them on objects other threads touch. Where the
-# events/s figure moves less than its noise, this count moves less: a few percent between runs (batch sizes differ).
+# this machine they cost what their cache misses cost, most of them on objects other threads touch. The events/s figure
+# is too noisy to show a change of a few percent; this count moves by a few percent between runs (batch sizes differ).
 #
 #   Benchmarks/pipeline-refcounts.sh [events]       # from the repository root; needs perf and root (uprobes)
 #
 # The executable is built with `swift build -c release --product campaign-pipeline --scratch-path .build-release`
-# (`BINARY=path` measures another build, to compare two revisions).
+# (`BINARY=path` measures another build, to compare two revisions). The window is `pipeline-window.sh`'s.
 set -euo pipefail
+source "$(dirname "$0")/pipeline-window.sh"
 events=${1:-500000}
 binary=${BINARY:-.build-release/release/campaign-pipeline}
 library=$(ldd "$binary" | awk '/libswiftCore/ {print $3; exit}')
@@ -24,22 +25,8 @@ for function in swift_retain swift_release; do
     perf probe -q -l "$group:pipeline_$function" 2>/dev/null | grep -q "pipeline_$function" \
         || perf probe -q -x "$library" -a "pipeline_$function=$function"
 done
-out=$(mktemp)
-"$binary" bench --events "$events" > "$out" 2>&1 &
-bench=$!
-trap 'kill $bench 2>/dev/null || true; rm -f "$out" "$out.stat"' EXIT
-lines() { grep -c "pipeline:" "$out" || true; }
-until grep -q "pipeline: [1-9]" "$out"; do sleep 0.1; done
-sleep 2
-n=$(lines)
-while [ "$(lines)" -eq "$n" ]; do sleep 0.02; done
-n=$(lines)
-first=$(grep "pipeline:" "$out" | sed -n "${n}p" | sed 's/.*: \([0-9]*\)\/.*/\1/')
-perf stat -e "$group:pipeline_swift_retain" -e "$group:pipeline_swift_release" -p "$bench" -x, -o "$out.stat" -- sleep 13.9
-until [ "$(lines)" -ge $((n + 7)) ]; do sleep 0.02; done
-last=$(grep "pipeline:" "$out" | sed -n "$((n + 7))p" | sed 's/.*: \([0-9]*\)\/.*/\1/')
-retains=$(grep "pipeline_swift_retain" "$out.stat" | cut -d, -f1)
-releases=$(grep "pipeline_swift_release" "$out.stat" | cut -d, -f1)
-wait $bench || true
-count=$((last - first))
-echo "events $first -> $last, retains $retains ($((retains / count)) per event), releases $releases ($((releases / count)) per event)"
+count_pipeline_window "$events" "$group:pipeline_swift_retain" "$group:pipeline_swift_release"
+retains=$(grep "pipeline_swift_retain" <<< "$window_stat" | cut -d, -f1)
+releases=$(grep "pipeline_swift_release" <<< "$window_stat" | cut -d, -f1)
+count=$((window_last - window_first))
+echo "events $window_first -> $window_last, retains $retains ($((retains / count)) per event), releases $releases ($((releases / count)) per event)"
