@@ -41,8 +41,9 @@ struct PipelineAccountingTests {
                 statistics = pipeline.statistics
                 try await pipeline.run()
             }
-            // Nothing the run made keeps the pipeline (its partitions' trackers hold the run's completion, which holds
-            // the pipeline and its consumer, until the run ends).
+            // Nothing the run made keeps the pipeline. (Its trackers, which hold it through the run's completion, also
+            // go with the consumer's final revocation here; `ReplayTests.replayMatchesOriginal`, whose partitions are
+            // never revoked, is the check that the run itself lets them go.)
             #expect(finished == nil, "the pipeline is released once its run is over")
 
             let events = try analytics(try await readAll(configuration.topics.analytics, kafka: kafka))
