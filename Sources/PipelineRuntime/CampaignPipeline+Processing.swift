@@ -283,7 +283,6 @@ extension CampaignPipeline {
                 second = tokenInvalidatedOutput(delivery, reason: reason, ticket: ticket)
             }
         case .delivered:
-            let deliveredAt = eventOrWallTime(delivery.occurredAt)
             // Named in route order, whatever order they answered in.
             let value = AnalyticsEvent.encode(
                 kind: .delivered,
@@ -302,7 +301,7 @@ extension CampaignPipeline {
                 let expiresAt: Timestamp =
                     switch timer {
                     case .endsAt(let end): end
-                    case .duration(let seconds): deliveredAt.adding(seconds: seconds)
+                    case .duration(let seconds): eventOrWallTime(delivery.occurredAt).adding(seconds: seconds)
                     }
                 let pending = TimerBook.PendingTimer(identity: delivery.identity, expiresAt: expiresAt, partition: delivery.partition)
                 let record = KafkaProducerRecord(
