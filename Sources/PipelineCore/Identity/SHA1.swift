@@ -1,8 +1,14 @@
 /// SHA-1 (FIPS 180-4), used only to derive name-based UUIDs (``MessageID``). Not for security.
+///
+/// The block is kept as its sixteen big-endian words and filled a word at a time where the input allows, and the
+/// padding is written as words: a message id hashes about 60 bytes in two blocks, and feeding and padding them byte
+/// by byte cost more than the two blocks' rounds.
 struct SHA1 {
     private var state: (UInt32, UInt32, UInt32, UInt32, UInt32) = (0x6745_2301, 0xEFCD_AB89, 0x98BA_DCFE, 0x1032_5476, 0xC3D2_E1F0)
-    /// The block being filled, and how many of its bytes are.
-    private var block = InlineArray<64, UInt8>(repeating: 0)
+    /// The block being filled, as big-endian words. The word being filled holds its bytes so far in its high bytes
+    /// and zeros below them.
+    private var block = InlineArray<16, UInt32>(repeating: 0)
+    /// How many bytes of the block are filled.
     private var blockCount = 0
     /// The number of bytes hashed so far.
     private var length: UInt64 = 0
@@ -24,7 +30,24 @@ struct SHA1 {
     /// Hashes `bytes` after those hashed so far.
     mutating func update(_ bytes: Span<UInt8>) {
         var index = 0
-        while index < bytes.count {
+        let count = bytes.count
+        // Byte by byte up to a word boundary, then whole words, then the bytes left.
+        while index < count, blockCount & 3 != 0 {
+            update(byte: bytes[index])
+            index &+= 1
+        }
+        while count &- index >= 4 {
+            let word = bytes.extracting(index..<index &+ 4)
+            block[blockCount &>> 2] = UInt32(word[0]) << 24 | UInt32(word[1]) << 16 | UInt32(word[2]) << 8 | UInt32(word[3])
+            index &+= 4
+            length &+= 4
+            blockCount &+= 4
+            if blockCount == 64 {
+                processBlock()
+                blockCount = 0
+            }
+        }
+        while index < count {
             update(byte: bytes[index])
             index &+= 1
         }
@@ -32,7 +55,10 @@ struct SHA1 {
 
     /// Hashes one byte after those hashed so far.
     mutating func update(byte: UInt8) {
-        block[blockCount] = byte
+        let shift = UInt32(24 &- (blockCount & 3) &* 8)
+        let word = blockCount &>> 2
+        // A word's first byte replaces what the block held there before.
+        block[word] = (blockCount & 3 == 0 ? 0 : block[word]) | UInt32(byte) << shift
         blockCount &+= 1
         length &+= 1
         if blockCount == 64 {
@@ -44,12 +70,26 @@ struct SHA1 {
     /// The digest of the bytes hashed (the hash is padded: feed it nothing more).
     mutating func finalize() -> InlineArray<20, UInt8> {
         let bitLength = length &* 8
+        // The 0x80 byte, then zeros up to 8 bytes short of a block boundary (in a block of its own when fewer than
+        // 8 bytes are left after it), then the length in bits, big-endian.
         update(byte: 0x80)
-        // Zeros up to 8 bytes short of a block boundary, then the length in bits, big-endian.
-        while blockCount != 56 { update(byte: 0) }
-        for shift in stride(from: 56, through: 0, by: -8) {
-            update(byte: UInt8(truncatingIfNeeded: bitLength >> UInt64(shift)))
+        var word = (blockCount &+ 3) &>> 2
+        if word > 14 {
+            while word < 16 {
+                block[word] = 0
+                word &+= 1
+            }
+            processBlock()
+            word = 0
         }
+        while word < 14 {
+            block[word] = 0
+            word &+= 1
+        }
+        block[14] = UInt32(truncatingIfNeeded: bitLength >> 32)
+        block[15] = UInt32(truncatingIfNeeded: bitLength)
+        processBlock()
+        blockCount = 0
         var digest = InlineArray<20, UInt8>(repeating: 0)
         let state: InlineArray<5, UInt32> = [state.0, state.1, state.2, state.3, state.4]
         for index in state.indices {
@@ -64,11 +104,7 @@ struct SHA1 {
 
     private mutating func processBlock() {
         var words = InlineArray<80, UInt32>(repeating: 0)
-        for index in 0..<16 {
-            let offset = index * 4
-            words[index] = UInt32(block[offset]) << 24 | UInt32(block[offset + 1]) << 16
-                | UInt32(block[offset + 2]) << 8 | UInt32(block[offset + 3])
-        }
+        for index in 0..<16 { words[index] = block[index] }
         for index in 16..<80 {
             let mixed = words[index &- 3] ^ words[index &- 8] ^ words[index &- 14] ^ words[index &- 16]
             words[index] = mixed.rotatedLeft(by: 1)

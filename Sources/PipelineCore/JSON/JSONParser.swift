@@ -144,6 +144,7 @@ public struct JSONParser: Sendable {
     /// are ASCII), and whether one of them is `{` (a personalization placeholder can only be where one is).
     ///
     /// Eight bytes at a time while none of them ends the run (see ``SWAR``), then byte by byte.
+    @inline(__always)
     static func plainRun(in bytes: [UInt8], from start: Int) -> (end: Int, allBits: UInt8, hasBrace: Bool) {
         let span = bytes.span
         var index = start
