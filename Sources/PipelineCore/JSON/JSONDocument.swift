@@ -149,6 +149,30 @@ public final class JSONDocument: Sendable {
         return write(bytes.span.extracting(Int(node.start) &+ 1..<Int(node.end)))
     }
 
+    /// Whether the string at `index` has no escapes and its bytes are `text`'s UTF-8, byte for byte (then the two are
+    /// equal as `String`s; texts equal only as `String`s, by canonical equivalence, are not found here).
+    func hasUnescapedBytes(ofStringAt index: Int, equalTo text: String) -> Bool {
+        guard nodes[index].flags & Self.escaped == 0 else { return false }
+        return withUnescapedBytes(ofStringAt: index) { bytes in
+            let other = text.utf8.span
+            guard bytes.count == other.count else { return false }
+            for position in 0..<bytes.count where bytes[position] != other[position] { return false }
+            return true
+        }
+    }
+
+    /// The colour in the string at `index` as ``HexColor/normalize(_:)`` returns it (six hex digits, a leading `#`
+    /// dropped), read from the string's bytes; `nil` when the string has escapes or is not such a colour.
+    func hexColor(ofStringAt index: Int) -> String? {
+        guard nodes[index].flags & Self.escaped == 0 else { return nil }
+        return withUnescapedBytes(ofStringAt: index) { bytes -> String? in
+            let start = bytes.count > 0 && bytes[0] == UInt8(ascii: "#") ? 1 : 0
+            guard bytes.count - start == 6 else { return nil }
+            for position in start..<bytes.count where !HexColor.isHexDigit(bytes[position]) { return nil }
+            return String(plainASCII: bytes.extracting(start..<bytes.count))
+        }
+    }
+
     /// Appends the UTF-8 text of the string at `index` to `target`: its bytes as they are when it has no escapes.
     func appendText(ofStringAt index: Int, to target: inout [UInt8]) {
         guard nodes[index].flags & Self.escaped == 0 else { return target.append(copying: string(at: index).utf8.span) }

@@ -156,7 +156,11 @@ public struct FieldReader {
 
     /// A string field whose value must be one of `allowed` (compared exactly, case-sensitive).
     public func choice(_ key: String, from allowed: [String], required: Bool = false) -> String? {
-        guard let text = string(key, required: required, personalize: false) else { return nil }
+        guard let value = stringNode(key, required: required) else { return nil }
+        let document = diagnostics.document
+        // Compared in the event's bytes first: a value written as one of the choices needs no `String` of its own.
+        if let match = allowed.first(where: { document.hasUnescapedBytes(ofStringAt: value, equalTo: $0) }) { return match }
+        let text = document.string(at: value)
         guard allowed.contains(text) else {
             addIssue(.invalidField, key, "must be one of \(allowed.joined(separator: ", ")), found '\(text)'")
             return nil
@@ -167,7 +171,10 @@ public struct FieldReader {
     /// A colour: six hex digits, optionally after a `#`. Returns the six digits without `#`
     /// (the Android SDK prepends its own `#` and drops a colour that already has one).
     public func color(_ key: String, required: Bool = false) -> String? {
-        guard let text = string(key, required: required, personalize: false) else { return nil }
+        guard let value = stringNode(key, required: required) else { return nil }
+        // Checked and taken from the event's bytes; escapes and invalid colours go the long way (for the issue).
+        if let normalized = diagnostics.document.hexColor(ofStringAt: value) { return normalized }
+        let text = diagnostics.document.string(at: value)
         guard let normalized = HexColor.normalize(text) else {
             addIssue(.invalidField, key, "must be six hex digits like 00FF00 (optionally after '#'), found '\(text)'")
             return nil

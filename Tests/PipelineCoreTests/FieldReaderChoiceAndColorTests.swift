@@ -1,0 +1,59 @@
+@testable import PipelineCore
+import Testing
+
+/// Colours and choices are checked in the event's bytes when they are written plainly; escaped texts, texts equal
+/// only as `String`s and invalid values give what reading them as `String`s gives.
+@Suite("Colour and choice fields")
+struct FieldReaderChoiceAndColorTests {
+    /// A reader of the object `json`, and its diagnostics.
+    func reader(_ json: String) throws -> (FieldReader, RenderDiagnostics) {
+        let document = try JSONDocument(parsing: Array(json.utf8))
+        let diagnostics = RenderDiagnostics(document: document, node: 0, path: FieldPath("content"))
+        return (FieldReader(root: diagnostics), diagnostics)
+    }
+
+    @Test(arguments: [
+        (##""00FF00""##, "00FF00"), (##""#abcdef""##, "abcdef"), (##""\u0023abcdef""##, "abcdef"), (##""00\u0046F00""##, "00FF00"),
+    ])
+    func colorsAreNormalized(_ value: String, _ expected: String) throws {
+        let (reader, diagnostics) = try reader(#"{"c":\#(value)}"#)
+        #expect(reader.color("c") == expected)
+        #expect(diagnostics.issues.isEmpty)
+    }
+
+    @Test(arguments: [###""#00FF0""###, ###""00FF00FF""###, ###""##00FF0""###, ###""00FG00""###, ###""é0FF00""###, ###""\u00e90FF00""###])
+    func invalidColorsAreIssuesNamingTheText(_ value: String) throws {
+        let (reader, diagnostics) = try reader(#"{"c":\#(value)}"#)
+        #expect(reader.color("c") == nil)
+        let text = try JSONDocument(parsing: Array(value.utf8)).string(at: 0)
+        #expect(diagnostics.issues.map(\.description) == [
+            "content.c: must be six hex digits like 00FF00 (optionally after '#'), found '\(text)'"
+        ])
+    }
+
+    @Test func aMissingRequiredColorIsAnIssue() throws {
+        let (reader, diagnostics) = try reader(#"{"c":""}"#)
+        #expect(reader.color("c", required: true) == nil)
+        #expect(diagnostics.issues.count == 1)
+    }
+
+    @Test(arguments: [#""app""#, #""\u0061pp""#])
+    func choicesMatchPlainOrEscaped(_ value: String) throws {
+        let (reader, diagnostics) = try reader(#"{"k":\#(value)}"#)
+        #expect(reader.choice("k", from: ["web", "app", "deeplink"]) == "app")
+        #expect(diagnostics.issues.isEmpty)
+    }
+
+    /// "é" as e + U+0301 in the event, "é" as U+00E9 in the choices: different bytes, equal `String`s.
+    @Test func choicesEqualOnlyAsStringsMatchAsBefore() throws {
+        let (reader, diagnostics) = try reader("{\"k\":\"caf\u{65}\u{301}\"}")
+        #expect(reader.choice("k", from: ["caf\u{E9}"]) == "caf\u{E9}")
+        #expect(diagnostics.issues.isEmpty)
+    }
+
+    @Test func anotherValueIsAnIssueNamingTheChoices() throws {
+        let (reader, diagnostics) = try reader(#"{"k":"apps"}"#)
+        #expect(reader.choice("k", from: ["web", "app"]) == nil)
+        #expect(diagnostics.issues.map(\.description) == ["content.k: must be one of web, app, found 'apps'"])
+    }
+}
