@@ -560,6 +560,7 @@ extension JSONParser {
     }
 
     /// Checks the string at ``offset`` and returns its node (``JSONDocument/Node/next`` left for the caller).
+    @inline(__always)
     private mutating func indexString() throws(JSONParseError) -> JSONDocument.Node {
         let start = offset
         let (end, allBits, hasBrace) = Self.plainRun(in: bytes, from: offset + 1)
