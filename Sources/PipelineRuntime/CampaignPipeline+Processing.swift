@@ -160,13 +160,14 @@ extension CampaignPipeline {
         switch decision {
         case .deliver(let notification, let timer):
             statistics.recordInput(template: notification.templateID, platform: notification.platform, payload: notification.payloadBytes)
-            let sinks = routes.sinks[notification.platform] ?? []
+            let route = routes[notification.platform]
+            let sinks = route.sinks
             // What the outcome needs, without the payload or the source record: the notification itself is let go
             // once the sinks have it, and the record (its value, key and headers) is not kept while in flight.
             let delivery = SinkDelivery(
                 notification,
                 source: message,
-                sinkNames: routes.names[notification.platform],
+                sinkNames: route.names,
                 timer: timer,
                 ticket: ticket,
                 sinkCount: sinks.count
@@ -178,11 +179,11 @@ extension CampaignPipeline {
                 let failure = SinkFailure(.payloadRejected, "no sink is configured for \(notification.platform.rawValue) payloads")
                 finishDelivery(delivery, outcome: .failed(failure), from: "none", sender: sender)
             }
-            for sink in sinks {
+            for (sink, countsWaits) in zip(sinks, route.countsWaits) {
                 let sinkName = sink.name
-                tracker.wait(on: sinkName, 1)
+                if countsWaits { tracker.wait(on: sinkName, 1) }
                 await sink.submit(notification, isCancelled: tracker.isRetiredCheck) { [self] outcome in
-                    delivery.ticket.tracker.wait(on: sinkName, -1)
+                    if countsWaits { delivery.ticket.tracker.wait(on: sinkName, -1) }
                     guard let (outcome, sinkName) = delivery.answer(outcome, from: sinkName) else { return }
                     self.finishDelivery(delivery, outcome: outcome, from: sinkName, sender: sender)
                 }

@@ -561,13 +561,37 @@ extension Timestamp {
 
 /// The sinks of each platform, and their names as `push.delivered` gives them (made once, not per event).
 struct ActiveRoutes: Sendable {
-    /// The sinks of each platform, in route order.
-    let sinks: [Platform: [any PushSink]]
-    /// Per platform, its sinks' names joined with commas in route order.
-    let names: [Platform: String]
+    /// One platform's sinks.
+    struct Route: Sendable {
+        /// The sinks, in route order.
+        let sinks: [any PushSink]
+        /// Their names joined with commas in route order; `nil` without sinks.
+        let names: String?
+        /// Per sink, whether a partition's deliveries waiting on it are counted (``PartitionProgress/wait(on:_:)``),
+        /// to pause the partition while the sink is throttled. The built-in Kafka sink is never throttled: its
+        /// deliveries are not counted, which saves two locked updates of the partition's tracker per event.
+        let countsWaits: [Bool]
+
+        init(_ sinks: [any PushSink]) {
+            self.sinks = sinks
+            self.names = sinks.isEmpty ? nil : sinks.map(\.name).joined(separator: ",")
+            self.countsWaits = sinks.map { !($0 is KafkaPayloadSink) }
+        }
+    }
+
+    private let fcm: Route
+    private let apns: Route
 
     init(_ sinks: [Platform: [any PushSink]]) {
-        self.sinks = sinks
-        self.names = sinks.mapValues { $0.map(\.name).joined(separator: ",") }
+        fcm = Route(sinks[.fcm] ?? [])
+        apns = Route(sinks[.apns] ?? [])
+    }
+
+    /// The route of `platform` (a switch, not a dictionary hashed for every event).
+    subscript(platform: Platform) -> Route {
+        switch platform {
+        case .fcm: fcm
+        case .apns: apns
+        }
     }
 }
