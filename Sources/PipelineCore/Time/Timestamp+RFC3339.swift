@@ -113,17 +113,22 @@ extension Timestamp {
         // At most: quotes, a year of 20 digits and its sign, `-MM-DDTHH:MM:SS`, nine fraction digits and `.Z`.
         text.append(addingCapacity: 50) { output in
             if quoted { output.append(UInt8(ascii: "\"")) }
-            Self.writePadded(year, width: 4, to: &output)
+            if (0...9999).contains(year) {
+                Self.writeTwoDigits(year / 100, to: &output)
+                Self.writeTwoDigits(year % 100, to: &output)
+            } else {
+                Self.writePadded(year, width: 4, to: &output)
+            }
             output.append(UInt8(ascii: "-"))
-            Self.writePadded(month, width: 2, to: &output)
+            Self.writeTwoDigits(month, to: &output)
             output.append(UInt8(ascii: "-"))
-            Self.writePadded(day, width: 2, to: &output)
+            Self.writeTwoDigits(day, to: &output)
             output.append(UInt8(ascii: "T"))
-            Self.writePadded(secondOfDay / 3600, width: 2, to: &output)
+            Self.writeTwoDigits(secondOfDay / 3600, to: &output)
             output.append(UInt8(ascii: ":"))
-            Self.writePadded(secondOfDay / 60 % 60, width: 2, to: &output)
+            Self.writeTwoDigits(secondOfDay / 60 % 60, to: &output)
             output.append(UInt8(ascii: ":"))
-            Self.writePadded(secondOfDay % 60, width: 2, to: &output)
+            Self.writeTwoDigits(secondOfDay % 60, to: &output)
             if nanoseconds > 0 {
                 output.append(UInt8(ascii: "."))
                 var fraction = Int(nanoseconds)
@@ -172,6 +177,13 @@ extension Timestamp {
         let day = dayOfYear - (153 * mp + 2) / 5 + 1
         let month = mp < 10 ? mp + 3 : mp - 9
         return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
+    }
+
+    /// Writes `value` (0 to 99) as two digits: the month, day, hour, minute and second, and the year's two halves.
+    @inline(__always)
+    private static func writeTwoDigits(_ value: Int, to output: inout OutputSpan<UInt8>) {
+        output.append(UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: value / 10))
+        output.append(UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: value % 10))
     }
 
     /// Writes `value`'s decimal digits, left-padded with zeros to `width` (more digits when it has more; a minus sign
