@@ -21,10 +21,14 @@ struct BenchCommand: AsyncParsableCommand {
 
             For each: events/s from the end of the warm-up (first 5 %) to the last acknowledgement, p50/p99 \
             end-to-end latency, CPU seconds per 1,000 events of this process, this process's peak RSS during \
-            the run (reset before each run), and the pipeline/relay ratio. The events are fed while each run consumes (the embedded \
-            broker keeps only about 5 MiB per partition).
+            the run (reset before each run), and the pipeline/relay ratio; then the relay's CPU per event over \
+            the pipeline's, which is that ratio as it would be if both runs were bound by this process's CPU \
+            alone. The events are fed while each run consumes (the embedded broker keeps only about 5 MiB per \
+            partition).
 
-            The feeder stays at most --window events per partition ahead of the run. Both runs' consumers \
+            The feeder stays at most --window events per partition ahead of the run, so a run's rate is at most \
+            about the window over its latency: at the default window the relay is held by that more than by its \
+            CPU (--window 3000, the largest, lets it go faster). Both runs' consumers \
             use fetch.wait.max.ms=10: the embedded (mock) broker holds a fetch that finds nothing new for the \
             whole wait even when records arrive meanwhile, which a real broker does not.
 
@@ -115,6 +119,9 @@ struct BenchCommand: AsyncParsableCommand {
         var pipeline: PipelineBenchmark.RunResult
 
         var ratio: Double { relay.eventsPerSecond > 0 ? pipeline.eventsPerSecond / relay.eventsPerSecond : 0 }
+        /// The relay's CPU per event over the pipeline's: what the ratio of rates would be if both were bound by this
+        /// process's CPU alone (at the default window the relay is partly bound by the feeder's window instead).
+        var cpuRatio: Double { pipeline.cpuSecondsPer1000 > 0 ? relay.cpuSecondsPer1000 / pipeline.cpuSecondsPer1000 : 0 }
     }
 
     /// Starts a broker, runs the relay and then the pipeline on it, and stops it.
@@ -178,6 +185,7 @@ struct BenchCommand: AsyncParsableCommand {
         let peak = PipelineBenchmark.peakResidentMegabytes()
         let allocator = PipelineBenchmark.activeAllocator()
         let ratio = Self.median(results.map(\.ratio))
+        let cpuRatio = Self.median(results.map(\.cpuRatio))
         let medians = results.count > 1 ? [\Round.relay, \Round.pipeline].map { run in Self.median(of: results.map { $0[keyPath: run] }) } : []
 
         if json {
@@ -197,7 +205,7 @@ struct BenchCommand: AsyncParsableCommand {
                 "events": .int(events), "partitions": .int(Int(partitions)), "windowPerPartition": .int(window), "averageEventBytes": .int(averageSize),
                 "broker": .string(broker.rawValue), "allocator": .string(allocator), "rounds": .int(results.count),
                 "runs": .array(results.enumerated().flatMap { index, round in [round.relay, round.pipeline].map { object($0, round: index + 1) } }),
-                "pipelineToRelay": .double(ratio), "peakRSSMegabytes": .double(peak),
+                "pipelineToRelay": .double(ratio), "relayToPipelineCPUPerEvent": .double(cpuRatio), "peakRSSMegabytes": .double(peak),
             ]
             if !medians.isEmpty { report["medians"] = .array(medians.map { object($0, round: nil) }) }
             print(String(decoding: PrettyJSON.format(.object(report)), as: UTF8.self))
@@ -224,6 +232,7 @@ struct BenchCommand: AsyncParsableCommand {
             }
             let ratios = results.count > 1 ? " (median of \(results.map { String(format: "%.0f", $0.ratio * 100) }.joined(separator: ", ")))" : ""
             print(String(format: "pipeline/relay: %.0f %%%@    process peak RSS (accounting included): %.0f MiB", ratio * 100, ratios as NSString, peak))
+            print(String(format: "CPU per event, relay/pipeline: %.0f %% (the ratio if both runs were bound by this process's CPU alone)", cpuRatio * 100))
         }
     }
 

@@ -73,6 +73,12 @@ struct BenchCommandTests {
         }
         let ratio = try #require(report["pipelineToRelay"].flatMap(number))
         #expect(abs(ratio - (ratios[0] + ratios[1]) / 2) < 0.01, "the ratio is the median of the rounds' ratios")
+        let cpuRatios = [0, 2].compactMap { index -> Double? in
+            guard let pipeline = runs[index + 1]["cpuSecondsPer1000"].flatMap(number), let relay = runs[index]["cpuSecondsPer1000"].flatMap(number) else { return nil }
+            return relay / pipeline
+        }
+        let cpuRatio = try #require(report["relayToPipelineCPUPerEvent"].flatMap(number))
+        #expect(abs(cpuRatio - (cpuRatios[0] + cpuRatios[1]) / 2) < 0.01, "the CPU ratio is the median of the rounds' ones")
     }
 
     /// A JSON number's value (integral ones are read back as `.int`).
