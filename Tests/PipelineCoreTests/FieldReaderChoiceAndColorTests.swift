@@ -51,9 +51,11 @@ struct FieldReaderChoiceAndColorTests {
         #expect(diagnostics.issues.isEmpty)
     }
 
-    @Test func anotherValueIsAnIssueNamingTheChoices() throws {
-        let (reader, diagnostics) = try reader(#"{"k":"apps"}"#)
+    /// Another value, longer or as long as a choice.
+    @Test(arguments: ["apps", "apq"])
+    func anotherValueIsAnIssueNamingTheChoices(_ value: String) throws {
+        let (reader, diagnostics) = try reader(#"{"k":"\#(value)"}"#)
         #expect(reader.choice("k", from: ["web", "app"]) == nil)
-        #expect(diagnostics.issues.map(\.description) == ["content.k: must be one of web, app, found 'apps'"])
+        #expect(diagnostics.issues.map(\.description) == ["content.k: must be one of web, app, found '\(value)'"])
     }
 }

@@ -152,13 +152,10 @@ public final class JSONDocument: Sendable {
     /// Whether the string at `index` has no escapes and its bytes are `text`'s UTF-8, byte for byte (then the two are
     /// equal as `String`s; texts equal only as `String`s, by canonical equivalence, are not found here).
     func hasUnescapedBytes(ofStringAt index: Int, equalTo text: String) -> Bool {
-        guard nodes[index].flags & Self.escaped == 0 else { return false }
-        return withUnescapedBytes(ofStringAt: index) { bytes in
-            let other = text.utf8.span
-            guard bytes.count == other.count else { return false }
-            for position in 0..<bytes.count where bytes[position] != other[position] { return false }
-            return true
-        }
+        let node = nodes[index]
+        let start = Int(node.start) &+ 1
+        let other = text.utf8.span
+        return node.flags & Self.escaped == 0 && Int(node.end) &- start == other.count && keyBytes(at: start, equal: other)
     }
 
     /// The colour in the string at `index` as ``HexColor/normalize(_:)`` returns it (six hex digits, a leading `#`
@@ -166,10 +163,7 @@ public final class JSONDocument: Sendable {
     func hexColor(ofStringAt index: Int) -> String? {
         guard nodes[index].flags & Self.escaped == 0 else { return nil }
         return withUnescapedBytes(ofStringAt: index) { bytes -> String? in
-            let start = bytes.count > 0 && bytes[0] == UInt8(ascii: "#") ? 1 : 0
-            guard bytes.count - start == 6 else { return nil }
-            for position in start..<bytes.count where !HexColor.isHexDigit(bytes[position]) { return nil }
-            return String(plainASCII: bytes.extracting(start..<bytes.count))
+            HexColor.digits(ofUTF8: bytes).map { String(plainASCII: bytes.extracting($0)) }
         }
     }
 
@@ -368,7 +362,7 @@ public final class JSONDocument: Sendable {
         return nil
     }
 
-    /// Whether ``bytes`` holds `needle` at `start`.
+    /// Whether ``bytes`` holds `needle` at `start` (a key's or a string's text).
     private func keyBytes(at start: Int, equal needle: Span<UInt8>) -> Bool {
         var offset = 0
         while offset < needle.count {
