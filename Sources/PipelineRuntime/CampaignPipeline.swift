@@ -568,14 +568,14 @@ struct ActiveRoutes: Sendable {
         /// Their names joined with commas in route order; `nil` without sinks.
         let names: String?
         /// Per sink, whether a partition's deliveries waiting on it are counted (``PartitionProgress/wait(on:_:)``),
-        /// to pause the partition while the sink is throttled. The built-in Kafka sink is never throttled: its
-        /// deliveries are not counted, which saves two locked updates of the partition's tracker per event.
+        /// to pause the partition while the sink is throttled: only for sinks that can be
+        /// (``PushSink/canBeThrottled``; not the built-in Kafka sink), read once per run rather than per event.
         let countsWaits: [Bool]
 
         init(_ sinks: [any PushSink]) {
             self.sinks = sinks
             self.names = sinks.isEmpty ? nil : sinks.map(\.name).joined(separator: ",")
-            self.countsWaits = sinks.map { !($0 is KafkaPayloadSink) }
+            self.countsWaits = sinks.map(\.canBeThrottled)
         }
     }
 

@@ -13,6 +13,10 @@ struct KafkaPayloadSink: PushSink {
 
     var kind: String { "kafka" }
 
+    /// The cluster is not a platform with a quota: the sink is never throttled (an unavailable cluster holds outputs
+    /// back through the output sender's retries instead).
+    var canBeThrottled: Bool { false }
+
     init(topic: String, sender: OutputSender) {
         self.topic = topic
         self.sender = sender

@@ -20,6 +20,11 @@ public protocol PushSink: Sendable {
     /// Whether the sink is sending normally, held back by the platform, or stopped for good.
     var state: SinkState { get }
 
+    /// Whether ``state`` can ever be ``SinkState/throttled``. The pipeline counts, per partition, the deliveries
+    /// waiting on each sink that can, to pause those partitions while it is throttled; a sink that cannot is not
+    /// counted (two locked updates per notification fewer). `true` unless the sink says otherwise.
+    var canBeThrottled: Bool { get }
+
     /// Runs the sink's workers until the task is cancelled. The pipeline runs it for as long as it runs.
     func run() async
 
@@ -57,6 +62,9 @@ extension PushSink {
 
     /// A sink that is never throttled or stopped.
     public var state: SinkState { .ready }
+
+    /// A sink that may be throttled (the safe answer for a sink that does not say).
+    public var canBeThrottled: Bool { true }
 }
 
 /// How a sink is doing.
