@@ -68,6 +68,17 @@ struct RenderingTests {
         ])
     }
 
+    @Test("paths name the event's keys, unescaped, for objects past the first 16 read as for the first")
+    func pathsPastTheFirstSixteenObjectsAndAtEscapedKeys() throws {
+        let elements = (0..<20).map { #"{"known":"k","l\#($0)":1}"# }.joined(separator: ",")
+        let content = #"{"title":"T","a":{"inn\u0065r":{"known":"k","ix":1}},"list":[\#(elements)]}"#
+        guard case .rendered(let notification) = TemplateRegistry([NestedTemplate()]).render(eventBytes: Array(eventJSON(template: "nested", content: content).utf8)) else {
+            Issue.record("should render")
+            return
+        }
+        #expect(notification.warnings.map(\.path.description) == ["content.a.inner.ix"] + (0..<20).map { "content.list[\($0)].l\($0)" })
+    }
+
     @Test("a key read through any reader of its object is read; an object opened several times is warned about once")
     func objectsOpenedTwiceShareTheirReads() throws {
         let content = #"{"title":"T","a":{"x":"1","y":"2","z":"3","inner":{"known":"k","ix":1}}}"#

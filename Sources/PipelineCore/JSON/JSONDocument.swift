@@ -62,8 +62,9 @@ public final class JSONDocument: Sendable {
     ///   - maximumDepth: the nesting limit.
     /// - Throws: ``JSONParseError`` with the byte offset of the problem, as ``JSONValue/init(parsing:maximumDepth:)``.
     public init(parsing bytes: [UInt8], maximumDepth: Int = JSONParser.defaultMaximumDepth) throws(JSONParseError) {
-        // Offsets are kept in 32 bits; a Kafka record is far smaller.
-        guard bytes.count < Int(UInt32.max) else { throw JSONParseError(.tooLarge, at: 0) }
+        // Offsets and node indexes are kept in 32 bits (signed in readers' places, ``RenderDiagnostics/Place``); a
+        // Kafka record is far smaller. A text has at most one node per byte.
+        guard bytes.count < Int(Int32.max) else { throw JSONParseError(.tooLarge, at: 0) }
         // The nodes are written into an array of fixed capacity (no growth, no per-node checks of the array's
         // uniqueness). Compact events have a value (or key) per 6 to 20 bytes: room for one per 4 bytes holds them
         // without holding much more than needed while the event is in flight. Denser text (arrays of one-digit

@@ -186,7 +186,7 @@ public struct FieldReader {
     public func object(_ key: String, required: Bool = false) -> FieldReader? {
         guard let value = fetch(key, required: required) else { return nil }
         guard diagnostics.document.kind(at: value) == .object else { return typeMismatch(key, "an object", value) }
-        return child(node: value, at: .member(key: key))
+        return child(node: value, keyNode: value &- 1)
     }
 
     /// The object `key` as campaign content, read in place, or `nil` with an issue when it is not an object.
@@ -207,7 +207,7 @@ public struct FieldReader {
         var element = array + 1
         for index in 0..<count {
             if document.kind(at: element) == .object {
-                readers.append(child(node: element, at: .element(key: key, index: index)))
+                readers.append(child(node: element, keyNode: array &- 1, index: index))
             } else {
                 diagnostics.issues.append(
                     .init(.invalidField, at: path.appending(key).appending(index: index), "expected an object, found \(document.value(at: element).typeDescription)")
@@ -319,7 +319,8 @@ public struct FieldReader {
         }
     }
 
-    private func child(node: Int, at location: RenderDiagnostics.Place.Location) -> FieldReader {
-        FieldReader(diagnostics: diagnostics, node: node, place: diagnostics.addPlace(node: node, parent: place, location: location))
+    /// A reader of the object at `node`, read at the key whose node is `keyNode` (at `index` of its array, or -1).
+    private func child(node: Int, keyNode: Int, index: Int = -1) -> FieldReader {
+        FieldReader(diagnostics: diagnostics, node: node, place: diagnostics.addPlace(node: node, parent: place, keyNode: keyNode, index: index))
     }
 }

@@ -21,9 +21,15 @@ final class RenderDiagnostics {
     /// render.
     private var marksBelow512 = InlineArray<8, UInt64>(repeating: 0)
     private var marksAfter512: [UInt64]
-    /// The objects read, the root's first, then in the order their readers were made. A reader refers to its place
-    /// by index, for its path and for ``warnAboutUnreadKeys(template:)``.
-    private var places: [Place]
+    /// The objects read (``Place``), the root's first, then in the order their readers were made. A reader refers to
+    /// its place by index, for its path and for ``warnAboutUnreadKeys(template:)``. The first 16 (the benchmark's
+    /// events read 5 to 8 objects of their content) are kept in the object itself, so that a render allocates no
+    /// array for them, the others in an array. Each is changed one field at a time by a statement that calls
+    /// nothing, as ``marksBelow512`` is: kept in a struct of their own with a subscript, all 16 were copied for
+    /// every access.
+    private var placesBelow16 = InlineArray<16, Place>(repeating: .unused)
+    private var placesAfter16: [Place] = []
+    private var placeCount = 0
     /// The key nodes of one object by the hash of their tags (``JSONDocument/keyTag(_:at:count:)``), open addressing
     /// with linear probing; an entry is a key node plus one, 0 when free. Built for an object when a lookup asks for
     /// a member of it and the table holds another (readers mostly read one object's fields in a row), so a lookup
@@ -32,28 +38,24 @@ final class RenderDiagnostics {
     /// The object ``keyTable`` is for (-1: none).
     private var keyTableObject = -1
 
-    /// Where a reader's object is.
+    /// Where a reader's object is. Only integers (node and place indexes): kept in place and copied without
+    /// reference counting.
     struct Place {
-        /// Where an object is, relative to its parent: kept as a step, so that a ``FieldPath`` is built only when
-        /// an issue or warning needs it.
-        enum Location {
-            /// The root object.
-            case root
-            /// The object at member `key` of the parent.
-            case member(key: String)
-            /// The object at `key[index]` of the parent.
-            case element(key: String, index: Int)
-        }
-
         /// The object's node.
-        var node: Int
-        /// The parent's place (none for the root).
-        var parent: Int
-        var location: Location
+        var node: Int32
+        /// The parent's place (-1 for the root).
+        var parent: Int32
+        /// The node of the key the object was read at in its parent (-1 for the root): kept as a node, so that a
+        /// ``FieldPath`` is built only when an issue or warning needs it.
+        var keyNode: Int32
+        /// The object's index in the array at ``keyNode`` (-1: the key's value is the object itself).
+        var index: Int32
         /// The first and last places made below this one, and the next made below its parent (-1: none).
-        var firstChild = -1
-        var lastChild = -1
-        var nextSibling = -1
+        var firstChild: Int32 = -1
+        var lastChild: Int32 = -1
+        var nextSibling: Int32 = -1
+
+        static let unused = Place(node: -1, parent: -1, keyNode: -1, index: -1)
     }
 
     /// The place of the root reader.
@@ -66,14 +68,13 @@ final class RenderDiagnostics {
         self.personalizer = personalizer
         let nodeCount = document.nodes.count
         self.marksAfter512 = nodeCount > 512 ? Array(repeating: 0, count: (nodeCount - 512 + 63) / 64) : []
-        self.places = []
-        places.reserveCapacity(8)
-        places.append(Place(node: node, parent: -1, location: .root))
+        placesBelow16[0] = Place(node: Int32(truncatingIfNeeded: node), parent: -1, keyNode: -1, index: -1)
+        placeCount = 1
     }
 
     /// The root object's node.
     var rootNode: Int {
-        places[Self.rootPlace].node
+        Int(placesBelow16[Self.rootPlace].node)
     }
 
     /// The value node of the member `key` of the object at `node`, its key marked as read; `nil` when absent.
@@ -129,6 +130,7 @@ final class RenderDiagnostics {
     }
 
     /// Marks `node`.
+    @inline(__always)
     func mark(_ node: Int) {
         let bit: UInt64 = 1 << UInt64(node & 63)
         if node < 512 {
@@ -144,44 +146,52 @@ final class RenderDiagnostics {
         return (node < 512 ? marksBelow512[node >> 6] : marksAfter512[(node - 512) >> 6]) & bit != 0
     }
 
-    /// Adds the place of a reader of the object at `node`, below `parent`; returns its index.
-    func addPlace(node: Int, parent: Int, location: Place.Location) -> Int {
-        // One access to the array (each is checked for exclusivity at run time: appending calls out).
-        Self.add(Place(node: node, parent: parent, location: location), to: &places)
+    /// Adds the place of a reader of the object at `node`, below `parent`, read at the key whose node is `keyNode`
+    /// (at `index` of that key's array, or -1); returns its index.
+    func addPlace(node: Int, parent: Int, keyNode: Int, index: Int = -1) -> Int {
+        let added = placeCount
+        let place = Place(
+            node: Int32(truncatingIfNeeded: node),
+            parent: Int32(truncatingIfNeeded: parent),
+            keyNode: Int32(truncatingIfNeeded: keyNode),
+            index: Int32(truncatingIfNeeded: index)
+        )
+        if added < 16 { placesBelow16[added] = place } else { placesAfter16.append(place) }
+        placeCount = added &+ 1
+        let position = Int32(truncatingIfNeeded: added)
+        let lastChild = self.place(parent).lastChild
+        if lastChild < 0 {
+            if parent < 16 { placesBelow16[parent].firstChild = position } else { placesAfter16[parent &- 16].firstChild = position }
+        } else {
+            let sibling = Int(lastChild)
+            if sibling < 16 { placesBelow16[sibling].nextSibling = position } else { placesAfter16[sibling &- 16].nextSibling = position }
+        }
+        if parent < 16 { placesBelow16[parent].lastChild = position } else { placesAfter16[parent &- 16].lastChild = position }
+        return added
     }
 
-    private static func add(_ place: Place, to places: inout [Place]) -> Int {
-        let index = places.count
-        places.append(place)
-        let parent = place.parent
-        if places[parent].lastChild < 0 {
-            places[parent].firstChild = index
-        } else {
-            places[places[parent].lastChild].nextSibling = index
-        }
-        places[parent].lastChild = index
-        return index
+    /// The place at `index`.
+    @inline(__always)
+    private func place(_ index: Int) -> Place {
+        index < 16 ? placesBelow16[index] : placesAfter16[index &- 16]
     }
 
     /// The path of the object at `place`.
     func path(of place: Int) -> FieldPath {
-        let step = places[place]
-        switch step.location {
-        case .root: return rootPath
-        case .member(let key): return path(of: step.parent).appending(key)
-        case .element(let key, let index): return path(of: step.parent).appending(key).appending(index: index)
-        }
+        let step = self.place(place)
+        guard step.parent >= 0 else { return rootPath }
+        let path = path(of: Int(step.parent)).appending(document.string(at: Int(step.keyNode)))
+        return step.index < 0 ? path : path.appending(index: Int(step.index))
     }
 
     /// Warns about every key nobody read: in the root object and then, depth first in the order they were opened,
     /// in the objects read below it. An object opened by two readers is warned about once.
     func warnAboutUnreadKeys(template: String) {
-        let places = self.places
         var place = Self.rootPlace
         // Depth first without recursion: down to the first child, else on to the next sibling of this place or of
         // the nearest parent that has one.
         while true {
-            let node = places[place].node
+            let node = Int(self.place(place).node)
             if !isMarked(node) {
                 mark(node)
                 var key = node + 1
@@ -192,13 +202,14 @@ final class RenderDiagnostics {
                     key = document.next(after: key + 1)
                 }
             }
-            if places[place].firstChild >= 0 {
-                place = places[place].firstChild
+            let firstChild = self.place(place).firstChild
+            if firstChild >= 0 {
+                place = Int(firstChild)
                 continue
             }
-            while place != Self.rootPlace, places[place].nextSibling < 0 { place = places[place].parent }
+            while place != Self.rootPlace, self.place(place).nextSibling < 0 { place = Int(self.place(place).parent) }
             guard place != Self.rootPlace else { return }
-            place = places[place].nextSibling
+            place = Int(self.place(place).nextSibling)
         }
     }
 }
