@@ -90,8 +90,13 @@ struct NestedTemplate: TemplateRenderer {
         let title = content.string("title", required: true)
         let a = content.object("a")
         _ = content.object("b")?.string("known")
-        for item in content.objects("list") ?? [] { _ = item.string("known") }
+        let list = content.objects("list") ?? []
+        for item in list { _ = item.string("known") }
         _ = a?.object("inner")?.string("known")
+        for item in list {
+            _ = item.object("inner")?.string("known")
+            _ = item.object("more")?.string("known")
+        }
         var data: PayloadObject = ["adb_template_type": "nested"]
         data.set("adb_title", title)
         return .fcm(data: data)
