@@ -66,9 +66,8 @@ func eventJSON(
     return "{" + members.joined(separator: ",") + "}"
 }
 
-/// A plugin that reads nested objects out of order: `a`, then `b` and `list[]`, then `a.inner` (made after `b`),
-/// so the unread-key warnings show whether they follow the objects' nesting or the order they were read in.
-/// Opens the object `a` twice, reading `x` through one reader and `y` through the other.
+/// A plugin that opens the object `a` three times, reading `x` through one reader, `inner` through another and `y`
+/// through the third.
 struct TwiceOpenedTemplate: TemplateRenderer {
     let templateID = "twice"
     func render(_ input: RenderInput) throws(PipelineError) -> TemplatePayload {
@@ -83,6 +82,9 @@ struct TwiceOpenedTemplate: TemplateRenderer {
     }
 }
 
+/// A plugin that reads nested objects out of order: `a`, then `b` and `list[]`, then `a.inner` (made after `b`), then
+/// each element's `inner` and `more`, so the unread-key warnings show whether they follow the objects' nesting or the
+/// order they were read in.
 struct NestedTemplate: TemplateRenderer {
     let templateID = "nested"
     func render(_ input: RenderInput) throws(PipelineError) -> TemplatePayload {
