@@ -1,6 +1,6 @@
 # The two commands a fresh machine needs:
 #   make run    build, start the embedded broker, load the sample events, run the pipeline until idle, summarize
-#   make test   build (no warnings allowed in our code) and run every test
+#   make test   build (no warnings allowed in our code), run every test, then the benchmarks as a smoke test
 # Both install the system packages they need (librdkafka-dev; kcat for the tests) when missing.
 
 SHELL := /bin/bash
@@ -32,6 +32,7 @@ test: test-deps
 	$(SWIFT) build --build-tests 2>&1 | tee $(BUILD_LOG)
 	@scripts/check-warnings.sh $(BUILD_LOG)
 	$(SWIFT) test --skip-build
+	@scripts/bench-smoke.sh
 
 clean:
 	rm -rf .build
