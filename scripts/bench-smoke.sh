@@ -12,9 +12,5 @@ mkdir -p .build
 log=.build/bench-smoke.log
 swift package --disable-sandbox benchmark --target RenderBenchmarks --filter 'render mixed.*' --no-progress 2>&1 | tee "$log"
 swift build -c release --product RenderProfile 2>&1 | tee -a "$log"
-root="$(cd .. && pwd)"
-if grep -E "^(${root}/)?Benchmarks/(Sources|Benchmarks)/[^:]+:[0-9]+:[0-9]+: warning:" "$log" | sort -u; then
-    echo "error: the benchmarks' build shows warnings in our code (above); fix them" >&2
-    exit 1
-fi
+../scripts/check-warnings.sh "$log"
 .build/release/RenderProfile 600

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Fails when a build log shows compiler warnings in our own code (dependencies are not ours to fix).
+# Fails when a build log shows compiler warnings in our own code (dependencies are not ours to fix): the package's
+# and the nested Benchmarks package's.
 #   scripts/check-warnings.sh build.log
 set -euo pipefail
 log="$1"
 root="$(cd "$(dirname "$0")/.." && pwd)"
-if grep -E "^(${root}/)?(Sources|Plugins|Tests)/[^:]+:[0-9]+:[0-9]+: warning:" "$log" | sort -u; then
+if grep -E "^(${root}/)?(Sources|Plugins|Tests|Benchmarks/Sources|Benchmarks/Benchmarks)/[^:]+:[0-9]+:[0-9]+: warning:" "$log" | sort -u; then
     echo "error: the build shows warnings in our code (above); fix them" >&2
     exit 1
 fi
