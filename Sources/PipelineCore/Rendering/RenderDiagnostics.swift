@@ -24,9 +24,8 @@ final class RenderDiagnostics {
     /// The objects read (``Place``), the root's first, then in the order their readers were made. A reader refers to
     /// its place by index, for its path and for ``warnAboutUnreadKeys(template:)``. The first 16 (the benchmark's
     /// events read 5 to 8 objects of their content) are kept in the object itself, so that a render allocates no
-    /// array for them, the others in an array. Each is changed one field at a time by a statement that calls
-    /// nothing, as ``marksBelow512`` is: kept in a struct of their own with a subscript, all 16 were copied for
-    /// every access.
+    /// array for them, the others in an array. Each is changed in place, one field at a time (``updatePlace(_:_:)``),
+    /// as ``marksBelow512`` is: kept in a struct of their own with a subscript, all 16 were copied for every access.
     private var placesBelow16 = InlineArray<16, Place>(repeating: .unused)
     private var placesAfter16: [Place] = []
     private var placeCount = 0
@@ -161,12 +160,11 @@ final class RenderDiagnostics {
         let position = Int32(truncatingIfNeeded: added)
         let lastChild = self.place(parent).lastChild
         if lastChild < 0 {
-            if parent < 16 { placesBelow16[parent].firstChild = position } else { placesAfter16[parent &- 16].firstChild = position }
+            updatePlace(parent) { $0.firstChild = position }
         } else {
-            let sibling = Int(lastChild)
-            if sibling < 16 { placesBelow16[sibling].nextSibling = position } else { placesAfter16[sibling &- 16].nextSibling = position }
+            updatePlace(Int(lastChild)) { $0.nextSibling = position }
         }
-        if parent < 16 { placesBelow16[parent].lastChild = position } else { placesAfter16[parent &- 16].lastChild = position }
+        updatePlace(parent) { $0.lastChild = position }
         return added
     }
 
@@ -174,6 +172,12 @@ final class RenderDiagnostics {
     @inline(__always)
     private func place(_ index: Int) -> Place {
         index < 16 ? placesBelow16[index] : placesAfter16[index &- 16]
+    }
+
+    /// Changes the place at `index` in place.
+    @inline(__always)
+    private func updatePlace(_ index: Int, _ change: (inout Place) -> Void) {
+        if index < 16 { change(&placesBelow16[index]) } else { change(&placesAfter16[index &- 16]) }
     }
 
     /// The path of the object at `place`.
