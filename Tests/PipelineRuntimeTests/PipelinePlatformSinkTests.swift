@@ -51,10 +51,8 @@ struct PipelinePlatformSinkTests {
 
     @Test("platform answers become outcomes: delivered, invalid_token (+ campaign.tokens), payload_rejected, payload_too_large, throttled then delivered, unavailable after the deadline")
     func outcomesAndTokenEvents() async throws {
-        let directory = NSTemporaryDirectory() + "pipeline-sinks-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let fcm = try await FakeFCM.start(directory: directory)
-        let apns = try await FakeAPNs.start(directory: directory)
+        let fcm = try await FakeFCM.start()
+        let apns = try await FakeAPNs.start()
         defer { Task { await fcm.shutdown(); await apns.shutdown() } }
         try await withPipelineCluster(partitions: 3) { kafka, base in
             var configuration = base
@@ -130,9 +128,7 @@ struct PipelinePlatformSinkTests {
 
     @Test("a 30-second FCM outage in the middle of 10,000 events loses nothing and commits nothing undelivered")
     func outage() async throws {
-        let directory = NSTemporaryDirectory() + "pipeline-outage-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let fcm = try await FakeFCM.start(directory: directory)
+        let fcm = try await FakeFCM.start()
         defer { Task { await fcm.shutdown() } }
         try await withPipelineCluster(partitions: 6) { kafka, base in
             var configuration = base
@@ -181,9 +177,7 @@ struct PipelinePlatformSinkTests {
 
     @Test("APNs refusing the provider token stops consumption with a clear error and commits nothing past the last success")
     func authFailureStops() async throws {
-        let directory = NSTemporaryDirectory() + "pipeline-auth-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let apns = try await FakeAPNs.start(directory: directory)
+        let apns = try await FakeAPNs.start()
         defer { Task { await apns.shutdown() } }
         try await withPipelineCluster(partitions: 3) { kafka, base in
             var configuration = base
@@ -226,9 +220,7 @@ struct PipelinePlatformSinkTests {
 
     @Test("while FCM throttles, only the partitions waiting on it are paused; the others keep flowing; nothing is lost")
     func throttlingPausesOnlyWaitingPartitions() async throws {
-        let directory = NSTemporaryDirectory() + "pipeline-throttle-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let fcm = try await FakeFCM.start(directory: directory)
+        let fcm = try await FakeFCM.start()
         defer { Task { await fcm.shutdown() } }
         fcm.answers.setFallback(.json(429, #"{"error":{"code":429,"message":"Quota exceeded","status":"RESOURCE_EXHAUSTED"}}"#, headers: [("retry-after", "1")]))
         try await withPipelineCluster(partitions: 2) { kafka, base in

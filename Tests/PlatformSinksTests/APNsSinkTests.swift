@@ -11,7 +11,7 @@ import Testing
 struct APNsSinkTests {
     @Test("sends the rendered payload and headers over HTTP/2 with a verified ES256 provider token, many streams on one connection")
     func delivers() async throws {
-        let apns = try await FakeAPNs.start(directory: try temporaryDirectory(), responseDelay: .milliseconds(20))
+        let apns = try await FakeAPNs.start(responseDelay: .milliseconds(20))
         defer { Task { await apns.shutdown() } }
         let sink = try APNsSender.makeSink(apns.configuration, environment: [:], retry: RetryPolicy(), logger: sinkLogger)
         let outcomes = Outcomes()
@@ -56,7 +56,7 @@ struct APNsSinkTests {
 
     @Test("headers from delivery options: priority, expiration and collapse id")
     func optionHeaders() async throws {
-        let apns = try await FakeAPNs.start(directory: try temporaryDirectory())
+        let apns = try await FakeAPNs.start()
         defer { Task { await apns.shutdown() } }
         let sink = try APNsSender.makeSink(apns.configuration, environment: [:], retry: RetryPolicy(), logger: sinkLogger)
         let event = try Fixtures.sample("basic-apns")
@@ -120,7 +120,7 @@ struct APNsSinkTests {
 
     @Test("error answers map to the outcome taxonomy with the right retries and waits", arguments: errorCases)
     func errorTaxonomy(_ errorCase: ErrorCase) async throws {
-        let apns = try await FakeAPNs.start(directory: try temporaryDirectory())
+        let apns = try await FakeAPNs.start()
         defer { Task { await apns.shutdown() } }
         apns.answers.script("0badc0de", errorCase.answers)
         let clock = VirtualClock()

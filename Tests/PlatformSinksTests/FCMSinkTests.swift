@@ -11,7 +11,7 @@ import Testing
 struct FCMSinkTests {
     @Test("sends exactly the rendered body with a bearer token exchanged for a verified RS256 assertion, token reused")
     func deliversWithOAuth() async throws {
-        let fcm = try await FakeFCM.start(directory: try temporaryDirectory())
+        let fcm = try await FakeFCM.start()
         defer { Task { await fcm.shutdown() } }
         let sink = try FCMSender.makeSink(fcm.configuration, environment: [:], retry: RetryPolicy(), logger: sinkLogger)
         #expect(sink.name == "fcm:test-project")
@@ -56,7 +56,7 @@ struct FCMSinkTests {
 
     @Test("the access token is refreshed before it expires, alongside sends that keep using the valid one, and replaced once expired")
     func refreshesToken() async throws {
-        let fcm = try await FakeFCM.start(directory: try temporaryDirectory(), wireProtocol: .http1)
+        let fcm = try await FakeFCM.start(wireProtocol: .http1)
         defer { Task { await fcm.shutdown() } }
         fcm.setTokenLifetime(seconds: 3_600)  // due for a refresh after 55 minutes
         let time = Mutex(Timestamp(secondsSince1970: Int64(Date().timeIntervalSince1970)))
@@ -90,7 +90,7 @@ struct FCMSinkTests {
 
     @Test("an expired access token is not used: the send waits for a new one")
     func expiredToken() async throws {
-        let fcm = try await FakeFCM.start(directory: try temporaryDirectory())
+        let fcm = try await FakeFCM.start()
         defer { Task { await fcm.shutdown() } }
         let time = Mutex(Timestamp(secondsSince1970: Int64(Date().timeIntervalSince1970)))
         let sender = try FCMSender(fcm.configuration, environment: [:], now: { time.withLock { $0 } })
@@ -172,7 +172,7 @@ struct FCMSinkTests {
 
     @Test("error answers map to the outcome taxonomy with the right retries and waits", arguments: errorCases)
     func errorTaxonomy(_ errorCase: ErrorCase) async throws {
-        let fcm = try await FakeFCM.start(directory: try temporaryDirectory())
+        let fcm = try await FakeFCM.start()
         defer { Task { await fcm.shutdown() } }
         fcm.answers.script("the-token", errorCase.answers)
         let clock = VirtualClock()
@@ -204,7 +204,7 @@ struct FCMSinkTests {
 
     @Test("a refused service account (invalid_grant) stops the sink with the token endpoint's reason")
     func refusedServiceAccount() async throws {
-        let fcm = try await FakeFCM.start(directory: try temporaryDirectory())
+        let fcm = try await FakeFCM.start()
         defer { Task { await fcm.shutdown() } }
         fcm.scriptTokenEndpoint([.json(400, #"{"error":"invalid_grant","error_description":"Invalid JWT Signature."}"#)])
         let sink = try FCMSender.makeSink(fcm.configuration, environment: [:], retry: RetryPolicy(), logger: sinkLogger)

@@ -1,6 +1,5 @@
 import BasicTemplate
 import CarouselTemplate
-import Foundation
 import Logging
 import PipelineCore
 import PushSinks
@@ -10,13 +9,6 @@ import TimerTemplate
 
 let sinkRegistry = TemplateRegistry([BasicTemplate(), CarouselTemplate(), TimerTemplate()])
 let sinkLogger = Logger(label: "platform-sinks-tests")
-
-/// A fresh temporary directory (certificates, keys).
-func temporaryDirectory() throws -> String {
-    let path = NSTemporaryDirectory() + "platform-sinks-\(UUID().uuidString)"
-    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    return path
-}
 
 /// Collects outcomes per event id.
 final class Outcomes: Sendable {

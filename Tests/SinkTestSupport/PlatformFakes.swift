@@ -81,10 +81,11 @@ public final class FakeFCM: Sendable {
         tokenLifetime.withLock { $0 = seconds }
     }
 
-    /// Starts the server (HTTP/2 over TLS unless `http1`), with a fresh certificate written into `directory`.
-    public static func start(directory: String, wireProtocol: LocalHTTPServer.WireProtocol = .http2) async throws -> FakeFCM {
+    /// Starts the server (HTTP/2 over TLS unless `http1`), with a fresh certificate written into a temporary
+    /// directory of its own, which ``shutdown()`` removes.
+    public static func start(wireProtocol: LocalHTTPServer.WireProtocol = .http2) async throws -> FakeFCM {
         let identity = try TestTLSIdentity.makeLocalhost()
-        let caFile = try identity.writeCertificate(into: directory)
+        let caFile = try writeTrustRoot(identity)
         let box = Mutex<FakeFCM?>(nil)
         let server = try await LocalHTTPServer.start(tls: identity, wireProtocol: wireProtocol) { request in
             guard let fake = box.withLock({ $0 }) else { return StubResponse(status: 503) }
@@ -138,9 +139,10 @@ public final class FakeFCM: Sendable {
         return answers.next(for: token)
     }
 
-    /// Stops the server for good.
+    /// Stops the server for good and removes its certificate's directory.
     public func shutdown() async {
         try? await server.shutdown()
+        removeTrustRoot(caCertificateFile)
     }
 }
 
@@ -162,12 +164,13 @@ public final class FakeAPNs: Sendable {
     /// Answers per device token (default 200).
     public let answers: ScriptedAnswers
 
-    /// Starts the server with a fresh certificate written into `directory`.
+    /// Starts the server with a fresh certificate written into a temporary directory of its own, which
+    /// ``shutdown()`` removes.
     ///
     /// - Parameter responseDelay: how long each answer takes (so concurrent streams overlap visibly).
-    public static func start(directory: String, responseDelay: Duration = .zero) async throws -> FakeAPNs {
+    public static func start(responseDelay: Duration = .zero) async throws -> FakeAPNs {
         let identity = try TestTLSIdentity.makeLocalhost()
-        let caFile = try identity.writeCertificate(into: directory)
+        let caFile = try writeTrustRoot(identity)
         let answers = ScriptedAnswers(fallback: StubResponse(status: 200))
         let server = try await LocalHTTPServer.start(tls: identity, wireProtocol: .http2) { request in
             guard request.method == "POST", request.path.hasPrefix("/3/device/") else {
@@ -198,8 +201,25 @@ public final class FakeAPNs: Sendable {
         return configuration
     }
 
-    /// Stops the server for good.
+    /// Stops the server for good and removes its certificate's directory.
     public func shutdown() async {
         try? await server.shutdown()
+        removeTrustRoot(caCertificateFile)
     }
+}
+
+/// Writes `identity`'s certificate into a new temporary directory and returns the file's path.
+private func writeTrustRoot(_ identity: TestTLSIdentity) throws -> String {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("fake-platform-\(UUID().uuidString)")
+    do {
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    } catch {
+        throw SinkTestSupportError("could not make a directory for the certificate at \(directory.path): \(error)")
+    }
+    return try identity.writeCertificate(into: directory.path)
+}
+
+/// Removes the directory ``writeTrustRoot(_:)`` made for `file`.
+private func removeTrustRoot(_ file: String) {
+    try? FileManager.default.removeItem(at: URL(fileURLWithPath: file).deletingLastPathComponent())
 }
