@@ -89,7 +89,7 @@ public struct CarouselTemplate: TemplateRenderer {
             let image = reader.text("image", required: true)
             let text = reader.text("text")
             let uri = reader.text("uri") ?? defaultURI
-            guard let image else { continue }
+            guard image != nil else { continue }  // not `guard let`: a copy of the text counts a reference
             items.nextElement()
             items.beginObject()
             items.member("img", text: image)

@@ -173,8 +173,8 @@ public struct PayloadObject: Sendable, Equatable {
 
     /// ``set(_:text:)-(String,_)`` with a prepared name.
     public mutating func set(_ name: MemberName, text value: ContentText?) {
-        guard let value else { return }
-        setMember(name.text, tag: name.tag, name: name, isString: true) { value.write(to: &$0) }
+        guard value != nil else { return }  // `value?.` below reads it in place (see `JSONWriter.member(_:text:)`)
+        setMember(name.text, tag: name.tag, name: name, isString: true) { value?.write(to: &$0) }
     }
 
     /// A member name prepared once: its JSON text (quoted, escaped, with the colon) and its lookup tag. For the
@@ -214,8 +214,8 @@ public struct PayloadObject: Sendable, Equatable {
     /// ``appendNew(_:_:)-(_,String?)`` for text (see ``ContentText``).
     mutating func appendNew(_ name: MemberName, _ value: ContentText?) {
         assert(!contains(name.text), "appendNew(\(name.text)) on an object that has it")
-        guard let value else { return }
-        append(name.text, tag: name.tag, name: name, isString: true) { value.write(to: &$0) }
+        guard value != nil else { return }  // `value?.` below reads it in place (see `JSONWriter.member(_:text:)`)
+        append(name.text, tag: name.tag, name: name, isString: true) { value?.write(to: &$0) }
     }
 
     /// Appends the member `name` (not set yet) with an object whose members `write` streams (``JSONWriter/member(_:_:)``):

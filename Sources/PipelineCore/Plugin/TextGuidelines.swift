@@ -23,8 +23,9 @@ public struct TextGuidelines: Sendable, Hashable {
     /// ``check(_:limit:key:platform:in:)-(String?,_,_,_,_)`` for text read with ``FieldReader/text(_:required:personalize:)``
     /// (its characters are counted only when its bytes are more than `limit`).
     public static func check(_ text: ContentText?, limit: Int, key: String, platform: Platform, in reader: FieldReader) {
-        guard let text, text.utf8Count > limit else { return }
-        check(text.string, limit: limit, key: key, platform: platform, in: reader)
+        // `text?.` reads the text in place; `guard let` would copy it (a reference count on its document).
+        guard let byteCount = text?.utf8Count, byteCount > limit, let string = text?.string else { return }
+        check(string, limit: limit, key: key, platform: platform, in: reader)
     }
 
     /// Adds a warning to `reader` for `key` when `text` is longer than `limit` characters.

@@ -85,8 +85,9 @@ public struct ContentText: Sendable, Hashable, CustomStringConvertible, Expressi
 extension JSONWriter {
     /// Appends the member `key` with the text `value`, or nothing when `value` is `nil` (see ``ContentText``).
     public mutating func member(_ key: String, text value: ContentText?) {
-        guard let value else { return }
+        // `value?.` reads the text where it is: `guard let` would copy it (a reference count on its document).
+        guard value != nil else { return }
         self.key(key)
-        value.write(to: &self)
+        value?.write(to: &self)
     }
 }

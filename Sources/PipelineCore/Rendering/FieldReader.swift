@@ -80,13 +80,14 @@ public struct FieldReader {
         guard let value = stringNode(key, required: required) else { return nil }
         let document = diagnostics.document
         // A string without `{` has no placeholder: known from the document without scanning it again.
-        guard personalize, let personalizer = diagnostics.personalizer, document.mayHaveBrace(at: value) else {
+        // The personalizer is used where the render keeps it (`?.`): a local copy would count a reference to it.
+        guard personalize, diagnostics.personalizes, document.mayHaveBrace(at: value) else {
             return document.string(at: value)
         }
         guard !document.isEscaped(at: value) else {
-            return personalizer.render(document.string(at: value), at: path.appending(key), into: diagnostics)
+            return diagnostics.personalizer?.render(document.string(at: value), at: path.appending(key), into: diagnostics)
         }
-        return personalizer.render(unescapedStringAt: value, of: document, at: path.appending(key), into: diagnostics)
+        return diagnostics.personalizer?.render(unescapedStringAt: value, of: document, at: path.appending(key), into: diagnostics)
             ?? document.string(at: value)
     }
 
@@ -99,11 +100,11 @@ public struct FieldReader {
         let document = diagnostics.document
         if document.isEscaped(at: value) {
             let text = document.string(at: value)
-            guard personalize, let personalizer = diagnostics.personalizer else { return ContentText(text) }
-            return ContentText(personalizer.render(text, at: path.appending(key), into: diagnostics))
+            guard personalize, diagnostics.personalizes else { return ContentText(text) }
+            return ContentText(diagnostics.personalizer?.render(text, at: path.appending(key), into: diagnostics) ?? text)
         }
-        if personalize, let personalizer = diagnostics.personalizer, document.mayHaveBrace(at: value),
-            let rendered = personalizer.render(unescapedStringAt: value, of: document, at: path.appending(key), into: diagnostics)
+        if personalize, diagnostics.personalizes, document.mayHaveBrace(at: value),
+            let rendered = diagnostics.personalizer?.render(unescapedStringAt: value, of: document, at: path.appending(key), into: diagnostics)
         {
             return ContentText(rendered)
         }

@@ -7,6 +7,8 @@ final class RenderDiagnostics {
     var issues: [PipelineError.Issue] = []
     var warnings: [RenderWarning] = []
     let personalizer: Personalizer?
+    /// Whether there is a ``personalizer`` (tested without copying it out).
+    let personalizes: Bool
     /// Bytes reused by every personalized string of the render (one buffer per render, not one per string).
     var personalizationScratch: [UInt8] = []
 
@@ -65,6 +67,7 @@ final class RenderDiagnostics {
         self.document = document
         self.rootPath = path
         self.personalizer = personalizer
+        self.personalizes = personalizer != nil
         let nodeCount = document.nodes.count
         self.marksAfter512 = nodeCount > 512 ? Array(repeating: 0, count: (nodeCount - 512 + 63) / 64) : []
         placesBelow16[0] = Place(node: Int32(truncatingIfNeeded: node), parent: -1, keyNode: -1, index: -1)
