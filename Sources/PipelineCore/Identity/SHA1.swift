@@ -110,19 +110,26 @@ struct SHA1 {
             words[index] = mixed.rotatedLeft(by: 1)
         }
         var (a, b, c, d, e) = state
-        // The four groups of 20 rounds as separate loops: no test of the round number in each round.
-        func round(_ f: UInt32, _ k: UInt32, _ word: UInt32) {
-            let temp = a.rotatedLeft(by: 5) &+ f &+ e &+ k &+ word
-            e = d
-            d = c
-            c = b.rotatedLeft(by: 30)
-            b = a
-            a = temp
+        // Five rounds per step, each writing the variable the next would have moved out of the way (the usual
+        // unrolling: no moves between rounds), and the four groups of 20 rounds as separate loops (no test of the
+        // round number in each round).
+        @inline(__always)
+        func rounds(_ index: Int, _ k: UInt32, _ f: (UInt32, UInt32, UInt32) -> UInt32) {
+            e = e &+ a.rotatedLeft(by: 5) &+ f(b, c, d) &+ k &+ words[index]
+            b = b.rotatedLeft(by: 30)
+            d = d &+ e.rotatedLeft(by: 5) &+ f(a, b, c) &+ k &+ words[index &+ 1]
+            a = a.rotatedLeft(by: 30)
+            c = c &+ d.rotatedLeft(by: 5) &+ f(e, a, b) &+ k &+ words[index &+ 2]
+            e = e.rotatedLeft(by: 30)
+            b = b &+ c.rotatedLeft(by: 5) &+ f(d, e, a) &+ k &+ words[index &+ 3]
+            d = d.rotatedLeft(by: 30)
+            a = a &+ b.rotatedLeft(by: 5) &+ f(c, d, e) &+ k &+ words[index &+ 4]
+            c = c.rotatedLeft(by: 30)
         }
-        for index in 0..<20 { round((b & c) | (~b & d), 0x5A82_7999, words[index]) }
-        for index in 20..<40 { round(b ^ c ^ d, 0x6ED9_EBA1, words[index]) }
-        for index in 40..<60 { round((b & c) | (b & d) | (c & d), 0x8F1B_BCDC, words[index]) }
-        for index in 60..<80 { round(b ^ c ^ d, 0xCA62_C1D6, words[index]) }
+        for index in stride(from: 0, to: 20, by: 5) { rounds(index, 0x5A82_7999) { ($0 & $1) | (~$0 & $2) } }
+        for index in stride(from: 20, to: 40, by: 5) { rounds(index, 0x6ED9_EBA1) { $0 ^ $1 ^ $2 } }
+        for index in stride(from: 40, to: 60, by: 5) { rounds(index, 0x8F1B_BCDC) { ($0 & $1) | ($0 & $2) | ($1 & $2) } }
+        for index in stride(from: 60, to: 80, by: 5) { rounds(index, 0xCA62_C1D6) { $0 ^ $1 ^ $2 } }
         state = (state.0 &+ a, state.1 &+ b, state.2 &+ c, state.3 &+ d, state.4 &+ e)
     }
 }
