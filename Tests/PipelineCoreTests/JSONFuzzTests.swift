@@ -245,4 +245,65 @@ struct JSONFuzzTests {
             }
         }
     }
+
+    /// Whitespace around the structural bytes, and objects nested deeper than the indexer keeps each object's filter
+    /// of seen keys for (16 levels), with keys repeated after a nested container closes: the same values and errors
+    /// as the tree parser, at several nesting limits.
+    @Test func spacedAndDeeplyNestedTextsAreIndexedAsTheTreeParserReadsThem() {
+        var rng = SeededGenerator(seed: 0x5EED_0005)
+        var texts: [(bytes: [UInt8], maximumDepth: Int)] = []
+        for index in 0..<4_000 {
+            // Whitespace before and after the structural bytes outside strings, now and then.
+            var spaced: [UInt8] = []
+            var inString = false
+            var escaped = false
+            for byte in Self.nearlyValidBytes(&rng, index) {
+                let isStructural = !inString && Array("{}[]:,".utf8).contains(byte)
+                if isStructural, Bool.random(using: &rng) { spaced += Array(" \r\n\t".utf8.prefix(Int.random(in: 1...4, using: &rng))) }
+                spaced.append(byte)
+                if isStructural, Bool.random(using: &rng) { spaced += Array(" \n".utf8.prefix(Int.random(in: 1...2, using: &rng))) }
+                if inString, !escaped, byte == UInt8(ascii: "\\") { escaped = true } else {
+                    if !escaped, byte == UInt8(ascii: "\"") { inString.toggle() }
+                    escaped = false
+                }
+            }
+            texts.append((spaced, JSONParser.defaultMaximumDepth))
+        }
+        for depth in [15, 16, 17, 40] {
+            for duplicateLevel in [-1, 0, 1, depth / 2, depth - 2, depth - 1] {
+                var text = ""
+                for level in 0..<depth {
+                    text += #"{"k\#(level)":{"x":1},"# + (level % 2 == 0 ? #""é\#(level)":[0],"# : "") + #""v":"#
+                }
+                text += "[]"
+                for level in (0..<depth).reversed() {
+                    text += #","z":1,"\#(level == duplicateLevel ? "k" : "y")\#(level)":2}"#
+                }
+                for maximumDepth in [Int.max, depth, depth - 1] {
+                    texts.append((Array(text.utf8), maximumDepth))
+                }
+            }
+        }
+        var failures = 0
+        for (index, (bytes, maximumDepth)) in texts.enumerated() {
+            let tree: Result<JSONValue, JSONParseError>
+            do throws(JSONParseError) {
+                tree = .success(try JSONValue(parsing: bytes, maximumDepth: maximumDepth))
+            } catch {
+                tree = .failure(error)
+            }
+            let document: Result<JSONValue, JSONParseError>
+            do throws(JSONParseError) {
+                document = .success(try JSONDocument(parsing: bytes, maximumDepth: maximumDepth).value)
+            } catch {
+                document = .failure(error)
+            }
+            if case .failure = tree { failures += 1 }
+            #expect(document == tree, "input \(index): \(String(decoding: bytes, as: UTF8.self))")
+            if case .success(let treeValue) = tree, case .success(let documentValue) = document {
+                #expect(documentValue.encoded() == treeValue.encoded(), "input \(index)")
+            }
+        }
+        #expect(failures > 1_000 && failures < texts.count - 500, "valid and invalid input (\(failures) of \(texts.count) invalid)")
+    }
 }

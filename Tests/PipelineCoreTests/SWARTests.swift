@@ -33,7 +33,7 @@ struct SWARTests {
             for byte in [UInt8(ascii: "{"), UInt8(ascii: "\""), 0x80] {
                 #expect(SWAR.contains(byte, in: Self.word(bytes)) == bytes.contains(byte), "\(bytes) \(byte)")
             }
-            #expect(SWAR.orOfBytes(Self.word(bytes)) == bytes.reduce(0, |))
+            #expect(SWAR.isASCII(Self.word(bytes)) == bytes.allSatisfy { $0 < 0x80 })
         }
     }
 

@@ -86,7 +86,7 @@ public final class JSONDocument: Sendable {
         parser.skipWhitespace()
         guard parser.offset < bytes.count else { throw JSONParseError(.unexpectedEndOfInput, at: parser.offset) }
         let nodes = try [Node](capacity: capacity) { (output: inout OutputSpan<Node>) throws(JSONParseError) in
-            try parser.indexValue(depth: 0, into: &output)
+            try parser.indexValue(into: &output)
         }
         guard parser.isAtEnd else { throw JSONParseError(.trailingData, at: parser.offset) }
         return nodes
@@ -408,7 +408,7 @@ extension JSONParser {
         do throws(JSONParseError) {
             _ = try [JSONDocument.Node](capacity: min(bytes.count - start, 16_384) / 4 + 16) {
                 (output: inout OutputSpan<JSONDocument.Node>) throws(JSONParseError) in
-                try indexValue(depth: 0, into: &output)
+                try indexValue(into: &output)
             }
         } catch let error where error.kind == .tooManyNodes {
             offset = start
@@ -421,167 +421,213 @@ extension JSONParser {
     ///
     /// - Throws: ``JSONParseError/Kind/tooManyNodes`` when `nodes` is full (then indexed again with more room).
     @inline(__always)
-    private func append(_ node: JSONDocument.Node, to nodes: inout OutputSpan<JSONDocument.Node>) throws(JSONParseError) {
-        guard !nodes.isFull else { throw JSONParseError(.tooManyNodes, at: offset) }
+    private static func append(_ node: JSONDocument.Node, to nodes: inout OutputSpan<JSONDocument.Node>) throws(JSONParseError) {
+        // The test `append` makes, so that it is made once.
+        guard nodes.count < nodes.capacity else { throw JSONParseError(.tooManyNodes, at: Int(node.start)) }
         nodes.append(node)
     }
 
-    /// Indexes the value at ``offset`` into `nodes` (``JSONDocument``), checking it as ``nextValue()`` does.
-    mutating func indexValue(depth: Int, into nodes: inout OutputSpan<JSONDocument.Node>) throws(JSONParseError) {
-        skipWhitespace()
-        guard offset < bytes.count else { throw JSONParseError(.unexpectedEndOfInput, at: offset) }
-        let start = offset
-        let kind: JSONDocument.Node.Kind
-        switch bytes[offset] {
-        case UInt8(ascii: "{"): return try indexObject(depth: depth + 1, into: &nodes)
-        case UInt8(ascii: "["): return try indexArray(depth: depth + 1, into: &nodes)
-        case UInt8(ascii: "\""):
-            var node = try indexString()
-            node.next = UInt32(truncatingIfNeeded: nodes.count + 1)
-            try append(node, to: &nodes)
-            return
-        case UInt8(ascii: "t"): try expectLiteral("true"); kind = .true
-        case UInt8(ascii: "f"): try expectLiteral("false"); kind = .false
-        case UInt8(ascii: "n"): try expectLiteral("null"); kind = .null
-        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): _ = try parseNumber(); kind = .number
-        default: throw JSONParseError(.unexpectedCharacter, at: offset)
-        }
-        try append(
-            JSONDocument.Node(
-                kind: kind,
-                flags: 0,
-                start: UInt32(truncatingIfNeeded: start),
-                end: UInt32(truncatingIfNeeded: offset),
-                next: UInt32(truncatingIfNeeded: nodes.count + 1)
-            ),
-            to: &nodes
-        )
-    }
-
-    private mutating func indexObject(depth: Int, into nodes: inout OutputSpan<JSONDocument.Node>) throws(JSONParseError) {
-        guard let index = try open(.object, closer: UInt8(ascii: "}"), depth: depth, into: &nodes) else { return }
+    /// Indexes the value at ``offset`` into `nodes` (``JSONDocument``), checking it as ``nextValue()`` does, and
+    /// moves past it.
+    ///
+    /// One loop over the text rather than a call per value. The open containers are a chain through their own
+    /// nodes: until a container closes, its ``JSONDocument/Node/next`` is the index of the container around it (-1
+    /// for none), and that one's ``JSONDocument/Node/end`` its count of members or elements so far.
+    mutating func indexValue(into nodes: inout OutputSpan<JSONDocument.Node>) throws(JSONParseError) {
+        let text = bytes  // a local: its span is read while `offset` and the helpers change `self`
+        let span = text.span
+        var offset = self.offset
+        // The innermost open container (its node), -1 at the top level; its members or elements so far.
+        var container = -1
+        var depth = 0
+        var isObject = false
         var count: UInt32 = 0
-        // One bit per key tag seen so far in this object (a Bloom filter): a key whose bit is clear is new, and the
-        // member-by-member comparison is skipped. Untagged keys (not plain ASCII) are always compared.
+        // One bit per key tag seen so far in the object (a Bloom filter): a key whose bit is clear is new, and the
+        // member-by-member comparison is skipped. All bits are set after an untagged key (not plain ASCII: always
+        // compared). An object's bits are kept while a container in it is open for the first 16 levels; deeper, it
+        // is returned to with all bits set.
         var seenTags: UInt64 = 0
-        var hasUntaggedKey = false
+        var outerSeenTags = InlineArray<16, UInt64>(repeating: 0)
         while true {
-            skipWhitespace()
-            let keyOffset = offset
-            guard try peek() == UInt8(ascii: "\"") else { throw JSONParseError(.unexpectedCharacter, at: offset) }
-            var key = try indexString()
-            if key.flags & JSONDocument.plainASCII != 0 {
-                let start = Int(key.start) + 1
-                key.next = JSONDocument.keyTag(bytes.span, at: start, count: Int(key.end) - start)
-            } else {
-                key.next = JSONDocument.untaggedKey
-                hasUntaggedKey = true
+            if isObject {
+                guard try Self.nextByte(in: span, at: &offset) == UInt8(ascii: "\"") else {
+                    throw JSONParseError(.unexpectedCharacter, at: offset)
+                }
+                let keyOffset = offset
+                var key = try indexString(in: span, at: &offset)
+                if key.flags & JSONDocument.plainASCII != 0 {
+                    let start = Int(key.start) &+ 1
+                    key.next = JSONDocument.keyTag(span, at: start, count: Int(key.end) &- start)
+                } else {
+                    key.next = JSONDocument.untaggedKey
+                    nodes[container].flags |= JSONDocument.hasUntaggedKey
+                    seenTags = .max
+                }
+                let tagBit: UInt64 = 1 << ((key.next &* 0x9E37_79B1) >> 26)
+                if seenTags & tagBit != 0 {
+                    // The earlier keys of this object, reached through the nodes: each member's value is complete.
+                    var other = container &+ 1
+                    for _ in 0..<count {
+                        if JSONDocument.keysEqual(nodes[other], key, in: text) { throw JSONParseError(.duplicateKey, at: keyOffset) }
+                        other = Int(nodes[other &+ 1].next)
+                    }
+                }
+                seenTags |= tagBit
+                try Self.append(key, to: &nodes)
+                guard try Self.nextByte(in: span, at: &offset) == UInt8(ascii: ":") else {
+                    throw JSONParseError(.unexpectedCharacter, at: offset)
+                }
+                offset &+= 1
             }
-            let tagBit: UInt64 = 1 << ((key.next &* 0x9E37_79B1) >> 26)
-            if hasUntaggedKey || seenTags & tagBit != 0 {
-                // The earlier keys of this object, reached through the nodes: each member's value is complete.
-                var other = index + 1
-                for _ in 0..<count {
-                    if JSONDocument.keysEqual(nodes[other], key, in: bytes) { throw JSONParseError(.duplicateKey, at: keyOffset) }
-                    other = Int(nodes[other + 1].next)
+
+            // A value.
+            let byte = try Self.nextByte(in: span, at: &offset)
+            switch byte {
+            case UInt8(ascii: "{"), UInt8(ascii: "["):
+                guard depth < maximumDepth else { throw JSONParseError(.tooDeeplyNested, at: offset) }
+                let index = nodes.count
+                let opener = JSONDocument.Node(
+                    kind: byte == UInt8(ascii: "{") ? .object : .array,
+                    flags: 0,
+                    start: UInt32(truncatingIfNeeded: offset),
+                    end: 0,
+                    next: UInt32(truncatingIfNeeded: container)
+                )
+                try Self.append(opener, to: &nodes)
+                offset &+= 1
+                // `}` and `]` follow `{` and `[` by two in ASCII.
+                if try Self.nextByte(in: span, at: &offset) == byte &+ 2 {
+                    offset &+= 1
+                    nodes[index].next = UInt32(truncatingIfNeeded: nodes.count)
+                } else {
+                    if container >= 0 { nodes[container].end = count }
+                    if depth < outerSeenTags.count { outerSeenTags[depth] = seenTags }
+                    container = index
+                    depth &+= 1
+                    isObject = opener.kind == .object
+                    count = 0
+                    seenTags = 0
+                    continue
+                }
+            case UInt8(ascii: "\""):
+                var node = try indexString(in: span, at: &offset)
+                node.next = UInt32(truncatingIfNeeded: nodes.count &+ 1)
+                try Self.append(node, to: &nodes)
+            default:
+                self.offset = offset
+                let kind: JSONDocument.Node.Kind
+                switch byte {
+                case UInt8(ascii: "t"): try expectLiteral("true"); kind = .true
+                case UInt8(ascii: "f"): try expectLiteral("false"); kind = .false
+                case UInt8(ascii: "n"): try expectLiteral("null"); kind = .null
+                case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): _ = try parseNumber(); kind = .number
+                default: throw JSONParseError(.unexpectedCharacter, at: offset)
+                }
+                let node = JSONDocument.Node(
+                    kind: kind,
+                    flags: 0,
+                    start: UInt32(truncatingIfNeeded: offset),
+                    end: UInt32(truncatingIfNeeded: self.offset),
+                    next: UInt32(truncatingIfNeeded: nodes.count &+ 1)
+                )
+                offset = self.offset
+                try Self.append(node, to: &nodes)
+            }
+
+            // After a value: past a comma another member or element follows; past the closer, the container is
+            // complete, and is itself a value of the one around it.
+            while true {
+                guard container >= 0 else {
+                    self.offset = offset
+                    return
+                }
+                count &+= 1
+                let separator = try Self.nextByte(in: span, at: &offset)
+                if separator == UInt8(ascii: ",") {
+                    offset &+= 1
+                    break
+                }
+                guard separator == (isObject ? UInt8(ascii: "}") : UInt8(ascii: "]")) else {
+                    throw JSONParseError(.unexpectedCharacter, at: offset)
+                }
+                offset &+= 1
+                nodes[container].end = count
+                let outer = Int(Int32(bitPattern: nodes[container].next))
+                nodes[container].next = UInt32(truncatingIfNeeded: nodes.count)
+                container = outer
+                depth &-= 1
+                if container >= 0 {
+                    isObject = nodes[container].kind == .object
+                    count = nodes[container].end
+                    seenTags = depth < outerSeenTags.count ? outerSeenTags[depth] : .max
                 }
             }
-            seenTags |= tagBit
-            try append(key, to: &nodes)
-            skipWhitespace()
-            guard try peek() == UInt8(ascii: ":") else { throw JSONParseError(.unexpectedCharacter, at: offset) }
-            offset += 1
-            try indexValue(depth: depth, into: &nodes)
-            count += 1
-            guard try passSeparator(orClose: UInt8(ascii: "}"), containerAt: index, count: count, in: &nodes) else {
-                if hasUntaggedKey { nodes[index].flags |= JSONDocument.hasUntaggedKey }
-                return
+        }
+    }
+
+    /// The byte at `offset`, after any whitespace there (moving `offset` past it).
+    ///
+    /// - Throws: ``JSONParseError/Kind/unexpectedEndOfInput`` when the text ends first.
+    @inline(__always)
+    private static func nextByte(in span: Span<UInt8>, at offset: inout Int) throws(JSONParseError) -> UInt8 {
+        guard span.isIndex(offset) else { throw JSONParseError(.unexpectedEndOfInput, at: offset) }
+        let byte = span[offset]
+        // Compact JSON (every event) has no whitespace: that case is this one test.
+        guard byte <= 0x20 else { return byte }
+        return try nextByte(afterWhitespaceIn: span, at: &offset)
+    }
+
+    /// ``nextByte(in:at:)`` where the byte at `offset` may be whitespace.
+    private static func nextByte(afterWhitespaceIn span: Span<UInt8>, at offset: inout Int) throws(JSONParseError) -> UInt8 {
+        while offset < span.count {
+            switch span[offset] {
+            case 0x20, 0x09, 0x0A, 0x0D: offset &+= 1
+            case let byte: return byte
             }
         }
+        throw JSONParseError(.unexpectedEndOfInput, at: offset)
     }
 
-    private mutating func indexArray(depth: Int, into nodes: inout OutputSpan<JSONDocument.Node>) throws(JSONParseError) {
-        guard let index = try open(.array, closer: UInt8(ascii: "]"), depth: depth, into: &nodes) else { return }
-        var count: UInt32 = 0
-        while true {
-            try indexValue(depth: depth, into: &nodes)
-            count += 1
-            guard try passSeparator(orClose: UInt8(ascii: "]"), containerAt: index, count: count, in: &nodes) else { return }
-        }
-    }
-
-    /// Opens a container at ``offset`` (its `{` or `[`): the index of its node, or `nil` when it is empty (then
-    /// already closed).
-    private mutating func open(
-        _ kind: JSONDocument.Node.Kind,
-        closer: UInt8,
-        depth: Int,
-        into nodes: inout OutputSpan<JSONDocument.Node>
-    ) throws(JSONParseError) -> Int? {
-        guard depth <= maximumDepth else { throw JSONParseError(.tooDeeplyNested, at: offset) }
-        let index = nodes.count
-        try append(JSONDocument.Node(kind: kind, flags: 0, start: UInt32(truncatingIfNeeded: offset), end: 0, next: 0), to: &nodes)
-        offset += 1
-        skipWhitespace()
-        guard try peek() != closer else {
-            offset += 1
-            nodes[index].next = UInt32(truncatingIfNeeded: nodes.count)
-            return nil
-        }
-        return index
-    }
-
-    /// After a member or element: `true` past a comma (another follows), `false` past `closer` (then the container
-    /// at `index` is complete, with `count` members or elements).
-    private mutating func passSeparator(
-        orClose closer: UInt8,
-        containerAt index: Int,
-        count: UInt32,
-        in nodes: inout OutputSpan<JSONDocument.Node>
-    ) throws(JSONParseError) -> Bool {
-        skipWhitespace()
-        switch try peek() {
-        case UInt8(ascii: ","):
-            offset += 1
-            return true
-        case closer:
-            offset += 1
-            nodes[index].end = count
-            nodes[index].next = UInt32(truncatingIfNeeded: nodes.count)
-            return false
-        default:
-            throw JSONParseError(.unexpectedCharacter, at: offset)
-        }
-    }
-
-    /// Checks the string at ``offset`` and returns its node (``JSONDocument/Node/next`` left for the caller).
+    /// Checks the string at `offset` (of ``bytes``, as `span`), moves past it and returns its node
+    /// (``JSONDocument/Node/next`` left for the caller).
     @inline(__always)
-    private mutating func indexString() throws(JSONParseError) -> JSONDocument.Node {
+    private mutating func indexString(in span: Span<UInt8>, at offset: inout Int) throws(JSONParseError) -> JSONDocument.Node {
         let start = offset
-        let (end, allBits, hasBrace) = Self.plainRun(in: bytes, from: offset + 1)
-        if end < bytes.count, bytes[end] == UInt8(ascii: "\"") {
+        let (end, isASCII, hasBrace) = Self.plainRun(in: span, from: start &+ 1)
+        if span.isIndex(end), span[end] == UInt8(ascii: "\"") {
             var flags = JSONDocument.plainASCII | (hasBrace ? JSONDocument.mayHaveBrace : 0)
-            if allBits >= 0x80 {
+            if !isASCII {
                 do {
-                    _ = try UTF8Span(validating: bytes.span.extracting(start + 1..<end))
+                    _ = try UTF8Span(validating: span.extracting(start &+ 1..<end))
                 } catch {
                     throw JSONParseError(.invalidUTF8, at: start)
                 }
                 flags &= ~JSONDocument.plainASCII
             }
-            offset = end + 1
+            offset = end &+ 1
             return JSONDocument.Node(kind: .string, flags: flags, start: UInt32(truncatingIfNeeded: start), end: UInt32(truncatingIfNeeded: end), next: 0)
         }
         // Escapes, or an error: the tree parser's path checks it (with the same errors); the text is unescaped again
         // when it is read.
+        self.offset = start
         _ = try parseTaggedString()
+        offset = self.offset
         return JSONDocument.Node(
             kind: .string,
             flags: JSONDocument.escaped | JSONDocument.mayHaveBrace,
             start: UInt32(truncatingIfNeeded: start),
-            end: UInt32(truncatingIfNeeded: offset - 1),
+            end: UInt32(truncatingIfNeeded: offset &- 1),
             next: 0
         )
+    }
+}
+
+extension Span {
+    /// Whether `index` is an index of the span, tested as the subscript tests it (one unsigned comparison, which also
+    /// rules out a negative index): the subscript's own test is then dropped.
+    @inline(__always)
+    fileprivate func isIndex(_ index: Int) -> Bool {
+        UInt(bitPattern: index) < UInt(bitPattern: count)
     }
 }
 

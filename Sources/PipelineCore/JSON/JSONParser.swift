@@ -140,38 +140,41 @@ public struct JSONParser: Sendable {
 
     // MARK: - Scalars
 
-    /// The end of the run of plain string bytes starting at `start`, the OR of those bytes (below 0x80 when all
-    /// are ASCII), and whether one of them is `{` (a personalization placeholder can only be where one is).
+    /// The end of the run of plain string bytes starting at `start` (bytes other than `"`, `\` and control
+    /// characters), whether they are all ASCII, and whether one of them is `{` (a personalization placeholder can
+    /// only be where one is).
     ///
-    /// Eight bytes at a time while none of them ends the run (see ``SWAR``), then byte by byte.
+    /// Eight bytes at a time (see ``SWAR``), then byte by byte where fewer than eight are left.
     @inline(__always)
-    static func plainRun(in bytes: [UInt8], from start: Int) -> (end: Int, allBits: UInt8, hasBrace: Bool) {
-        let span = bytes.span
+    static func plainRun(in span: Span<UInt8>, from start: Int) -> (end: Int, isASCII: Bool, hasBrace: Bool) {
         var index = start
-        var wordBits: UInt64 = 0
+        var runBits: UInt64 = 0  // the OR of the run's bytes so far
         var braceBits: UInt64 = 0
-        while index &+ 8 <= span.count {
-            var word = SWAR.load(span, at: index)
-            let plain = SWAR.plainPrefixLength(word)
-            if plain < 8 {
-                // The run ends inside this word: keep the bytes before the end, no byte-by-byte search.
-                word = plain == 0 ? 0 : word & (UInt64.max >> (64 - plain * 8))
-                return (index &+ plain, SWAR.orOfBytes(wordBits | word), SWAR.hasMatch(braceBits | SWAR.matchBits(of: UInt8(ascii: "{"), in: word)))
+        // The bytes from `index` on: a word is loaded from its start without a bounds test of its own.
+        var rest = span.extracting(droppingFirst: start)
+        while rest.count >= 8 {
+            let word = SWAR.load(rest, at: 0)
+            let stops = SWAR.stopBits(word)
+            // The bytes up to the first stop (all eight when there is none): the stop itself is neither `{` nor
+            // beyond ASCII, and the bytes after it are cleared.
+            let run = word & (stops ^ (stops &- 1))
+            runBits |= run
+            braceBits |= SWAR.matchBits(of: UInt8(ascii: "{"), in: run)
+            if stops != 0 {
+                return (index &+ stops.trailingZeroBitCount >> 3, SWAR.isASCII(runBits), SWAR.hasMatch(braceBits))
             }
-            wordBits |= word
-            braceBits |= SWAR.matchBits(of: UInt8(ascii: "{"), in: word)
             index &+= 8
+            rest = rest.extracting(droppingFirst: 8)
         }
-        var allBits = SWAR.orOfBytes(wordBits)
         var hasBrace = SWAR.hasMatch(braceBits)
         while index < span.count {
             let byte = span[index]
             if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte < 0x20 { break }
-            allBits |= byte
+            runBits |= UInt64(byte)
             hasBrace = hasBrace || byte == UInt8(ascii: "{")
             index += 1
         }
-        return (index, allBits, hasBrace)
+        return (index, SWAR.isASCII(runBits), hasBrace)
     }
 
     private mutating func parseString() throws(JSONParseError) -> String {
@@ -185,11 +188,11 @@ public struct JSONParser: Sendable {
         // Fast path: no escapes. Find the end of the run of plain bytes (not `"`, `\` or a control
         // character). This loop is the parser's hottest; it reads through the array's `Span`, which is
         // bounds-checked and safe but avoids the array's copy-on-write and retain traffic per byte.
-        let (index, allBits, _) = Self.plainRun(in: bytes, from: offset)
+        let (index, isASCII, _) = Self.plainRun(in: bytes.span, from: offset)
         if index < bytes.count, bytes[index] == UInt8(ascii: "\"") {
             let string: String
             let keyTag: Int
-            if allBits < 0x80 {
+            if isASCII {
                 // ASCII is valid UTF-8: skip `String(validating:)`, which is generic and slow here.
                 string = String(decoding: bytes[offset..<index], as: UTF8.self)
                 keyTag = index == offset ? 0 : JSONObject.keyTag(count: index - offset, first: bytes[offset], last: bytes[index - 1])

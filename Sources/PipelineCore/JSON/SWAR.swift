@@ -15,14 +15,20 @@ enum SWAR {
     }
 
     /// The number of bytes of `word`, from the first, before its first `"`, `\` or control character (8 when there
-    /// is none). Exact: a match's borrow can only flag bytes after it, never one before.
+    /// is none).
     @inline(__always)
     static func plainPrefixLength(_ word: UInt64) -> Int {
+        stopBits(word).trailingZeroBitCount >> 3
+    }
+
+    /// The high bit of each byte of `word` that is a `"`, `\` or control character: exact for the first such byte
+    /// (a match's borrow can only flag bytes after it, never one before), 0 when there is none.
+    @inline(__always)
+    static func stopBits(_ word: UInt64) -> UInt64 {
         let quotes = word ^ (ones &* 0x22)
         let backslashes = word ^ (ones &* 0x5C)
-        let mask =
-            ((quotes &- ones) & ~quotes | (backslashes &- ones) & ~backslashes | (word &- ones &* 0x20) & ~word) & highBits
-        return mask.trailingZeroBitCount >> 3
+        let stops = (quotes &- ones) & ~quotes | (backslashes &- ones) & ~backslashes | (word &- ones &* 0x20) & ~word
+        return stops & highBits
     }
 
     /// Whether one of the eight bytes of `word` is `byte`.
@@ -46,12 +52,9 @@ enum SWAR {
         bits & highBits != 0
     }
 
-    /// The OR of the eight bytes of `word` (below 0x80 when all are ASCII).
+    /// Whether the bytes of `word` (or of an OR of words) are all ASCII.
     @inline(__always)
-    static func orOfBytes(_ word: UInt64) -> UInt8 {
-        var folded = word | (word >> 32)
-        folded |= folded >> 16
-        folded |= folded >> 8
-        return UInt8(truncatingIfNeeded: folded)
+    static func isASCII(_ word: UInt64) -> Bool {
+        word & highBits == 0
     }
 }
