@@ -29,7 +29,7 @@ struct SWARTests {
         var rng = SeededGenerator(seed: 0x5A_4A12)
         for round in 0..<40_000 {
             let bytes = Self.randomWord(round: round, oneIn: 6, &rng)
-            #expect((SWAR.plainPrefixLength(Self.word(bytes)) < 8) == bytes.contains(where: Self.isSpecial), "\(bytes)")
+            #expect((SWAR.stopBits(Self.word(bytes)) != 0) == bytes.contains(where: Self.isSpecial), "\(bytes)")
             for byte in [UInt8(ascii: "{"), UInt8(ascii: "\""), 0x80] {
                 #expect(SWAR.contains(byte, in: Self.word(bytes)) == bytes.contains(byte), "\(bytes) \(byte)")
             }
@@ -37,13 +37,13 @@ struct SWARTests {
         }
     }
 
-    @Test("the plain prefix of a word ends exactly at its first byte to escape, wherever the others are")
+    @Test("the first stop of a word is exactly its first byte to escape, wherever the others are")
     func plainPrefixIsExact() {
         var rng = SeededGenerator(seed: 0x5A_4A13)
         for round in 0..<40_000 {
             let bytes = Self.randomWord(round: round, oneIn: 4, &rng)
             let expected = bytes.firstIndex(where: Self.isSpecial) ?? 8
-            #expect(SWAR.plainPrefixLength(Self.word(bytes)) == expected, "\(bytes)")
+            #expect(SWAR.stopBits(Self.word(bytes)).trailingZeroBitCount >> 3 == expected, "\(bytes)")
         }
     }
 

@@ -218,13 +218,7 @@ public struct JSONWriter: Sendable {
         var runStart = 0
         var index = plain
         while true {
-            // To the next byte to escape: a word at a time, then the last few bytes one by one.
-            while index &+ 8 <= utf8.count {
-                let plain = SWAR.plainPrefixLength(SWAR.load(utf8, at: index))
-                index &+= plain
-                if plain < 8 { break }
-            }
-            while index < utf8.count, !Self.needsEscape(utf8[index]) { index &+= 1 }
+            index = Self.plainRunEnd(in: utf8, from: index)  // to the next byte to escape
             guard index < utf8.count else { break }
             append(utf8.extracting(runStart..<index))
             let byte = utf8[index]
@@ -253,11 +247,22 @@ public struct JSONWriter: Sendable {
 
     /// The number of bytes of `utf8`, from the first, before the first one written escaped (`utf8.count` when none is).
     static func plainPrefixLength(of utf8: Span<UInt8>) -> Int {
-        var index = 0
-        while index &+ 8 <= utf8.count {
-            let plain = SWAR.plainPrefixLength(SWAR.load(utf8, at: index))
-            index &+= plain
-            if plain < 8 { return index }
+        plainRunEnd(in: utf8, from: 0)
+    }
+
+    /// The index of the first byte of `utf8` from `start` on that is written escaped (`utf8.count` when none is).
+    ///
+    /// A word at a time, each loaded from the front of the bytes left (whose length the loop has checked, so the load
+    /// needs no bounds test of its own), then the last few bytes one by one.
+    @inline(__always)
+    static func plainRunEnd(in utf8: Span<UInt8>, from start: Int) -> Int {
+        var index = start
+        var rest = utf8.extracting(droppingFirst: start)
+        while rest.count >= 8 {
+            let stops = SWAR.stopBits(SWAR.load(rest, at: 0))
+            if stops != 0 { return index &+ stops.trailingZeroBitCount >> 3 }
+            index &+= 8
+            rest = rest.extracting(droppingFirst: 8)
         }
         while index < utf8.count, !needsEscape(utf8[index]) { index &+= 1 }
         return index

@@ -14,15 +14,9 @@ enum SWAR {
             | UInt64(chunk[4]) << 32 | UInt64(chunk[5]) << 40 | UInt64(chunk[6]) << 48 | UInt64(chunk[7]) << 56
     }
 
-    /// The number of bytes of `word`, from the first, before its first `"`, `\` or control character (8 when there
-    /// is none).
-    @inline(__always)
-    static func plainPrefixLength(_ word: UInt64) -> Int {
-        stopBits(word).trailingZeroBitCount >> 3
-    }
-
     /// The high bit of each byte of `word` that is a `"`, `\` or control character: exact for the first such byte
-    /// (a match's borrow can only flag bytes after it, never one before), 0 when there is none.
+    /// (a match's borrow can only flag bytes after it, never one before), 0 when there is none. So the bytes before
+    /// the first are `stopBits(word).trailingZeroBitCount >> 3` (8 when there is none).
     @inline(__always)
     static func stopBits(_ word: UInt64) -> UInt64 {
         let quotes = word ^ (ones &* 0x22)
