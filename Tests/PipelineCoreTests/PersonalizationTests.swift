@@ -81,3 +81,11 @@ struct PersonalizationTests {
         #expect(error.code == .invalidField)
     }
 }
+
+extension Personalizer {
+    /// Whether `text` has a `{{` (a placeholder may start there): what the personalizer's scan finds before it fills
+    /// or hands over a text.
+    static func containsPlaceholder(_ text: String) -> Bool {
+        SimpleTemplate.scan(text.utf8.span) { _, _ in } != .noPlaceholder
+    }
+}

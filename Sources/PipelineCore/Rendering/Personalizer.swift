@@ -27,30 +27,6 @@ struct Personalizer: Sendable {
     /// The Mustache pragma that turns HTML escaping off for one template.
     private static let textPragma = "{{% CONTENT_TYPE: TEXT}}"
 
-    /// Whether `text` has a `{{` (a placeholder may start there).
-    static func containsPlaceholder(_ text: String) -> Bool {
-        containsPlaceholder(text.utf8.span)
-    }
-
-    /// Whether the UTF-8 text `bytes` has a `{{`. Words of eight bytes without a `{` are skipped whole (a `{{`
-    /// cannot start or end in them).
-    static func containsPlaceholder(_ bytes: Span<UInt8>) -> Bool {
-        var previous: UInt8 = 0
-        var index = 0
-        while index < bytes.count {
-            if index + 8 <= bytes.count, !SWAR.contains(UInt8(ascii: "{"), in: SWAR.load(bytes, at: index)) {
-                previous = 0
-                index += 8
-                continue
-            }
-            let byte = bytes[index]
-            if byte == UInt8(ascii: "{"), previous == UInt8(ascii: "{") { return true }
-            previous = byte
-            index += 1
-        }
-        return false
-    }
-
     /// Renders `text`; `path` (the field's path, for issues and warnings) is only built when needed.
     func render(_ text: String, at path: @autoclosure () -> FieldPath, into diagnostics: RenderDiagnostics) -> String {
         render(text.utf8.span, text: text, at: path(), into: diagnostics) ?? text
@@ -78,14 +54,16 @@ struct Personalizer: Sendable {
         at path: @autoclosure () -> FieldPath,
         into diagnostics: RenderDiagnostics
     ) -> String? {
-        guard Self.containsPlaceholder(bytes) else { return nil }
-        let simple = SimpleTemplate.render(bytes, attributes, scratch: &diagnostics.personalizationScratch) { name in
+        let filled = SimpleTemplate.fill(bytes, attributes, scratch: &diagnostics.personalizationScratch) { name in
             diagnostics.warnings.append(
                 RenderWarning(path: path(), message: "attribute '\(name)' is not in recipient.attributes; rendered empty")
             )
         }
-        if let simple { return simple }
-        return renderWithMustache(text(), at: path(), into: diagnostics)
+        switch filled {
+        case .noPlaceholder: return nil
+        case .filled(let text): return text
+        case .notSimple: return renderWithMustache(text(), at: path(), into: diagnostics)
+        }
     }
 
     /// Renders `text` with Mustache, whatever its tags (the general path; tests compare it with
@@ -118,27 +96,50 @@ struct Personalizer: Sendable {
 /// brace, and Mustache parses by `Character`), and text whose first line is blank (Mustache drops a
 /// blank line after the standalone `CONTENT_TYPE` pragma we prepend).
 enum SimpleTemplate {
-    /// `text` with its variables filled from `attributes`, or `nil` when `text` is not simple.
-    /// Calls `missing` once per absent name, in order of first use.
+    /// What ``fill(_:_:scratch:missing:)`` made of a text.
+    enum Filled {
+        /// The text has no `{{`: it is its own rendering.
+        case noPlaceholder
+        /// The text with its variables filled.
+        case filled(String)
+        /// The text has a `{{` but is not simple: Mustache renders it.
+        case notSimple
+    }
+
+    /// What ``scan(_:tag:)`` found.
+    enum Scan: Equatable {
+        case noPlaceholder, simple, notSimple
+    }
+
+    /// `text` with its variables filled from `attributes` (`text` itself when it has no `{{`), or `nil` when `text`
+    /// is not simple. Calls `missing` once per absent name, in order of first use.
     static func render(_ text: String, _ attributes: [String: String], missing: (String) -> Void) -> String? {
         var scratch: [UInt8] = []
-        return render(text.utf8.span, .dictionary(attributes), scratch: &scratch, missing: missing)
+        switch fill(text.utf8.span, .dictionary(attributes), scratch: &scratch, missing: missing) {
+        case .noPlaceholder: return text
+        case .filled(let filled): return filled
+        case .notSimple: return nil
+        }
     }
 
     /// ``render(_:_:missing:)`` of the UTF-8 text `source`, assembling the text in `scratch` (emptied first; its
     /// capacity is kept for the next).
     ///
-    /// One pass over the bytes: text between tags and the values are appended as the tags are found, and the
-    /// result is made a `String` once. Tags are ASCII and so is the byte on each side of one, so the pieces join into
-    /// valid UTF-8. A text that turns out not to be simple leaves `scratch` with a part of it, and `missing`
-    /// uncalled.
-    static func render(_ source: Span<UInt8>, _ attributes: AttributeSource, scratch result: inout [UInt8], missing: (String) -> Void) -> String? {
-        result.removeAll(keepingCapacity: true)
-        // Room for most of the render's strings at once (the buffer is kept for the next one).
-        result.reserveCapacity(Swift.max(source.count + 64, 512))
+    /// One pass over the bytes, which also finds whether there is a placeholder at all: text between tags and the
+    /// values are appended as the tags are found, and the result is made a `String` once. Tags are ASCII and so is
+    /// the byte on each side of one, so the pieces join into valid UTF-8. A text that turns out not to be simple
+    /// leaves `scratch` with a part of it, and `missing` uncalled.
+    static func fill(_ source: Span<UInt8>, _ attributes: AttributeSource, scratch result: inout [UInt8], missing: (String) -> Void) -> Filled {
         var absent: [String] = []
         var textStart = 0
-        let isSimple = scan(source) { nameRange, tagRange in
+        var isFirstTag = true
+        let found = scan(source) { nameRange, tagRange in
+            if isFirstTag {
+                isFirstTag = false
+                result.removeAll(keepingCapacity: true)
+                // Room for most of the render's strings at once (the buffer is kept for the next one).
+                result.reserveCapacity(Swift.max(source.count + 64, 512))
+            }
             result.append(copying: source.extracting(textStart..<tagRange.lowerBound))
             let name = source.extracting(nameRange)
             if !attributes.appendValue(named: name, to: &result) {
@@ -147,28 +148,22 @@ enum SimpleTemplate {
             }
             textStart = tagRange.upperBound
         }
-        guard isSimple else { return nil }
-        result.append(copying: source.extracting(textStart..<source.count))
-        for name in absent { missing(name) }
-        return String(decoding: result, as: UTF8.self)
+        switch found {
+        case .noPlaceholder: return .noPlaceholder
+        case .notSimple: return .notSimple
+        case .simple:
+            result.append(copying: source.extracting(textStart..<source.count))
+            for name in absent { missing(name) }
+            return .filled(String(decoding: result, as: UTF8.self))
+        }
     }
 
-    /// Finds the tags of `bytes`, passing each tag's name and whole range to `tag`; returns `false`
-    /// (possibly after some calls) as soon as `bytes` turns out not to be simple.
-    private static func scan(_ bytes: Span<UInt8>, tag: (Range<Int>, Range<Int>) -> Void) -> Bool {
-        // The first line must not be blank: after any spaces and tabs comes neither a control
-        // character nor one of the other characters Swift counts as a newline (U+0085, U+2028, U+2029).
-        var first = 0
-        while first < bytes.count, bytes[first] == UInt8(ascii: " ") || bytes[first] == UInt8(ascii: "\t") { first += 1 }
-        guard first < bytes.count else { return false }
-        if bytes[first] < 0x20 || bytes[first] == 0x7F || bytes.has(0xC2, 0x85, at: first) || bytes.has(0xE2, 0x80, 0xA8, at: first)
-            || bytes.has(0xE2, 0x80, 0xA9, at: first)
-        {
-            return false
-        }
-
+    /// Finds the tags of `bytes`, passing each tag's name and whole range to `tag`: ``Scan/noPlaceholder`` when it has
+    /// no `{{`, ``Scan/notSimple`` (possibly after some calls) as soon as it turns out not to be simple.
+    static func scan(_ bytes: Span<UInt8>, tag: (Range<Int>, Range<Int>) -> Void) -> Scan {
         let end = bytes.count
         var index = 0
+        var hasTag = false
         while index < end - 1 {
             // Eight bytes without a `{` hold no tag's start.
             if index + 8 <= end, !SWAR.contains(UInt8(ascii: "{"), in: SWAR.load(bytes, at: index)) {
@@ -179,26 +174,42 @@ enum SimpleTemplate {
                 index += 1
                 continue
             }
-            // A tag starts at `index`. The byte before it must be ASCII.
-            if index > 0, bytes[index - 1] >= 0x80 { return false }
+            // A tag starts at `index`: the text must not start with a blank line (checked at the first), and the
+            // byte before the tag must be ASCII.
+            if !hasTag {
+                guard Self.firstLineIsNotBlank(bytes) else { return .notSimple }
+                hasTag = true
+            }
+            if index > 0, bytes[index - 1] >= 0x80 { return .notSimple }
             var nameStart = index + 2
             let isTriple = nameStart < end && bytes[nameStart] == UInt8(ascii: "{")
             if isTriple { nameStart += 1 }
             var nameEnd = nameStart
             while nameEnd < end, isNameByte(bytes[nameEnd]) { nameEnd += 1 }
-            guard nameEnd > nameStart else { return false }
+            guard nameEnd > nameStart else { return .notSimple }
             // Closing braces: `}}`, or `}}}` for a triple.
             var close = nameEnd
             for _ in 0..<(isTriple ? 3 : 2) {
-                guard close < end, bytes[close] == UInt8(ascii: "}") else { return false }
+                guard close < end, bytes[close] == UInt8(ascii: "}") else { return .notSimple }
                 close += 1
             }
             // The byte after the tag must be ASCII.
-            if close < end, bytes[close] >= 0x80 { return false }
+            if close < end, bytes[close] >= 0x80 { return .notSimple }
             tag(nameStart..<nameEnd, index..<close)
             index = close
         }
-        return true
+        return hasTag ? .simple : .noPlaceholder
+    }
+
+    /// Whether the text's first line is not blank: after any spaces and tabs comes neither a control character nor
+    /// one of the other characters Swift counts as a newline (U+0085, U+2028, U+2029). Mustache drops a blank line
+    /// after the standalone pragma the personalizer puts first.
+    private static func firstLineIsNotBlank(_ bytes: Span<UInt8>) -> Bool {
+        var first = 0
+        while first < bytes.count, bytes[first] == UInt8(ascii: " ") || bytes[first] == UInt8(ascii: "\t") { first += 1 }
+        guard first < bytes.count else { return false }
+        return !(bytes[first] < 0x20 || bytes[first] == 0x7F || bytes.has(0xC2, 0x85, at: first) || bytes.has(0xE2, 0x80, 0xA8, at: first)
+            || bytes.has(0xE2, 0x80, 0xA9, at: first))
     }
 
     /// Letters, digits, `_` and `-`: name bytes Mustache reads as one plain (undotted) name.
