@@ -53,7 +53,9 @@ public struct RenderRunner: Sendable {
                 outcome = registry.render(eventBytes: input[range])
             } catch {
                 outcome = .failed(PipelineError(.invalidJSON, at: .root, "invalid JSON in \(source): \(error)"))
-                parser.skip(toLineStartingWith: UInt8(ascii: "{"), after: error.offset)
+                // From where the failed value began: a line cut short runs on into the next, and the error is
+                // found there, so skipping from the error would lose the event on that line.
+                parser.skip(toLineStartingWith: UInt8(ascii: "{"), after: parser.valueStart)
             }
             switch outcome {
             case .rendered(let notification):

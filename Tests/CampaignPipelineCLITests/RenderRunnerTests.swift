@@ -62,6 +62,21 @@ struct RenderRunnerTests {
         ])
     }
 
+    /// A line cut short after a complete member reads on into the next line's event, where the error is found (the
+    /// `{` that starts it): rendering resumes at the line after the broken one, so that event and those after it
+    /// still render. (A line cut inside a string fails at its own newline, a control character in the string.)
+    @Test func aLineCutShortLosesOnlyItself() throws {
+        let good = try JSONValue(parsing: Data(contentsOf: Paths.repositoryRoot.appendingPathComponent("Config/samples/basic-apns.json"))).jsonString
+        for cut in [#"{"eventId":"broken","template":"basic""#, String(good.prefix(60))] {
+            for input in [[cut, good, good], [good, cut, good, good, cut, good], [cut, cut, good]] {
+                let captured = runner.capture(Array(input.joined(separator: "\n").utf8), source: "cut.jsonl")
+                let cuts = input.filter { $0 == cut }.count
+                #expect(captured.summary == RenderRunner.Summary(rendered: input.count - cuts, failed: cuts), "\(cut): \(captured.stderr)")
+                #expect(captured.stdout.count == input.count - cuts)
+            }
+        }
+    }
+
     @Test func envelopeWrapsPayloadWithIdsHeadersAndWarnings() throws {
         var event = try JSONValue(parsing: Data(contentsOf: Paths.repositoryRoot.appendingPathComponent("Config/samples/timer-apns-full.json")))
         if case .object(var object) = event {

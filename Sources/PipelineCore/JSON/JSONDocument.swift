@@ -403,6 +403,7 @@ extension JSONParser {
         skipWhitespace()
         guard offset < bytes.count else { return nil }
         let start = offset
+        valueStart = start
         // Room for the nodes of an event of a few kilobytes; a longer or denser value is read again by the tree
         // parser (its errors are the same), rather than reserving room for the whole rest of the stream.
         do throws(JSONParseError) {

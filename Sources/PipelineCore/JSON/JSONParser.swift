@@ -11,6 +11,9 @@ public struct JSONParser: Sendable {
     let bytes: [UInt8]
     /// The offset of the next byte to read.
     public internal(set) var offset: Int
+    /// The offset of the first byte of the value ``nextValue()`` or ``nextValueRange()`` read last, or failed to read
+    /// (where to resynchronise from after an error, ``skip(toLineStartingWith:after:)``).
+    public internal(set) var valueStart = 0
     /// Arrays and objects nested deeper than this are an error (protects the stack).
     public let maximumDepth: Int
     /// Members of the objects being parsed, innermost last. Each object's members are collected
@@ -37,16 +40,21 @@ public struct JSONParser: Sendable {
     /// Parses the next value, skipping leading whitespace; `nil` when only whitespace remains.
     ///
     /// - Throws: ``JSONParseError`` with the offset of the problem. The parser's ``offset`` is then
-    ///   unspecified; use ``skip(toLineStartingWith:)`` to resynchronise on JSON lines.
+    ///   unspecified; resynchronise on JSON lines with `skip(toLineStartingWith: UInt8(ascii: "{"), after: valueStart)`.
     public mutating func nextValue() throws(JSONParseError) -> JSONValue? {
         skipWhitespace()
         guard offset < bytes.count else { return nil }
+        valueStart = offset
         return try parseValue(depth: 0)
     }
 
-    /// Moves to the start of the next line (after `from`) whose first byte is `byte`, or to the end.
+    /// Moves to the start of the first line after `from` whose first byte is `byte`, or to the end.
+    ///
+    /// After an error, pass ``valueStart``: the value that failed may have run on into the lines after its own (a
+    /// line cut short reads on into the next event), so the error's offset can be on a later line than the next
+    /// event's start.
     public mutating func skip(toLineStartingWith byte: UInt8, after from: Int) {
-        var index = max(from, offset)
+        var index = from
         while index < bytes.count {
             if bytes[index] == UInt8(ascii: "\n"), index + 1 < bytes.count, bytes[index + 1] == byte {
                 offset = index + 1
