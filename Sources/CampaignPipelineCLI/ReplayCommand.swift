@@ -16,7 +16,9 @@ struct ReplayCommand: AsyncParsableCommand {
             Reads the range [--from, --to) of each partition in a consumer group of its own and runs every \
             event through the pipeline again. Decisions that depend on time (TTL expiry, timers that already \
             ended, campaign cancellations and definitions) use each event's own time, so replaying the same \
-            range gives the same outcomes whenever it runs. Timer expiries are not scheduled.
+            range gives the same outcomes whenever it runs; with --deliver they use the current time, as a live \
+            run does, so nothing that has expired or was cancelled by now is sent to phones. Timer expiries are \
+            not scheduled.
 
             SAFE BY DEFAULT: outputs go to topics named with --output-prefix (default 'replay.': \
             replay.push.fcm, replay.push.apns, replay.campaign.analytics, replay.campaign.dlq), never to the \
@@ -114,6 +116,8 @@ struct ReplayCommand: AsyncParsableCommand {
             registry: BuiltinTemplates.registry,
             replay: plan,
             progress: { display.show($0) },
+            // Sending to phones now: judged now (see the discussion above).
+            decisionClock: deliver ? .wallClock : .eventTime,
             logger: logger
         )
         try await pipeline.runUntilSignalled(logger: logger)

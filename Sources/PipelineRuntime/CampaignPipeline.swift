@@ -96,6 +96,9 @@ public final class CampaignPipeline: Service {
     ///   - replay: the ranges to reprocess.
     ///   - progress: receives the progress about once a second.
     ///   - sinks: sinks to use instead of building them from the configuration (see the streaming initializer).
+    ///   - decisionClock: ``DecisionClock/eventTime`` (the default) gives the same outcomes whenever the replay runs;
+    ///     a replay that sends to devices judges at the ``DecisionClock/wallClock``, as a live run does, so that
+    ///     nothing expired or cancelled by now reaches a phone.
     ///   - logger: the root logger.
     public init(
         configuration: PipelineConfiguration,
@@ -103,13 +106,14 @@ public final class CampaignPipeline: Service {
         replay: ReplayPlan,
         progress: (@Sendable (ReplayProgress) -> Void)? = nil,
         sinks: [any PushSink] = [],
+        decisionClock: DecisionClock = .eventTime,
         logger: Logger
     ) {
         self.providedSinks = sinks
         self.statistics = PipelineStatistics()
         self.configuration = configuration
         self.processor = EventProcessor(registry: registry)
-        self.decisionClock = .eventTime
+        self.decisionClock = decisionClock
         self.replay = replay
         self.progressHandler = progress
         self.logger = logger

@@ -57,5 +57,15 @@ struct ReplayCommandTests {
         await consumer.close()
         #expect(replayAnalytics == Int64(samples.count), "one outcome per replayed event")
         #expect(liveOutputs == 0, "nothing written to the live topics")
+
+        // The samples are dated December 2023, and two timers ended on the 25th: judged at each event's time they
+        // were live; a replay that sends to phones judges them now, and sends nothing that has ended.
+        #expect(result.stdout.contains("expired 0,"), "\(result.stdout)")
+        let delivering = try await runProcess(
+            executable,
+            ["replay", "--bootstrap-servers", kafka.bootstrapServers, "--from", "beginning", "--deliver", "--log-level", "warning"]
+        )
+        #expect(delivering.status == 0, "\(delivering.stderr)")
+        #expect(delivering.stdout.contains("expired 2,"), "\(delivering.stdout)")
     }
 }

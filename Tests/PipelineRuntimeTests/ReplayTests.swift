@@ -186,6 +186,34 @@ struct ReplayTests {
         }
     }
 
+    @Test("a replay judges expiry at each event's own time; one that sends to devices judges it now")
+    func decisionClocks() async throws {
+        try await withReplayCluster { kafka, configuration in
+            // Sent two hours ago, to expire one hour ago: live within their own time, expired now.
+            let factory = try EventFactory()
+            let occurredAt = Date().addingTimeInterval(-7_200)
+            let events = (0..<60).map { index in
+                var event = factory.event(EventFactory.kinds[index % 4], id: "late-\(index)", recipient: "user-\(index)", occurredAt: occurredAt)
+                event["expiresAt"] = .string(EventFactory.rfc3339(occurredAt.addingTimeInterval(3_600)))
+                return (key: "user-\(index)", value: JSONValue.object(event).encoded())
+            }
+            try await produce(events, to: configuration.topics.sends, kafka: kafka)
+            let plan = ReplayPlan(ranges: try await ranges(.beginning, .end, kafka: kafka, topic: configuration.topics.sends))
+            let replayed = replayConfiguration(configuration)
+
+            // Each run adds its 60 outcomes to the replay's analytics topic.
+            var expected: [AnalyticsEvent.Kind: Int] = [:]
+            for (clock, kind) in [(CampaignPipeline.DecisionClock.eventTime, AnalyticsEvent.Kind.delivered), (.wallClock, .expired)] {
+                var settings = replayed
+                settings.groupID = "replay-\(kind.rawValue)"
+                try await CampaignPipeline(configuration: settings, registry: builtinRegistry, replay: plan, decisionClock: clock, logger: testLogger).run()
+                expected[kind] = 60
+                let outcomes = try analytics(try await readAll(replayed.topics.analytics, kafka: kafka))
+                #expect(Dictionary(grouping: outcomes, by: \.kind).mapValues(\.count) == expected, "\(clock)")
+            }
+        }
+    }
+
     @Test("a dry run writes nothing to any topic and commits nothing")
     func dryRun() async throws {
         try await withReplayCluster { kafka, configuration in
