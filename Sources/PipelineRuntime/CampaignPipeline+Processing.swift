@@ -176,7 +176,7 @@ extension CampaignPipeline {
             ticket.add(1)
             if sinks.isEmpty {
                 // Only possible with a configuration built in code (loaded ones always route both platforms).
-                let failure = SinkFailure(.payloadRejected, "no sink is configured for \(notification.platform.rawValue) payloads")
+                let failure = SinkFailure(.rejectedByPlatform, "no sink is configured for \(notification.platform.rawValue) payloads")
                 finishDelivery(delivery, outcome: .failed(failure), from: "none", sender: sender)
             }
             for (sink, countsWaits) in zip(sinks, route.countsWaits) {

@@ -180,7 +180,7 @@ final class OutputSender: Sendable {
         if case .payload(let completion) = output.acknowledgement, Self.isPermanent(error) {
             let topic = output.record.topic
             logger.warning("Output refused for good", metadata: ["topic": "\(topic)", "error": "\(error)"])
-            let code: SinkFailure.Code = (error.librdkafkaName ?? "").contains("SIZE_TOO_LARGE") ? .payloadTooLarge : .payloadRejected
+            let code: SinkFailure.Code = (error.librdkafkaName ?? "").contains("SIZE_TOO_LARGE") ? .payloadTooLarge : .rejectedByPlatform
             completion(.failed(SinkFailure(code, "\(topic) refused the payload: \(error)")))
             return
         }

@@ -98,7 +98,7 @@ public struct SinkFailure: Error, Sendable, Equatable, CustomStringConvertible {
         /// The payload is over the platform's size limit.
         case payloadTooLarge = "payload_too_large"
         /// The platform refused the request for another reason (other 4xx); retrying cannot help.
-        case payloadRejected = "payload_rejected"
+        case rejectedByPlatform = "rejected_by_platform"
         /// The platform asked to slow down (429); retried.
         case throttled
         /// The platform could not be reached or failed (5xx, timeouts, lost connections); retried.

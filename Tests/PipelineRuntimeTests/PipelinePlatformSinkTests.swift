@@ -49,7 +49,7 @@ struct PipelinePlatformSinkTests {
         }
     }
 
-    @Test("platform answers become outcomes: delivered, invalid_token (+ campaign.tokens), payload_rejected, payload_too_large, throttled then delivered, unavailable after the deadline")
+    @Test("platform answers become outcomes: delivered, invalid_token (+ campaign.tokens), rejected_by_platform, payload_too_large, throttled then delivered, unavailable after the deadline")
     func outcomesAndTokenEvents() async throws {
         let fcm = try await FakeFCM.start()
         let apns = try await FakeAPNs.start()
@@ -94,7 +94,7 @@ struct PipelinePlatformSinkTests {
             #expect(outcome(0)?.reasonCode == "invalid_token")
             #expect(outcome(0)?.sink == "fcm:test-project")
             #expect(outcome(1)?.reasonCode == "invalid_token")
-            #expect(outcome(2)?.reasonCode == "payload_rejected")
+            #expect(outcome(2)?.reasonCode == "rejected_by_platform")
             #expect(outcome(3)?.reasonCode == "payload_too_large")
             #expect(outcome(4)?.kind == .delivered, "throttled, then delivered")
             #expect(outcome(5)?.kind == .failed)

@@ -102,7 +102,7 @@ struct APNsSinkTests {
             invalidatedAt: Timestamp(secondsSince1970: 1_763_800_000, nanoseconds: 123_000_000)
         ),
         ErrorCase(name: "413 PayloadTooLarge → payload_too_large", answers: [reason(413, "PayloadTooLarge")], code: .payloadTooLarge, attempts: 1),
-        ErrorCase(name: "400 BadCollapseId → payload_rejected", answers: [reason(400, "BadCollapseId")], code: .payloadRejected, attempts: 1),
+        ErrorCase(name: "400 BadCollapseId → rejected_by_platform", answers: [reason(400, "BadCollapseId")], code: .rejectedByPlatform, attempts: 1),
         ErrorCase(
             name: "429 TooManyRequests with Retry-After 3 → retried after 3 s",
             answers: [reason(429, "TooManyRequests", headers: [("retry-after", "3")])], code: nil, attempts: 2, sleeps: [.seconds(3)]

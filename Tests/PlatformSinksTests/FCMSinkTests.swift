@@ -142,9 +142,9 @@ struct FCMSinkTests {
             outcome: .failed(.invalidToken, attempts: 1), requests: 1
         ),
         ErrorCase(
-            name: "400 INVALID_ARGUMENT on another field → payload_rejected",
+            name: "400 INVALID_ARGUMENT on another field → rejected_by_platform",
             answers: [fcmError(400, "INVALID_ARGUMENT", "Invalid value at 'message.android.ttl'", fieldViolation: "message.android.ttl")],
-            outcome: .failed(.payloadRejected, attempts: 1), requests: 1
+            outcome: .failed(.rejectedByPlatform, attempts: 1), requests: 1
         ),
         ErrorCase(name: "403 SENDER_ID_MISMATCH → invalid_token", answers: [fcmError(403, "SENDER_ID_MISMATCH", "SenderId mismatch")], outcome: .failed(.invalidToken, attempts: 1), requests: 1),
         ErrorCase(
@@ -163,9 +163,9 @@ struct FCMSinkTests {
             outcome: .failed(.unavailable, attempts: 6), sleeps: [.milliseconds(500), .seconds(1), .seconds(2), .seconds(4), .seconds(4)], requests: 6
         ),
         ErrorCase(
-            name: "401 THIRD_PARTY_AUTH_ERROR (the app's APNs credentials in Firebase) → payload_rejected, the sink goes on",
+            name: "401 THIRD_PARTY_AUTH_ERROR (the app's APNs credentials in Firebase) → rejected_by_platform, the sink goes on",
             answers: [fcmError(401, "THIRD_PARTY_AUTH_ERROR", "Auth error from APNS or Web Push Service")],
-            outcome: .failed(.payloadRejected, attempts: 1), requests: 1
+            outcome: .failed(.rejectedByPlatform, attempts: 1), requests: 1
         ),
         ErrorCase(name: "403 PERMISSION_DENIED → the sink stops", answers: [fcmError(403, "PERMISSION_DENIED", "Permission denied")], outcome: .abandoned(.auth), requests: 1),
     ]

@@ -53,7 +53,7 @@ struct RetryPolicyTests {
     }
 
     @Test("failures retrying cannot help end at once, with the attempt count", arguments: [
-        SinkFailure.Code.invalidToken, .payloadRejected, .payloadTooLarge, .auth,
+        SinkFailure.Code.invalidToken, .rejectedByPlatform, .payloadTooLarge, .auth,
     ])
     func finalFailures(code: SinkFailure.Code) async {
         let clock = VirtualClock()

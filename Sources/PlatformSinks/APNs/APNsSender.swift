@@ -128,7 +128,7 @@ public struct APNsSender: PlatformSender {
         case (500..., _):
             return SinkFailure(.unavailable, detail, retryAfter: reply.retryAfter())
         case (400..<500, _):
-            return SinkFailure(.payloadRejected, detail)
+            return SinkFailure(.rejectedByPlatform, detail)
         default:
             return SinkFailure(.unavailable, "APNs answered an unexpected \(reply.status)")
         }

@@ -109,7 +109,7 @@ public struct FCMSender: PlatformSender {
             return SinkFailure(.unavailable, detail, retryAfter: reply.retryAfter())
         case _ where code == "THIRD_PARTY_AUTH_ERROR":
             // The app's APNs credentials in Firebase (iOS through FCM): a problem of that app, not of our account.
-            return SinkFailure(.payloadRejected, detail)
+            return SinkFailure(.rejectedByPlatform, detail)
         case 401:
             return SinkFailure(.auth, detail)
         case _ where code == "UNREGISTERED" || code == "SENDER_ID_MISMATCH":
@@ -123,7 +123,7 @@ public struct FCMSender: PlatformSender {
         case 404 where code == "NOT_FOUND" && isAboutToken:
             return SinkFailure(.invalidToken, detail)
         case 400..<500:
-            return SinkFailure(.payloadRejected, detail)
+            return SinkFailure(.rejectedByPlatform, detail)
         default:
             return SinkFailure(.unavailable, "FCM answered an unexpected \(reply.status)")
         }
