@@ -20,8 +20,10 @@ struct BrokerCommand: AsyncParsableCommand {
             meant for development and tests, not for production data.
 
             Example:
-              BOOTSTRAP=$(campaign-pipeline broker | head -1) &
-              kcat -L -b "$BOOTSTRAP"
+              campaign-pipeline broker > broker.out &
+              until [ -s broker.out ]; do sleep 0.2; done
+              kcat -L -b "$(head -1 broker.out)"
+              kill %1
             """
     )
 

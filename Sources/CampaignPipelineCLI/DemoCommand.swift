@@ -63,6 +63,9 @@ struct DemoCommand: AsyncParsableCommand {
 
         if keepBroker {
             print("\nThe embedded broker keeps running; press Ctrl-C to stop.")
+            // Standard output is buffered when it is not a terminal (a pipe, a file, `docker logs`): the summary and
+            // these lines must be out while the broker waits, not when it stops.
+            fflush(nil)  // every output stream (`stdout` itself is a global C variable Swift 6 does not let us read)
             try await BrokerCommand.waitForSignal(logger: logger, kafka: kafka)
         }
         kafka.shutdown()
@@ -70,17 +73,51 @@ struct DemoCommand: AsyncParsableCommand {
 
     private func loadSends() throws -> [[UInt8]] {
         let folder = "\(configDirectory)/samples"
-        let names = try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.hasSuffix(".json") }.sorted()
+        let now = Timestamp(secondsSince1970: Int64(Date().timeIntervalSince1970))
+        let names: [String]
+        do {
+            names = try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.hasSuffix(".json") }.sorted()
+        } catch {
+            throw CommandError("cannot read the folder \(folder) (run from the repository root, or pass --config-directory)")
+        }
         var sends: [[UInt8]] = []
         for name in names {
             guard let data = FileManager.default.contents(atPath: "\(folder)/\(name)") else {
                 throw CommandError("cannot read \(folder)/\(name)")
             }
             // One event per file, sent compact (a record is one JSON value).
-            let value = try JSONValue(parsing: Array(data))
-            sends.append(value.encoded())
+            do throws(JSONParseError) {
+                sends.append(Self.movedToNow(try JSONValue(parsing: Array(data)), now: now).encoded())
+            } catch {
+                throw CommandError("\(folder)/\(name) is not valid JSON: \(error)")
+            }
         }
         return sends + (try lines(of: "\(configDirectory)/demo/sends.jsonl"))
+    }
+
+    /// The sample `event` with every RFC 3339 time in it moved by one amount, so that its `occurredAt` is `now`. The
+    /// samples are the specification's examples, dated December 2023: as they are, their timers would have ended
+    /// long ago, and the demo would show them expired instead of delivered.
+    static func movedToNow(_ event: JSONValue, now: Timestamp) -> JSONValue {
+        guard let text = event.objectValue?["occurredAt"]?.stringValue, let occurredAt = try? Timestamp(rfc3339: text) else {
+            return event
+        }
+        return moved(event, by: now.secondsSince1970 - occurredAt.secondsSince1970)
+    }
+
+    private static func moved(_ value: JSONValue, by seconds: Int64) -> JSONValue {
+        switch value {
+        case .string(let text):
+            guard let time = try? Timestamp(rfc3339: text) else { return value }
+            return .string(time.adding(seconds: seconds).rfc3339)
+        case .object(var object):
+            for (key, member) in object { object[key] = moved(member, by: seconds) }
+            return .object(object)
+        case .array(let elements):
+            return .array(elements.map { moved($0, by: seconds) })
+        default:
+            return value
+        }
     }
 
     private func lines(of path: String) throws -> [[UInt8]] {
