@@ -14,11 +14,19 @@ struct LoggingOptions: ParsableArguments {
     )
     var logLevel: String?
 
+    /// Refuses an unknown `--log-level` while the arguments are parsed, so the message comes with the subcommand's
+    /// usage.
+    func validate() throws {
+        if let logLevel, Logger.Level(rawValue: logLevel.lowercased()) == nil {
+            throw ValidationError("--log-level: '\(logLevel)' is not one of trace, debug, info, notice, warning, error, critical")
+        }
+    }
+
     /// Bootstraps swift-log once (to stderr) and returns the root logger.
     func makeLogger(label: String) throws -> Logger {
         let text = logLevel ?? ProcessInfo.processInfo.environment["LOG_LEVEL"] ?? "info"
         guard let level = Logger.Level(rawValue: text.lowercased()) else {
-            throw ValidationError("--log-level: '\(text)' is not one of trace, debug, info, notice, warning, error, critical")
+            throw CommandError("LOG_LEVEL: '\(text)' is not one of trace, debug, info, notice, warning, error, critical")
         }
         LoggingBootstrap.once()
         var logger = Logger(label: label)

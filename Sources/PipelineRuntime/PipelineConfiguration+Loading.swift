@@ -126,30 +126,40 @@ extension PipelineConfiguration {
                 }
             case "topics":
                 for (key, item) in try Self.object(value, "topics") {
-                    let name = try Self.string(item, "topics.\(key)")
+                    // The key is checked before its value: a misspelt key is reported as such, whatever its value.
+                    let path = "topics.\(key)"
                     switch key {
-                    case "sends": topics.sends = name
-                    case "definitions": topics.definitions = name
-                    case "fcm": topics.fcm = name
-                    case "apns": topics.apns = name
-                    case "analytics": topics.analytics = name
-                    case "deadLetters": topics.deadLetters = name
-                    case "timers": topics.timers = name
-                    case "tokens": topics.tokens = name
-                    default: throw ConfigurationError(key: "topics.\(key)", reason: "unknown topic role")
+                    case "sends": topics.sends = try Self.string(item, path)
+                    case "definitions": topics.definitions = try Self.string(item, path)
+                    case "fcm": topics.fcm = try Self.string(item, path)
+                    case "apns": topics.apns = try Self.string(item, path)
+                    case "analytics": topics.analytics = try Self.string(item, path)
+                    case "deadLetters": topics.deadLetters = try Self.string(item, path)
+                    case "timers": topics.timers = try Self.string(item, path)
+                    case "tokens": topics.tokens = try Self.string(item, path)
+                    default:
+                        throw ConfigurationError(
+                            key: path,
+                            reason: "unknown topic role (expected sends, definitions, fcm, apns, analytics, deadLetters, timers, tokens)"
+                        )
                     }
                 }
             case "processing":
                 for (key, item) in try Self.object(value, "processing") {
                     let path = "processing.\(key)"
-                    let number = try Self.positiveInteger(item, path)
+                    // The key is checked before its value: a misspelt key is reported as such, whatever its value.
+                    func number() throws(ConfigurationError) -> Int { try Self.positiveInteger(item, path) }
                     switch key {
-                    case "maxInFlightPerPartition": maxInFlightPerPartition = number
-                    case "drainTimeoutSeconds": drainTimeout = .seconds(number)
-                    case "retryBackoffMilliseconds": retryBackoff = .milliseconds(number)
-                    case "maxRetryBackoffSeconds": maxRetryBackoff = .seconds(number)
-                    case "messageTimeoutSeconds": messageTimeout = .seconds(number)
-                    default: throw ConfigurationError(key: path, reason: "unknown key")
+                    case "maxInFlightPerPartition": maxInFlightPerPartition = try number()
+                    case "drainTimeoutSeconds": drainTimeout = .seconds(try number())
+                    case "retryBackoffMilliseconds": retryBackoff = .milliseconds(try number())
+                    case "maxRetryBackoffSeconds": maxRetryBackoff = .seconds(try number())
+                    case "messageTimeoutSeconds": messageTimeout = .seconds(try number())
+                    default:
+                        throw ConfigurationError(
+                            key: path,
+                            reason: "unknown key (expected maxInFlightPerPartition, drainTimeoutSeconds, retryBackoffMilliseconds, maxRetryBackoffSeconds, messageTimeoutSeconds)"
+                        )
                     }
                 }
             case "sinks":
@@ -222,8 +232,9 @@ extension PipelineConfiguration {
             switch item {
             case .string(let text): result[key] = text
             case .int(let number): result[key] = String(number)
+            case .double(let number): result[key] = String(number)  // librdkafka reads some as decimals (`linger.ms`)
             case .bool(let flag): result[key] = flag ? "true" : "false"
-            default: throw ConfigurationError(key: "\(path).\(key)", reason: "expected a string, number or boolean")
+            default: throw ConfigurationError(key: "\(path).\(key)", reason: "expected a string, number or boolean, found \(item.typeDescription)")
             }
         }
         return result

@@ -25,12 +25,14 @@ extension PipelineConfiguration.Sinks {
             case "retry":
                 for (retryKey, value) in try PipelineConfiguration.object(item, path) {
                     let retryPath = "\(path).\(retryKey)"
-                    let number = try PipelineConfiguration.positiveInteger(value, retryPath)
+                    // The key is checked before its value: a misspelt key is reported as such, whatever its value.
+                    func number() throws(ConfigurationError) -> Int { try PipelineConfiguration.positiveInteger(value, retryPath) }
                     switch retryKey {
-                    case "initialBackoffMilliseconds": retry.initialBackoff = .milliseconds(number)
-                    case "maxBackoffSeconds": retry.maxBackoff = .seconds(number)
-                    case "deadlineSeconds": retry.deadline = .seconds(number)
-                    default: throw ConfigurationError(key: retryPath, reason: "unknown key")
+                    case "initialBackoffMilliseconds": retry.initialBackoff = .milliseconds(try number())
+                    case "maxBackoffSeconds": retry.maxBackoff = .seconds(try number())
+                    case "deadlineSeconds": retry.deadline = .seconds(try number())
+                    default:
+                        throw ConfigurationError(key: retryPath, reason: "unknown key (expected initialBackoffMilliseconds, maxBackoffSeconds, deadlineSeconds)")
                     }
                 }
             case "$comment":

@@ -31,6 +31,15 @@ struct ExecutableTests {
         #expect(result.stdout.hasPrefix(#"{"platform":"apns","messageId":""#))
     }
 
+    @Test("an unknown --log-level is refused with the subcommand's usage, before anything starts")
+    func unknownLogLevel() async throws {
+        let executable = try #require(Paths.executable, "campaign-pipeline was not found next to the test bundle")
+        let result = try await runProcess(executable, ["run", "--log-level", "verbose"])
+        #expect(result.status == 64, "\(result.stderr)")
+        #expect(result.stderr.contains("--log-level: 'verbose' is not one of trace, debug"), "\(result.stderr)")
+        #expect(result.stderr.contains("Usage: campaign-pipeline run"), "\(result.stderr)")
+    }
+
     @Test func listsTemplates() async throws {
         let executable = try #require(Paths.executable, "campaign-pipeline was not found next to the test bundle")
         let result = try await runProcess(executable, ["templates"])

@@ -89,4 +89,31 @@ struct SinkConfigurationTests {
         }
         #expect(error?.key == key, "\(json): \(error.map(String.init(describing:)) ?? "no error")")
     }
+
+    @Test("a misspelt key is reported as unknown, whatever its value's type", arguments: [
+        (#"{"processing": {"drainTimeout": "15s"}}"#, "processing.drainTimeout"),
+        (#"{"topics": {"send": 7}}"#, "topics.send"),
+        (#"{"sinks": {"retry": {"deadline": "5m"}}}"#, "sinks.retry.deadline"),
+    ])
+    func misspeltKeys(json: String, key: String) throws {
+        let error = #expect(throws: ConfigurationError.self) {
+            try PipelineConfiguration.load(file: try object(json), environment: [:])
+        }
+        #expect(error?.key == key, "\(json)")
+        #expect(error?.reason.hasPrefix("unknown") == true, "\(json): \(error.map(String.init(describing:)) ?? "no error")")
+    }
+
+    @Test("Kafka properties may be strings, integers, decimals or booleans; anything else is refused naming its type")
+    func kafkaPropertyValues() throws {
+        let loaded = try PipelineConfiguration.load(
+            file: try object(#"{"kafka": {"producerProperties": {"linger.ms": 5.5, "batch.num.messages": 500, "enable.idempotence": true, "acks": "all"}}}"#),
+            environment: [:]
+        )
+        #expect(loaded.producerProperties == ["linger.ms": "5.5", "batch.num.messages": "500", "enable.idempotence": "true", "acks": "all"])
+        let error = #expect(throws: ConfigurationError.self) {
+            try PipelineConfiguration.load(file: try object(#"{"kafka": {"properties": {"acks": ["all"]}}}"#), environment: [:])
+        }
+        #expect(error?.key == "kafka.properties.acks")
+        #expect(error?.reason == "expected a string, number or boolean, found an array")
+    }
 }
