@@ -83,7 +83,9 @@ struct ReplayCommand: AsyncParsableCommand {
         let logger = try logging.makeLogger(label: "campaign-pipeline.replay")
         var configuration = try connection.configuration(environment: ProcessInfo.processInfo.environment)
         guard !configuration.bootstrapServers.isEmpty else {
-            throw CommandError("no Kafka bootstrap servers configured: pass --bootstrap-servers or set CAMPAIGN_PIPELINE_BOOTSTRAP_SERVERS")
+            throw CommandError(
+                "no Kafka bootstrap servers configured: pass --bootstrap-servers, set CAMPAIGN_PIPELINE_BOOTSTRAP_SERVERS, or set kafka.bootstrapServers in the --config file"
+            )
         }
         if let topic { configuration.topics.sends = topic }
         if !deliver {
@@ -108,6 +110,11 @@ struct ReplayCommand: AsyncParsableCommand {
 
         let destination = dryRun ? "nothing (dry run)" : deliver ? "the LIVE topics" : "topics prefixed '\(outputPrefix)'"
         Self.report("Replaying \(plan.totalCount) records of \(configuration.topics.sends) [\(start) .. \(end)) into \(destination)")
+        if plan.totalCount == 0 {
+            Self.report(
+                "Note: nothing to replay: \(configuration.topics.sends) has no records in this range (\(ranges.count) partitions). Check the topic name (--topic) and the range."
+            )
+        }
         Self.report("Group: \(configuration.groupID) (run again with --group \(configuration.groupID) to resume if interrupted)")
 
         let display = ProgressDisplay(isTerminal: isatty(STDOUT_FILENO) == 1)

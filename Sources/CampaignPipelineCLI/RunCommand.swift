@@ -21,8 +21,10 @@ struct RunCommand: AsyncParsableCommand {
 
             Configuration, later sources winning: defaults, the --config file (or CAMPAIGN_PIPELINE_CONFIG), \
             the environment (CAMPAIGN_PIPELINE_BOOTSTRAP_SERVERS, CAMPAIGN_PIPELINE_GROUP, and CAMPAIGN_PIPELINE_KAFKA_<NAME> \
-            for any librdkafka property, e.g. CAMPAIGN_PIPELINE_KAFKA_SECURITY_PROTOCOL=SASL_SSL), then the flags below. \
-            Config/README.md explains every key. --print-config shows the result with secrets masked.
+            for any librdkafka property, e.g. CAMPAIGN_PIPELINE_KAFKA_SECURITY_PROTOCOL=SASL_SSL; the sinks' \
+            CAMPAIGN_PIPELINE_SINKS_FCM and _SINKS_APNS, CAMPAIGN_PIPELINE_FCM_* and CAMPAIGN_PIPELINE_APNS_* for their \
+            credentials), then the flags below. Config/README.md explains every key and variable. --print-config \
+            shows the result with secrets masked.
 
             To try it without a Kafka cluster, run `make run` (an embedded broker with sample events).
             """
@@ -30,7 +32,7 @@ struct RunCommand: AsyncParsableCommand {
 
     @OptionGroup var connection: KafkaConnectionOptions
 
-    @Option(help: "The consumer group every instance of this deployment shares.")
+    @Option(help: "The consumer group every instance of this deployment shares (default campaign-pipeline; or CAMPAIGN_PIPELINE_GROUP, or the config file).")
     var group: String?
 
     @Option(help: ArgumentHelp("Exit once every assigned partition has been read to its end, with nothing in flight, for this many seconds.", valueName: "seconds"))
