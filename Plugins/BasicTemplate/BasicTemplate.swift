@@ -94,11 +94,12 @@ public struct BasicTemplate: TemplateRenderer {
             let type = reader.choice("type", from: LinkType.wireValues, required: true).flatMap(LinkType.init)
             let needsURI = type == .webURL || type == .deepLink
             let uri = reader.text("uri", required: needsURI)
-            guard let label, let type else { continue }
+            // Texts read in place (`!= nil`, `if`): `guard let` or `??` would copy them (a reference count each).
+            guard label != nil, let type else { continue }
             buttons.nextElement()
             buttons.beginObject()
             buttons.member("label", text: label)
-            buttons.member("uri", text: uri ?? "")
+            if uri != nil { buttons.member("uri", text: uri) } else { buttons.member("uri", "") }
             buttons.member("type", type.rawValue)
             buttons.endObject()
             written += 1

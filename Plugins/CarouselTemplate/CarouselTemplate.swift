@@ -88,13 +88,14 @@ public struct CarouselTemplate: TemplateRenderer {
             // Copied into the payload as they are: read as text, not made `String`s.
             let image = reader.text("image", required: true)
             let text = reader.text("text")
-            let uri = reader.text("uri") ?? defaultURI
-            guard image != nil else { continue }  // not `guard let`: a copy of the text counts a reference
+            let uri = reader.text("uri")
+            // Texts read in place (`!= nil`, `if`): `guard let` or `??` would copy them (a reference count each).
+            guard image != nil else { continue }
             items.nextElement()
             items.beginObject()
             items.member("img", text: image)
             items.member("txt", text: text)
-            items.member("uri", text: uri)
+            if uri != nil { items.member("uri", text: uri) } else { items.member("uri", text: defaultURI) }
             items.endObject()
         }
         items.endArray()

@@ -218,6 +218,13 @@ public struct PayloadObject: Sendable, Equatable {
         append(name.text, tag: name.tag, name: name, isString: true) { value?.write(to: &$0) }
     }
 
+    /// ``appendNew(_:_:)-(_,String?)`` for ``DocumentText`` of `document`.
+    mutating func appendNew(_ name: MemberName, _ value: DocumentText?, from document: JSONDocument) {
+        assert(!contains(name.text), "appendNew(\(name.text)) on an object that has it")
+        guard value != nil else { return }  // `value?.` below reads it in place (see `JSONWriter.member(_:text:)`)
+        append(name.text, tag: name.tag, name: name, isString: true) { value?.write(to: &$0, from: document) }
+    }
+
     /// Appends the member `name` (not set yet) with an object whose members `write` streams (``JSONWriter/member(_:_:)``):
     /// for a nested object nobody looks into, written in place instead of built aside (APNs `aps.alert`).
     mutating func appendNew(_ name: MemberName, streamingObject write: (inout JSONWriter) -> Void) {

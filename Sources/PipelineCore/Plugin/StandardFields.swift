@@ -44,45 +44,106 @@ public struct StandardFields: Sendable {
     /// `version` → `adb_version` (default `"1"`).
     public var version = "1"
     /// `title` → FCM `adb_title`, APNs `aps.alert.title` (required).
-    public var title: ContentText?
+    public var title: ContentText? {
+        get { content(texts.title) }
+        set { texts.title = newValue.map(DocumentText.text) }
+    }
     /// `subtitle` → APNs `aps.alert.subtitle`.
-    public var subtitle: ContentText?
+    public var subtitle: ContentText? {
+        get { content(texts.subtitle) }
+        set { texts.subtitle = newValue.map(DocumentText.text) }
+    }
     /// `body` → FCM `adb_body`, APNs `aps.alert.body` (required).
-    public var body: ContentText?
+    public var body: ContentText? {
+        get { content(texts.body) }
+        set { texts.body = newValue.map(DocumentText.text) }
+    }
     /// `expandedTitle` → APNs `adb_title_ex`.
-    public var expandedTitle: ContentText?
+    public var expandedTitle: ContentText? {
+        get { content(texts.expandedTitle) }
+        set { texts.expandedTitle = newValue.map(DocumentText.text) }
+    }
     /// `expandedBody` → `adb_body_ex` (FCM; APNs with ``Features/expandedBodyOnAPNs``).
-    public var expandedBody: ContentText?
+    public var expandedBody: ContentText? {
+        get { content(texts.expandedBody) }
+        set { texts.expandedBody = newValue.map(DocumentText.text) }
+    }
     /// `image` → FCM `adb_image`, APNs `adb_media` (with ``Features/image``).
-    public var image: ContentText?
+    public var image: ContentText? {
+        get { content(texts.image) }
+        set { texts.image = newValue.map(DocumentText.text) }
+    }
     /// `link` → `adb_uri` (+ FCM `adb_a_type`).
-    public var link: Link?
+    public var link: Link? {
+        get { content(texts.linkURI).map { Link(uri: $0, type: linkType) } }
+        set {
+            texts.linkURI = newValue.map { .text($0.uri) }
+            linkType = newValue?.type
+        }
+    }
     /// `sound` → FCM `adb_sound`, APNs `aps.sound`.
-    public var sound: ContentText?
+    public var sound: ContentText? {
+        get { content(texts.sound) }
+        set { texts.sound = newValue.map(DocumentText.text) }
+    }
     /// `badge` → FCM `adb_n_count` (string), APNs `aps.badge` (number).
     public var badge: Int?
     /// `threadId` → APNs `aps.thread-id`.
-    public var threadId: ContentText?
+    public var threadId: ContentText? {
+        get { content(texts.threadId) }
+        set { texts.threadId = newValue.map(DocumentText.text) }
+    }
     /// `icon` → FCM `adb_icon` (the legacy small icon).
-    public var icon: ContentText?
+    public var icon: ContentText? {
+        get { content(texts.icon) }
+        set { texts.icon = newValue.map(DocumentText.text) }
+    }
     /// `smallIcon` → FCM `adb_small_icon`.
-    public var smallIcon: ContentText?
+    public var smallIcon: ContentText? {
+        get { content(texts.smallIcon) }
+        set { texts.smallIcon = newValue.map(DocumentText.text) }
+    }
     /// `largeIcon` → FCM `adb_large_icon`.
-    public var largeIcon: ContentText?
+    public var largeIcon: ContentText? {
+        get { content(texts.largeIcon) }
+        set { texts.largeIcon = newValue.map(DocumentText.text) }
+    }
     /// `channelId` → FCM `adb_channel_id` (non-empty).
-    public var channelId: ContentText?
+    public var channelId: ContentText? {
+        get { content(texts.channelId) }
+        set { texts.channelId = newValue.map(DocumentText.text) }
+    }
     /// `notificationPriority` → FCM `adb_n_priority` (one of ``notificationPriorities``).
     public var notificationPriority: String?
     /// `tag` → FCM `adb_tag`.
-    public var tag: ContentText?
+    public var tag: ContentText? {
+        get { content(texts.tag) }
+        set { texts.tag = newValue.map(DocumentText.text) }
+    }
     /// `ticker` → FCM `adb_ticker`.
-    public var ticker: ContentText?
+    public var ticker: ContentText? {
+        get { content(texts.ticker) }
+        set { texts.ticker = newValue.map(DocumentText.text) }
+    }
     /// `sticky` → FCM `adb_sticky` (`"true"`/`"false"`).
     public var sticky: Bool?
     /// `colors`, six hex digits each, without `#`.
     public var colors = Colors()
     /// The features this value was read with.
     public let features: Features
+
+    /// The document the fields were read from: the texts still in its bytes are kept as their nodes
+    /// (``DocumentText``), so that copying and dropping them counts no reference to it.
+    private let document: JSONDocument
+    /// The text fields, exposed as the ``ContentText`` properties above.
+    private var texts = Texts()
+    /// `link.type`; `nil` when there is no link.
+    private var linkType: LinkType?
+
+    private struct Texts {
+        var title, subtitle, body, expandedTitle, expandedBody, image, linkURI: DocumentText?
+        var sound, threadId, icon, smallIcon, largeIcon, channelId, tag, ticker: DocumentText?
+    }
 
     /// Android notification priorities the SDK maps (`adb_n_priority`).
     public static let notificationPriorities = [
@@ -97,44 +158,46 @@ public struct StandardFields: Sendable {
     ///   - platform: the platform being rendered (decides platform-specific requirements).
     ///   - features: the optional groups this template supports.
     ///   - guidelines: the recommended text lengths on `platform`.
-    public init(reading content: FieldReader, platform: Platform, features: Features, guidelines: TextGuidelines) {
+    public init(reading content: borrowing FieldReader, platform: Platform, features: Features, guidelines: TextGuidelines) {
         // Made empty, then filled in place: written as one initializer, the fields were built in a temporary and
-        // copied out at the end (a retain and a release per field, seen in the compiled code).
-        self.init(features: features)
+        // copied out at the end (a retain and a release per field, seen in the compiled code). `content` is
+        // borrowed: an initializer's parameters are otherwise the callee's to release (a retain by the caller).
+        self.init(features: features, document: content.diagnostics.document)
         read(content, platform: platform, guidelines: guidelines)
     }
 
-    private init(features: Features) {
+    private init(features: Features, document: JSONDocument) {
         self.features = features
+        self.document = document
     }
 
     private mutating func read(_ content: FieldReader, platform: Platform, guidelines: TextGuidelines) {
         version = content.string("version", personalize: false) ?? "1"
-        title = content.text("title", required: true)
-        subtitle = content.text("subtitle")
-        body = content.text("body", required: true)
-        expandedTitle = content.text("expandedTitle")
-        expandedBody = content.text("expandedBody")
-        if features.contains(.image) { image = content.text("image") }
+        texts.title = content.documentText("title", required: true)
+        texts.subtitle = content.documentText("subtitle")
+        texts.body = content.documentText("body", required: true)
+        texts.expandedTitle = content.documentText("expandedTitle")
+        texts.expandedBody = content.documentText("expandedBody")
+        if features.contains(.image) { texts.image = content.documentText("image") }
         if let linkReader = content.object("link") {
-            let uri = linkReader.text("uri", required: true)
-            let type = linkReader.choice("type", from: LinkType.wireValues, required: platform == .fcm && uri != nil)
-            if let uri { link = Link(uri: uri, type: type.flatMap(LinkType.init)) }
+            texts.linkURI = linkReader.documentText("uri", required: true)
+            let type = linkReader.choice("type", from: LinkType.wireValues, required: platform == .fcm && texts.linkURI != nil)
+            if texts.linkURI != nil { linkType = type.flatMap(LinkType.init) }
         }
-        sound = content.text("sound")
+        texts.sound = content.documentText("sound")
         badge = content.integer("badge", in: 0...Int(Int32.max))
-        threadId = content.text("threadId")
-        icon = content.text("icon")
-        smallIcon = content.text("smallIcon")
-        largeIcon = content.text("largeIcon")
-        channelId = content.text("channelId")
-        if channelId?.isEmpty == true {
+        texts.threadId = content.documentText("threadId")
+        texts.icon = content.documentText("icon")
+        texts.smallIcon = content.documentText("smallIcon")
+        texts.largeIcon = content.documentText("largeIcon")
+        texts.channelId = content.documentText("channelId")
+        if texts.channelId?.isEmpty(in: document) == true {
             content.addIssue(.invalidField, "channelId", "must not be empty (the Android SDK would use an empty channel id as is)")
-            channelId = nil
+            texts.channelId = nil
         }
         notificationPriority = content.choice("notificationPriority", from: Self.notificationPriorities)
-        tag = content.text("tag")
-        ticker = content.text("ticker")
+        texts.tag = content.documentText("tag")
+        texts.ticker = content.documentText("ticker")
         sticky = content.boolean("sticky")
         if let colorReader = content.object("colors") {
             colors.title = colorReader.color("title")
@@ -143,11 +206,16 @@ public struct StandardFields: Sendable {
             colors.smallIcon = colorReader.color("smallIcon")
             if features.contains(.timerColor) { colors.timer = colorReader.color("timer") }
         }
-        if icon != nil, smallIcon != nil {
+        if texts.icon != nil, texts.smallIcon != nil {
             content.addWarning("icon", "ignored by the Android SDK when smallIcon is set")
         }
-        TextGuidelines.check(title, limit: guidelines.title, key: "title", platform: platform, in: content)
-        TextGuidelines.check(body, limit: guidelines.body, key: "body", platform: platform, in: content)
+        TextGuidelines.check(texts.title, limit: guidelines.title, key: "title", platform: platform, in: content)
+        TextGuidelines.check(texts.body, limit: guidelines.body, key: "body", platform: platform, in: content)
+    }
+
+    /// `text` as ``ContentText``.
+    private func content(_ text: DocumentText?) -> ContentText? {
+        text?.content(in: document)
     }
 
     /// The FCM `data` members for these fields, in a fixed order, all strings.
@@ -159,22 +227,27 @@ public struct StandardFields: Sendable {
         var data = PayloadObject(reservingBytes: 1536, members: 32)
         data.appendNew(Keys.adbVersion, version)
         data.appendNew(Keys.adbTemplateType, templateType)
-        data.appendNew(Keys.adbTitle, title)
-        data.appendNew(Keys.adbBody, body)
-        data.appendNew(Keys.adbBodyEx, expandedBody ?? body)
-        data.appendNew(Keys.adbSound, sound)
-        data.appendNew(Keys.adbIcon, icon)
-        data.appendNew(Keys.adbSmallIcon, smallIcon)
-        data.appendNew(Keys.adbLargeIcon, largeIcon)
+        data.appendNew(Keys.adbTitle, texts.title, from: document)
+        data.appendNew(Keys.adbBody, texts.body, from: document)
+        // Not `expandedBody ?? body`, which would copy the text.
+        if texts.expandedBody != nil {
+            data.appendNew(Keys.adbBodyEx, texts.expandedBody, from: document)
+        } else {
+            data.appendNew(Keys.adbBodyEx, texts.body, from: document)
+        }
+        data.appendNew(Keys.adbSound, texts.sound, from: document)
+        data.appendNew(Keys.adbIcon, texts.icon, from: document)
+        data.appendNew(Keys.adbSmallIcon, texts.smallIcon, from: document)
+        data.appendNew(Keys.adbLargeIcon, texts.largeIcon, from: document)
         data.appendNew(Keys.adbNCount, badge.map(String.init))
         data.appendNew(Keys.adbNPriority, notificationPriority)
-        data.appendNew(Keys.adbChannelId, channelId)
-        data.appendNew(Keys.adbImage, image)
-        data.appendNew(Keys.adbUri, link?.uri)
-        data.appendNew(Keys.adbAType, link?.type?.rawValue)
-        data.appendNew(Keys.adbTag, tag)
+        data.appendNew(Keys.adbChannelId, texts.channelId, from: document)
+        data.appendNew(Keys.adbImage, texts.image, from: document)
+        data.appendNew(Keys.adbUri, texts.linkURI, from: document)
+        data.appendNew(Keys.adbAType, linkType?.rawValue)
+        data.appendNew(Keys.adbTag, texts.tag, from: document)
         data.appendNew(Keys.adbSticky, sticky.map { $0 ? "true" : "false" })
-        data.appendNew(Keys.adbTicker, ticker)
+        data.appendNew(Keys.adbTicker, texts.ticker, from: document)
         data.appendNew(Keys.adbClrTitle, colors.title)
         data.appendNew(Keys.adbClrBody, colors.body)
         data.appendNew(Keys.adbClrBg, colors.background)
@@ -186,15 +259,17 @@ public struct StandardFields: Sendable {
     /// The APNs `aps` members (`alert`, `sound`, `badge`, `thread-id`) for these fields.
     public func apnsAps() -> PayloadObject {
         // Room for these four, and `category` and `mutable-content` added by the registry.
-        var aps = PayloadObject(reservingBytes: (title?.utf8Count ?? 0) + (subtitle?.utf8Count ?? 0) + (body?.utf8Count ?? 0) + 192, members: 4)
+        let textBytes = (texts.title?.utf8Count(in: document) ?? 0) + (texts.subtitle?.utf8Count(in: document) ?? 0)
+            + (texts.body?.utf8Count(in: document) ?? 0)
+        var aps = PayloadObject(reservingBytes: textBytes + 192, members: 4)
         aps.appendNew(Keys.alert) { alert in
-            alert.member("title", text: title)
-            alert.member("subtitle", text: subtitle)
-            alert.member("body", text: body)
+            alert.member("title", text: texts.title, from: document)
+            alert.member("subtitle", text: texts.subtitle, from: document)
+            alert.member("body", text: texts.body, from: document)
         }
-        aps.appendNew(Keys.sound, sound)
+        aps.appendNew(Keys.sound, texts.sound, from: document)
         aps.set("badge", badge)
-        aps.appendNew(Keys.threadId, threadId)
+        aps.appendNew(Keys.threadId, texts.threadId, from: document)
         return aps
     }
 
@@ -204,10 +279,10 @@ public struct StandardFields: Sendable {
         var fields = PayloadObject(reservingBytes: 1024, members: 16)
         fields.appendNew(Keys.adbTemplateType, templateType)
         fields.appendNew(Keys.adbVersion, version)
-        fields.appendNew(Keys.adbTitleEx, expandedTitle)
-        if features.contains(.expandedBodyOnAPNs) { fields.appendNew(Keys.adbBodyEx, expandedBody) }
-        fields.appendNew(Keys.adbMedia, image)
-        fields.appendNew(Keys.adbUri, link?.uri)
+        fields.appendNew(Keys.adbTitleEx, texts.expandedTitle, from: document)
+        if features.contains(.expandedBodyOnAPNs) { fields.appendNew(Keys.adbBodyEx, texts.expandedBody, from: document) }
+        fields.appendNew(Keys.adbMedia, texts.image, from: document)
+        fields.appendNew(Keys.adbUri, texts.linkURI, from: document)
         fields.appendNew(Keys.adbClrTitle, colors.title)
         fields.appendNew(Keys.adbClrBody, colors.body)
         fields.appendNew(Keys.adbClrBg, colors.background)

@@ -28,6 +28,13 @@ public struct TextGuidelines: Sendable, Hashable {
         check(string, limit: limit, key: key, platform: platform, in: reader)
     }
 
+    /// ``check(_:limit:key:platform:in:)-(ContentText?,_,_,_,_)`` for ``DocumentText`` of the reader's document.
+    static func check(_ text: DocumentText?, limit: Int, key: String, platform: Platform, in reader: FieldReader) {
+        let document = reader.diagnostics.document
+        guard let byteCount = text?.utf8Count(in: document), byteCount > limit, let string = text?.string(in: document) else { return }
+        check(string, limit: limit, key: key, platform: platform, in: reader)
+    }
+
     /// Adds a warning to `reader` for `key` when `text` is longer than `limit` characters.
     public static func check(_ text: String?, limit: Int, key: String, platform: Platform, in reader: FieldReader) {
         // A character is at least one UTF-8 byte: skip counting characters (slow) when the byte

@@ -91,3 +91,61 @@ extension JSONWriter {
         value?.write(to: &self)
     }
 }
+
+/// Text as ``FieldReader/documentText(_:required:personalize:)`` reads it, for a holder that keeps the document once
+/// (``StandardFields``): a string node of that document without escapes, kept as its index (copying or dropping it
+/// counts no reference to the document), or ``ContentText``.
+enum DocumentText: Sendable {
+    /// A string node without escapes of the holder's document.
+    case node(Int)
+    case text(ContentText)
+
+    /// The text as ``ContentText``.
+    func content(in document: JSONDocument) -> ContentText {
+        switch self {
+        case .node(let node): ContentText(document: document, node: node)
+        case .text(let text): text
+        }
+    }
+
+    /// ``ContentText/isEmpty``.
+    func isEmpty(in document: JSONDocument) -> Bool {
+        switch self {
+        case .node(let node): document.isEmptyString(at: node)
+        case .text(let text): text.isEmpty
+        }
+    }
+
+    /// ``ContentText/utf8Count``.
+    func utf8Count(in document: JSONDocument) -> Int {
+        switch self {
+        case .node(let node): document.unescapedByteCount(ofStringAt: node)
+        case .text(let text): text.utf8Count
+        }
+    }
+
+    /// ``ContentText/string``.
+    func string(in document: JSONDocument) -> String {
+        switch self {
+        case .node(let node): document.string(at: node)
+        case .text(let text): text.string
+        }
+    }
+
+    /// ``ContentText/write(to:)``: a node's bytes copied from `document`.
+    func write(to writer: inout JSONWriter, from document: JSONDocument) {
+        switch self {
+        case .node(let node): document.withUnescapedBytes(ofStringAt: node) { writer.write(unescapedStringUTF8: $0) }
+        case .text(let text): text.write(to: &writer)
+        }
+    }
+}
+
+extension JSONWriter {
+    /// ``member(_:text:)`` for ``DocumentText`` of `document`.
+    mutating func member(_ key: String, text value: DocumentText?, from document: JSONDocument) {
+        guard value != nil else { return }  // `value?.` reads the text in place (see `member(_:text:)`)
+        self.key(key)
+        value?.write(to: &self, from: document)
+    }
+}

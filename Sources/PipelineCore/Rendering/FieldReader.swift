@@ -96,19 +96,29 @@ public struct FieldReader {
     /// from there when written into the payload, without a `String` made for it. For fields copied into the payload
     /// as they are.
     public func text(_ key: String, required: Bool = false, personalize: Bool = true) -> ContentText? {
+        switch documentText(key, required: required, personalize: personalize) {
+        case .node(let node)?: ContentText(document: diagnostics.document, node: node)
+        case .text(let text)?: text
+        case nil: nil
+        }
+    }
+
+    /// ``text(_:required:personalize:)`` for a holder that keeps the document itself (``StandardFields``): text left
+    /// in the event's bytes is its node, which holds no reference to the document.
+    func documentText(_ key: String, required: Bool = false, personalize: Bool = true) -> DocumentText? {
         guard let value = stringNode(key, required: required) else { return nil }
         let document = diagnostics.document
         if document.isEscaped(at: value) {
             let text = document.string(at: value)
-            guard personalize, diagnostics.personalizes else { return ContentText(text) }
-            return ContentText(diagnostics.personalizer?.render(text, at: path.appending(key), into: diagnostics) ?? text)
+            guard personalize, diagnostics.personalizes else { return .text(ContentText(text)) }
+            return .text(ContentText(diagnostics.personalizer?.render(text, at: path.appending(key), into: diagnostics) ?? text))
         }
         if personalize, diagnostics.personalizes, document.mayHaveBrace(at: value),
             let rendered = diagnostics.personalizer?.render(unescapedStringAt: value, of: document, at: path.appending(key), into: diagnostics)
         {
-            return ContentText(rendered)
+            return .text(ContentText(rendered))
         }
-        return ContentText(document: document, node: value)
+        return .node(value)
     }
 
     /// The node of the string field `key`; `nil` (with an issue when required, or not a string, or required and
