@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import PipelineCore
+import PipelineRuntime
 
 /// `campaign-pipeline render`: renders events from files or standard input to payload JSON lines.
 struct RenderCommand: AsyncParsableCommand {
@@ -18,6 +19,10 @@ struct RenderCommand: AsyncParsableCommand {
             status 1 after processing the rest. Warnings (missing personalization attributes, text \
             longer than the platform guideline, ignored fields) go to standard error as \
             'warning: <eventId>: <path>: <message>', unless --envelope puts them in the output.
+
+            An event without content of its own renders its campaign's stored content when --definitions \
+            gives the campaign events (as on campaign.definitions; Config/demo/definitions.jsonl is an \
+            example): the version the event names, or the latest defined by the event's time.
             """
     )
 
@@ -27,8 +32,17 @@ struct RenderCommand: AsyncParsableCommand {
     @Flag(help: "Wrap each output as {\"platform\",\"messageId\",\"token\",\"headers\",\"payload\",\"warnings\"}.")
     var envelope = false
 
+    @Option(
+        help: ArgumentHelp(
+            "Campaign events (JSON lines, as on campaign.definitions) for events without content of their own, which render their campaign's stored content.",
+            valueName: "file"
+        )
+    )
+    var definitions: String?
+
     func run() async throws {
-        let runner = RenderRunner(registry: BuiltinTemplates.registry, isEnvelope: envelope)
+        let campaigns = try definitions.map(Self.campaigns(from:))
+        let runner = RenderRunner(registry: BuiltinTemplates.registry, isEnvelope: envelope, campaigns: campaigns)
         var stdout = OutputBuffer(handle: .standardOutput)
         var stderr = OutputBuffer(handle: .standardError)
         var failed = 0
@@ -56,6 +70,22 @@ struct RenderCommand: AsyncParsableCommand {
         stdout.flush()
         stderr.flush()
         if failed > 0 { throw ExitCode(1) }
+    }
+}
+
+extension RenderCommand {
+    /// The campaign table of the definitions file at `path`: one campaign event per line.
+    static func campaigns(from path: String) throws -> CampaignTable {
+        guard let data = FileManager.default.contents(atPath: path) else { throw CommandError("--definitions: cannot read \(path)") }
+        var table = CampaignTable()
+        for (index, line) in data.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).enumerated() where !line.allSatisfy({ $0 == 0x20 || $0 == 0x0D }) {
+            do throws(PipelineError) {
+                try table.apply(json: Array(line))
+            } catch {
+                throw CommandError("--definitions: \(path), line \(index + 1): \(error.issues.map(\.description).joined(separator: "; "))")
+            }
+        }
+        return table
     }
 }
 

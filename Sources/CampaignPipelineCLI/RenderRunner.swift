@@ -1,4 +1,5 @@
 public import PipelineCore
+public import PipelineRuntime
 
 /// The logic of `campaign-pipeline render`, free of I/O so tests can drive it with their own
 /// registry and capture what it writes.
@@ -28,10 +29,15 @@ public struct RenderRunner: Sendable {
     /// payload, and keep warnings inside it instead of on the diagnostics stream.
     public var isEnvelope: Bool
 
+    /// Campaign definitions for events without `content` of their own, which render their campaign's stored content
+    /// (as the pipeline does from the definitions topic); `nil` renders every event on its own.
+    public var campaigns: CampaignTable?
+
     /// Creates a runner.
-    public init(registry: TemplateRegistry, isEnvelope: Bool = false) {
+    public init(registry: TemplateRegistry, isEnvelope: Bool = false, campaigns: CampaignTable? = nil) {
         self.registry = registry
         self.isEnvelope = isEnvelope
+        self.campaigns = campaigns
     }
 
     /// Renders every event in `input`.
@@ -50,7 +56,7 @@ public struct RenderRunner: Sendable {
             do throws(JSONParseError) {
                 // Each event's bytes are found and checked, then read in place (no tree of it is built).
                 guard let range = try parser.nextValueRange() else { break }
-                outcome = registry.render(eventBytes: input[range])
+                outcome = render(input[range])
             } catch {
                 outcome = .failed(PipelineError(.invalidJSON, at: .root, "invalid JSON in \(source): \(error)"))
                 // From where the failed value began: a line cut short runs on into the next, and the error is
@@ -74,6 +80,28 @@ public struct RenderRunner: Sendable {
             }
         }
         return summary
+    }
+
+    /// The outcome of one event's bytes: with ``campaigns``, an event without content renders its campaign's
+    /// definition as of the event's time (the version it names, or the latest).
+    private func render(_ bytes: ArraySlice<UInt8>) -> RenderOutcome {
+        guard let campaigns else { return registry.render(eventBytes: bytes) }
+        do throws(PipelineError) {
+            let request = try PushRequest(json: bytes)
+            guard request.content == nil else { return .rendered(try registry.render(request)) }
+            guard let definition = campaigns.definition(request.campaignId, version: request.campaignVersion, asOf: request.occurredAt) else {
+                let which = request.campaignVersion.map { "version \($0) of " } ?? ""
+                throw PipelineError(
+                    .missingField,
+                    at: FieldPath("content"),
+                    "required: the event has no content and \(which)campaign '\(request.campaignId)' has no definition",
+                    eventId: request.eventId
+                )
+            }
+            return .rendered(try registry.render(request, content: definition.content))
+        } catch {
+            return .failed(error)
+        }
     }
 
     /// `error: <eventId>: <path>: <reason>`, one line per issue; `(unknown)` when the id could not

@@ -77,6 +77,29 @@ struct RenderRunnerTests {
         }
     }
 
+    /// A send that refers to a stored campaign renders the campaign's content when the definitions are given (as
+    /// the pipeline does), and fails naming `content` without them.
+    @Test func sendsOfStoredCampaignsRenderWithDefinitions() throws {
+        let demo = Paths.repositoryRoot.appendingPathComponent("Config/demo")
+        let sends = Array(try Data(contentsOf: demo.appendingPathComponent("sends.jsonl")))
+        let reference = try #require(String(decoding: sends, as: UTF8.self).split(separator: "\n").first { $0.contains("demo-campaign-reference") })
+
+        let alone = runner.capture(Array(reference.utf8))
+        #expect(alone.summary == RenderRunner.Summary(rendered: 0, failed: 1))
+        #expect(alone.stderr.first?.hasPrefix("error: demo-campaign-reference: content:") == true, "\(alone.stderr)")
+
+        let campaigns = try RenderCommand.campaigns(from: demo.appendingPathComponent("definitions.jsonl").path)
+        let withDefinitions = RenderRunner(registry: BuiltinTemplates.registry, campaigns: campaigns).capture(Array(reference.utf8))
+        #expect(withDefinitions.summary == RenderRunner.Summary(rendered: 1, failed: 0), "\(withDefinitions.stderr)")
+        let payload = try JSONValue(parsing: Array(try #require(withDefinitions.stdout.first).utf8))
+        #expect(payload.objectValue?["message"]?.objectValue?["data"]?.objectValue?["adb_title"]?.stringValue?.hasPrefix("Spring sale, ") == true, "\(payload)")
+
+        // A campaign with no definition is named.
+        let unknown = reference.replacingOccurrences(of: "spring-sale", with: "autumn-sale")
+        let missing = RenderRunner(registry: BuiltinTemplates.registry, campaigns: campaigns).capture(Array(unknown.utf8))
+        #expect(missing.stderr == ["error: demo-campaign-reference: content: required: the event has no content and campaign 'autumn-sale' has no definition"])
+    }
+
     @Test func envelopeWrapsPayloadWithIdsHeadersAndWarnings() throws {
         var event = try JSONValue(parsing: Data(contentsOf: Paths.repositoryRoot.appendingPathComponent("Config/samples/timer-apns-full.json")))
         if case .object(var object) = event {
