@@ -143,11 +143,17 @@ public final class JSONDocument: Sendable {
         Int(nodes[index].end) &- Int(nodes[index].start) &- 1
     }
 
+    /// The range in ``bytes`` of the text of the string at `index`, which has no escapes (between its quotes): for a
+    /// caller that holds the bytes itself and reads them without a closure.
+    func unescapedRange(ofStringAt index: Int) -> Range<Int> {
+        let node = nodes[index]
+        return Int(node.start) &+ 1..<Int(node.end)
+    }
+
     /// The UTF-8 text of the string at `index`, which has no escapes, as it is in the document: `write` is given it.
     func withUnescapedBytes<Result>(ofStringAt index: Int, _ write: (Span<UInt8>) -> Result) -> Result {
-        let node = nodes[index]
         let bytes = self.bytes  // a local: a span of a class's stored property cannot outlive the property access
-        return write(bytes.span.extracting(Int(node.start) &+ 1..<Int(node.end)))
+        return write(bytes.span.extracting(unescapedRange(ofStringAt: index)))
     }
 
     /// Whether the string at `index` has no escapes and its bytes are `text`'s UTF-8, byte for byte (then the two are
