@@ -17,5 +17,7 @@ RUN apt-get update \
 COPY --from=build /campaign-pipeline /usr/local/bin/campaign-pipeline
 COPY Config /etc/campaign-pipeline
 USER nobody
+# The metrics endpoint's port when CAMPAIGN_PIPELINE_METRICS_PORT or --metrics-port sets it (off by default).
+EXPOSE 9464
 ENTRYPOINT ["campaign-pipeline"]
 CMD ["run", "--config", "/etc/campaign-pipeline/pipeline.json"]

@@ -104,6 +104,20 @@ let package = Package(
             ]
         ),
 
+        // MARK: - Operations
+
+        .target(
+            name: "MetricsEndpoint",
+            dependencies: [
+                "PipelineRuntime",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+
         // MARK: - Command line
 
         .target(
@@ -112,6 +126,7 @@ let package = Package(
                 "KafkaClient",
                 "PipelineCore",
                 "PipelineRuntime",
+                "MetricsEndpoint",
                 "PushSinks",
                 "PlatformSinks",
                 "BasicTemplate",
@@ -183,12 +198,29 @@ let package = Package(
                 "TimerTemplate", "TestSupport", "SinkTestSupport",
             ]
         ),
+        .testTarget(
+            name: "MetricsEndpointTests",
+            dependencies: [
+                "MetricsEndpoint", "PipelineRuntime", "PipelineCore",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
         .testTarget(name: "BasicTemplateTests", dependencies: ["BasicTemplate", "PipelineCore", "TestSupport"]),
         .testTarget(name: "CarouselTemplateTests", dependencies: ["CarouselTemplate", "PipelineCore", "TestSupport"]),
         .testTarget(name: "TimerTemplateTests", dependencies: ["TimerTemplate", "PipelineCore", "TestSupport"]),
         .testTarget(
             name: "CampaignPipelineCLITests",
-            dependencies: ["CampaignPipelineCLI", "PipelineCore", "KafkaClient", "TestSupport", "campaign-pipeline"]
+            dependencies: [
+                "CampaignPipelineCLI", "PipelineCore", "KafkaClient", "TestSupport", "campaign-pipeline",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
         ),
     ]
 )

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import MetricsEndpoint
 import PipelineCore
 import PipelineRuntime
 import ServiceLifecycle
@@ -41,10 +42,22 @@ struct RunCommand: AsyncParsableCommand {
     @Flag(help: "Print the effective configuration (secrets masked) and exit.")
     var printConfig = false
 
+    @Option(
+        help: ArgumentHelp(
+            "Serve Prometheus metrics at http://<metrics-host>:<port>/metrics and a liveness check at /healthz (or CAMPAIGN_PIPELINE_METRICS_PORT; off by default).",
+            valueName: "port"
+        )
+    )
+    var metricsPort: Int?
+
+    @Option(help: ArgumentHelp("The address the metrics endpoint listens on.", valueName: "host"))
+    var metricsHost = "0.0.0.0"
+
     @OptionGroup var logging: LoggingOptions
 
     func validate() throws {
         if let untilIdle, untilIdle <= 0 { throw ValidationError("--until-idle must be a positive number of seconds, not \(untilIdle)") }
+        if let metricsPort, !(0...65_535).contains(metricsPort) { throw ValidationError("--metrics-port must be 0 to 65535, not \(metricsPort)") }
     }
 
     func run() async throws {
@@ -64,7 +77,24 @@ struct RunCommand: AsyncParsableCommand {
         }
         let logger = try logging.makeLogger(label: "campaign-pipeline")
         let pipeline = CampaignPipeline(configuration: configuration, registry: BuiltinTemplates.registry, logger: logger)
-        try await pipeline.runUntilSignalled(logger: logger)
+        try await pipeline.runUntilSignalled(logger: logger, alongside: try metricsServer(for: pipeline, logger: logger).map { [$0] } ?? [])
+    }
+
+    /// The metrics endpoint, when `--metrics-port` or `CAMPAIGN_PIPELINE_METRICS_PORT` asks for one.
+    func metricsServer(for pipeline: CampaignPipeline, logger: Logger) throws -> MetricsServer? {
+        var port = metricsPort
+        if port == nil, let text = ProcessInfo.processInfo.environment["CAMPAIGN_PIPELINE_METRICS_PORT"], !text.isEmpty {
+            guard let number = Int(text), (0...65_535).contains(number) else {
+                throw CommandError("CAMPAIGN_PIPELINE_METRICS_PORT: expected a port number (0 to 65535), found '\(text)'")
+            }
+            port = number
+        }
+        guard let port else { return nil }
+        let statistics = pipeline.statistics
+        let templates = Set(BuiltinTemplates.registry.renderers.map(\.templateID))
+        return MetricsServer(host: metricsHost, port: port, logger: logger) {
+            PrometheusText.render(statistics.snapshot, knownTemplates: templates)
+        }
     }
 
     /// Defaults ← file ← environment ← flags.
@@ -168,11 +198,12 @@ enum PrettyJSON {
 }
 
 extension CampaignPipeline {
-    /// Runs the pipeline in a service group until it ends by itself or SIGTERM/SIGINT asks it to shut down gracefully.
-    func runUntilSignalled(logger: Logger) async throws {
+    /// Runs the pipeline in a service group until it ends by itself or SIGTERM/SIGINT asks it to shut down gracefully;
+    /// `services` (the metrics endpoint) run beside it and stop with it.
+    func runUntilSignalled(logger: Logger, alongside services: [any Service] = []) async throws {
         let group = ServiceGroup(
             configuration: ServiceGroupConfiguration(
-                services: [.init(service: self, successTerminationBehavior: .gracefullyShutdownGroup)],
+                services: [.init(service: self, successTerminationBehavior: .gracefullyShutdownGroup)] + services.map { .init(service: $0) },
                 gracefulShutdownSignals: [.sigterm, .sigint],
                 logger: logger
             )

@@ -17,7 +17,7 @@ public struct AnalyticsEvent: Sendable, Hashable {
     }
 
     /// Why a message expired.
-    public enum ExpiryCause: String, Sendable, Hashable {
+    public enum ExpiryCause: String, Sendable, Hashable, CaseIterable {
         /// Processed after the event's `expiresAt`; not sent.
         case ttl
         /// A timer notification's countdown ended.

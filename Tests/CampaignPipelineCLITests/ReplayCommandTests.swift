@@ -27,22 +27,15 @@ struct ReplayCommandTests {
     @Test("without --deliver the outputs go to replay.* topics and the live topics get nothing")
     func defaultsToReplayTopics() async throws {
         let executable = try #require(Paths.executable, "build the campaign-pipeline product first")
-        let kafka = try EmbeddedKafka(brokers: 1, logger: Self.logger)
+        let (kafka, sampleCount) = try await clusterWithSamples(
+            extraTopics: ["replay.push.fcm", "replay.push.apns", "replay.campaign.analytics", "replay.campaign.dlq"],
+            logger: Self.logger
+        )
         defer { kafka.shutdown() }
-        let live = ["campaign.sends", "campaign.definitions", "push.fcm", "push.apns", "campaign.analytics", "campaign.dlq", "campaign.timers"]
-        for topic in live + ["replay.push.fcm", "replay.push.apns", "replay.campaign.analytics", "replay.campaign.dlq"] {
-            try kafka.createTopic(topic, partitions: 2)
-        }
-        let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(bootstrapServers: [kafka.bootstrapServers]), logger: Self.logger)
-        let samples = try Paths.samples().map { try JSONValue(parsing: Array(Data(contentsOf: $0))).encoded() }
-        for result in await producer.send(contentsOf: samples.map { KafkaProducerRecord(topic: "campaign.sends", value: $0) }) {
-            _ = try result.get()
-        }
-        await producer.close()
 
         let result = try await runProcess(executable, ["replay", "--bootstrap-servers", kafka.bootstrapServers, "--from", "beginning", "--log-level", "warning"])
         #expect(result.status == 0, "\(result.stderr)")
-        #expect(result.stdout.contains("Replaying \(samples.count) records"))
+        #expect(result.stdout.contains("Replaying \(sampleCount) records"))
         #expect(result.stdout.contains("--group campaign-pipeline-replay-"), "says how to resume")
 
         let consumer = try KafkaConsumer(configuration: KafkaConsumerConfiguration(bootstrapServers: [kafka.bootstrapServers], groupID: nil), logger: Self.logger)
@@ -55,7 +48,7 @@ struct ReplayCommandTests {
             }
         }
         await consumer.close()
-        #expect(replayAnalytics == Int64(samples.count), "one outcome per replayed event")
+        #expect(replayAnalytics == Int64(sampleCount), "one outcome per replayed event")
         #expect(liveOutputs == 0, "nothing written to the live topics")
 
         // The samples are dated December 2023, and two timers ended on the 25th: judged at each event's time they

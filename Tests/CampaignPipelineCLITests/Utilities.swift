@@ -1,4 +1,6 @@
 import Foundation
+import KafkaClient
+import Logging
 import TestSupport
 @testable import CampaignPipelineCLI
 import PipelineCore
@@ -82,4 +84,24 @@ private func runProcessBlocking(_ executable: URL, _ arguments: [String], input:
         stdout: String(decoding: out, as: UTF8.self),
         stderr: String(decoding: err, as: UTF8.self)
     )
+}
+
+/// An embedded one-broker cluster with the pipeline's topics (and `extraTopics`), two partitions each, and the
+/// sample events (`Config/samples`) on `campaign.sends`; returns it and the number of samples. Shut it down after.
+func clusterWithSamples(extraTopics: [String] = [], logger: Logger) async throws -> (kafka: EmbeddedKafka, samples: Int) {
+    let kafka = try EmbeddedKafka(brokers: 1, logger: logger)
+    do {
+        let topics = ["campaign.sends", "campaign.definitions", "push.fcm", "push.apns", "campaign.analytics", "campaign.dlq", "campaign.timers", "campaign.tokens"]
+        for topic in topics + extraTopics { try kafka.createTopic(topic, partitions: 2) }
+        let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(bootstrapServers: [kafka.bootstrapServers]), logger: logger)
+        let samples = try Paths.samples().map { try JSONValue(parsing: Array(Data(contentsOf: $0))).encoded() }
+        for result in await producer.send(contentsOf: samples.map { KafkaProducerRecord(topic: "campaign.sends", value: $0) }) {
+            _ = try result.get()
+        }
+        await producer.close()
+        return (kafka, samples.count)
+    } catch {
+        kafka.shutdown()
+        throw error
+    }
 }

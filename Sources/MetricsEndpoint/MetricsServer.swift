@@ -1,0 +1,108 @@
+public import Logging
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+public import ServiceLifecycle
+import Synchronization
+
+/// A small HTTP/1.1 server for the pipeline's operators: `GET /metrics` (the Prometheus text of ``PrometheusText``)
+/// and `GET /healthz` (`ok` while the process runs). Everything else is 404 (405 for other methods on those paths).
+///
+/// A swift-service-lifecycle `Service`: it listens until graceful shutdown, then closes its listener.
+///
+/// ```swift
+/// let metrics = MetricsServer(host: "0.0.0.0", port: 9464, logger: logger) { PrometheusText.render(...) }
+/// let group = ServiceGroup(services: [pipeline, metrics], logger: logger)
+/// ```
+public final class MetricsServer: Service {
+    private let host: String
+    private let port: Int
+    private let logger: Logger
+    private let metrics: @Sendable () -> String
+    private let bound = Mutex<Int?>(nil)
+
+    /// A server that will listen on `host`:`port` (port 0: any free port, see ``boundPort``) and answer
+    /// `/metrics` with what `metrics` returns at each request.
+    public init(host: String, port: Int, logger: Logger, metrics: @escaping @Sendable () -> String) {
+        self.host = host
+        self.port = port
+        self.logger = logger
+        self.metrics = metrics
+    }
+
+    /// The port listened on, once listening.
+    public var boundPort: Int? { bound.withLock { $0 } }
+
+    /// Listens until graceful shutdown (or cancellation), then closes the listener.
+    ///
+    /// - Throws: when the address cannot be bound (in use, not local).
+    public func run() async throws {
+        let metrics = self.metrics
+        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(.backlog, value: 64)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.configureHTTPServerPipeline()
+                    try channel.pipeline.syncOperations.addHandler(MetricsHTTPHandler(metrics: metrics))
+                }
+            }
+            .bind(host: host, port: port)
+            .get()
+        let port = channel.localAddress?.port ?? port
+        bound.withLock { $0 = port }
+        logger.info("Serving metrics", metadata: ["address": "http://\(host):\(port)/metrics"])
+        try? await gracefulShutdown()
+        try? await channel.close()
+    }
+}
+
+/// Answers one request at a time on one connection (HTTP/1.1 keep-alive as the client asks).
+private final class MetricsHTTPHandler: ChannelInboundHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    private let metrics: @Sendable () -> String
+    private var head: HTTPRequestHead?
+
+    init(metrics: @escaping @Sendable () -> String) {
+        self.metrics = metrics
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let head):
+            self.head = head
+        case .body:
+            break
+        case .end:
+            guard let head else { return }
+            self.head = nil
+            respond(to: head, context: context)
+        }
+    }
+
+    private func respond(to head: HTTPRequestHead, context: ChannelHandlerContext) {
+        let path = head.uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? head.uri
+        let (status, contentType, text): (HTTPResponseStatus, String, String)
+        switch (head.method, path) {
+        case (.GET, "/metrics"): (status, contentType, text) = (.ok, PrometheusText.contentType, metrics())
+        case (.GET, "/healthz"): (status, contentType, text) = (.ok, "text/plain; charset=utf-8", "ok\n")
+        case (_, "/metrics"), (_, "/healthz"): (status, contentType, text) = (.methodNotAllowed, "text/plain; charset=utf-8", "GET only\n")
+        default: (status, contentType, text) = (.notFound, "text/plain; charset=utf-8", "not found: try /metrics or /healthz\n")
+        }
+        var headers = HTTPHeaders()
+        headers.add(name: "content-type", value: contentType)
+        headers.add(name: "content-length", value: String(text.utf8.count))
+        let keepAlive = head.isKeepAlive
+        headers.add(name: "connection", value: keepAlive ? "keep-alive" : "close")
+        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: status, headers: headers))), promise: nil)
+        context.write(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(string: text)))), promise: nil)
+        let written = context.eventLoop.makePromise(of: Void.self)
+        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: written)
+        if !keepAlive {
+            let channel = context.channel
+            written.futureResult.whenComplete { _ in channel.close(promise: nil) }
+        }
+    }
+}

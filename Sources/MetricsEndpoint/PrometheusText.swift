@@ -1,0 +1,76 @@
+public import PipelineRuntime
+
+/// The pipeline's counts (``PipelineRuntime/PipelineStatistics``) in the Prometheus text exposition format (0.0.4).
+///
+/// Made from a snapshot when a scrape asks for it: counting costs the pipeline nothing more than the counts it keeps
+/// for its run summary.
+///
+/// ```
+/// # HELP campaign_pipeline_events_total Events read from the sends topic, by template and platform.
+/// # TYPE campaign_pipeline_events_total counter
+/// campaign_pipeline_events_total{template="basic",platform="fcm"} 1520
+/// ```
+public enum PrometheusText {
+    /// The content type of the format.
+    public static let contentType = "text/plain; version=0.0.4; charset=utf-8"
+
+    /// The metrics of `snapshot`.
+    ///
+    /// - Parameter knownTemplates: the registered template ids; an event naming any other template (it was rejected)
+    ///   is counted under `template="unknown"`, so that the input cannot grow the number of series.
+    public static func render(_ snapshot: PipelineStatistics.Snapshot, knownTemplates: Set<String>) -> String {
+        var text = ""
+        var events: [String: Int] = [:]
+        for (key, count) in snapshot.eventsIn {
+            // `template/platform`, each part `unknown` when the event did not say (a platform has no `/`).
+            let slash = key.lastIndex(of: "/") ?? key.endIndex
+            let named = String(key[..<slash])
+            let template = knownTemplates.contains(named) ? named : "unknown"
+            let platform = slash < key.endIndex ? String(key[key.index(after: slash)...]) : "unknown"
+            events["template=\"\(escaped(template))\",platform=\"\(platform)\"", default: 0] += count
+        }
+        family(&text, "campaign_pipeline_events_total", "Events read from the sends topic, by template and platform.")
+        for (labels, count) in events.sorted(by: { $0.key < $1.key }) {
+            sample(&text, "campaign_pipeline_events_total", labels, count)
+        }
+
+        family(&text, "campaign_pipeline_outcomes_total", "Terminal outcomes written to the analytics topic and acknowledged, by type (one per event).")
+        for kind in AnalyticsEvent.Kind.allCases {
+            sample(&text, "campaign_pipeline_outcomes_total", "type=\"\(kind.rawValue)\"", snapshot.outcomes[kind] ?? 0)
+        }
+
+        family(&text, "campaign_pipeline_expired_total", "push.expired outcomes by cause (ttl: processed after expiresAt; timer: the countdown had ended).")
+        for cause in AnalyticsEvent.ExpiryCause.allCases {
+            sample(&text, "campaign_pipeline_expired_total", "cause=\"\(cause.rawValue)\"", snapshot.expiredByCause[cause] ?? 0)
+        }
+
+        family(&text, "campaign_pipeline_timer_expiries_total", "Timer expiries emitted after delivery (push.expired, cause timer, after a push.delivered).")
+        sample(&text, "campaign_pipeline_timer_expiries_total", nil, snapshot.timersFired)
+
+        family(&text, "campaign_pipeline_outputs_retried_total", "Outputs the cluster did not take at first, queued to be sent again.")
+        sample(&text, "campaign_pipeline_outputs_retried_total", nil, snapshot.outputsRetried)
+        return text
+    }
+
+    /// `value` as a label value: backslash, double quote and line feed escaped.
+    static func escaped(_ value: String) -> String {
+        var result = ""
+        for character in value.unicodeScalars {
+            switch character {
+            case "\\": result += "\\\\"
+            case "\"": result += "\\\""
+            case "\n": result += "\\n"
+            default: result.unicodeScalars.append(character)
+            }
+        }
+        return result
+    }
+
+    private static func family(_ text: inout String, _ name: String, _ help: String) {
+        text += "# HELP \(name) \(help)\n# TYPE \(name) counter\n"
+    }
+
+    private static func sample(_ text: inout String, _ name: String, _ labels: String?, _ value: Int) {
+        text += labels.map { "\(name){\($0)} \(value)\n" } ?? "\(name) \(value)\n"
+    }
+}

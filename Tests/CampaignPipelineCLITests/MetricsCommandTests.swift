@@ -1,0 +1,73 @@
+import AsyncHTTPClient
+import Foundation
+import KafkaClient
+import Logging
+import NIOCore
+import NIOHTTP1
+import PipelineCore
+import Testing
+
+@Suite("campaign-pipeline run --metrics-port")
+struct MetricsCommandTests {
+    static let logger = Logger(label: "metrics-cli-tests") { _ in SwiftLogNoOpLogHandler() }
+
+    @Test("serves the running pipeline's counts at /metrics, and stops with it")
+    func servesMetricsWhileRunning() async throws {
+        let executable = try #require(Paths.executable, "build the campaign-pipeline product first")
+        let (kafka, _) = try await clusterWithSamples(logger: Self.logger)
+        defer { kafka.shutdown() }
+
+        // The log (standard error) says where it listens: port 0 takes any free port.
+        let log = FileManager.default.temporaryDirectory.appendingPathComponent("metrics-run-\(UUID().uuidString).log")
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+        defer { try? FileManager.default.removeItem(at: log) }
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = [
+            "run", "--bootstrap-servers", kafka.bootstrapServers, "--until-idle", "4",
+            "--metrics-port", "0", "--metrics-host", "127.0.0.1", "--log-level", "info",
+        ]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = try FileHandle(forWritingTo: log)
+        try process.run()
+        defer { if process.isRunning { process.terminate() } }
+
+        var address: String?
+        for _ in 0..<300 where address == nil {
+            let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+            if let line = text.split(separator: "\n").first(where: { $0.contains("Serving metrics") }),
+                let start = line.range(of: "http://")
+            {
+                address = String(line[start.lowerBound...].prefix { !$0.isWhitespace })
+            }
+            if address == nil { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        let metricsURL = try #require(address, "no 'Serving metrics' line: \((try? String(contentsOf: log, encoding: .utf8)) ?? "")")
+
+        let client = HTTPClient(eventLoopGroupProvider: .singleton)
+        var body = ""
+        do {
+            // Every sample has an outcome once the pipeline has caught up (two expire: their timers ended in 2023).
+            for _ in 0..<300 {
+                let response = try await client.execute(HTTPClientRequest(url: metricsURL), timeout: .seconds(5))
+                #expect(response.status == .ok)
+                body = String(buffer: try await response.body.collect(upTo: 1 << 20))
+                if body.contains(#"campaign_pipeline_outcomes_total{type="push.delivered"} 5"#) { break }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+        } catch {
+            try? await client.shutdown()
+            throw error
+        }
+        try await client.shutdown()
+        #expect(body.contains(#"campaign_pipeline_events_total{template="basic",platform="fcm"} 1"#), "\(body)")
+        #expect(body.contains(#"campaign_pipeline_events_total{template="timer",platform="apns"} 2"#), "\(body)")
+        #expect(body.contains(#"campaign_pipeline_outcomes_total{type="push.delivered"} 5"#), "\(body)")
+        #expect(body.contains(#"campaign_pipeline_expired_total{cause="timer"} 2"#), "\(body)")
+
+        // --until-idle: the pipeline ends, and the endpoint with it.
+        for _ in 0..<300 where process.isRunning { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(!process.isRunning, "the run ended once idle")
+        #expect(process.terminationStatus == 0, "\((try? String(contentsOf: log, encoding: .utf8)) ?? "")")
+    }
+}

@@ -1,0 +1,113 @@
+import AsyncHTTPClient
+import Logging
+@testable import MetricsEndpoint
+import NIOCore
+import NIOHTTP1
+import PipelineCore
+@testable import PipelineRuntime
+import ServiceLifecycle
+import Testing
+
+@Suite("Metrics for operators: the Prometheus text and the HTTP endpoint")
+struct MetricsEndpointTests {
+    static let logger = Logger(label: "metrics-tests") { _ in SwiftLogNoOpLogHandler() }
+
+    /// Statistics with a few of everything.
+    static func statistics() -> PipelineStatistics {
+        let statistics = PipelineStatistics()
+        statistics.recordInput(template: "basic", platform: .fcm)
+        statistics.recordInput(template: "basic", platform: .fcm)
+        statistics.recordInput(template: "carousel", platform: .apns)
+        statistics.recordInput(template: "bannr", platform: .fcm)  // rejected: not a template
+        statistics.recordInput(template: "ban\"ner\n", platform: nil)  // rejected, unreadable platform
+        statistics.recordInput(template: nil, platform: nil)  // not even JSON
+        for _ in 0..<3 { statistics.recordOutcome(kind: .delivered, cause: nil, bytes: [], isTimerExpiry: false) }
+        statistics.recordOutcome(kind: .expired, cause: .ttl, bytes: [], isTimerExpiry: false)
+        statistics.recordOutcome(kind: .expired, cause: .timer, bytes: [], isTimerExpiry: true)
+        statistics.recordOutcome(kind: .rejected, cause: nil, bytes: [], isTimerExpiry: false)
+        statistics.recordRetry()
+        return statistics
+    }
+
+    @Test("counters by template and platform, outcome type and expiry cause; unknown templates in one series")
+    func prometheusText() {
+        let text = PrometheusText.render(Self.statistics().snapshot, knownTemplates: ["basic", "carousel", "timer"])
+        #expect(text == """
+            # HELP campaign_pipeline_events_total Events read from the sends topic, by template and platform.
+            # TYPE campaign_pipeline_events_total counter
+            campaign_pipeline_events_total{template="basic",platform="fcm"} 2
+            campaign_pipeline_events_total{template="carousel",platform="apns"} 1
+            campaign_pipeline_events_total{template="unknown",platform="fcm"} 1
+            campaign_pipeline_events_total{template="unknown",platform="unknown"} 2
+            # HELP campaign_pipeline_outcomes_total Terminal outcomes written to the analytics topic and acknowledged, by type (one per event).
+            # TYPE campaign_pipeline_outcomes_total counter
+            campaign_pipeline_outcomes_total{type="push.delivered"} 3
+            campaign_pipeline_outcomes_total{type="push.failed"} 0
+            campaign_pipeline_outcomes_total{type="push.rejected"} 1
+            campaign_pipeline_outcomes_total{type="push.expired"} 1
+            campaign_pipeline_outcomes_total{type="push.suppressed"} 0
+            # HELP campaign_pipeline_expired_total push.expired outcomes by cause (ttl: processed after expiresAt; timer: the countdown had ended).
+            # TYPE campaign_pipeline_expired_total counter
+            campaign_pipeline_expired_total{cause="ttl"} 1
+            campaign_pipeline_expired_total{cause="timer"} 0
+            # HELP campaign_pipeline_timer_expiries_total Timer expiries emitted after delivery (push.expired, cause timer, after a push.delivered).
+            # TYPE campaign_pipeline_timer_expiries_total counter
+            campaign_pipeline_timer_expiries_total 1
+            # HELP campaign_pipeline_outputs_retried_total Outputs the cluster did not take at first, queued to be sent again.
+            # TYPE campaign_pipeline_outputs_retried_total counter
+            campaign_pipeline_outputs_retried_total 1
+
+            """)
+    }
+
+    @Test("label values are escaped")
+    func escaping() {
+        #expect(PrometheusText.escaped(#"a"b\c"# + "\n") == #"a\"b\\c\n"#)
+        let text = PrometheusText.render(Self.statistics().snapshot, knownTemplates: ["ban\"ner\n"])
+        #expect(text.contains(#"campaign_pipeline_events_total{template="ban\"ner\n",platform="unknown"} 1"#), "\(text)")
+    }
+
+    @Test("GET /metrics and /healthz over HTTP while the service runs; 404 and 405 otherwise; stops on shutdown")
+    func endpoint() async throws {
+        let statistics = Self.statistics()
+        let server = MetricsServer(host: "127.0.0.1", port: 0, logger: Self.logger) {
+            PrometheusText.render(statistics.snapshot, knownTemplates: ["basic", "carousel", "timer"])
+        }
+        let group = ServiceGroup(services: [server], logger: Self.logger)
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { try await group.run() }
+            var port: Int?
+            for _ in 0..<500 where port == nil {
+                port = server.boundPort
+                if port == nil { try await Task.sleep(for: .milliseconds(10)) }
+            }
+            let base = "http://127.0.0.1:\(try #require(port))"
+            let client = HTTPClient(eventLoopGroupProvider: .singleton)
+            func get(_ path: String, method: HTTPMethod = .GET) async throws -> (status: UInt, type: String?, body: String) {
+                var request = HTTPClientRequest(url: base + path)
+                request.method = method
+                let response = try await client.execute(request, timeout: .seconds(5))
+                let body = try await response.body.collect(upTo: 1 << 20)
+                return (response.status.code, response.headers.first(name: "content-type"), String(buffer: body))
+            }
+            do {
+                let metrics = try await get("/metrics")
+                #expect(metrics.status == 200)
+                #expect(metrics.type == "text/plain; version=0.0.4; charset=utf-8")
+                #expect(metrics.body.contains(#"campaign_pipeline_outcomes_total{type="push.delivered"} 3"#))
+                // Made at each request: a new outcome shows at the next scrape (over the same connection).
+                statistics.recordOutcome(kind: .delivered, cause: nil, bytes: [], isTimerExpiry: false)
+                #expect(try await get("/metrics?x=1").body.contains(#"campaign_pipeline_outcomes_total{type="push.delivered"} 4"#))
+                #expect(try await get("/healthz").body == "ok\n")
+                #expect(try await get("/nothing").status == 404)
+                #expect(try await get("/metrics", method: .POST).status == 405)
+            } catch {
+                try? await client.shutdown()
+                throw error
+            }
+            try await client.shutdown()
+            await group.triggerGracefulShutdown()
+            try await tasks.waitForAll()
+        }
+    }
+}
