@@ -190,7 +190,7 @@ extension CampaignPipeline {
             }
 
         case .rejected(let identity, let error):
-            statistics.recordInput(template: identity.template, platform: identity.platform)
+            statistics.recordInput(template: registeredTemplate(identity.template), platform: identity.platform)
             let detail = error.issues.map(\.description).joined(separator: "; ")
             logger.warning(
                 "Event rejected",
@@ -227,14 +227,14 @@ extension CampaignPipeline {
             await sender.send(outcomeOutput(rejected, sourceTimestamp: message.timestamp, ticket: ticket))
 
         case .expired(let identity, let cause, let detail):
-            statistics.recordInput(template: identity.template, platform: identity.platform)
+            statistics.recordInput(template: registeredTemplate(identity.template), platform: identity.platform)
             let expired = AnalyticsEvent(kind: .expired, identity: identity, occurredAt: .now(), reasonDetail: nil, cause: cause)
             logger.debug("Event expired", metadata: ["eventId": "\(identity.eventId ?? "-")", "cause": "\(cause.rawValue)", "detail": "\(detail)"])
             ticket.add(1)
             await sender.send(outcomeOutput(expired, sourceTimestamp: message.timestamp, ticket: ticket))
 
         case .suppressed(let identity):
-            statistics.recordInput(template: identity.template, platform: identity.platform)
+            statistics.recordInput(template: registeredTemplate(identity.template), platform: identity.platform)
             let suppressed = AnalyticsEvent(kind: .suppressed, identity: identity, occurredAt: .now())
             ticket.add(1)
             await sender.send(outcomeOutput(suppressed, sourceTimestamp: message.timestamp, ticket: ticket))
@@ -359,7 +359,7 @@ extension CampaignPipeline {
         case .suppressed(let identity):
             event = AnalyticsEvent(kind: .suppressed, identity: identity, occurredAt: .now())
         }
-        statistics.recordInput(template: event.identity.template, platform: event.identity.platform, payload: payload)
+        statistics.recordInput(template: registeredTemplate(event.identity.template), platform: event.identity.platform, payload: payload)
         statistics.recordOutcome(kind: event.kind, cause: event.cause, bytes: event.encoded(), isTimerExpiry: false)
     }
 
@@ -470,6 +470,13 @@ extension CampaignPipeline {
 
     private static func typeHeader(_ kind: AnalyticsEvent.Kind) -> [KafkaHeader] {
         [KafkaHeader(key: "type", string: kind.rawValue)]
+    }
+
+    /// The registered id of the template an event names (its alias resolved), `nil` for a name no plugin has: the
+    /// counts by template (run summary, `/metrics`) then hold one `unknown` entry, however many names the input
+    /// makes up, rather than one per name for as long as the process runs.
+    func registeredTemplate(_ name: String?) -> String? {
+        name.flatMap { try? processor.registry.renderer(named: $0).templateID }
     }
 
     /// The event's own time when replaying by event time, otherwise now.

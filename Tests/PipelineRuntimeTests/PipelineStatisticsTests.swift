@@ -18,4 +18,27 @@ struct PipelineStatisticsTests {
         #expect(snapshot.samplePayloads == ["basic/fcm": [1], "basic/apns": [3]], "the first payload of each, not the latest")
         #expect(snapshot.firstInputAt != nil)
     }
+
+    @Test("events naming templates no plugin has are counted under one 'unknown' template, however many names")
+    func madeUpTemplatesShareOneCount() async throws {
+        try await withPipelineCluster(partitions: 2) { kafka, configuration in
+            let factory = try EventFactory()
+            var events = (0..<40).map { index in
+                var event = factory.event("basic-fcm", id: "made-up-\(index)", recipient: "user-\(index)")
+                event["template"] = .string("made-up-\(index)")
+                return (key: "user-\(index)", value: JSONValue.object(event).encoded())
+            }
+            // An alias is counted under its template's id, rendered or not.
+            var alias = factory.event("carousel-fcm", id: "alias", recipient: "user-alias")
+            alias["template"] = "car"
+            events.append((key: "user-alias", value: JSONValue.object(alias).encoded()))
+            try await produce(events, to: configuration.topics.sends, kafka: kafka)
+
+            let pipeline = CampaignPipeline(configuration: configuration, registry: builtinRegistry, logger: testLogger)
+            try await pipeline.run()
+            let snapshot = pipeline.statistics.snapshot
+            #expect(snapshot.eventsIn == ["unknown/fcm": 40, "carousel/fcm": 1])
+            #expect(snapshot.outcomes[.rejected] == 40)
+        }
+    }
 }
