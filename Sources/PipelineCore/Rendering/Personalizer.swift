@@ -107,7 +107,7 @@ enum SimpleTemplate {
         case notSimple
     }
 
-    /// What ``scan(_:tag:)`` found.
+    /// What ``scan(_:tag:)`` found: no `{{`, only simple tags (each passed on), or a text for Mustache.
     enum Scan: Equatable {
         case noPlaceholder, simple, notSimple
     }
@@ -123,8 +123,8 @@ enum SimpleTemplate {
         }
     }
 
-    /// ``render(_:_:missing:)`` of the UTF-8 text `source`, assembling the text in `scratch` (emptied first; its
-    /// capacity is kept for the next).
+    /// ``render(_:_:missing:)`` of the UTF-8 text `source`, assembling the text in `scratch` (emptied at the first
+    /// tag, untouched when there is none; its capacity is kept for the next).
     ///
     /// One pass over the bytes, which also finds whether there is a placeholder at all: text between tags and the
     /// values are appended as the tags are found, and the result is made a `String` once. Tags are ASCII and so is
