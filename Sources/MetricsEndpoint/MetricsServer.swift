@@ -35,10 +35,24 @@ public final class MetricsServer: Service {
 
     /// Listens until graceful shutdown (or cancellation), then closes the listener.
     ///
-    /// - Throws: when the address cannot be bound (in use, not local).
+    /// - Throws: ``MetricsServerError`` when the address cannot be listened on (in use, not local).
     public func run() async throws {
+        let channel: any Channel
+        do {
+            channel = try await bind()
+        } catch {
+            throw MetricsServerError(description: "cannot serve metrics on \(host):\(port): \(error)")
+        }
+        let port = channel.localAddress?.port ?? port
+        bound.withLock { $0 = port }
+        logger.info("Serving metrics", metadata: ["address": "http://\(host):\(port)/metrics"])
+        try? await gracefulShutdown()
+        try? await channel.close()
+    }
+
+    private func bind() async throws -> any Channel {
         let metrics = self.metrics
-        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        return try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 64)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
@@ -49,12 +63,12 @@ public final class MetricsServer: Service {
             }
             .bind(host: host, port: port)
             .get()
-        let port = channel.localAddress?.port ?? port
-        bound.withLock { $0 = port }
-        logger.info("Serving metrics", metadata: ["address": "http://\(host):\(port)/metrics"])
-        try? await gracefulShutdown()
-        try? await channel.close()
     }
+}
+
+/// Why the metrics endpoint could not start.
+public struct MetricsServerError: Error, CustomStringConvertible {
+    public var description: String
 }
 
 /// Answers one request at a time on one connection (HTTP/1.1 keep-alive as the client asks).

@@ -105,6 +105,11 @@ struct MetricsEndpointTests {
                 try? await client.shutdown()
                 throw error
             }
+            // A second server on the same port says which address it could not listen on.
+            let second = MetricsServer(host: "127.0.0.1", port: try #require(port), logger: Self.logger) { "" }
+            let error = await #expect(throws: MetricsServerError.self) { try await second.run() }
+            #expect(error?.description.hasPrefix("cannot serve metrics on 127.0.0.1:\(try #require(port)): ") == true, "\(String(describing: error))")
+
             try await client.shutdown()
             await group.triggerGracefulShutdown()
             try await tasks.waitForAll()
