@@ -676,7 +676,11 @@ extension KafkaConsumer {
             if commitsOnRevocation && rd_kafka_assignment_lost(rk) == 0 {
                 let commitError = rd_kafka_commit(rk, nil, 0)
                 if commitError != RD_KAFKA_RESP_ERR_NO_ERROR && commitError != RD_KAFKA_RESP_ERR__NO_OFFSET {
-                    logger.debug("Commit on revocation failed", metadata: [KafkaLoggingKeys.errorName: "\(String(cString: rd_kafka_err2name(commitError)))"])
+                    // What was done since the last commit is processed again by the partitions' next owner.
+                    logger.warning(
+                        "Commit on revocation failed: the records done since the last commit will be processed again by the partitions' next owner",
+                        metadata: [KafkaLoggingKeys.errorName: "\(String(cString: rd_kafka_err2name(commitError)))"]
+                    )
                 }
             }
             if isCooperative {

@@ -213,7 +213,8 @@ extension PipelineConfiguration {
     /// Whether a librdkafka property holds a secret (passwords, keys, tokens).
     public static func isSecret(_ property: String) -> Bool {
         let name = property.lowercased()
-        return ["password", "secret", "jaas", "token", "key.pem", "keystore", "credentials"].contains { name.contains($0) }
+        return ["password", "secret", "jaas", "token", "key.pem", "keystore", "credentials", "oauthbearer.config"]
+            .contains { name.contains($0) }
     }
 
     static func object(_ value: JSONValue, _ path: String) throws(ConfigurationError) -> JSONObject {

@@ -40,6 +40,17 @@ struct KafkaFailureTests {
         let badValueError = #expect(throws: KafkaError.self) { try KafkaConsumer(configuration: badValue, logger: testLogger) }
         #expect(badValueError?.code == .invalidConfiguration)
         #expect(badValueError?.message.contains("session.timeout.ms") == true)
+
+        // A value may be a secret under a misspelt name: the error, which ends up in logs, never shows it.
+        var misspelt = KafkaProducerConfiguration(bootstrapServers: ["localhost:9092"])
+        misspelt.properties["sasl.pasword"] = "hunter2-secret"
+        let misspeltError = #expect(throws: KafkaError.self) { try KafkaProducer(configuration: misspelt, logger: testLogger) }
+        #expect(misspeltError?.message.contains("sasl.pasword") == true)
+        #expect(misspeltError.map { !"\($0)".contains("hunter2") } == true, "\(String(describing: misspeltError))")
+        var refused = KafkaProducerConfiguration(bootstrapServers: ["localhost:9092"])
+        refused.properties["acks"] = "hunter2-secret"
+        let refusedError = #expect(throws: KafkaError.self) { try KafkaProducer(configuration: refused, logger: testLogger) }
+        #expect(refusedError.map { !"\($0)".contains("hunter2") } == true, "\(String(describing: refusedError))")
     }
 
     @Test("properties pass through to librdkafka unchanged")

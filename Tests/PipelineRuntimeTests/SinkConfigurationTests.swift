@@ -103,6 +103,17 @@ struct SinkConfigurationTests {
         #expect(error?.reason.hasPrefix("unknown") == true, "\(json): \(error.map(String.init(describing:)) ?? "no error")")
     }
 
+    @Test("properties holding secrets are masked when the configuration is printed, the others shown")
+    func secretsMasked() throws {
+        let loaded = try PipelineConfiguration.load(
+            file: try object(#"{"kafka": {"properties": {"sasl.password": "p1", "sasl.oauthbearer.config": "clientSecret=s3", "ssl.key.pem": "k", "acks": "all"}}}"#),
+            environment: [:]
+        )
+        let printed = String(decoding: loaded.describedAsJSON().encoded(), as: UTF8.self)
+        #expect(!printed.contains("p1") && !printed.contains("s3") && !printed.contains(#""k""#), "\(printed)")
+        #expect(printed.contains(#""acks":"all""#), "\(printed)")
+    }
+
     @Test("Kafka properties may be strings, integers, decimals or booleans; anything else is refused naming its type")
     func kafkaPropertyValues() throws {
         let loaded = try PipelineConfiguration.load(

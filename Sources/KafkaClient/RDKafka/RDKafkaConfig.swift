@@ -14,10 +14,13 @@ enum RDKafkaConfig {
             let result = rd_kafka_conf_set(conf, key, value, &errorText, errorText.count)
             guard result == RD_KAFKA_CONF_OK else {
                 rd_kafka_conf_destroy(conf)
-                let reason = String(decodingCString: errorText)
+                // librdkafka's reason repeats the value ("property 'x' = 'value': …"), and a value may be a secret
+                // (a misspelt `sasl.password`): neither is put in the error, which ends up in logs.
+                let text = String(decodingCString: errorText)
+                let reason = value.isEmpty ? text : text.replacing(value, with: "…")
                 throw KafkaError(
                     code: .invalidConfiguration,
-                    message: "property '\(key)' = '\(value)': \(reason)"
+                    message: "property '\(key)' (value not shown): \(reason)"
                 )
             }
         }
