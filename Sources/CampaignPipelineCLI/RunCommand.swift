@@ -77,7 +77,14 @@ struct RunCommand: AsyncParsableCommand {
         }
         let logger = try logging.makeLogger(label: "campaign-pipeline")
         let pipeline = CampaignPipeline(configuration: configuration, registry: BuiltinTemplates.registry, logger: logger)
-        try await pipeline.runUntilSignalled(logger: logger, alongside: try metricsServer(for: pipeline, logger: logger).map { [$0] } ?? [])
+        let metrics = try metricsServer(for: pipeline, logger: logger)
+        do {
+            // Before Kafka: a port already in use stops the command at once, not after the pipeline has started.
+            try await metrics?.listen()
+        } catch {
+            throw CommandError("--metrics-port: \(error)")
+        }
+        try await pipeline.runUntilSignalled(logger: logger, alongside: metrics.map { [$0] } ?? [])
     }
 
     /// The metrics endpoint, when `--metrics-port` or `CAMPAIGN_PIPELINE_METRICS_PORT` asks for one.

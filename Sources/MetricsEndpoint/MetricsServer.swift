@@ -20,6 +20,7 @@ public final class MetricsServer: Service {
     private let logger: Logger
     private let metrics: @Sendable () -> String
     private let bound = Mutex<Int?>(nil)
+    private let listener = Mutex<(any Channel)?>(nil)
 
     /// A server that will listen on `host`:`port` (port 0: any free port, see ``boundPort``) and answer
     /// `/metrics` with what `metrics` returns at each request.
@@ -33,21 +34,31 @@ public final class MetricsServer: Service {
     /// The port listened on, once listening.
     public var boundPort: Int? { bound.withLock { $0 } }
 
-    /// Listens until graceful shutdown (or cancellation), then closes the listener.
+    /// Starts listening now, so that an address that cannot be used is reported before anything else starts;
+    /// ``run()`` then serves on it. Calling it again does nothing.
     ///
     /// - Throws: ``MetricsServerError`` when the address cannot be listened on (in use, not local).
-    public func run() async throws {
+    public func listen() async throws {
+        guard listener.withLock({ $0 }) == nil else { return }
         let channel: any Channel
         do {
             channel = try await bind()
         } catch {
             throw MetricsServerError(description: "cannot serve metrics on \(host):\(port): \(error)")
         }
+        listener.withLock { $0 = channel }
         let port = channel.localAddress?.port ?? port
         bound.withLock { $0 = port }
         logger.info("Serving metrics", metadata: ["address": "http://\(host):\(port)/metrics"])
+    }
+
+    /// Listens (unless ``listen()`` already does) until graceful shutdown or cancellation, then closes the listener.
+    ///
+    /// - Throws: ``MetricsServerError`` when the address cannot be listened on (in use, not local).
+    public func run() async throws {
+        try await listen()
         try? await gracefulShutdown()
-        try? await channel.close()
+        try? await listener.withLock({ $0 })?.close()
     }
 
     private func bind() async throws -> any Channel {

@@ -65,6 +65,13 @@ struct MetricsCommandTests {
         #expect(body.contains(#"campaign_pipeline_outcomes_total{type="push.delivered"} 5"#), "\(body)")
         #expect(body.contains(#"campaign_pipeline_expired_total{cause="timer"} 2"#), "\(body)")
 
+        // Another instance on the same port stops at once, saying why, before it connects to Kafka.
+        let port = try #require(metricsURL.split(separator: ":").last?.split(separator: "/").first)
+        let second = try await runProcess(executable, ["run", "--bootstrap-servers", "127.0.0.1:1", "--metrics-port", String(port), "--metrics-host", "127.0.0.1"])
+        #expect(second.status == 1)
+        #expect(second.stderr.contains("--metrics-port: cannot serve metrics on 127.0.0.1:\(port): "), "\(second.stderr)")
+        #expect(!second.stderr.contains("Pipeline starting"), "\(second.stderr)")
+
         // --until-idle: the pipeline ends, and the endpoint with it.
         for _ in 0..<300 where process.isRunning { try await Task.sleep(for: .milliseconds(50)) }
         #expect(!process.isRunning, "the run ended once idle")

@@ -107,7 +107,7 @@ struct MetricsEndpointTests {
             }
             // A second server on the same port says which address it could not listen on.
             let second = MetricsServer(host: "127.0.0.1", port: try #require(port), logger: Self.logger) { "" }
-            let error = await #expect(throws: MetricsServerError.self) { try await second.run() }
+            let error = await #expect(throws: MetricsServerError.self) { try await second.listen() }
             #expect(error?.description.hasPrefix("cannot serve metrics on 127.0.0.1:\(try #require(port)): ") == true, "\(String(describing: error))")
 
             try await client.shutdown()
