@@ -45,7 +45,78 @@ private enum LoggingBootstrap {
             return !done
         }
         if first {
-            LoggingSystem.bootstrap { label in StreamLogHandler.standardError(label: label) }
+            LoggingSystem.bootstrap { label in EscapingLogHandler(StreamLogHandler.standardError(label: label)) }
         }
+    }
+}
+
+/// Hands log events to `inner` with the control characters of their message and metadata escaped (`\n`, `\u{1B}`):
+/// messages and metadata carry text from events (ids, template names, reasons), and a line break in it would
+/// forge a log line of its own.
+struct EscapingLogHandler<Inner: LogHandler>: LogHandler {
+    private var inner: Inner
+
+    init(_ inner: Inner) {
+        self.inner = inner
+    }
+
+    func log(event: LogEvent) {
+        var escaped = event
+        escaped.message = "\(Self.escaped(event.message.description))"
+        escaped.metadata = event.metadata.map(Self.escaped)
+        inner.log(event: escaped)
+    }
+
+    var metadataProvider: Logger.MetadataProvider? {
+        get { inner.metadataProvider }
+        set { inner.metadataProvider = newValue }
+    }
+
+    var metadata: Logger.Metadata {
+        get { inner.metadata }
+        set { inner.metadata = newValue }
+    }
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { inner[metadataKey: key] }
+        set { inner[metadataKey: key] = newValue }
+    }
+
+    var logLevel: Logger.Level {
+        get { inner.logLevel }
+        set { inner.logLevel = newValue }
+    }
+
+    /// `text` with its control characters written as escapes.
+    static func escaped(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: isControl) else { return text }
+        var result = ""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\n": result += "\\n"
+            case "\r": result += "\\r"
+            case "\t": result += "\\t"
+            case _ where isControl(scalar): result += "\\u{\(String(scalar.value, radix: 16, uppercase: true))}"
+            default: result.unicodeScalars.append(scalar)
+            }
+        }
+        return result
+    }
+
+    static func escaped(_ metadata: Logger.Metadata) -> Logger.Metadata {
+        metadata.mapValues(escaped)
+    }
+
+    static func escaped(_ value: Logger.Metadata.Value) -> Logger.Metadata.Value {
+        switch value {
+        case .string(let text): .string(escaped(text))
+        case .stringConvertible(let convertible): .string(escaped(convertible.description))
+        case .dictionary(let metadata): .dictionary(escaped(metadata))
+        case .array(let values): .array(values.map(escaped))
+        }
+    }
+
+    private static func isControl(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.value < 0x20 || scalar.value == 0x7F || (0x80...0x9F).contains(scalar.value) || scalar == "\u{2028}" || scalar == "\u{2029}"
     }
 }
