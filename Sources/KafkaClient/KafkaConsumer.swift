@@ -665,7 +665,8 @@ extension KafkaConsumer {
                 state.assignment.formUnion(changed)
                 for partition in changed { state.generations[partition, default: 0] += 1 }
             }
-            logger.info("Partitions assigned", metadata: ["partitions": "\(changed.map(\.description).sorted().joined(separator: ","))"])
+            // Debug: an application logs its own view of the assignment (the pipeline's "Assigned" at info).
+            logger.debug("Partitions assigned", metadata: ["partitions": "\(changed.map(\.description).sorted().joined(separator: ","))"])
             events.yield(.partitionsAssigned(changed))
         case RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS:
             buffer.remove(partitions: Set(changed))
@@ -693,7 +694,7 @@ extension KafkaConsumer {
                 state.paused.subtract(changed)
                 for partition in changed { state.positions[partition] = nil }
             }
-            logger.info("Partitions revoked", metadata: ["partitions": "\(changed.map(\.description).sorted().joined(separator: ","))"])
+            logger.debug("Partitions revoked", metadata: ["partitions": "\(changed.map(\.description).sorted().joined(separator: ","))"])
             events.yield(.partitionsRevoked(changed))
         default:
             logger.warning("Rebalance failed: \(String(cString: rd_kafka_err2name(code)))")

@@ -210,6 +210,7 @@ public final class CampaignPipeline: Service {
                 try await withGracefulShutdownHandler {
                     try await self.processUntilStopped(consumer: consumer, sender: sender)
                 } onGracefulShutdown: {
+                    self.logger.info("Shutdown requested: stopping reads, draining in-flight work, committing")
                     self.stopSignal.fire()
                 }
             } catch {
@@ -477,7 +478,8 @@ public final class CampaignPipeline: Service {
                 }
                 logger.info("Revoked", metadata: ["partitions": "\(partitions.map(\.description).sorted().joined(separator: ","))"])
             case .error(let error):
-                logger.warning("Consumer reported an error", metadata: ["error": "\(error)"])
+                // The consumer logs it at warning itself.
+                logger.debug("Consumer reported an error", metadata: ["error": "\(error)"])
             }
         }
     }
