@@ -36,8 +36,13 @@ struct LoggingOptions: ParsableArguments {
 }
 
 /// Calls `LoggingSystem.bootstrap` at most once per process (it traps on a second call).
-private enum LoggingBootstrap {
+enum LoggingBootstrap {
     private static let done = Mutex(false)
+
+    /// The handler of every logger: standard error, with text from events escaped (``EscapingLogHandler``).
+    static func handler(label: String) -> any LogHandler {
+        EscapingLogHandler(StreamLogHandler.standardError(label: label))
+    }
 
     static func once() {
         let first = done.withLock { done in
@@ -45,7 +50,7 @@ private enum LoggingBootstrap {
             return !done
         }
         if first {
-            LoggingSystem.bootstrap { label in EscapingLogHandler(StreamLogHandler.standardError(label: label)) }
+            LoggingSystem.bootstrap(handler(label:))
         }
     }
 }

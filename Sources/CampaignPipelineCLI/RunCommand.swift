@@ -98,10 +98,7 @@ struct RunCommand: AsyncParsableCommand {
         }
         guard let port else { return nil }
         let statistics = pipeline.statistics
-        let templates = Set(BuiltinTemplates.registry.renderers.map(\.templateID))
-        return MetricsServer(host: metricsHost, port: port, logger: logger) {
-            PrometheusText.render(statistics.snapshot, knownTemplates: templates)
-        }
+        return MetricsServer(host: metricsHost, port: port, logger: logger) { PrometheusText.render(statistics.snapshot) }
     }
 
     /// Defaults ← file ← environment ← flags.

@@ -14,18 +14,15 @@ public enum PrometheusText {
     /// The content type of the format.
     public static let contentType = "text/plain; version=0.0.4; charset=utf-8"
 
-    /// The metrics of `snapshot`.
-    ///
-    /// - Parameter knownTemplates: the registered template ids; an event naming any other template (it was rejected)
-    ///   is counted under `template="unknown"`, so that the input cannot grow the number of series.
-    public static func render(_ snapshot: PipelineStatistics.Snapshot, knownTemplates: Set<String>) -> String {
+    /// The metrics of `snapshot`. Its templates are registered ids or `unknown` (the pipeline counts an event naming
+    /// any other template as `unknown`), so the input cannot grow the number of series.
+    public static func render(_ snapshot: PipelineStatistics.Snapshot) -> String {
         var text = ""
         var events: [String: Int] = [:]
         for (key, count) in snapshot.eventsIn {
             // `template/platform`, each part `unknown` when the event did not say (a platform has no `/`).
             let slash = key.lastIndex(of: "/") ?? key.endIndex
-            let named = String(key[..<slash])
-            let template = knownTemplates.contains(named) ? named : "unknown"
+            let template = String(key[..<slash])
             let platform = slash < key.endIndex ? String(key[key.index(after: slash)...]) : "unknown"
             events["template=\"\(escaped(template))\",platform=\"\(platform)\"", default: 0] += count
         }

@@ -23,6 +23,11 @@ struct LoggingTests {
         }
     }
 
+    @Test("the command's loggers write through the escaping handler")
+    func commandLoggersEscape() {
+        #expect(LoggingBootstrap.handler(label: "campaign-pipeline") is EscapingLogHandler<StreamLogHandler>)
+    }
+
     @Test("control characters of the message and of metadata (nested too) are escaped; other text is kept")
     func controlCharactersEscaped() {
         let recorder = Recorder()

@@ -140,3 +140,19 @@ struct RenderRunnerTests {
         #expect(captured.stderr == ["warning: 00000000-0000-4000-8000-000000000001: content.title: 40 characters; the fcm guideline is at most 35"])
     }
 }
+
+@Suite("demo: the samples moved to the time it runs")
+struct DemoSampleTimeTests {
+    @Test("every time of a sample moves by one amount, so that occurredAt is now and the timer still runs")
+    func samplesMovedToNow() throws {
+        let sample = try JSONValue(parsing: Data(contentsOf: Paths.repositoryRoot.appendingPathComponent("Config/samples/timer-fcm.json")))
+        let now = try Timestamp(rfc3339: "2030-01-01T00:00:00Z")
+        let moved = DemoCommand.movedToNow(sample, now: now)
+        let event = try #require(moved.objectValue)
+        #expect(event["occurredAt"]?.stringValue.flatMap { try? Timestamp(rfc3339: $0) } == now)
+        // The sample's timer ends four days and fourteen hours after it was sent (2023-12-20T10:00 → 12-25T00:00).
+        let endsAt = event["content"]?.objectValue?["timer"]?.objectValue?["endsAt"]?.stringValue
+        #expect(endsAt.flatMap { try? Timestamp(rfc3339: $0) } == now.adding(seconds: 4 * 86_400 + 14 * 3_600))
+        #expect(event["eventId"] == sample.objectValue?["eventId"], "other values are kept")
+    }
+}

@@ -43,8 +43,8 @@ struct Personalizer: Sendable {
     ) -> String? {
         // The bytes read here rather than in a closure of `withUnescapedBytes`, which would copy this personalizer
         // (its attributes hold their document: a reference count each time).
-        let text = document.bytes
-        return render(text.span.extracting(document.unescapedRange(ofStringAt: node)), text: document.string(at: node), at: path(), into: diagnostics)
+        let bytes = document.bytes
+        return render(bytes.span.extracting(document.unescapedRange(ofStringAt: node)), text: document.string(at: node), at: path(), into: diagnostics)
     }
 
     /// Renders the UTF-8 text `bytes` (`text` as a `String`, made only for Mustache); `nil` when it has no
