@@ -88,17 +88,7 @@ public struct RenderRunner: Sendable {
         guard let campaigns else { return registry.render(eventBytes: bytes) }
         do throws(PipelineError) {
             let request = try PushRequest(json: bytes)
-            guard request.content == nil else { return .rendered(try registry.render(request)) }
-            guard let definition = campaigns.definition(request.campaignId, version: request.campaignVersion, asOf: request.occurredAt) else {
-                let which = request.campaignVersion.map { "version \($0) of " } ?? ""
-                throw PipelineError(
-                    .missingField,
-                    at: FieldPath("content"),
-                    "required: the event has no content and \(which)campaign '\(request.campaignId)' has no definition",
-                    eventId: request.eventId
-                )
-            }
-            return .rendered(try registry.render(request, content: definition.content))
+            return .rendered(try registry.render(request, content: try campaigns.content(for: request, asOf: request.occurredAt)))
         } catch {
             return .failed(error)
         }

@@ -71,6 +71,24 @@ public struct CampaignTable: Sendable {
         return !history.definitions.contains { $0.definedAt > cancelledAt && $0.definedAt <= instant }
     }
 
+    /// The content `request` renders as of `instant`: its own, or else its campaign's definition (the version it
+    /// names, or the latest defined by then).
+    ///
+    /// - Throws: ``PipelineError`` at `content` when the event has none and the campaign has no such definition.
+    public func content(for request: PushRequest, asOf instant: Timestamp) throws(PipelineError) -> CampaignContent {
+        if let content = request.content { return content }
+        guard let definition = definition(request.campaignId, version: request.campaignVersion, asOf: instant) else {
+            let which = request.campaignVersion.map { "version \($0) of " } ?? ""
+            throw PipelineError(
+                .missingField,
+                at: FieldPath("content"),
+                "required: the event has no content and \(which)campaign '\(request.campaignId)' has no definition",
+                eventId: request.eventId
+            )
+        }
+        return definition.content
+    }
+
     /// The definition to render as of `instant`: the given version, or the latest version defined by then.
     public func definition(_ campaignId: String, version: Int?, asOf instant: Timestamp) -> Definition? {
         guard let history = campaigns[campaignId] else { return nil }

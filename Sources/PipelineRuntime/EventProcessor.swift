@@ -76,19 +76,11 @@ public struct EventProcessor: Sendable {
         if let expiresAt = request.expiresAt, expiresAt <= now {
             return .expired(identity(), .ttl, detail: "processed at \(now.rfc3339), after expiresAt \(expiresAt.rfc3339)")
         }
-        var content = request.content
-        if content == nil {
-            guard let definition = campaigns.definition(request.campaignId, version: request.campaignVersion, asOf: now) else {
-                let which = request.campaignVersion.map { "version \($0) of " } ?? ""
-                let failure = PipelineError(
-                    .missingField,
-                    at: FieldPath("content"),
-                    "required: the event has no content and \(which)campaign '\(request.campaignId)' has no definition",
-                    eventId: request.eventId
-                )
-                return .rejected(identity(), failure)
-            }
-            content = definition.content
+        let content: CampaignContent
+        do throws(PipelineError) {
+            content = try campaigns.content(for: request, asOf: now)
+        } catch {
+            return .rejected(identity(), error)
         }
         let notification: RenderedNotification
         do throws(PipelineError) {
