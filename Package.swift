@@ -153,7 +153,7 @@ let package = Package(
         .testTarget(name: "KafkaClientTests", dependencies: ["KafkaClient"]),
         .target(
             name: "TestSupport",
-            dependencies: ["PipelineCore", "PushSinks"],
+            dependencies: ["PipelineCore", "PushSinks", .product(name: "Logging", package: "swift-log")],
             path: "Tests/TestSupport"
         ),
         .target(

@@ -192,8 +192,8 @@ extension CampaignPipeline {
         case .rejected(let identity, let error):
             statistics.recordInput(template: registeredTemplate(identity.template), platform: identity.platform)
             let detail = error.issues.map(\.description).joined(separator: "; ")
-            logger.warning(
-                "Event rejected",
+            rejectedEventWarning.log(
+                to: logger,
                 metadata: [
                     "eventId": "\(identity.eventId ?? "-")",
                     "topic": "\(message.topic)",

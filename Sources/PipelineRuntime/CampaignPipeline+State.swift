@@ -56,15 +56,18 @@ extension CampaignPipeline {
             if let timer = TimerBook.decode(value, partition: message.partition) {
                 timers.schedule(timer)
             } else {
-                logger.warning("Unreadable timer record ignored", metadata: ["topic": "\(message.topic)", "partition": "\(message.partition)", "offset": "\(message.offset)"])
+                unreadableTimerWarning.log(
+                    to: logger,
+                    metadata: ["topic": "\(message.topic)", "partition": "\(message.partition)", "offset": "\(message.offset)"]
+                )
             }
             return
         }
         do throws(PipelineError) {
             try campaigns.withLock { table throws(PipelineError) in try table.apply(json: message.value ?? []) }
         } catch {
-            logger.warning(
-                "Campaign event ignored",
+            ignoredCampaignEventWarning.log(
+                to: logger,
                 metadata: [
                     "topic": "\(message.topic)",
                     "partition": "\(message.partition)",

@@ -55,6 +55,10 @@ public final class CampaignPipeline: Service {
     let hasThrottledSinks = Atomic<Bool>(false)
     /// The first sink that stopped (refused credentials), which stops the pipeline.
     let sinkStop = Mutex<(sink: String, failure: SinkFailure)?>(nil)
+    /// Warnings that can come once per record, each logged in full at most ten times in ten seconds.
+    let rejectedEventWarning = RepeatedWarning("Event rejected")
+    let ignoredCampaignEventWarning = RepeatedWarning("Campaign event ignored")
+    let unreadableTimerWarning = RepeatedWarning("Unreadable timer record ignored")
     private let stopSignal = StopSignal()
 
     /// Creates a pipeline.
@@ -66,7 +70,7 @@ public final class CampaignPipeline: Service {
     ///   - statistics: where to count what happens (pass one that records latency to benchmark).
     ///   - sinks: sinks to use instead of building them from the configuration, matched to the routes by their
     ///     ``PushSink/kind`` (your own sinks, or HTTP sinks built with settings of your own). `kafka` is built in.
-    ///   - logger: the root logger; lifecycle steps are logged at `info`, per-event problems at `warning`.
+    ///   - logger: the root logger; lifecycle steps are logged at `info`, per-event problems at `warning` (each kind at most ten times in ten seconds, the others at `debug`).
     public init(
         configuration: PipelineConfiguration,
         registry: TemplateRegistry,
@@ -236,6 +240,9 @@ public final class CampaignPipeline: Service {
         completedTrackers.withLock { $0 = [:] }
         if failure == nil, let (sink, reason) = sinkStop.withLock({ $0 }) {
             failure = PipelineRuntimeError.sinkStopped(sink: sink, reason: reason.detail)
+        }
+        for warning in [rejectedEventWarning, ignoredCampaignEventWarning, unreadableTimerWarning, sender.refusedOutputWarning] {
+            warning.flush(to: logger)
         }
         let summary = statistics.snapshot
         logger.info(

@@ -78,6 +78,8 @@ final class OutputSender: Sendable {
     private let backoff: Duration
     private let maxBackoff: Duration
     private let logger: Logger
+    /// A payload the cluster refuses for good can come once per event.
+    let refusedOutputWarning = RepeatedWarning("Output refused for good")
 
     init(producer: KafkaProducer, statistics: PipelineStatistics, backoff: Duration, maxBackoff: Duration, logger: Logger) {
         self.producer = producer
@@ -179,7 +181,7 @@ final class OutputSender: Sendable {
     private func scheduleRetry(_ output: Output, after error: KafkaError) {
         if case .payload(let completion) = output.acknowledgement, Self.isPermanent(error) {
             let topic = output.record.topic
-            logger.warning("Output refused for good", metadata: ["topic": "\(topic)", "error": "\(error)"])
+            refusedOutputWarning.log(to: logger, metadata: ["topic": "\(topic)", "error": "\(error)"])
             let code: SinkFailure.Code = (error.librdkafkaName ?? "").contains("SIZE_TOO_LARGE") ? .payloadTooLarge : .rejectedByPlatform
             completion(.failed(SinkFailure(code, "\(topic) refused the payload: \(error)")))
             return

@@ -1,28 +1,10 @@
 @testable import CampaignPipelineCLI
 import Logging
-import Synchronization
 import Testing
+import TestSupport
 
 @Suite("Log lines cannot be forged by text from events")
 struct LoggingTests {
-    /// Keeps what it is handed.
-    final class Recorder: Sendable {
-        let events = Mutex<[(message: String, metadata: Logger.Metadata)]>([])
-    }
-
-    struct RecordingHandler: LogHandler {
-        let recorder: Recorder
-        var metadata: Logger.Metadata = [:]
-        var logLevel: Logger.Level = .trace
-        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-            get { metadata[key] }
-            set { metadata[key] = newValue }
-        }
-        func log(event: LogEvent) {
-            recorder.events.withLock { $0.append((event.message.description, event.metadata ?? [:])) }
-        }
-    }
-
     @Test("the command's loggers write through the escaping handler")
     func commandLoggersEscape() {
         #expect(LoggingBootstrap.handler(label: "campaign-pipeline") is EscapingLogHandler<StreamLogHandler>)
@@ -30,8 +12,8 @@ struct LoggingTests {
 
     @Test("control characters of the message and of metadata (nested too) are escaped; other text is kept")
     func controlCharactersEscaped() {
-        let recorder = Recorder()
-        let logger = Logger(label: "test") { _ in EscapingLogHandler(RecordingHandler(recorder: recorder)) }
+        let recorder = LogRecorder()
+        let logger = Logger(label: "test") { _ in EscapingLogHandler(recorder.handler()) }
         logger.warning(
             "Event rejected: template 'x\nFAKE error: line'",
             metadata: [
@@ -40,9 +22,9 @@ struct LoggingTests {
                 "number": "\(42)",
             ]
         )
-        let events = recorder.events.withLock { $0 }
-        #expect(events.count == 1)
-        let (message, metadata) = events[0]
+        let lines = recorder.lines
+        #expect(lines.count == 1)
+        let (message, metadata) = (lines[0].message, lines[0].metadata)
         #expect(message == #"Event rejected: template 'x\nFAKE error: line'"#)
         #expect(metadata["reason"] == .string(#"unknown template 'we"ird\\r\nname'; é ✓"#))
         #expect(metadata["nested"] == .dictionary(["ids": .array([.string(#"a\u{1B}[31m"#), .string(#"b\u{2028}c"#)])]))

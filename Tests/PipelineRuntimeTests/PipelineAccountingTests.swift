@@ -1,8 +1,10 @@
 import Foundation
 import KafkaClient
+import Logging
 import PipelineCore
 import PipelineRuntime
 import Testing
+import TestSupport
 
 @Suite("The streaming pipeline accounts for every event")
 struct PipelineAccountingTests {
@@ -35,8 +37,9 @@ struct PipelineAccountingTests {
 
             weak var finished: CampaignPipeline?
             let statistics: PipelineStatistics
+            let logs = LogRecorder()
             do {
-                let pipeline = CampaignPipeline(configuration: configuration, registry: builtinRegistry, logger: testLogger)
+                let pipeline = CampaignPipeline(configuration: configuration, registry: builtinRegistry, logger: logs.logger(level: .info))
                 finished = pipeline
                 statistics = pipeline.statistics
                 try await pipeline.run()
@@ -100,6 +103,13 @@ struct PipelineAccountingTests {
             let summary = statistics.snapshot
             #expect(summary.totalIn == total)
             #expect(summary.outcomes[.rejected] == brokenFields.count)
+
+            // Rejections are logged ten at a time in ten seconds; each one not logged is counted in a line that is.
+            let rejectionLines = logs.lines.filter { $0.level == .warning && $0.message.hasPrefix("Event rejected") }
+            let logged = rejectionLines.filter { $0.message == "Event rejected" && $0.metadata["reason"] != nil }.count
+            let omitted = rejectionLines.compactMap { line in line.metadata["omittedSinceLastLogged"].flatMap { Int($0.description) } }
+            #expect(logged + omitted.reduce(0, +) == brokenFields.count)
+            #expect(logged < brokenFields.count / 2, "\(logged) of \(brokenFields.count) rejections logged in full")
         }
     }
 }
