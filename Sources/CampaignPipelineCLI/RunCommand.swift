@@ -44,7 +44,7 @@ struct RunCommand: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "Serve Prometheus metrics at http://<metrics-host>:<port>/metrics and a liveness check at /healthz (or CAMPAIGN_PIPELINE_METRICS_PORT; off by default).",
+            "Serve Prometheus metrics at http://<metrics-host>:<port>/metrics, a liveness check at /healthz and a readiness check at /readyz (or CAMPAIGN_PIPELINE_METRICS_PORT; off by default).",
             valueName: "port"
         )
     )
@@ -97,8 +97,9 @@ struct RunCommand: AsyncParsableCommand {
             port = number
         }
         guard let port else { return nil }
-        let statistics = pipeline.statistics
-        return MetricsServer(host: metricsHost, port: port, logger: logger) { PrometheusText.render(statistics.snapshot) }
+        return MetricsServer(host: metricsHost, port: port, logger: logger, readiness: { pipeline.status.readiness }) {
+            PrometheusText.render(pipeline.statistics.snapshot, status: pipeline.status)
+        }
     }
 
     /// Defaults ← file ← environment ← flags.

@@ -2,16 +2,21 @@ public import Logging
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+public import PipelineRuntime
 public import ServiceLifecycle
 import Synchronization
 
-/// A small HTTP/1.1 server for the pipeline's operators: `GET /metrics` (the Prometheus text of ``PrometheusText``)
-/// and `GET /healthz` (`ok` while the process runs). Everything else is 404 (405 for other methods on those paths).
+/// A small HTTP/1.1 server for the pipeline's operators: `GET /metrics` (the Prometheus text of ``PrometheusText``),
+/// `GET /healthz` (`ok` while the process runs: liveness) and `GET /readyz` (200 `ready` while the pipeline consumes
+/// in its group, 503 with the reason otherwise: readiness). Everything else is 404 (405 for other methods on those
+/// paths).
 ///
 /// A swift-service-lifecycle `Service`: it listens until graceful shutdown, then closes its listener.
 ///
 /// ```swift
-/// let metrics = MetricsServer(host: "0.0.0.0", port: 9464, logger: logger) { PrometheusText.render(...) }
+/// let metrics = MetricsServer(host: "0.0.0.0", port: 9464, logger: logger, readiness: { pipeline.status.readiness }) {
+///     PrometheusText.render(pipeline.statistics.snapshot, status: pipeline.status)
+/// }
 /// let group = ServiceGroup(services: [pipeline, metrics], logger: logger)
 /// ```
 public final class MetricsServer: Service {
@@ -19,15 +24,24 @@ public final class MetricsServer: Service {
     private let port: Int
     private let logger: Logger
     private let metrics: @Sendable () -> String
+    private let readiness: @Sendable () -> CampaignPipeline.Readiness
     private let bound = Mutex<Int?>(nil)
     private let listener = Mutex<(any Channel)?>(nil)
 
     /// A server that will listen on `host`:`port` (port 0: any free port, see ``boundPort``) and answer
-    /// `/metrics` with what `metrics` returns at each request.
-    public init(host: String, port: Int, logger: Logger, metrics: @escaping @Sendable () -> String) {
+    /// `/metrics` with what `metrics` returns at each request, and `/readyz` as `readiness` says (always ready when
+    /// not given).
+    public init(
+        host: String,
+        port: Int,
+        logger: Logger,
+        readiness: @escaping @Sendable () -> CampaignPipeline.Readiness = { .ready },
+        metrics: @escaping @Sendable () -> String
+    ) {
         self.host = host
         self.port = port
         self.logger = logger
+        self.readiness = readiness
         self.metrics = metrics
     }
 
@@ -63,13 +77,14 @@ public final class MetricsServer: Service {
 
     private func bind() async throws -> any Channel {
         let metrics = self.metrics
+        let readiness = self.readiness
         return try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 64)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline()
-                    try channel.pipeline.syncOperations.addHandler(MetricsHTTPHandler(metrics: metrics))
+                    try channel.pipeline.syncOperations.addHandler(MetricsHTTPHandler(metrics: metrics, readiness: readiness))
                 }
             }
             .bind(host: host, port: port)
@@ -88,10 +103,12 @@ private final class MetricsHTTPHandler: ChannelInboundHandler {
     typealias OutboundOut = HTTPServerResponsePart
 
     private let metrics: @Sendable () -> String
+    private let readiness: @Sendable () -> CampaignPipeline.Readiness
     private var head: HTTPRequestHead?
 
-    init(metrics: @escaping @Sendable () -> String) {
+    init(metrics: @escaping @Sendable () -> String, readiness: @escaping @Sendable () -> CampaignPipeline.Readiness) {
         self.metrics = metrics
+        self.readiness = readiness
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -109,12 +126,18 @@ private final class MetricsHTTPHandler: ChannelInboundHandler {
 
     private func respond(to head: HTTPRequestHead, context: ChannelHandlerContext) {
         let path = head.uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? head.uri
+        let plain = "text/plain; charset=utf-8"
         let (status, contentType, text): (HTTPResponseStatus, String, String)
         switch (head.method, path) {
         case (.GET, "/metrics"): (status, contentType, text) = (.ok, PrometheusText.contentType, metrics())
-        case (.GET, "/healthz"): (status, contentType, text) = (.ok, "text/plain; charset=utf-8", "ok\n")
-        case (_, "/metrics"), (_, "/healthz"): (status, contentType, text) = (.methodNotAllowed, "text/plain; charset=utf-8", "GET only\n")
-        default: (status, contentType, text) = (.notFound, "text/plain; charset=utf-8", "not found: try /metrics or /healthz\n")
+        case (.GET, "/healthz"): (status, contentType, text) = (.ok, plain, "ok\n")
+        case (.GET, "/readyz"):
+            switch readiness() {
+            case .ready: (status, contentType, text) = (.ok, plain, "ready\n")
+            case .notReady(let reason): (status, contentType, text) = (.serviceUnavailable, plain, "not ready: \(reason)\n")
+            }
+        case (_, "/metrics"), (_, "/healthz"), (_, "/readyz"): (status, contentType, text) = (.methodNotAllowed, plain, "GET only\n")
+        default: (status, contentType, text) = (.notFound, plain, "not found: try /metrics, /healthz or /readyz\n")
         }
         var headers = HTTPHeaders()
         headers.add(name: "content-type", value: contentType)

@@ -1,6 +1,7 @@
 public import PipelineRuntime
 
-/// The pipeline's counts (``PipelineRuntime/PipelineStatistics``) in the Prometheus text exposition format (0.0.4).
+/// The pipeline's counts (``PipelineRuntime/PipelineStatistics``) and, when given, the state of its run
+/// (``PipelineRuntime/CampaignPipeline/Status``) in the Prometheus text exposition format (0.0.4).
 ///
 /// Made from a snapshot when a scrape asks for it: counting costs the pipeline nothing more than the counts it keeps
 /// for its run summary.
@@ -14,9 +15,10 @@ public enum PrometheusText {
     /// The content type of the format.
     public static let contentType = "text/plain; version=0.0.4; charset=utf-8"
 
-    /// The metrics of `snapshot`. Its templates are registered ids or `unknown` (the pipeline counts an event naming
-    /// any other template as `unknown`), so the input cannot grow the number of series.
-    public static func render(_ snapshot: PipelineStatistics.Snapshot) -> String {
+    /// The metrics of `snapshot`, then the gauges of `status`. The snapshot's templates are registered ids or
+    /// `unknown` (the pipeline counts an event naming any other template as `unknown`), so the input cannot grow the
+    /// number of series.
+    public static func render(_ snapshot: PipelineStatistics.Snapshot, status: CampaignPipeline.Status? = nil) -> String {
         var text = ""
         var events: [String: Int] = [:]
         for (key, count) in snapshot.eventsIn {
@@ -46,6 +48,16 @@ public enum PrometheusText {
 
         family(&text, "campaign_pipeline_outputs_retried_total", "Outputs the cluster did not take at first, queued to be sent again.")
         sample(&text, "campaign_pipeline_outputs_retried_total", nil, snapshot.outputsRetried)
+
+        guard let status else { return text }
+        family(&text, "campaign_pipeline_ready", "1 while the instance consumes in its group (what /readyz answers 200 for), else 0.", type: "gauge")
+        sample(&text, "campaign_pipeline_ready", nil, status.readiness == .ready ? 1 : 0)
+        family(&text, "campaign_pipeline_assigned_partitions", "Partitions of the sends topic this instance reads.", type: "gauge")
+        sample(&text, "campaign_pipeline_assigned_partitions", nil, status.assignedPartitions)
+        family(&text, "campaign_pipeline_in_flight_events", "Events read whose outputs are not all acknowledged yet.", type: "gauge")
+        sample(&text, "campaign_pipeline_in_flight_events", nil, status.inFlightEvents)
+        family(&text, "campaign_pipeline_pending_timers", "Delivered timer notifications whose countdown has not ended (every partition's).", type: "gauge")
+        sample(&text, "campaign_pipeline_pending_timers", nil, status.pendingTimers)
         return text
     }
 
@@ -63,8 +75,8 @@ public enum PrometheusText {
         return result
     }
 
-    private static func family(_ text: inout String, _ name: String, _ help: String) {
-        text += "# HELP \(name) \(help)\n# TYPE \(name) counter\n"
+    private static func family(_ text: inout String, _ name: String, _ help: String, type: String = "counter") {
+        text += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n"
     }
 
     private static func sample(_ text: inout String, _ name: String, _ labels: String?, _ value: Int) {

@@ -60,6 +60,8 @@ public final class CampaignPipeline: Service {
     let ignoredCampaignEventWarning = RepeatedWarning("Campaign event ignored")
     let unreadableTimerWarning = RepeatedWarning("Unreadable timer record ignored")
     private let stopSignal = StopSignal()
+    /// What ``status`` reports that the run sets as it goes.
+    let runState = Mutex(RunState())
 
     /// Creates a pipeline.
     ///
@@ -136,6 +138,7 @@ public final class CampaignPipeline: Service {
     /// - Throws: ``KafkaError`` or ``PipelineRuntimeError`` when it cannot start (no broker, a missing topic,
     ///   mismatched partition counts) or the consumer fails for good.
     public func run() async throws {
+        defer { runState.withLock { $0 = RunState(phase: .stopped) } }
         logger.info(
             "Pipeline starting",
             metadata: [
@@ -191,6 +194,7 @@ public final class CampaignPipeline: Service {
             throw error
         }
         logger.info("Consuming", metadata: ["topic": "\(configuration.topics.sends)", "group": "\(configuration.groupID)"])
+        runState.withLock { $0.phase = .consuming }
 
         var failure: (any Error)?
         await withTaskGroup(of: Void.self) { group in
@@ -223,6 +227,7 @@ public final class CampaignPipeline: Service {
             }
             // Whatever ended the processing, everything from here on is shutting down.
             stopSignal.fire()
+            runState.withLock { $0.phase = .stopping }
             await drain(sender: sender)
             storeCompletedPositions(of: consumer)
             do {
@@ -460,6 +465,11 @@ public final class CampaignPipeline: Service {
         for await event in consumer.events {
             switch event {
             case .partitionsAssigned(let partitions):
+                let count = consumer.assignment.count
+                runState.withLock { state in
+                    state.hasJoinedGroup = true
+                    state.assignedPartitions = count
+                }
                 logger.info("Assigned", metadata: ["partitions": "\(partitions.map(\.description).sorted().joined(separator: ","))"])
             case .partitionsRevoked(let partitions):
                 // Abandon in-flight work of revoked partitions: it was not committed, so their new owner
@@ -483,6 +493,8 @@ public final class CampaignPipeline: Service {
                 readPositions.withLock { positions in
                     for partition in partitions { positions[partition] = nil }
                 }
+                let count = consumer.assignment.count
+                runState.withLock { $0.assignedPartitions = count }
                 logger.info("Revoked", metadata: ["partitions": "\(partitions.map(\.description).sorted().joined(separator: ","))"])
             case .error(let error):
                 // The consumer logs it at warning itself.

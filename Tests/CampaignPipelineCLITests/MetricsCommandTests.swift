@@ -55,11 +55,19 @@ struct MetricsCommandTests {
                 if body.contains(#"campaign_pipeline_outcomes_total{type="push.delivered"} 5"#) { break }
                 try await Task.sleep(for: .milliseconds(100))
             }
+            // Consuming in its group: ready, reading every partition of the sends topic.
+            let readyURL = metricsURL.replacingOccurrences(of: "/metrics", with: "/readyz")
+            let ready = try await client.execute(HTTPClientRequest(url: readyURL), timeout: .seconds(5))
+            #expect(ready.status == .ok)
+            #expect(String(buffer: try await ready.body.collect(upTo: 1 << 10)) == "ready\n")
         } catch {
             try? await client.shutdown()
             throw error
         }
         try await client.shutdown()
+        #expect(body.contains("campaign_pipeline_ready 1\n"), "\(body)")
+        #expect(body.contains("campaign_pipeline_assigned_partitions 2\n"), "\(body)")
+        #expect(body.contains("campaign_pipeline_in_flight_events "), "\(body)")
         #expect(body.contains(#"campaign_pipeline_events_total{template="basic",platform="fcm"} 1"#), "\(body)")
         #expect(body.contains(#"campaign_pipeline_events_total{template="timer",platform="apns"} 2"#), "\(body)")
         #expect(body.contains(#"campaign_pipeline_outcomes_total{type="push.delivered"} 5"#), "\(body)")

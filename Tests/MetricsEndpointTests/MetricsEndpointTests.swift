@@ -6,6 +6,7 @@ import NIOHTTP1
 import PipelineCore
 @testable import PipelineRuntime
 import ServiceLifecycle
+import Synchronization
 import Testing
 
 @Suite("Metrics for operators: the Prometheus text and the HTTP endpoint")
@@ -60,6 +61,34 @@ struct MetricsEndpointTests {
             """)
     }
 
+    @Test("with the run's state: gauges of readiness, partitions, events in flight and pending timers")
+    func gauges() {
+        let status = CampaignPipeline.Status(phase: .consuming, hasJoinedGroup: true, assignedPartitions: 6, inFlightEvents: 1_250, pendingTimers: 3)
+        let counters = PrometheusText.render(Self.statistics().snapshot)
+        let text = PrometheusText.render(Self.statistics().snapshot, status: status)
+        #expect(text == counters + """
+            # HELP campaign_pipeline_ready 1 while the instance consumes in its group (what /readyz answers 200 for), else 0.
+            # TYPE campaign_pipeline_ready gauge
+            campaign_pipeline_ready 1
+            # HELP campaign_pipeline_assigned_partitions Partitions of the sends topic this instance reads.
+            # TYPE campaign_pipeline_assigned_partitions gauge
+            campaign_pipeline_assigned_partitions 6
+            # HELP campaign_pipeline_in_flight_events Events read whose outputs are not all acknowledged yet.
+            # TYPE campaign_pipeline_in_flight_events gauge
+            campaign_pipeline_in_flight_events 1250
+            # HELP campaign_pipeline_pending_timers Delivered timer notifications whose countdown has not ended (every partition's).
+            # TYPE campaign_pipeline_pending_timers gauge
+            campaign_pipeline_pending_timers 3
+
+            """)
+        var joining = status
+        joining.hasJoinedGroup = false
+        #expect(PrometheusText.render(Self.statistics().snapshot, status: joining).contains("campaign_pipeline_ready 0\n"))
+        var stopping = status
+        stopping.phase = .stopping
+        #expect(PrometheusText.render(Self.statistics().snapshot, status: stopping).contains("campaign_pipeline_ready 0\n"))
+    }
+
     @Test("label values are escaped")
     func escaping() {
         #expect(PrometheusText.escaped(#"a"b\c"# + "\n") == #"a\"b\\c\n"#)
@@ -69,10 +98,11 @@ struct MetricsEndpointTests {
         #expect(text.contains(#"campaign_pipeline_events_total{template="ban\"ner\n",platform="unknown"} 1"#), "\(text)")
     }
 
-    @Test("GET /metrics and /healthz over HTTP while the service runs; 404 and 405 otherwise; stops on shutdown")
+    @Test("GET /metrics, /healthz and /readyz over HTTP while the service runs; 404 and 405 otherwise; stops on shutdown")
     func endpoint() async throws {
         let statistics = Self.statistics()
-        let server = MetricsServer(host: "127.0.0.1", port: 0, logger: Self.logger) {
+        let readiness = Mutex(CampaignPipeline.Readiness.notReady("waiting to join the consumer group"))
+        let server = MetricsServer(host: "127.0.0.1", port: 0, logger: Self.logger, readiness: { readiness.withLock { $0 } }) {
             PrometheusText.render(statistics.snapshot)
         }
         let group = ServiceGroup(services: [server], logger: Self.logger)
@@ -101,6 +131,12 @@ struct MetricsEndpointTests {
                 statistics.recordOutcome(kind: .delivered, cause: nil, bytes: [], isTimerExpiry: false)
                 #expect(try await get("/metrics?x=1").body.contains(#"campaign_pipeline_outcomes_total{type="push.delivered"} 4"#))
                 #expect(try await get("/healthz").body == "ok\n")
+                let notReady = try await get("/readyz")
+                #expect(notReady.status == 503 && notReady.body == "not ready: waiting to join the consumer group\n")
+                readiness.withLock { $0 = .ready }
+                let ready = try await get("/readyz")
+                #expect(ready.status == 200 && ready.body == "ready\n")
+                #expect(try await get("/readyz", method: .POST).status == 405)
                 #expect(try await get("/nothing").status == 404)
                 #expect(try await get("/metrics", method: .POST).status == 405)
             } catch {

@@ -1,0 +1,68 @@
+import Synchronization
+
+extension CampaignPipeline {
+    /// Where a run is, for operators: the metrics endpoint's gauges and its readiness check (``readiness``).
+    public struct Status: Sendable, Equatable {
+        /// The steps of a run.
+        public enum Phase: String, Sendable {
+            /// Not running yet, or connecting, checking the topics and subscribing.
+            case starting
+            /// Reading and processing events.
+            case consuming
+            /// Asked to stop (or stopping by itself): draining what is in flight, committing, closing.
+            case stopping
+            /// The run is over.
+            case stopped
+        }
+
+        /// The step the run is at.
+        public var phase: Phase
+        /// Whether the consumer has been given its first assignment by the group (possibly none, when the group has
+        /// more instances than the sends topic has partitions).
+        public var hasJoinedGroup: Bool
+        /// Partitions of the sends topic this instance reads now.
+        public var assignedPartitions: Int
+        /// Events read and not finished yet (not every output acknowledged).
+        public var inFlightEvents: Int
+        /// Delivered timer notifications whose countdown has not ended, in this instance's book (which holds every
+        /// partition's; each fires on the instance that owns its partition).
+        public var pendingTimers: Int
+
+        /// Ready once consuming in the group: a deployment can count this instance as taking its share.
+        public var readiness: Readiness {
+            switch phase {
+            case .starting: .notReady("starting")
+            case .consuming: hasJoinedGroup ? .ready : .notReady("waiting to join the consumer group")
+            case .stopping: .notReady("stopping")
+            case .stopped: .notReady("stopped")
+            }
+        }
+    }
+
+    /// Whether an instance takes its share of the work, and if not, why.
+    public enum Readiness: Sendable, Equatable {
+        /// Consuming in its group.
+        case ready
+        /// Not consuming (yet, or any more), with the reason.
+        case notReady(String)
+    }
+
+    /// The run's state now (made when asked: nothing is kept per event for it).
+    public var status: Status {
+        let (phase, hasJoinedGroup, assigned) = runState.withLock { ($0.phase, $0.hasJoinedGroup, $0.assignedPartitions) }
+        return Status(
+            phase: phase == .consuming && isStopping ? .stopping : phase,
+            hasJoinedGroup: hasJoinedGroup,
+            assignedPartitions: assigned,
+            inFlightEvents: totalInFlight(),
+            pendingTimers: timers.count
+        )
+    }
+
+    /// What ``status`` reads that the run sets as it goes.
+    struct RunState: Sendable {
+        var phase: Status.Phase = .starting
+        var hasJoinedGroup = false
+        var assignedPartitions = 0
+    }
+}
