@@ -110,6 +110,7 @@ let package = Package(
             name: "MetricsEndpoint",
             dependencies: [
                 "PipelineRuntime",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -14,7 +14,7 @@ public struct CampaignPipelineCommand: AsyncParsableCommand {
             outcome on the analytics topic.
             """,
         version: "0.1.0",
-        subcommands: [RunCommand.self, ReplayCommand.self, DemoCommand.self, BenchCommand.self, BrokerCommand.self, RenderCommand.self, TemplatesCommand.self]
+        subcommands: [RunCommand.self, ReplayCommand.self, DemoCommand.self, BenchCommand.self, BrokerCommand.self, RenderCommand.self, TemplatesCommand.self, ProbeCommand.self]
     )
 
     public init() {}

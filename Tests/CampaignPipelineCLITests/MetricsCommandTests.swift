@@ -73,8 +73,14 @@ struct MetricsCommandTests {
         #expect(body.contains(#"campaign_pipeline_outcomes_total{type="push.delivered"} 5"#), "\(body)")
         #expect(body.contains(#"campaign_pipeline_expired_total{cause="timer"} 2"#), "\(body)")
 
-        // Another instance on the same port stops at once, saying why, before it connects to Kafka.
+        // `probe` (the image's health check) says it is ready, and that it lives.
         let port = try #require(metricsURL.split(separator: ":").last?.split(separator: "/").first)
+        let probe = try await runProcess(executable, ["probe", "--port", String(port)])
+        #expect(probe.status == 0 && probe.stdout == "ready\n", "\(probe.stdout) \(probe.stderr)")
+        let live = try await runProcess(executable, ["probe", "--port", String(port), "--live"])
+        #expect(live.status == 0 && live.stdout == "ok\n", "\(live.stdout) \(live.stderr)")
+
+        // Another instance on the same port stops at once, saying why, before it connects to Kafka.
         let second = try await runProcess(executable, ["run", "--bootstrap-servers", "127.0.0.1:1", "--metrics-port", String(port), "--metrics-host", "127.0.0.1"])
         #expect(second.status == 1)
         #expect(second.stderr.contains("--metrics-port: cannot serve metrics on 127.0.0.1:\(port): "), "\(second.stderr)")
@@ -84,5 +90,8 @@ struct MetricsCommandTests {
         for _ in 0..<300 where process.isRunning { try await Task.sleep(for: .milliseconds(50)) }
         #expect(!process.isRunning, "the run ended once idle")
         #expect(process.terminationStatus == 0, "\((try? String(contentsOf: log, encoding: .utf8)) ?? "")")
+        let after = try await runProcess(executable, ["probe", "--port", String(port)])
+        #expect(after.status == 1, "nothing answers once the run ended")
+        #expect(after.stderr.hasPrefix("no answer from http://127.0.0.1:\(port)/readyz: "), "\(after.stderr)")
     }
 }

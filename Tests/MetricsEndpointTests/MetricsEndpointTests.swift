@@ -137,6 +137,12 @@ struct MetricsEndpointTests {
                 let ready = try await get("/readyz")
                 #expect(ready.status == 200 && ready.body == "ready\n")
                 #expect(try await get("/readyz", method: .POST).status == 405)
+                // The probe (`campaign-pipeline probe`) reads the same checks.
+                let portNumber = try #require(port)
+                #expect(await MetricsProbe.ask(host: "127.0.0.1", port: portNumber, check: .ready, timeout: .seconds(5)) == .init(passed: true, text: "ready"))
+                #expect(await MetricsProbe.ask(host: "127.0.0.1", port: portNumber, check: .live, timeout: .seconds(5)) == .init(passed: true, text: "ok"))
+                readiness.withLock { $0 = .notReady("stopping") }
+                #expect(await MetricsProbe.ask(host: "127.0.0.1", port: portNumber, check: .ready, timeout: .seconds(5)) == .init(passed: false, text: "not ready: stopping"))
                 #expect(try await get("/nothing").status == 404)
                 #expect(try await get("/metrics", method: .POST).status == 405)
             } catch {
@@ -151,6 +157,10 @@ struct MetricsEndpointTests {
             try await client.shutdown()
             await group.triggerGracefulShutdown()
             try await tasks.waitForAll()
+            // Where nothing listens, the probe fails, saying where it asked.
+            let nobody = await MetricsProbe.ask(host: "127.0.0.1", port: 1, check: .ready, timeout: .milliseconds(500))
+            #expect(!nobody.passed)
+            #expect(nobody.text.hasPrefix("no answer from http://127.0.0.1:1/readyz: "), "\(nobody.text)")
         }
     }
 }

@@ -1,0 +1,54 @@
+import ArgumentParser
+import Foundation
+import MetricsEndpoint
+
+/// `campaign-pipeline probe`: asks a running instance's metrics endpoint whether it is ready (or alive), for the
+/// health checks of the container image, which has no curl.
+struct ProbeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "probe",
+        abstract: "Ask a running instance (started with --metrics-port) whether it is ready; exit 0 if so, 1 if not.",
+        discussion: """
+            Requests http://<host>:<port>/readyz (with --live, /healthz) from the metrics endpoint of an \
+            instance started with --metrics-port or CAMPAIGN_PIPELINE_METRICS_PORT, prints the answer \
+            ("ready"; on standard error "not ready: <reason>" or why there was no answer) and exits \
+            0 for 200, 1 for any other answer or none within --timeout. A health check for the container image, which has no curl:
+
+              healthcheck:
+                test: ["CMD", "campaign-pipeline", "probe"]
+            """
+    )
+
+    @Option(help: ArgumentHelp("The metrics endpoint's port (default: CAMPAIGN_PIPELINE_METRICS_PORT, else 9464).", valueName: "port"))
+    var port: Int?
+
+    @Option(help: ArgumentHelp("The address the endpoint is reached at.", valueName: "host"))
+    var host = "127.0.0.1"
+
+    @Flag(help: "Check that the process runs (/healthz) instead of that it consumes in its group (/readyz).")
+    var live = false
+
+    @Option(help: ArgumentHelp("Seconds to wait for the answer.", valueName: "seconds"))
+    var timeout: Double = 2
+
+    func validate() throws {
+        if let port, !(1...65_535).contains(port) { throw ValidationError("--port must be 1 to 65535, not \(port)") }
+        guard timeout > 0 else { throw ValidationError("--timeout must be a positive number of seconds, not \(timeout)") }
+    }
+
+    func run() async throws {
+        var port = self.port ?? 9464
+        if self.port == nil, let text = ProcessInfo.processInfo.environment["CAMPAIGN_PIPELINE_METRICS_PORT"], !text.isEmpty {
+            guard let number = Int(text), (1...65_535).contains(number) else {
+                throw CommandError("CAMPAIGN_PIPELINE_METRICS_PORT: expected a port number (1 to 65535), found '\(text)'")
+            }
+            port = number
+        }
+        let answer = await MetricsProbe.ask(host: host, port: port, check: live ? .live : .ready, timeout: .milliseconds(Int64(timeout * 1_000)))
+        guard answer.passed else {
+            FileHandle.standardError.write(Data((answer.text + "\n").utf8))
+            throw ExitCode(1)
+        }
+        print(answer.text)
+    }
+}
