@@ -12,7 +12,8 @@ struct ProbeCommand: AsyncParsableCommand {
             Requests http://<host>:<port>/readyz (with --live, /healthz) from the metrics endpoint of an \
             instance started with --metrics-port or CAMPAIGN_PIPELINE_METRICS_PORT, prints the answer \
             ("ready"; on standard error "not ready: <reason>" or why there was no answer) and exits \
-            0 for 200, 1 for any other answer or none within --timeout. A health check for the container image, which has no curl:
+            0 for 200, 1 for any other answer or none within --timeout. A health check for the \
+            container image, which has no curl:
 
               healthcheck:
                 test: ["CMD", "campaign-pipeline", "probe"]

@@ -72,7 +72,8 @@ public final class CampaignPipeline: Service {
     ///   - statistics: where to count what happens (pass one that records latency to benchmark).
     ///   - sinks: sinks to use instead of building them from the configuration, matched to the routes by their
     ///     ``PushSink/kind`` (your own sinks, or HTTP sinks built with settings of your own). `kafka` is built in.
-    ///   - logger: the root logger; lifecycle steps are logged at `info`, per-event problems at `warning` (each kind at most ten times in ten seconds, the others at `debug`).
+    ///   - logger: the root logger; lifecycle steps are logged at `info`, per-event problems at `warning` (each kind
+    ///     at most ten times in ten seconds, the others at `debug`).
     public init(
         configuration: PipelineConfiguration,
         registry: TemplateRegistry,
