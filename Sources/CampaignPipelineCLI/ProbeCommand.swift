@@ -38,13 +38,7 @@ struct ProbeCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        var port = self.port ?? 9464
-        if self.port == nil, let text = ProcessInfo.processInfo.environment["CAMPAIGN_PIPELINE_METRICS_PORT"], !text.isEmpty {
-            guard let number = Int(text), (1...65_535).contains(number) else {
-                throw CommandError("CAMPAIGN_PIPELINE_METRICS_PORT: expected a port number (1 to 65535), found '\(text)'")
-            }
-            port = number
-        }
+        let port = try self.port ?? RunCommand.environmentMetricsPort(in: 1...65_535) ?? 9464
         let answer = await MetricsProbe.ask(host: host, port: port, check: live ? .live : .ready, timeout: .milliseconds(Int64(timeout * 1_000)))
         guard answer.passed else {
             FileHandle.standardError.write(Data((answer.text + "\n").utf8))

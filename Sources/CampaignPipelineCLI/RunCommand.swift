@@ -89,17 +89,21 @@ struct RunCommand: AsyncParsableCommand {
 
     /// The metrics endpoint, when `--metrics-port` or `CAMPAIGN_PIPELINE_METRICS_PORT` asks for one.
     func metricsServer(for pipeline: CampaignPipeline, logger: Logger) throws -> MetricsServer? {
-        var port = metricsPort
-        if port == nil, let text = ProcessInfo.processInfo.environment["CAMPAIGN_PIPELINE_METRICS_PORT"], !text.isEmpty {
-            guard let number = Int(text), (0...65_535).contains(number) else {
-                throw CommandError("CAMPAIGN_PIPELINE_METRICS_PORT: expected a port number (0 to 65535), found '\(text)'")
-            }
-            port = number
-        }
-        guard let port else { return nil }
+        guard let port = try metricsPort ?? Self.environmentMetricsPort(in: 0...65_535) else { return nil }
         return MetricsServer(host: metricsHost, port: port, logger: logger, readiness: { pipeline.status.readiness }) {
             PrometheusText.render(pipeline.statistics.snapshot, status: pipeline.status)
         }
+    }
+
+    /// `CAMPAIGN_PIPELINE_METRICS_PORT`, when set: the port `run` serves its metrics on, and the one `probe` asks.
+    ///
+    /// - Throws: ``CommandError`` naming the variable when it is not a port number in `range`.
+    static func environmentMetricsPort(in range: ClosedRange<Int>) throws -> Int? {
+        guard let text = ProcessInfo.processInfo.environment["CAMPAIGN_PIPELINE_METRICS_PORT"], !text.isEmpty else { return nil }
+        guard let number = Int(text), range.contains(number) else {
+            throw CommandError("CAMPAIGN_PIPELINE_METRICS_PORT: expected a port number (\(range.lowerBound) to \(range.upperBound)), found '\(text)'")
+        }
+        return number
     }
 
     /// Defaults ← file ← environment ← flags.

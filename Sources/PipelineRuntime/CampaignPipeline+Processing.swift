@@ -190,7 +190,7 @@ extension CampaignPipeline {
             }
 
         case .rejected(let identity, let error):
-            statistics.recordInput(template: registeredTemplate(identity.template), platform: identity.platform)
+            recordInput(of: identity)
             let detail = error.issues.map(\.description).joined(separator: "; ")
             rejectedEventWarning.log(
                 to: logger,
@@ -227,14 +227,14 @@ extension CampaignPipeline {
             await sender.send(outcomeOutput(rejected, sourceTimestamp: message.timestamp, ticket: ticket))
 
         case .expired(let identity, let cause, let detail):
-            statistics.recordInput(template: registeredTemplate(identity.template), platform: identity.platform)
+            recordInput(of: identity)
             let expired = AnalyticsEvent(kind: .expired, identity: identity, occurredAt: .now(), reasonDetail: nil, cause: cause)
             logger.debug("Event expired", metadata: ["eventId": "\(identity.eventId ?? "-")", "cause": "\(cause.rawValue)", "detail": "\(detail)"])
             ticket.add(1)
             await sender.send(outcomeOutput(expired, sourceTimestamp: message.timestamp, ticket: ticket))
 
         case .suppressed(let identity):
-            statistics.recordInput(template: registeredTemplate(identity.template), platform: identity.platform)
+            recordInput(of: identity)
             let suppressed = AnalyticsEvent(kind: .suppressed, identity: identity, occurredAt: .now())
             ticket.add(1)
             await sender.send(outcomeOutput(suppressed, sourceTimestamp: message.timestamp, ticket: ticket))
@@ -359,7 +359,7 @@ extension CampaignPipeline {
         case .suppressed(let identity):
             event = AnalyticsEvent(kind: .suppressed, identity: identity, occurredAt: .now())
         }
-        statistics.recordInput(template: registeredTemplate(event.identity.template), platform: event.identity.platform, payload: payload)
+        recordInput(of: event.identity, payload: payload)
         statistics.recordOutcome(kind: event.kind, cause: event.cause, bytes: event.encoded(), isTimerExpiry: false)
     }
 
@@ -472,11 +472,13 @@ extension CampaignPipeline {
         [KafkaHeader(key: "type", string: kind.rawValue)]
     }
 
-    /// The registered id of the template an event names (its alias resolved), `nil` for a name no plugin has: the
-    /// counts by template (run summary, `/metrics`) then hold one `unknown` entry, however many names the input
-    /// makes up, rather than one per name for as long as the process runs.
-    func registeredTemplate(_ name: String?) -> String? {
-        name.flatMap { try? processor.registry.renderer(named: $0).templateID }
+    /// Counts an event that was not rendered, under the registered id of the template it names (its alias resolved),
+    /// or under none for a name no plugin has: the counts by template (run summary, `/metrics`) then hold one
+    /// `unknown` entry, however many names the input makes up, rather than one per name for as long as the process
+    /// runs. (A rendered event is counted under its notification's template id, which is registered.)
+    func recordInput(of identity: MessageIdentity, payload: [UInt8]? = nil) {
+        let template = identity.template.flatMap { try? processor.registry.renderer(named: $0).templateID }
+        statistics.recordInput(template: template, platform: identity.platform, payload: payload)
     }
 
     /// The event's own time when replaying by event time, otherwise now.

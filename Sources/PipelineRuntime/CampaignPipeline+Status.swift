@@ -59,7 +59,7 @@ extension CampaignPipeline {
         )
     }
 
-    /// What ``status`` reads that the run sets as it goes.
+    /// What ``status`` reads that the run sets as it goes (stopping is the stop signal, not a phase kept here).
     struct RunState: Sendable {
         var phase: Status.Phase = .starting
         var hasJoinedGroup = false

@@ -228,7 +228,6 @@ public final class CampaignPipeline: Service {
             }
             // Whatever ended the processing, everything from here on is shutting down.
             stopSignal.fire()
-            runState.withLock { $0.phase = .stopping }
             await drain(sender: sender)
             storeCompletedPositions(of: consumer)
             do {

@@ -79,6 +79,12 @@ struct MetricsCommandTests {
         #expect(probe.status == 0 && probe.stdout == "ready\n", "\(probe.stdout) \(probe.stderr)")
         let live = try await runProcess(executable, ["probe", "--port", String(port), "--live"])
         #expect(live.status == 0 && live.stdout == "ok\n", "\(live.stdout) \(live.stderr)")
+        // The port from the variable `run` reads it from, as in the compose file's health check.
+        let fromEnvironment = try await runProcess(executable, ["probe"], environment: ["CAMPAIGN_PIPELINE_METRICS_PORT": String(port)])
+        #expect(fromEnvironment.status == 0 && fromEnvironment.stdout == "ready\n", "\(fromEnvironment.stdout) \(fromEnvironment.stderr)")
+        let misset = try await runProcess(executable, ["probe"], environment: ["CAMPAIGN_PIPELINE_METRICS_PORT": "nine"])
+        #expect(misset.status != 0)
+        #expect(misset.stderr.contains("CAMPAIGN_PIPELINE_METRICS_PORT: expected a port number (1 to 65535), found 'nine'"), "\(misset.stderr)")
 
         // Another instance on the same port stops at once, saying why, before it connects to Kafka.
         let second = try await runProcess(executable, ["run", "--bootstrap-servers", "127.0.0.1:1", "--metrics-port", String(port), "--metrics-host", "127.0.0.1"])

@@ -52,21 +52,24 @@ struct ProcessResult {
     var stderr: String
 }
 
-/// Runs `executable` with `arguments`, feeding `input` on standard input. The blocking reads and the wait run
-/// on a dispatch queue, so a long child never holds one of the (two, on this machine) cooperative threads that
-/// every other test needs.
-func runProcess(_ executable: URL, _ arguments: [String], input: [UInt8] = []) async throws -> ProcessResult {
+/// Runs `executable` with `arguments`, feeding `input` on standard input, with `environment` added to this
+/// process's. The blocking reads and the wait run on a dispatch queue, so a long child never holds one of the (two,
+/// on this machine) cooperative threads that every other test needs.
+func runProcess(_ executable: URL, _ arguments: [String], input: [UInt8] = [], environment: [String: String] = [:]) async throws -> ProcessResult {
     try await withCheckedThrowingContinuation { continuation in
         DispatchQueue.global().async {
-            continuation.resume(with: Result { try runProcessBlocking(executable, arguments, input: input) })
+            continuation.resume(with: Result { try runProcessBlocking(executable, arguments, input: input, environment: environment) })
         }
     }
 }
 
-private func runProcessBlocking(_ executable: URL, _ arguments: [String], input: [UInt8]) throws -> ProcessResult {
+private func runProcessBlocking(_ executable: URL, _ arguments: [String], input: [UInt8], environment: [String: String]) throws -> ProcessResult {
     let process = Process()
     process.executableURL = executable
     process.arguments = arguments
+    if !environment.isEmpty {
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+    }
     let stdin = Pipe()
     let stdout = Pipe()
     let stderr = Pipe()
