@@ -40,28 +40,47 @@ struct PersonalizerFastPathTests {
     }
 
     /// A content string read from the event's bytes (``FieldReader``, with the attributes read in place from the
-    /// same document) is personalized exactly as Mustache does it with the attributes as a dictionary: by
-    /// `string(_:)` and by `text(_:)`, escaped in the event or not, with the same warnings.
-    @Test(arguments: texts)
-    func readFromTheEventAsMustache(_ text: String) throws {
+    /// same document, or given as a dictionary) is personalized exactly as Mustache does it with the attributes as a
+    /// dictionary: by `string(_:)` and by `text(_:)`, escaped in the event or not, with the same warnings. Text read
+    /// with `text(_:)` is filled as it is written (``SimpleTemplate/write(_:_:into:)``): the same bytes as Mustache's
+    /// text written as a JSON string, and as long as it said.
+    @Test(arguments: texts, [false, true])
+    func readFromTheEventAsMustache(_ text: String, escapedInTheEvent: Bool) throws {
         var attributes = JSONObject()
         for (name, value) in Self.attributes { attributes[name] = .string(value) }
+        let encodedText = escapedInTheEvent ? Self.escapingEveryCharacter(text) : String(decoding: JSONValue.string(text).encoded(), as: UTF8.self)
         let json = #"{"attributes":"# + String(decoding: JSONValue.object(attributes).encoded(), as: UTF8.self) + #","content":{"title":"#
-            + String(decoding: JSONValue.string(text).encoded(), as: UTF8.self) + "}}"
+            + encodedText + "}}"
         let document = try JSONDocument(parsing: Array(json.utf8))
         let attributesNode = try #require(document.member("attributes", inObjectAt: 0)).value
         let contentNode = try #require(document.member("content", inObjectAt: 0)).value
-        let inPlace = Personalizer(attributes: .document(document, node: attributesNode))
         let slow = Self.diagnostics()
         let expected = personalizer.renderWithMustache(text, at: FieldPath("content", "title"), into: slow)
-        for readsText in [false, true] {
-            let diagnostics = RenderDiagnostics(document: document, node: contentNode, path: FieldPath("content"), personalizer: inPlace)
-            let reader = FieldReader(root: diagnostics)
-            let result = readsText ? reader.text("title")?.string : reader.string("title")
-            #expect(result == expected, "text(_:) \(readsText)")
-            #expect(diagnostics.warnings.map(\.description) == slow.warnings.map(\.description), "text(_:) \(readsText)")
-            #expect(diagnostics.issues.map(\.description) == slow.issues.map(\.description), "text(_:) \(readsText)")
+        var expectedBytes = JSONWriter()
+        expectedBytes.write(string: expected)
+        for source in [Personalizer(attributes: .document(document, node: attributesNode)), personalizer] {
+            for readsText in [false, true] {
+                let diagnostics = RenderDiagnostics(document: document, node: contentNode, path: FieldPath("content"), personalizer: source)
+                let reader = FieldReader(root: diagnostics)
+                let read = readsText ? reader.text("title") : nil
+                let result = readsText ? read?.string : reader.string("title")
+                #expect(result == expected, "text(_:) \(readsText)")
+                #expect(diagnostics.warnings.map(\.description) == slow.warnings.map(\.description), "text(_:) \(readsText)")
+                #expect(diagnostics.issues.map(\.description) == slow.issues.map(\.description), "text(_:) \(readsText)")
+                if let read {
+                    var written = JSONWriter()
+                    read.write(to: &written)
+                    #expect(String(decoding: written.bytes, as: UTF8.self) == String(decoding: expectedBytes.bytes, as: UTF8.self))
+                    #expect(read.utf8Count == expected.utf8.count)
+                    #expect(read.isEmpty == expected.isEmpty)
+                }
+            }
         }
+    }
+
+    /// `text` as a JSON string with every character escaped (`\uXXXX`, surrogate pairs beyond the BMP).
+    static func escapingEveryCharacter(_ text: String) -> String {
+        "\"" + text.utf16.map { "\\u" + String(repeating: "0", count: 4 - String($0, radix: 16).count) + String($0, radix: 16) }.joined() + "\""
     }
 
     @Test func acceptsThePlainForms() {

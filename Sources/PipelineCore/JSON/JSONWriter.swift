@@ -215,6 +215,21 @@ public struct JSONWriter: Sendable {
         let plain = Self.plainPrefixLength(of: utf8)
         guard plain < utf8.count else { return write(unescapedStringUTF8: utf8) }
         bytes.append(UInt8(ascii: "\""))
+        writeEscaping(utf8, plainPrefix: plain)
+        bytes.append(UInt8(ascii: "\""))
+    }
+
+    /// Appends the valid UTF-8 text `utf8` escaped as the inside of a JSON string, without quotes: for a string
+    /// written in pieces (a text whose placeholders are filled as it is written, ``SimpleTemplate/write(_:_:into:)``).
+    mutating func write(stringContentsUTF8 utf8: Span<UInt8>) {
+        let plain = Self.plainPrefixLength(of: utf8)
+        guard plain < utf8.count else { return append(utf8) }
+        writeEscaping(utf8, plainPrefix: plain)
+    }
+
+    /// Appends `utf8`, whose first `plain` bytes need no escape (and the next does), escaped, without quotes.
+    @inline(__always)
+    private mutating func writeEscaping(_ utf8: Span<UInt8>, plainPrefix plain: Int) {
         var runStart = 0
         var index = plain
         while true {
@@ -242,7 +257,6 @@ public struct JSONWriter: Sendable {
             runStart = index
         }
         append(utf8.extracting(runStart..<utf8.count))
-        bytes.append(UInt8(ascii: "\""))
     }
 
     /// The number of bytes of `utf8`, from the first, before the first one written escaped (`utf8.count` when none is).

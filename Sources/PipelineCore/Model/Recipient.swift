@@ -67,6 +67,37 @@ enum AttributeSource: Sendable {
         }
     }
 
+    /// The length in UTF-8 bytes of the value of the attribute whose name is `name` (plain ASCII bytes); `nil` when
+    /// there is no such attribute.
+    func valueByteCount(named name: Span<UInt8>) -> Int? {
+        switch self {
+        case .dictionary(let attributes):
+            return attributes[String(plainASCII: name)]?.utf8.count
+        case .document(let document, let node):
+            guard let (_, value) = document.member(asciiKey: name, inObjectAt: node) else { return nil }
+            return document.isEscaped(at: value) ? document.string(at: value).utf8.count : document.unescapedByteCount(ofStringAt: value)
+        }
+    }
+
+    /// Writes the value of the attribute whose name is `name` (plain ASCII bytes) into `writer` as the inside of a
+    /// JSON string, escaped where needed; nothing when there is no such attribute. An event's own attribute without
+    /// escapes is copied from its bytes as it is (it has nothing to escape).
+    func writeValue(named name: Span<UInt8>, into writer: inout JSONWriter) {
+        switch self {
+        case .dictionary(let attributes):
+            guard let value = attributes[String(plainASCII: name)] else { return }
+            writer.write(stringContentsUTF8: value.utf8.span)
+        case .document(let document, let node):
+            guard let (_, value) = document.member(asciiKey: name, inObjectAt: node) else { return }
+            guard !document.isEscaped(at: value) else {
+                let text = document.string(at: value)
+                return writer.write(stringContentsUTF8: text.utf8.span)
+            }
+            let bytes = document.bytes  // a local: a span of a class's stored property cannot outlive the property access
+            writer.append(copying: bytes.span.extracting(document.unescapedRange(ofStringAt: value)))
+        }
+    }
+
     /// All the attributes.
     var dictionary: [String: String] {
         switch self {

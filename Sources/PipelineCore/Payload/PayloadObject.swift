@@ -218,11 +218,11 @@ public struct PayloadObject: Sendable, Equatable {
         append(name.text, tag: name.tag, name: name, isString: true) { value?.write(to: &$0) }
     }
 
-    /// ``appendNew(_:_:)-(_,String?)`` for ``DocumentText`` of `document`.
-    mutating func appendNew(_ name: MemberName, _ value: DocumentText?, from document: JSONDocument) {
+    /// ``appendNew(_:_:)-(_,String?)`` for ``DocumentText`` of `source`.
+    mutating func appendNew(_ name: MemberName, _ value: DocumentText?, from source: TextSource) {
         assert(!contains(name.text), "appendNew(\(name.text)) on an object that has it")
         guard value != nil else { return }  // `value?.` below reads it in place (see `JSONWriter.member(_:text:)`)
-        append(name.text, tag: name.tag, name: name, isString: true) { value?.write(to: &$0, from: document) }
+        append(name.text, tag: name.tag, name: name, isString: true) { value?.write(to: &$0, from: source) }
     }
 
     /// Appends the member `name` (not set yet) with an object whose members `write` streams (``JSONWriter/member(_:_:)``):

@@ -46,84 +46,84 @@ public struct StandardFields: Sendable {
     /// `title` → FCM `adb_title`, APNs `aps.alert.title` (required).
     public var title: ContentText? {
         get { content(texts.title) }
-        set { texts.title = newValue.map(DocumentText.text) }
+        set { texts.title = newValue.map { DocumentText($0, in: source) } }
     }
     /// `subtitle` → APNs `aps.alert.subtitle`.
     public var subtitle: ContentText? {
         get { content(texts.subtitle) }
-        set { texts.subtitle = newValue.map(DocumentText.text) }
+        set { texts.subtitle = newValue.map { DocumentText($0, in: source) } }
     }
     /// `body` → FCM `adb_body`, APNs `aps.alert.body` (required).
     public var body: ContentText? {
         get { content(texts.body) }
-        set { texts.body = newValue.map(DocumentText.text) }
+        set { texts.body = newValue.map { DocumentText($0, in: source) } }
     }
     /// `expandedTitle` → APNs `adb_title_ex`.
     public var expandedTitle: ContentText? {
         get { content(texts.expandedTitle) }
-        set { texts.expandedTitle = newValue.map(DocumentText.text) }
+        set { texts.expandedTitle = newValue.map { DocumentText($0, in: source) } }
     }
     /// `expandedBody` → `adb_body_ex` (FCM; APNs with ``Features/expandedBodyOnAPNs``).
     public var expandedBody: ContentText? {
         get { content(texts.expandedBody) }
-        set { texts.expandedBody = newValue.map(DocumentText.text) }
+        set { texts.expandedBody = newValue.map { DocumentText($0, in: source) } }
     }
     /// `image` → FCM `adb_image`, APNs `adb_media` (with ``Features/image``).
     public var image: ContentText? {
         get { content(texts.image) }
-        set { texts.image = newValue.map(DocumentText.text) }
+        set { texts.image = newValue.map { DocumentText($0, in: source) } }
     }
     /// `link` → `adb_uri` (+ FCM `adb_a_type`).
     public var link: Link? {
         get { content(texts.linkURI).map { Link(uri: $0, type: linkType) } }
         set {
-            texts.linkURI = newValue.map { .text($0.uri) }
+            texts.linkURI = newValue.map { DocumentText($0.uri, in: source) }
             linkType = newValue?.type
         }
     }
     /// `sound` → FCM `adb_sound`, APNs `aps.sound`.
     public var sound: ContentText? {
         get { content(texts.sound) }
-        set { texts.sound = newValue.map(DocumentText.text) }
+        set { texts.sound = newValue.map { DocumentText($0, in: source) } }
     }
     /// `badge` → FCM `adb_n_count` (string), APNs `aps.badge` (number).
     public var badge: Int?
     /// `threadId` → APNs `aps.thread-id`.
     public var threadId: ContentText? {
         get { content(texts.threadId) }
-        set { texts.threadId = newValue.map(DocumentText.text) }
+        set { texts.threadId = newValue.map { DocumentText($0, in: source) } }
     }
     /// `icon` → FCM `adb_icon` (the legacy small icon).
     public var icon: ContentText? {
         get { content(texts.icon) }
-        set { texts.icon = newValue.map(DocumentText.text) }
+        set { texts.icon = newValue.map { DocumentText($0, in: source) } }
     }
     /// `smallIcon` → FCM `adb_small_icon`.
     public var smallIcon: ContentText? {
         get { content(texts.smallIcon) }
-        set { texts.smallIcon = newValue.map(DocumentText.text) }
+        set { texts.smallIcon = newValue.map { DocumentText($0, in: source) } }
     }
     /// `largeIcon` → FCM `adb_large_icon`.
     public var largeIcon: ContentText? {
         get { content(texts.largeIcon) }
-        set { texts.largeIcon = newValue.map(DocumentText.text) }
+        set { texts.largeIcon = newValue.map { DocumentText($0, in: source) } }
     }
     /// `channelId` → FCM `adb_channel_id` (non-empty).
     public var channelId: ContentText? {
         get { content(texts.channelId) }
-        set { texts.channelId = newValue.map(DocumentText.text) }
+        set { texts.channelId = newValue.map { DocumentText($0, in: source) } }
     }
     /// `notificationPriority` → FCM `adb_n_priority` (one of ``notificationPriorities``).
     public var notificationPriority: String?
     /// `tag` → FCM `adb_tag`.
     public var tag: ContentText? {
         get { content(texts.tag) }
-        set { texts.tag = newValue.map(DocumentText.text) }
+        set { texts.tag = newValue.map { DocumentText($0, in: source) } }
     }
     /// `ticker` → FCM `adb_ticker`.
     public var ticker: ContentText? {
         get { content(texts.ticker) }
-        set { texts.ticker = newValue.map(DocumentText.text) }
+        set { texts.ticker = newValue.map { DocumentText($0, in: source) } }
     }
     /// `sticky` → FCM `adb_sticky` (`"true"`/`"false"`).
     public var sticky: Bool?
@@ -132,9 +132,10 @@ public struct StandardFields: Sendable {
     /// The features this value was read with.
     public let features: Features
 
-    /// The document the fields were read from: the texts still in its bytes are kept as their nodes
-    /// (``DocumentText``), so that copying and dropping them counts no reference to it.
-    private let document: JSONDocument
+    /// The document the fields were read from and the recipient's attributes: the texts still in its bytes are kept
+    /// as their nodes (``DocumentText``), so that copying and dropping them counts no reference to it, and
+    /// personalized ones are filled from the attributes as they are written.
+    private let source: TextSource
     /// The text fields, exposed as the ``ContentText`` properties above.
     private var texts = Texts()
     /// `link.type`; `nil` when there is no link.
@@ -162,13 +163,13 @@ public struct StandardFields: Sendable {
         // Made empty, then filled in place: written as one initializer, the fields were built in a temporary and
         // copied out at the end (a retain and a release per field, seen in the compiled code). `content` is
         // borrowed: an initializer's parameters are otherwise the callee's to release (a retain by the caller).
-        self.init(features: features, document: content.diagnostics.document)
+        self.init(features: features, source: content.textSource)
         read(content, platform: platform, guidelines: guidelines)
     }
 
-    private init(features: Features, document: JSONDocument) {
+    private init(features: Features, source: TextSource) {
         self.features = features
-        self.document = document
+        self.source = source
     }
 
     private mutating func read(_ content: FieldReader, platform: Platform, guidelines: TextGuidelines) {
@@ -191,7 +192,7 @@ public struct StandardFields: Sendable {
         texts.smallIcon = content.documentText("smallIcon")
         texts.largeIcon = content.documentText("largeIcon")
         texts.channelId = content.documentText("channelId")
-        if texts.channelId?.isEmpty(in: document) == true {
+        if texts.channelId?.isEmpty(in: source) == true {
             content.addIssue(.invalidField, "channelId", "must not be empty (the Android SDK would use an empty channel id as is)")
             texts.channelId = nil
         }
@@ -209,13 +210,13 @@ public struct StandardFields: Sendable {
         if texts.icon != nil, texts.smallIcon != nil {
             content.addWarning("icon", "ignored by the Android SDK when smallIcon is set")
         }
-        TextGuidelines.check(texts.title, limit: guidelines.title, key: "title", platform: platform, in: content)
-        TextGuidelines.check(texts.body, limit: guidelines.body, key: "body", platform: platform, in: content)
+        TextGuidelines.check(texts.title, from: source, limit: guidelines.title, key: "title", platform: platform, in: content)
+        TextGuidelines.check(texts.body, from: source, limit: guidelines.body, key: "body", platform: platform, in: content)
     }
 
     /// `text` as ``ContentText``.
     private func content(_ text: DocumentText?) -> ContentText? {
-        text?.content(in: document)
+        text?.content(in: source)
     }
 
     /// The FCM `data` members for these fields, in a fixed order, all strings.
@@ -227,27 +228,27 @@ public struct StandardFields: Sendable {
         var data = PayloadObject(reservingBytes: 1536, members: 32)
         data.appendNew(Keys.adbVersion, version)
         data.appendNew(Keys.adbTemplateType, templateType)
-        data.appendNew(Keys.adbTitle, texts.title, from: document)
-        data.appendNew(Keys.adbBody, texts.body, from: document)
+        data.appendNew(Keys.adbTitle, texts.title, from: source)
+        data.appendNew(Keys.adbBody, texts.body, from: source)
         // Not `expandedBody ?? body`, which would copy the text.
         if texts.expandedBody != nil {
-            data.appendNew(Keys.adbBodyEx, texts.expandedBody, from: document)
+            data.appendNew(Keys.adbBodyEx, texts.expandedBody, from: source)
         } else {
-            data.appendNew(Keys.adbBodyEx, texts.body, from: document)
+            data.appendNew(Keys.adbBodyEx, texts.body, from: source)
         }
-        data.appendNew(Keys.adbSound, texts.sound, from: document)
-        data.appendNew(Keys.adbIcon, texts.icon, from: document)
-        data.appendNew(Keys.adbSmallIcon, texts.smallIcon, from: document)
-        data.appendNew(Keys.adbLargeIcon, texts.largeIcon, from: document)
+        data.appendNew(Keys.adbSound, texts.sound, from: source)
+        data.appendNew(Keys.adbIcon, texts.icon, from: source)
+        data.appendNew(Keys.adbSmallIcon, texts.smallIcon, from: source)
+        data.appendNew(Keys.adbLargeIcon, texts.largeIcon, from: source)
         data.appendNew(Keys.adbNCount, badge.map(String.init))
         data.appendNew(Keys.adbNPriority, notificationPriority)
-        data.appendNew(Keys.adbChannelId, texts.channelId, from: document)
-        data.appendNew(Keys.adbImage, texts.image, from: document)
-        data.appendNew(Keys.adbUri, texts.linkURI, from: document)
+        data.appendNew(Keys.adbChannelId, texts.channelId, from: source)
+        data.appendNew(Keys.adbImage, texts.image, from: source)
+        data.appendNew(Keys.adbUri, texts.linkURI, from: source)
         data.appendNew(Keys.adbAType, linkType?.rawValue)
-        data.appendNew(Keys.adbTag, texts.tag, from: document)
+        data.appendNew(Keys.adbTag, texts.tag, from: source)
         data.appendNew(Keys.adbSticky, sticky.map { $0 ? "true" : "false" })
-        data.appendNew(Keys.adbTicker, texts.ticker, from: document)
+        data.appendNew(Keys.adbTicker, texts.ticker, from: source)
         data.appendNew(Keys.adbClrTitle, colors.title)
         data.appendNew(Keys.adbClrBody, colors.body)
         data.appendNew(Keys.adbClrBg, colors.background)
@@ -259,17 +260,17 @@ public struct StandardFields: Sendable {
     /// The APNs `aps` members (`alert`, `sound`, `badge`, `thread-id`) for these fields.
     public func apnsAps() -> PayloadObject {
         // Room for these four, and `category` and `mutable-content` added by the registry.
-        let textBytes = (texts.title?.utf8Count(in: document) ?? 0) + (texts.subtitle?.utf8Count(in: document) ?? 0)
-            + (texts.body?.utf8Count(in: document) ?? 0)
+        let textBytes = (texts.title?.utf8Count(in: source) ?? 0) + (texts.subtitle?.utf8Count(in: source) ?? 0)
+            + (texts.body?.utf8Count(in: source) ?? 0)
         var aps = PayloadObject(reservingBytes: textBytes + 192, members: 4)
         aps.appendNew(Keys.alert) { alert in
-            alert.member("title", text: texts.title, from: document)
-            alert.member("subtitle", text: texts.subtitle, from: document)
-            alert.member("body", text: texts.body, from: document)
+            alert.member("title", text: texts.title, from: source)
+            alert.member("subtitle", text: texts.subtitle, from: source)
+            alert.member("body", text: texts.body, from: source)
         }
-        aps.appendNew(Keys.sound, texts.sound, from: document)
+        aps.appendNew(Keys.sound, texts.sound, from: source)
         aps.set("badge", badge)
-        aps.appendNew(Keys.threadId, texts.threadId, from: document)
+        aps.appendNew(Keys.threadId, texts.threadId, from: source)
         return aps
     }
 
@@ -279,10 +280,10 @@ public struct StandardFields: Sendable {
         var fields = PayloadObject(reservingBytes: 1024, members: 16)
         fields.appendNew(Keys.adbTemplateType, templateType)
         fields.appendNew(Keys.adbVersion, version)
-        fields.appendNew(Keys.adbTitleEx, texts.expandedTitle, from: document)
-        if features.contains(.expandedBodyOnAPNs) { fields.appendNew(Keys.adbBodyEx, texts.expandedBody, from: document) }
-        fields.appendNew(Keys.adbMedia, texts.image, from: document)
-        fields.appendNew(Keys.adbUri, texts.linkURI, from: document)
+        fields.appendNew(Keys.adbTitleEx, texts.expandedTitle, from: source)
+        if features.contains(.expandedBodyOnAPNs) { fields.appendNew(Keys.adbBodyEx, texts.expandedBody, from: source) }
+        fields.appendNew(Keys.adbMedia, texts.image, from: source)
+        fields.appendNew(Keys.adbUri, texts.linkURI, from: source)
         fields.appendNew(Keys.adbClrTitle, colors.title)
         fields.appendNew(Keys.adbClrBody, colors.body)
         fields.appendNew(Keys.adbClrBg, colors.background)

@@ -28,10 +28,9 @@ public struct TextGuidelines: Sendable, Hashable {
         check(string, limit: limit, key: key, platform: platform, in: reader)
     }
 
-    /// ``check(_:limit:key:platform:in:)-(ContentText?,_,_,_,_)`` for ``DocumentText`` of the reader's document.
-    static func check(_ text: DocumentText?, limit: Int, key: String, platform: Platform, in reader: FieldReader) {
-        let document = reader.diagnostics.document
-        guard let byteCount = text?.utf8Count(in: document), byteCount > limit, let string = text?.string(in: document) else { return }
+    /// ``check(_:limit:key:platform:in:)-(ContentText?,_,_,_,_)`` for ``DocumentText`` of `source`.
+    static func check(_ text: DocumentText?, from source: TextSource, limit: Int, key: String, platform: Platform, in reader: FieldReader) {
+        guard let byteCount = text?.utf8Count(in: source), byteCount > limit, let string = text?.string(in: source) else { return }
         check(string, limit: limit, key: key, platform: platform, in: reader)
     }
 

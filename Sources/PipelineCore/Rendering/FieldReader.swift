@@ -98,27 +98,40 @@ public struct FieldReader {
     public func text(_ key: String, required: Bool = false, personalize: Bool = true) -> ContentText? {
         switch documentText(key, required: required, personalize: personalize) {
         case .node(let node)?: ContentText(document: diagnostics.document, node: node)
-        case .text(let text)?: text
+        case .personalized(let node, let byteCount)?:
+            ContentText(personalizing: node, of: diagnostics.document, from: diagnostics.attributes, byteCount: byteCount)
+        case .text(let text)?: ContentText(text)
         case nil: nil
         }
     }
 
-    /// ``text(_:required:personalize:)`` for a holder that keeps the document itself (``StandardFields``): text left
-    /// in the event's bytes is its node, which holds no reference to the document.
+    /// ``text(_:required:personalize:)`` for a holder that keeps the document and the attributes itself
+    /// (``StandardFields``, with ``textSource``): text left in the event's bytes is its node, which holds no
+    /// reference to the document. A text with simple placeholders is checked and measured now, with a warning for
+    /// each absent attribute, and filled when it is written (no `String` is made for it).
     func documentText(_ key: String, required: Bool = false, personalize: Bool = true) -> DocumentText? {
         guard let value = stringNode(key, required: required) else { return nil }
         let document = diagnostics.document
         if document.isEscaped(at: value) {
             let text = document.string(at: value)
-            guard personalize, diagnostics.personalizes else { return .text(ContentText(text)) }
-            return .text(ContentText(diagnostics.personalizer?.render(text, at: path.appending(key), into: diagnostics) ?? text))
+            guard personalize, diagnostics.personalizes else { return .text(text) }
+            return .text(diagnostics.personalizer?.render(text, at: path.appending(key), into: diagnostics) ?? text)
         }
-        if personalize, diagnostics.personalizes, document.mayHaveBrace(at: value),
-            let rendered = diagnostics.personalizer?.render(unescapedStringAt: value, of: document, at: path.appending(key), into: diagnostics)
-        {
-            return .text(ContentText(rendered))
+        guard personalize, diagnostics.personalizes, document.mayHaveBrace(at: value) else { return .node(value) }
+        switch diagnostics.personalizer?.measure(unescapedStringAt: value, of: document, at: path.appending(key), into: diagnostics) {
+        case .simple(let filledCount)?:
+            return .personalized(node: value, byteCount: filledCount)
+        case .notSimple?:
+            let text = document.string(at: value)
+            return .text(diagnostics.personalizer?.renderWithMustache(text, at: path.appending(key), into: diagnostics) ?? text)
+        case .noPlaceholder?, nil:
+            return .node(value)
         }
-        return .node(value)
+    }
+
+    /// The document and attributes of the ``DocumentText``s ``documentText(_:required:personalize:)`` reads.
+    var textSource: TextSource {
+        TextSource(document: diagnostics.document, attributes: diagnostics.attributes)
     }
 
     /// The node of the string field `key`; `nil` (with an issue when required, or not a string, or required and

@@ -56,9 +56,7 @@ struct Personalizer: Sendable {
         into diagnostics: RenderDiagnostics
     ) -> String? {
         let filled = SimpleTemplate.fill(bytes, attributes, scratch: &diagnostics.personalizationScratch) { name in
-            diagnostics.warnings.append(
-                RenderWarning(path: path(), message: "attribute '\(name)' is not in recipient.attributes; rendered empty")
-            )
+            diagnostics.warnings.append(Self.missingAttribute(name, at: path()))
         }
         switch filled {
         case .noPlaceholder: return nil
@@ -80,11 +78,28 @@ struct Personalizer: Sendable {
         let lookup = AttributeLookup(attributes.dictionary)
         let rendered = template.render(lookup)
         for name in lookup.missing {
-            diagnostics.warnings.append(
-                RenderWarning(path: path, message: "attribute '\(name)' is not in recipient.attributes; rendered empty")
-            )
+            diagnostics.warnings.append(Self.missingAttribute(name, at: path))
         }
         return rendered
+    }
+
+    /// Measures the string at `node` of `document`, which has no escapes, for filling as it is written into a payload
+    /// (``SimpleTemplate/measure(_:_:missing:)``), with a warning for each absent attribute of a simple text.
+    func measure(
+        unescapedStringAt node: Int,
+        of document: JSONDocument,
+        at path: @autoclosure () -> FieldPath,
+        into diagnostics: RenderDiagnostics
+    ) -> SimpleTemplate.Measured {
+        let bytes = document.bytes  // read here, not in a closure that would copy this personalizer
+        return SimpleTemplate.measure(bytes.span.extracting(document.unescapedRange(ofStringAt: node)), attributes) { name in
+            diagnostics.warnings.append(Self.missingAttribute(name, at: path()))
+        }
+    }
+
+    /// The warning for a placeholder whose attribute the recipient does not have.
+    private static func missingAttribute(_ name: String, at path: FieldPath) -> RenderWarning {
+        RenderWarning(path: path, message: "attribute '\(name)' is not in recipient.attributes; rendered empty")
     }
 }
 
@@ -157,6 +172,75 @@ enum SimpleTemplate {
             for name in absent { missing(name) }
             return .filled(String(decoding: result, as: UTF8.self))
         }
+    }
+
+    /// What ``measure(_:_:missing:)`` found in a text.
+    enum Measured: Equatable {
+        /// The text has no `{{`: it is its own rendering.
+        case noPlaceholder
+        /// The text has only plain variables; filled, it is `filledCount` UTF-8 bytes long.
+        case simple(filledCount: Int)
+        /// The text has a `{{` but is not simple: Mustache renders it.
+        case notSimple
+    }
+
+    /// Whether `source` is simple and how long it is once its variables are filled from `attributes`, without
+    /// filling it: a text that is written into a payload is filled as it is written (``write(_:_:into:)``), with no
+    /// `String` or copy made for it. Calls `missing` as ``fill(_:_:scratch:missing:)`` does: once per absent name,
+    /// in order of first use, and only for a simple text.
+    static func measure(_ source: Span<UInt8>, _ attributes: AttributeSource, missing: (String) -> Void) -> Measured {
+        var absent: [String] = []
+        var filledCount = source.count
+        let found = scan(source) { nameRange, tagRange in
+            filledCount &-= tagRange.count
+            if let valueCount = attributes.valueByteCount(named: source.extracting(nameRange)) {
+                filledCount &+= valueCount
+            } else {
+                let text = String(plainASCII: source.extracting(nameRange))
+                if !absent.contains(text) { absent.append(text) }
+            }
+        }
+        switch found {
+        case .noPlaceholder: return .noPlaceholder
+        case .notSimple: return .notSimple
+        case .simple:
+            for name in absent { missing(name) }
+            return .simple(filledCount: filledCount)
+        }
+    }
+
+    /// Writes `source`, a simple text (``measure(_:_:missing:)``) without escapes (a string node written without
+    /// them: no byte of it needs one), as a quoted JSON string with its variables filled from `attributes`: the text
+    /// around the tags copied as it is, each value escaped as needed, an absent one as nothing. The same bytes as
+    /// writing the `String` that ``fill(_:_:scratch:missing:)`` makes.
+    static func write(_ source: Span<UInt8>, _ attributes: AttributeSource, into writer: inout JSONWriter) {
+        writer.writeRaw(byte: UInt8(ascii: "\""))
+        var textStart = 0
+        let found = scan(source) { nameRange, tagRange in
+            writer.append(copying: source.extracting(textStart..<tagRange.lowerBound))
+            attributes.writeValue(named: source.extracting(nameRange), into: &writer)
+            textStart = tagRange.upperBound
+        }
+        assert(found == .simple, "SimpleTemplate.write of a text that is not simple")
+        writer.append(copying: source.extracting(textStart..<source.count))
+        writer.writeRaw(byte: UInt8(ascii: "\""))
+    }
+
+    /// The string at `node` of `document` (no escapes, only simple placeholders) with its variables filled from
+    /// `attributes`, as a `String`.
+    static func filledString(ofStringAt node: Int, of document: JSONDocument, from attributes: AttributeSource) -> String {
+        let bytes = document.bytes  // a local: a span of a class's stored property cannot outlive the property access
+        var scratch: [UInt8] = []
+        switch fill(bytes.span.extracting(document.unescapedRange(ofStringAt: node)), attributes, scratch: &scratch, missing: { _ in }) {
+        case .filled(let text): return text
+        case .noPlaceholder, .notSimple: return document.string(at: node)  // never measured as simple
+        }
+    }
+
+    /// ``write(_:_:into:)`` of the string at `node` of `document` (no escapes, only simple placeholders).
+    static func write(stringAt node: Int, of document: JSONDocument, from attributes: AttributeSource, into writer: inout JSONWriter) {
+        let bytes = document.bytes  // a local: a span of a class's stored property cannot outlive the property access
+        write(bytes.span.extracting(document.unescapedRange(ofStringAt: node)), attributes, into: &writer)
     }
 
     /// Finds the tags of `bytes`, passing each tag's name and whole range to `tag`: ``Scan/noPlaceholder`` when it has

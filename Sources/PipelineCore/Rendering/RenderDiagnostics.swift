@@ -74,6 +74,11 @@ final class RenderDiagnostics {
         placeCount = 1
     }
 
+    /// The attributes placeholders are filled from (none without a ``personalizer``).
+    var attributes: AttributeSource {
+        personalizer?.attributes ?? .dictionary([:])
+    }
+
     /// The root object's node.
     var rootNode: Int {
         Int(placesBelow16[Self.rootPlace].node)
