@@ -50,13 +50,14 @@ public struct RenderRunner: Sendable {
     /// - Returns: how many events rendered and failed.
     public func run(input: [UInt8], source: String, output: (String) -> Void, diagnostics: (String) -> Void) -> Summary {
         var summary = Summary()
+        let scratch = RenderScratch()  // one for the whole input, reused from event to event
         var parser = JSONParser(bytes: input)
         while true {
             let outcome: RenderOutcome
             do throws(JSONParseError) {
                 // Each event's bytes are found and checked, then read in place (no tree of it is built).
                 guard let range = try parser.nextValueRange() else { break }
-                outcome = render(input[range])
+                outcome = render(input[range], scratch: scratch)
             } catch {
                 outcome = .failed(PipelineError(.invalidJSON, at: .root, "invalid JSON in \(source): \(error)"))
                 // From where the failed value began: a line cut short runs on into the next, and the error is
@@ -84,11 +85,12 @@ public struct RenderRunner: Sendable {
 
     /// The outcome of one event's bytes: with ``campaigns``, an event without content renders its campaign's
     /// definition as of the event's time (the version it names, or the latest).
-    private func render(_ bytes: ArraySlice<UInt8>) -> RenderOutcome {
-        guard let campaigns else { return registry.render(eventBytes: bytes) }
+    private func render(_ bytes: ArraySlice<UInt8>, scratch: RenderScratch) -> RenderOutcome {
+        guard let campaigns else { return registry.render(eventBytes: bytes, scratch: scratch) }
         do throws(PipelineError) {
-            let request = try PushRequest(json: bytes)
-            return .rendered(try registry.render(request, content: try campaigns.content(for: request, asOf: request.occurredAt)))
+            let request = try PushRequest(json: bytes, scratch: scratch)
+            let content = try campaigns.content(for: request, asOf: request.occurredAt)
+            return .rendered(try registry.render(request, content: content, scratch: scratch))
         } catch {
             return .failed(error)
         }

@@ -13,12 +13,14 @@ extension CampaignPipeline {
         let processor = self.processor
         var decisions = [EventProcessor.Decision?](repeating: nil, count: batch.count)
         let byPartition = Dictionary(grouping: batch.indices, by: { batch[$0].partition })
+        // Each worker (task) decides its events with one scratch (see `RenderScratch`).
         if batch.count >= 64, byPartition.count > 1 {
             await withTaskGroup(of: [(Int, EventProcessor.Decision)].self) { group in
                 for indices in byPartition.values {
                     group.addTask {
-                        indices.map { index in
-                            (index, Self.decide(batch, at: index, processor: processor, campaigns: table, now: now))
+                        let scratch = RenderScratch()
+                        return indices.map { index in
+                            (index, Self.decide(batch, at: index, processor: processor, campaigns: table, now: now, scratch: scratch))
                         }
                     }
                 }
@@ -27,8 +29,9 @@ extension CampaignPipeline {
                 }
             }
         } else {
+            let scratch = RenderScratch()
             for index in batch.indices {
-                decisions[index] = Self.decide(batch, at: index, processor: processor, campaigns: table, now: now)
+                decisions[index] = Self.decide(batch, at: index, processor: processor, campaigns: table, now: now, scratch: scratch)
             }
         }
         // Records of partitions revoked meanwhile are left to their new owner.
@@ -110,13 +113,15 @@ extension CampaignPipeline {
         at index: Int,
         processor: EventProcessor,
         campaigns: CampaignTable,
-        now: Timestamp?
+        now: Timestamp?,
+        scratch: RenderScratch
     ) -> EventProcessor.Decision {
         processor.process(
             batch[index].value ?? [],
             sourcePosition: "\(batch[index].topic)/\(batch[index].partition)@\(batch[index].offset)",
             campaigns: campaigns,
-            decisionTime: now
+            decisionTime: now,
+            scratch: scratch
         )
     }
 

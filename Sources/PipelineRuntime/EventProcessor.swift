@@ -47,6 +47,18 @@ public struct EventProcessor: Sendable {
         campaigns: CampaignTable,
         decisionTime: Timestamp?
     ) -> Decision {
+        process(bytes, sourcePosition: sourcePosition(), campaigns: campaigns, decisionTime: decisionTime, scratch: RenderScratch())
+    }
+
+    /// ``process(_:sourcePosition:campaigns:decisionTime:)`` with the decoding and render state kept in `scratch`:
+    /// a worker deciding event after event keeps one (``RenderScratch``).
+    public func process(
+        _ bytes: [UInt8],
+        sourcePosition: @autoclosure () -> String,
+        campaigns: CampaignTable,
+        decisionTime: Timestamp?,
+        scratch: RenderScratch
+    ) -> Decision {
         let document: JSONDocument
         do throws(JSONParseError) {
             document = try JSONDocument(parsing: bytes)
@@ -56,7 +68,7 @@ public struct EventProcessor: Sendable {
         }
         let request: PushRequest
         do throws(PipelineError) {
-            request = try PushRequest(decoding: document)
+            request = try PushRequest(decoding: document, scratch: scratch)
         } catch {
             return .rejected(MessageIdentity(undecodable: document.value, eventId: error.eventId, sourcePosition: sourcePosition()), error)
         }
@@ -84,7 +96,7 @@ public struct EventProcessor: Sendable {
         }
         let notification: RenderedNotification
         do throws(PipelineError) {
-            notification = try registry.render(request, content: content)
+            notification = try registry.render(request, content: content, scratch: scratch)
         } catch {
             return .rejected(identity(), error)
         }

@@ -58,6 +58,8 @@ struct RenderFuzzTests {
         var rng = SeededGenerator(seed: 0xCA4_9A16)
         var rendered = 0
         var failedCodes: [PipelineError.Code: Int] = [:]
+        // One scratch through all the inputs, as a worker keeps one: each outcome must be the one a new scratch gives.
+        let scratch = RenderScratch()
 
         for iteration in 0..<10_000 {
             let sampleIndex = Int.random(in: 0..<corpus.count, using: &rng)
@@ -90,6 +92,7 @@ struct RenderFuzzTests {
                 treeOutcome = .failed(PipelineError(.invalidJSON, at: .root, "invalid JSON: \(error)"))
             }
             #expect(outcomeSummary(outcome) == outcomeSummary(treeOutcome), "input \(iteration)")
+            #expect(outcomeSummary(registry.render(eventBytes: bytes, scratch: scratch)) == outcomeSummary(outcome), "input \(iteration), reused scratch")
 
             switch outcome {
             case .rendered(let notification):

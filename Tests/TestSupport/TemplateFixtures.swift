@@ -55,12 +55,20 @@ package func outcomeSummary(_ outcome: RenderOutcome) -> String {
 }
 
 /// Renders `event` as the pipeline does, from its bytes (read in place as a ``JSONDocument``), and records a test
-/// issue unless rendering it as a tree (``TemplateRegistry/render(event:)``) gives exactly the same outcome.
+/// issue unless rendering it as a tree (``TemplateRegistry/render(event:)``) gives exactly the same outcome, and so
+/// does rendering it again with a ``RenderScratch`` that has rendered it once already (as a worker's scratch is
+/// reused from event to event).
 package func renderBothWays(_ registry: TemplateRegistry, _ event: JSONValue, sourceLocation: SourceLocation = #_sourceLocation) -> RenderOutcome {
     let outcome = registry.render(eventBytes: event.encoded())
     let treeOutcome = registry.render(event: event)
     if outcomeSummary(outcome) != outcomeSummary(treeOutcome) {
         Issue.record("read in place: \(outcomeSummary(outcome)); as a tree: \(outcomeSummary(treeOutcome))", sourceLocation: sourceLocation)
+    }
+    let scratch = RenderScratch()
+    _ = registry.render(eventBytes: event.encoded(), scratch: scratch)
+    let again = registry.render(eventBytes: event.encoded(), scratch: scratch)
+    if outcomeSummary(again) != outcomeSummary(outcome) {
+        Issue.record("with a reused scratch: \(outcomeSummary(again)); with a new one: \(outcomeSummary(outcome))", sourceLocation: sourceLocation)
     }
     return outcome
 }

@@ -13,10 +13,12 @@ let count = CommandLine.arguments.dropFirst().first.flatMap { Int($0) } ?? 100_0
 let registry = TemplateRegistry([BasicTemplate(), CarouselTemplate(), TimerTemplate()])
 let events = RenderEvents.all
 var totalBytes = 0
+// One scratch for the whole loop, as each of the pipeline's workers keeps one.
+let scratch = RenderScratch()
 let clock = ContinuousClock()
 let start = clock.now
 for index in 0..<count {
-    if case .rendered(let notification) = registry.render(eventBytes: events[index % events.count].bytes) {
+    if case .rendered(let notification) = registry.render(eventBytes: events[index % events.count].bytes, scratch: scratch) {
         totalBytes &+= notification.payloadBytes.count
     }
 }

@@ -48,8 +48,8 @@ public struct CampaignContent: Sendable, Equatable {
         lhs.fields == rhs.fields
     }
 
-    /// The reader of the fields, at `path`, for one render.
-    func reader(path: FieldPath, personalizer: Personalizer?) -> FieldReader {
-        FieldReader(root: RenderDiagnostics(document: document, node: node, path: path, personalizer: personalizer))
+    /// The reader of the fields, at `path`, for one render, its reading state in `scratch`.
+    func reader(path: FieldPath, personalizer: Personalizer?, scratch: RenderScratch) -> FieldReader {
+        FieldReader(root: scratch.diagnostics(document: document, node: node, path: path, personalizer: personalizer))
     }
 }

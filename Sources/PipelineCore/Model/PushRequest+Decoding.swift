@@ -29,10 +29,16 @@ extension PushRequest {
     ///
     /// - Throws: ``PipelineError`` listing every problem with its path and the event id (when it could be read).
     public init(decoding document: JSONDocument) throws(PipelineError) {
+        try self.init(decoding: document, scratch: RenderScratch())
+    }
+
+    /// ``init(decoding:)-(JSONDocument)`` with the reading state kept in `scratch` (for a worker decoding event after
+    /// event; see ``RenderScratch``).
+    public init(decoding document: JSONDocument, scratch: RenderScratch) throws(PipelineError) {
         guard document.kind(at: 0) == .object else {
             throw PipelineError(.invalidField, at: .root, "expected an event object, found \(document.value.typeDescription)")
         }
-        let diagnostics = RenderDiagnostics(document: document, node: 0, path: .root)
+        let diagnostics = scratch.diagnostics(document: document, node: 0, path: .root)
         try self.init(reading: FieldReader(root: diagnostics), diagnostics: diagnostics)
     }
 
@@ -85,13 +91,18 @@ extension PushRequest {
     /// - Throws: ``PipelineError`` (``PipelineError/Code/invalidJSON`` with the byte offset, or the
     ///   decoding issues).
     public init(json bytes: some Sequence<UInt8>) throws(PipelineError) {
+        try self.init(json: bytes, scratch: RenderScratch())
+    }
+
+    /// ``init(json:)`` with the reading state kept in `scratch` (see ``RenderScratch``).
+    public init(json bytes: some Sequence<UInt8>, scratch: RenderScratch) throws(PipelineError) {
         let document: JSONDocument
         do throws(JSONParseError) {
             document = try JSONDocument(parsing: Array(bytes))
         } catch {
             throw PipelineError(.invalidJSON, at: .root, "invalid JSON: \(error)")
         }
-        try self.init(decoding: document)
+        try self.init(decoding: document, scratch: scratch)
     }
 
     private static func decodeRecipient(_ reader: FieldReader?) -> Recipient? {

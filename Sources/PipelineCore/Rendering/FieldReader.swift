@@ -16,8 +16,11 @@
 /// warnings), is kept by the render it belongs to, so readers of nested objects cost no allocation. A reader
 /// belongs to one render call and must not be kept after it.
 public struct FieldReader {
-    /// The render's reading state: the document, the read keys, the readers' places, the issues and warnings.
+    /// The render's reading state: the read keys, the readers' places, the issues and warnings.
     let diagnostics: RenderDiagnostics
+    /// The document read (the diagnostics' own, kept here too: a reader's stored property is read without counting a
+    /// reference, where the diagnostics', which a ``RenderScratch`` sets again for each use, would count one each time).
+    let document: JSONDocument
     /// The object's node in the document.
     private let node: Int
     /// This reader's place among the render's (``RenderDiagnostics/rootPlace`` for the root).
@@ -25,11 +28,12 @@ public struct FieldReader {
 
     /// The reader of the render's root object.
     init(root diagnostics: RenderDiagnostics) {
-        self.init(diagnostics: diagnostics, node: diagnostics.rootNode, place: RenderDiagnostics.rootPlace)
+        self.init(diagnostics: diagnostics, document: diagnostics.document, node: diagnostics.rootNode, place: RenderDiagnostics.rootPlace)
     }
 
-    private init(diagnostics: RenderDiagnostics, node: Int, place: Int) {
+    private init(diagnostics: RenderDiagnostics, document: JSONDocument, node: Int, place: Int) {
         self.diagnostics = diagnostics
+        self.document = document
         self.node = node
         self.place = place
     }
@@ -41,14 +45,14 @@ public struct FieldReader {
 
     /// The object being read, built from the document.
     public var object: JSONObject {
-        diagnostics.document.object(at: node)
+        document.object(at: node)
     }
 
     // MARK: - Raw access
 
     /// The value of `key` (`nil` when absent or `null`); marks the key as read.
     public func value(_ key: String) -> JSONValue? {
-        lookup(key).map { diagnostics.document.value(at: $0) }
+        lookup(key).map { document.value(at: $0) }
     }
 
     /// Whether `key` is present and not `null`; marks the key as read.
@@ -64,8 +68,8 @@ public struct FieldReader {
     /// The number of elements of the array `key`, whatever their types (`nil` when absent, `null` or not an
     /// array); marks the key as read. Cheaper than counting ``value(_:)``'s array, which copies the elements.
     public func elementCount(_ key: String) -> Int? {
-        guard let value = lookup(key), diagnostics.document.kind(at: value) == .array else { return nil }
-        return diagnostics.document.count(at: value)
+        guard let value = lookup(key), document.kind(at: value) == .array else { return nil }
+        return document.count(at: value)
     }
 
     // MARK: - Typed access
@@ -78,8 +82,7 @@ public struct FieldReader {
     ///   - personalize: fill `{{name}}` placeholders from the recipient's attributes.
     public func string(_ key: String, required: Bool = false, personalize: Bool = true) -> String? {
         guard let value = stringNode(key, required: required) else { return nil }
-        let document = diagnostics.document
-        // A string without `{` has no placeholder: known from the document without scanning it again.
+                // A string without `{` has no placeholder: known from the document without scanning it again.
         // The personalizer is used where the render keeps it (`?.`): a local copy would count a reference to it.
         guard personalize, diagnostics.personalizes, document.mayHaveBrace(at: value) else {
             return document.string(at: value)
@@ -97,9 +100,9 @@ public struct FieldReader {
     /// as they are.
     public func text(_ key: String, required: Bool = false, personalize: Bool = true) -> ContentText? {
         switch documentText(key, required: required, personalize: personalize) {
-        case .node(let node)?: ContentText(document: diagnostics.document, node: node)
+        case .node(let node)?: ContentText(document: document, node: node)
         case .personalized(let node, let byteCount)?:
-            ContentText(personalizing: node, of: diagnostics.document, from: diagnostics.attributes, byteCount: byteCount)
+            ContentText(personalizing: node, of: document, from: diagnostics.attributes, byteCount: byteCount)
         case .text(let text)?: ContentText(text)
         case nil: nil
         }
@@ -111,7 +114,6 @@ public struct FieldReader {
     /// each absent attribute, and filled when it is written (no `String` is made for it).
     func documentText(_ key: String, required: Bool = false, personalize: Bool = true) -> DocumentText? {
         guard let value = stringNode(key, required: required) else { return nil }
-        let document = diagnostics.document
         if document.isEscaped(at: value) {
             let text = document.string(at: value)
             guard personalize, diagnostics.personalizes else { return .text(text) }
@@ -131,15 +133,15 @@ public struct FieldReader {
 
     /// The document and attributes of the ``DocumentText``s ``documentText(_:required:personalize:)`` reads.
     var textSource: TextSource {
-        TextSource(document: diagnostics.document, attributes: diagnostics.attributes)
+        TextSource(document: document, attributes: diagnostics.attributes)
     }
 
     /// The node of the string field `key`; `nil` (with an issue when required, or not a string, or required and
     /// empty) otherwise.
     private func stringNode(_ key: String, required: Bool) -> Int? {
         guard let value = fetch(key, required: required) else { return nil }
-        guard diagnostics.document.kind(at: value) == .string else { return typeMismatch(key, "a string", value) }
-        if required, diagnostics.document.isEmptyString(at: value) {
+        guard document.kind(at: value) == .string else { return typeMismatch(key, "a string", value) }
+        if required, document.isEmptyString(at: value) {
             addIssue(.invalidField, key, "must not be empty")
             return nil
         }
@@ -167,11 +169,11 @@ public struct FieldReader {
     /// An RFC 3339 date-time string field.
     public func timestamp(_ key: String, required: Bool = false) -> Timestamp? {
         guard let value = fetch(key, required: required) else { return nil }
-        guard diagnostics.document.kind(at: value) == .string else {
+        guard document.kind(at: value) == .string else {
             return typeMismatch(key, "an RFC 3339 date-time string", value)
         }
         do throws(RFC3339Error) {
-            return try diagnostics.document.timestamp(at: value)
+            return try document.timestamp(at: value)
         } catch {
             addIssue(.invalidField, key, error.reason)
             return nil
@@ -181,8 +183,7 @@ public struct FieldReader {
     /// A string field whose value must be one of `allowed` (compared exactly, case-sensitive).
     public func choice(_ key: String, from allowed: [String], required: Bool = false) -> String? {
         guard let value = stringNode(key, required: required) else { return nil }
-        let document = diagnostics.document
-        // Compared in the event's bytes first: a value written as one of the choices needs no `String` of its own.
+                // Compared in the event's bytes first: a value written as one of the choices needs no `String` of its own.
         if let match = allowed.first(where: { document.hasUnescapedBytes(ofStringAt: value, equalTo: $0) }) { return match }
         let text = document.string(at: value)
         guard allowed.contains(text) else {
@@ -197,8 +198,8 @@ public struct FieldReader {
     public func color(_ key: String, required: Bool = false) -> String? {
         guard let value = stringNode(key, required: required) else { return nil }
         // Checked and taken from the event's bytes; escapes and invalid colours go the long way (for the issue).
-        if let normalized = diagnostics.document.hexColor(ofStringAt: value) { return normalized }
-        let text = diagnostics.document.string(at: value)
+        if let normalized = document.hexColor(ofStringAt: value) { return normalized }
+        let text = document.string(at: value)
         guard let normalized = HexColor.normalize(text) else {
             addIssue(.invalidField, key, "must be six hex digits like 00FF00 (optionally after '#'), found '\(text)'")
             return nil
@@ -209,21 +210,20 @@ public struct FieldReader {
     /// A nested object, as a reader for its fields.
     public func object(_ key: String, required: Bool = false) -> FieldReader? {
         guard let value = fetch(key, required: required) else { return nil }
-        guard diagnostics.document.kind(at: value) == .object else { return typeMismatch(key, "an object", value) }
+        guard document.kind(at: value) == .object else { return typeMismatch(key, "an object", value) }
         return child(node: value, keyNode: value &- 1)
     }
 
     /// The object `key` as campaign content, read in place, or `nil` with an issue when it is not an object.
     func content(_ key: String) -> CampaignContent? {
         guard let value = lookup(key) else { return nil }
-        guard diagnostics.document.kind(at: value) == .object else { return typeMismatch(key, "an object", value) }
-        return CampaignContent(document: diagnostics.document, node: value)
+        guard document.kind(at: value) == .object else { return typeMismatch(key, "an object", value) }
+        return CampaignContent(document: document, node: value)
     }
 
     /// An array of objects, as readers for each element. Non-object elements are issues.
     public func objects(_ key: String, required: Bool = false) -> [FieldReader]? {
         guard let array = fetch(key, required: required) else { return nil }
-        let document = diagnostics.document
         guard document.kind(at: array) == .array else { return typeMismatch(key, "an array", array) }
         let count = document.count(at: array)
         var readers: [FieldReader] = []
@@ -245,23 +245,22 @@ public struct FieldReader {
     /// An object whose values must all be strings (a string map), in order. Not personalized.
     public func stringMap(_ key: String, required: Bool = false) -> JSONObject? {
         guard let value = fetch(key, required: required) else { return nil }
-        guard diagnostics.document.kind(at: value) == .object else { return typeMismatch(key, "an object of strings", value) }
+        guard document.kind(at: value) == .object else { return typeMismatch(key, "an object of strings", value) }
         guard hasOnlyStrings(key, inObjectAt: value) else { return nil }
-        return diagnostics.document.object(at: value)
+        return document.object(at: value)
     }
 
     /// ``stringMap(_:required:)`` as recipient attributes: the object stays in its document (its values checked to
     /// be strings, nothing built).
     func attributeSource(_ key: String) -> AttributeSource? {
         guard let value = lookup(key) else { return nil }
-        guard diagnostics.document.kind(at: value) == .object else { return typeMismatch(key, "an object of strings", value) }
-        return hasOnlyStrings(key, inObjectAt: value) ? .document(diagnostics.document, node: value) : nil
+        guard document.kind(at: value) == .object else { return typeMismatch(key, "an object of strings", value) }
+        return hasOnlyStrings(key, inObjectAt: value) ? .document(document, node: value) : nil
     }
 
     /// Whether every value of the object at `index` (member `key` of this object) is a string; an issue for each
     /// that is not (all are checked, for their issues).
     private func hasOnlyStrings(_ key: String, inObjectAt index: Int) -> Bool {
-        let document = diagnostics.document
         var isValid = true
         document.forEachMember(ofObjectAt: index) { _, member, value in
             let kind = document.kind(at: value)
@@ -307,7 +306,7 @@ public struct FieldReader {
     /// The value node of `key`, its key marked as read; `nil` when absent or `null`.
     private func lookup(_ key: String) -> Int? {
         guard let value = diagnostics.lookup(key, inObjectAt: node) else { return nil }
-        return diagnostics.document.kind(at: value) == .null ? nil : value
+        return document.kind(at: value) == .null ? nil : value
     }
 
     private func fetch(_ key: String, required: Bool) -> Int? {
@@ -320,14 +319,14 @@ public struct FieldReader {
 
     /// The value at `node` when it is a scalar (containers are not built).
     private func scalar(_ value: Int) -> JSONValue? {
-        switch diagnostics.document.kind(at: value) {
+        switch document.kind(at: value) {
         case .object, .array: nil
-        default: diagnostics.document.value(at: value)
+        default: document.value(at: value)
         }
     }
 
     private func typeMismatch<T>(_ key: String, _ expected: String, _ found: Int) -> T? {
-        addIssue(.invalidField, key, "expected \(expected), found \(Self.typeDescription(diagnostics.document.kind(at: found)))")
+        addIssue(.invalidField, key, "expected \(expected), found \(Self.typeDescription(document.kind(at: found)))")
         return nil
     }
 
@@ -345,6 +344,6 @@ public struct FieldReader {
 
     /// A reader of the object at `node`, read at the key whose node is `keyNode` (at `index` of its array, or -1).
     private func child(node: Int, keyNode: Int, index: Int = -1) -> FieldReader {
-        FieldReader(diagnostics: diagnostics, node: node, place: diagnostics.addPlace(node: node, parent: place, keyNode: keyNode, index: index))
+        FieldReader(diagnostics: diagnostics, document: document, node: node, place: diagnostics.addPlace(node: node, parent: place, keyNode: keyNode, index: index))
     }
 }

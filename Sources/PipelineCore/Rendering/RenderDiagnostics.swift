@@ -1,21 +1,28 @@
 /// What one decoding or render collects while it reads an object of a document: the issues and warnings, which
 /// keys were read, and where its ``FieldReader``s are.
 ///
-/// A per-render scratch object: created for one event, shared by that event's readers (which are small values
-/// pointing here), and dropped when the render ends. It never crosses a concurrency domain.
+/// A scratch object shared by the readers of one decoding or render (small values pointing here). A
+/// ``RenderScratch`` keeps one and sets it up again for each (``reset(document:node:path:personalizer:)``), so that a
+/// worker rendering event after event allocates it once; without one it is made for a single render. It never crosses
+/// a concurrency domain, and the readers of one use must not be kept past it.
 final class RenderDiagnostics {
-    var issues: [PipelineError.Issue] = []
-    var warnings: [RenderWarning] = []
-    let personalizer: Personalizer?
+    // Issues and warnings are read, appended to and emptied by single statements that never overlap (an issue's
+    // message is made before the append begins): they need no run-time exclusivity check, which each access of a
+    // class's stored array otherwise makes.
+    @exclusivity(unchecked) var issues: [PipelineError.Issue] = []
+    @exclusivity(unchecked) var warnings: [RenderWarning] = []
+    // The four properties below change only in `reset`, between uses, when no reader is reading them: their reads (on
+    // every lookup) need no run-time exclusivity check either.
+    @exclusivity(unchecked) private(set) var personalizer: Personalizer?
     /// Whether there is a ``personalizer`` (tested without copying it out).
-    let personalizes: Bool
+    @exclusivity(unchecked) private(set) var personalizes: Bool
     /// Bytes reused by every personalized string of the render (one buffer per render, not one per string).
     var personalizationScratch: [UInt8] = []
 
     /// The document the readers read.
-    let document: JSONDocument
+    @exclusivity(unchecked) private(set) var document: JSONDocument
     /// The root object's path.
-    let rootPath: FieldPath
+    @exclusivity(unchecked) private(set) var rootPath: FieldPath
     /// Marked nodes, one bit each: the keys read (a key's node, whichever reader read it), and the objects already
     /// walked by ``warnAboutUnreadKeys(template:)``. The first 512 nodes in place (events have about a tenth of
     /// that), the others in ``marksAfter512``. Each is changed by a single statement that calls nothing, which lets
@@ -72,6 +79,27 @@ final class RenderDiagnostics {
         self.marksAfter512 = nodeCount > 512 ? Array(repeating: 0, count: (nodeCount - 512 + 63) / 64) : []
         placesBelow16[0] = Place(node: Int32(truncatingIfNeeded: node), parent: -1, keyNode: -1, index: -1)
         placeCount = 1
+    }
+
+    /// Sets these diagnostics up for reading the object at `node` of `document`, whose path is `path`, as new ones
+    /// would be: nothing read, no issue, no warning (those of the last use were handed out as values); the buffers
+    /// keep their capacity.
+    func reset(document: JSONDocument, node: Int, path: FieldPath, personalizer: Personalizer?) {
+        if !issues.isEmpty { issues = [] }
+        if !warnings.isEmpty { warnings = [] }
+        self.document = document
+        self.rootPath = path
+        self.personalizer = personalizer
+        self.personalizes = personalizer != nil
+        marksBelow512 = InlineArray(repeating: 0)
+        let wordsAfter512 = document.nodes.count > 512 ? (document.nodes.count - 512 + 63) / 64 : 0
+        if wordsAfter512 > 0 || !marksAfter512.isEmpty {
+            marksAfter512 = Array(repeating: 0, count: wordsAfter512)
+        }
+        placesBelow16[0] = Place(node: Int32(truncatingIfNeeded: node), parent: -1, keyNode: -1, index: -1)
+        if placeCount > 16 { placesAfter16.removeAll(keepingCapacity: true) }
+        placeCount = 1
+        keyTableObject = -1
     }
 
     /// The attributes placeholders are filled from (none without a ``personalizer``).

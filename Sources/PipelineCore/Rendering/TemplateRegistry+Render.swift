@@ -7,20 +7,26 @@ extension TemplateRegistry {
     /// - Parameter eventBytes: one `push.requested` event as UTF-8 JSON.
     /// - Returns: ``RenderOutcome/rendered(_:)`` or ``RenderOutcome/failed(_:)``; never throws.
     public func render(eventBytes: some Sequence<UInt8>) -> RenderOutcome {
+        render(eventBytes: eventBytes, scratch: RenderScratch())
+    }
+
+    /// ``render(eventBytes:)`` with the reading state kept in `scratch`: a worker rendering event after event keeps
+    /// one (``RenderScratch``), and a render allocates only what it hands out.
+    public func render(eventBytes: some Sequence<UInt8>, scratch: RenderScratch) -> RenderOutcome {
         // The event is read in place (``PushRequest/init(json:)`` indexes it as a ``JSONDocument``).
-        outcome { () throws(PipelineError) in try PushRequest(json: eventBytes) }
+        outcome(scratch) { () throws(PipelineError) in try PushRequest(json: eventBytes, scratch: scratch) }
     }
 
     /// Decodes and renders an already parsed event (for callers that split a stream of JSON values). The tree is
     /// encoded once and read in place, as bytes are.
     public func render(event: JSONValue) -> RenderOutcome {
-        outcome { () throws(PipelineError) in try PushRequest(decoding: event) }
+        outcome(RenderScratch()) { () throws(PipelineError) in try PushRequest(decoding: event) }
     }
 
     /// Renders the request `decode` gives, or the failure of either step.
-    private func outcome(decoding decode: () throws(PipelineError) -> PushRequest) -> RenderOutcome {
+    private func outcome(_ scratch: RenderScratch, decoding decode: () throws(PipelineError) -> PushRequest) -> RenderOutcome {
         do throws(PipelineError) {
-            return .rendered(try render(try decode()))
+            return .rendered(try render(try decode(), scratch: scratch))
         } catch {
             return .failed(error)
         }
@@ -34,20 +40,29 @@ extension TemplateRegistry {
     ///     campaign passes the campaign's stored content here).
     /// - Throws: ``PipelineError`` carrying the event id and every issue found.
     public func render(_ request: PushRequest, content: CampaignContent? = nil) throws(PipelineError) -> RenderedNotification {
+        try render(request, content: content, scratch: RenderScratch())
+    }
+
+    /// ``render(_:content:)`` with the reading state kept in `scratch` (see ``RenderScratch``).
+    public func render(_ request: PushRequest, content: CampaignContent? = nil, scratch: RenderScratch) throws(PipelineError) -> RenderedNotification {
         do throws(PipelineError) {
-            return try renderUnlabelled(request, content: content)
+            return try renderUnlabelled(request, content: content, scratch: scratch)
         } catch {
             throw error.withEventId(request.eventId)
         }
     }
 
-    private func renderUnlabelled(_ request: PushRequest, content: CampaignContent?) throws(PipelineError) -> RenderedNotification {
+    private func renderUnlabelled(_ request: PushRequest, content: CampaignContent?, scratch: RenderScratch) throws(PipelineError) -> RenderedNotification {
         let renderer = try renderer(named: request.template)
         guard let content = content ?? request.content else {
             throw PipelineError(.missingField, at: FieldPath("content"), "required (the event has no content and none was supplied)")
         }
         let platform = request.recipient.platform
-        let reader = content.reader(path: Self.contentPath, personalizer: Personalizer(attributes: request.recipient.attributeSource))
+        let reader = content.reader(
+            path: Self.contentPath,
+            personalizer: Personalizer(attributes: request.recipient.attributeSource),
+            scratch: scratch
+        )
         let diagnostics = reader.diagnostics
         let templatePayload = try renderer.render(RenderInput(request: request, platform: platform, content: reader))
         reader.warnAboutUnreadKeys(template: renderer.templateID)

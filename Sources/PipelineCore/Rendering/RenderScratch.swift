@@ -1,0 +1,33 @@
+/// Memory that one worker reuses for every event it decodes and renders: the reading state of a decoding or render
+/// (which keys were read, where the readers are, the issues, warnings and personalization buffer), set up again for
+/// each event instead of allocated for it.
+///
+/// ```swift
+/// let scratch = RenderScratch()            // one per worker (task or thread)
+/// for bytes in events {
+///     let outcome = registry.render(eventBytes: bytes, scratch: scratch)
+///     …
+/// }
+/// ```
+///
+/// Nothing a render returns refers to it: notifications, errors and warnings are values of their own. It is not
+/// `Sendable`: a worker makes its own, and uses it for one event at a time.
+public final class RenderScratch {
+    /// Made at the first use, then set up again for each.
+    private var reusable: RenderDiagnostics?
+
+    /// Creates an empty scratch; its memory is allocated by its first use.
+    public init() {}
+
+    /// Diagnostics for reading the object at `node` of `document`, at `path`: the scratch's own, set up anew. The
+    /// readers of the previous use must no longer be in use.
+    func diagnostics(document: JSONDocument, node: Int, path: FieldPath, personalizer: Personalizer? = nil) -> RenderDiagnostics {
+        if let diagnostics = reusable {
+            diagnostics.reset(document: document, node: node, path: path, personalizer: personalizer)
+            return diagnostics
+        }
+        let diagnostics = RenderDiagnostics(document: document, node: node, path: path, personalizer: personalizer)
+        reusable = diagnostics
+        return diagnostics
+    }
+}

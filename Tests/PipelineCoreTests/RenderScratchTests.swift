@@ -1,0 +1,92 @@
+@testable import PipelineCore
+import TestSupport
+import Testing
+
+/// A ``RenderScratch`` kept from event to event, as a worker keeps one, must leave no trace of one event in the next:
+/// every outcome is the one a new scratch gives, whatever came before (failures, warnings, documents past the
+/// 512 nodes its marks keep in place, readers past the 16 places it keeps in place).
+@Suite("RenderScratch: reused from event to event, as new each time")
+struct RenderScratchTests {
+    let registry = TemplateRegistry([NoteTemplate(), NestedTemplate()])
+
+    /// An event whose content has `count` keys no template reads (a warning each, past node 512 when there are many).
+    static func unknownKeys(_ count: Int, title: String? = "Hi {{name}}") -> [UInt8] {
+        let keys = (0..<count).map { #""unknown\#($0)":"\#($0)""# }
+        let title = title.map { #""title":"\#($0)","# } ?? ""
+        return Array(eventJSON(content: "{" + title + keys.joined(separator: ",") + "}").utf8)
+    }
+
+    /// An event of the nested template with `count` list elements, each read with two inner objects (three places
+    /// each, past the 16 kept in place), each with a key nobody reads.
+    static func nested(_ count: Int) -> [UInt8] {
+        let element = #"{"known":"k","inner":{"known":"k","x":1},"more":{"known":"k","y":2},"z":3}"#
+        let list = Array(repeating: element, count: count).joined(separator: ",")
+        return Array(eventJSON(template: "nested", content: #"{"title":"T","a":{"inner":{"known":"k"},"q":1},"list":["# + list + "]}").utf8)
+    }
+
+    static let events: [(name: String, bytes: [UInt8])] = [
+        ("many unknown keys", unknownKeys(400)),
+        ("no title, unknown keys", unknownKeys(3, title: nil)),
+        ("plain", Array(eventJSON().utf8)),
+        ("nested, 12 elements", nested(12)),
+        ("missing attribute", Array(eventJSON(attributes: "{}", content: #"{"title":"Hi {{name}}","body":"{{other}}"}"#).utf8)),
+        ("apns", Array(eventJSON(platform: "apns", content: #"{"title":"Hi {{name}}","note":"n"}"#).utf8)),
+        ("invalid JSON", Array(#"{"eventId":"x","#.utf8)),
+        ("unknown template", Array(eventJSON(template: "nope").utf8)),
+        ("many unknown keys again", unknownKeys(600)),
+        ("plain again", Array(eventJSON().utf8)),
+    ]
+
+    @Test func eachOutcomeIsTheOneANewScratchGives() throws {
+        let scratch = RenderScratch()
+        // Twice through, so that every event also follows every other kind.
+        for (name, bytes) in Self.events + Self.events.reversed() {
+            let reused = registry.render(eventBytes: bytes, scratch: scratch)
+            let new = registry.render(eventBytes: bytes)
+            #expect(outcomeSummary(reused) == outcomeSummary(new), "\(name)")
+        }
+    }
+
+    /// The events were chosen to reach what a reused scratch keeps: warnings at nodes past 512, and readers past 16.
+    @Test func theEventsReachWhatTheScratchKeeps() throws {
+        guard case .rendered(let many) = registry.render(eventBytes: Self.unknownKeys(600)) else {
+            Issue.record("the event with many keys does not render")
+            return
+        }
+        #expect(many.warnings.count == 600)
+        #expect(try JSONDocument(parsing: Self.unknownKeys(600)).nodes.count > 1_024)
+        guard case .rendered(let nested) = registry.render(eventBytes: Self.nested(12)) else {
+            Issue.record("the nested event does not render")
+            return
+        }
+        // One warning per element (`z`) and per inner object (`x`, `y`), and `a.q`: 37 places read.
+        #expect(nested.warnings.count == 1 + 12 * 3)
+    }
+
+    /// Decoding and rendering with one scratch, as the pipeline's event processor does, between them a lookup of the
+    /// campaign's content in another document.
+    @Test func decodingAndRenderingShareOneScratch() throws {
+        let scratch = RenderScratch()
+        for (name, bytes) in Self.events {
+            let new: String
+            let reused: String
+            do throws(PipelineError) {
+                new = outcomeSummary(.rendered(try registry.render(try PushRequest(json: bytes))))
+            } catch {
+                new = outcomeSummary(.failed(error))
+            }
+            do throws(PipelineError) {
+                let request = try PushRequest(json: bytes, scratch: scratch)
+                reused = outcomeSummary(.rendered(try registry.render(request, content: nil, scratch: scratch)))
+            } catch {
+                reused = outcomeSummary(.failed(error))
+            }
+            #expect(reused == new, "\(name)")
+        }
+        let stored = CampaignContent(["title": "Stored {{name}}", "unread": "u"])
+        let request = try PushRequest(json: Array(eventJSON(content: nil).utf8), scratch: scratch)
+        let notification = try registry.render(request, content: stored, scratch: scratch)
+        #expect(notification.payloadMember("adb_title") == "Stored Ada")
+        #expect(notification.warnings.map(\.description) == ["content.unread: not a field of template 'note'; ignored"])
+    }
+}
