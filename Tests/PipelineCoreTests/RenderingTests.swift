@@ -237,6 +237,44 @@ struct RenderingTests {
         #expect(error.issues.first?.reason == "template produced a non-string FCM data value for 'adb_count'")
     }
 
+    /// An event's `custom` keys are read where they are in it and copied from its bytes: what is written, kept out
+    /// (keys the template set, `aps`) and looked up is what the same keys given as an object give, whatever their
+    /// spelling (escapes, non-ASCII keys, a key equal to a template's only as a `String`).
+    @Test func customKeysReadInPlaceAreWrittenAsTheObjectWouldBe() throws {
+        let registry = self.registry.registering(OverreachingTemplate())
+        let customs = [
+            #"{"shared":"theirs","extra":"kept"}"#,
+            #"{"sh\u0061red":"esc\"aped","\u00e9t\u00e9":"\u00e9","line":"a\nb","x":""}"#,
+            #"{"e\u0301":"combining","\u212a":"kelvin","shared\u0000":"nul","t\/s":"/"}"#,
+            #"{}"#,
+        ]
+        for platform in ["fcm", "apns"] {
+            for custom in customs {
+                let request = try PushRequest(json: Array(eventJSON(template: "over", platform: platform, custom: custom).utf8))
+                var asObject = request
+                asObject.custom = try #require(JSONValue(parsing: Array(custom.utf8)).objectValue)
+                let inPlace = try registry.render(request)
+                let fromObject = try registry.render(asObject)
+                #expect(text(inPlace.payloadBytes) == text(fromObject.payloadBytes), "\(platform) \(custom)")
+                for key in ["shared", "extra", "\u{E9}t\u{E9}", "line", "e\u{301}", "\u{E9}", "K", "t/s", "x", "aps", "missing"] {
+                    #expect(inPlace.payloadMember(key) == fromObject.payloadMember(key), "\(platform) \(custom) \(key)")
+                }
+            }
+        }
+    }
+
+    /// `custom` may not name `aps` or `adb_*` keys, however they are spelled in the event; keys that only look alike
+    /// (a combining accent on the `_`) are allowed, as `String`s compare them.
+    @Test func reservedCustomKeysAreFoundInEverySpelling() throws {
+        let custom = #"{"\u0061ps":"1","adb_x":"2","a\u0064b_y":"3","adb_\u0301":"5","adb":"6","apsx":"7","ap":"8"}"#
+        let error = try #require(throws: PipelineError.self) { try PushRequest(json: Array(eventJSON(custom: custom).utf8)) }
+        #expect(error.issues.map(\.reason) == [
+            "key 'aps' is reserved for the template payload",
+            "key 'adb_x' is reserved for the template payload",
+            "key 'adb_y' is reserved for the template payload",
+        ])
+    }
+
     @Test func registeringAgainReplacesTheEarlierTemplate() throws {
         struct Replacement: TemplateRenderer {
             let templateID = "note"

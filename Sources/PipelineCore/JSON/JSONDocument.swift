@@ -133,6 +133,19 @@ public final class JSONDocument: Sendable {
         nodes[index].flags & Self.escaped != 0
     }
 
+    /// Whether the string at `index` is plain ASCII without escapes (its bytes are its text, and compare as it does).
+    func isPlainASCII(at index: Int) -> Bool {
+        nodes[index].flags & Self.plainASCII != 0
+    }
+
+    /// Writes the string at `index` as a JSON string, as ``JSONWriter/write(string:)`` writes its text: its bytes as
+    /// they are when it has no escapes (they need none).
+    func writeString(at index: Int, into writer: inout JSONWriter) {
+        guard nodes[index].flags & Self.escaped == 0 else { return writer.write(string: string(at: index)) }
+        let bytes = self.bytes  // a local: a span of a class's stored property cannot outlive the property access
+        writer.write(unescapedStringUTF8: bytes.span.extracting(unescapedRange(ofStringAt: index)))
+    }
+
     /// Whether the string at `index` is empty.
     func isEmptyString(at index: Int) -> Bool {
         nodes[index].end == nodes[index].start &+ 1

@@ -60,8 +60,14 @@ extension PushRequest {
         let expiresAt = event.timestamp("expiresAt")
         let recipient = Self.decodeRecipient(event.object("recipient", required: true))
         let options = Self.decodeOptions(event.object("options"))
-        let custom = event.stringMap("custom") ?? JSONObject()
-        for (key, _) in custom where key == "aps" || key.hasPrefix("adb_") {
+        let custom = event.stringMembers("custom") ?? .object(JSONObject())
+        let reserved = custom.keys { key in
+            key == "aps" || key.hasPrefix("adb_")
+        } isReservedASCII: { key in
+            key.count == 3 ? key[0] == UInt8(ascii: "a") && key[1] == UInt8(ascii: "p") && key[2] == UInt8(ascii: "s")
+                : key.count >= 4 && key[0] == UInt8(ascii: "a") && key[1] == UInt8(ascii: "d") && key[2] == UInt8(ascii: "b") && key[3] == UInt8(ascii: "_")
+        }
+        for key in reserved {
             event.addIssue(.invalidField, "custom", "key '\(key)' is reserved for the template payload")
         }
         let content = event.content("content")
@@ -82,7 +88,7 @@ extension PushRequest {
             expiresAt: expiresAt,
             options: options,
             content: content,
-            custom: custom
+            customMembers: custom
         )
     }
 

@@ -19,7 +19,7 @@ public struct PushRequest: Sendable {
         var expiresAt: Timestamp?
         var options: DeliveryOptions
         var content: CampaignContent?
-        var custom: JSONObject
+        var custom: CustomMembers
     }
 
     private var storage: SharedFields<Fields>
@@ -79,10 +79,16 @@ public struct PushRequest: Sendable {
         _read { yield storage.fields.content }
         set { storage.update { $0.content = newValue } }
     }
-    /// Extra string keys passed through to the payload (FCM `data`, APNs top level), in order.
+    /// Extra string keys passed through to the payload (FCM `data`, APNs top level), in order. (An event's are read
+    /// where they are in it: the object is built when asked for.)
     public var custom: JSONObject {
+        get { storage.fields.custom.object }
+        set { storage.update { $0.custom = .object(newValue) } }
+    }
+
+    /// ``custom`` as it is kept: the payload is written from it without building the object.
+    var customMembers: CustomMembers {
         _read { yield storage.fields.custom }
-        set { storage.update { $0.custom = newValue } }
     }
 
     /// Creates a request.
@@ -99,6 +105,38 @@ public struct PushRequest: Sendable {
         options: DeliveryOptions = DeliveryOptions(),
         content: CampaignContent? = nil,
         custom: JSONObject = JSONObject()
+    ) {
+        self.init(
+            specVersion: specVersion,
+            type: type,
+            eventId: eventId,
+            occurredAt: occurredAt,
+            campaignId: campaignId,
+            campaignVersion: campaignVersion,
+            template: template,
+            recipient: recipient,
+            expiresAt: expiresAt,
+            options: options,
+            content: content,
+            customMembers: .object(custom)
+        )
+    }
+
+    /// ``init(specVersion:type:eventId:occurredAt:campaignId:campaignVersion:template:recipient:expiresAt:options:content:custom:)``
+    /// with `custom` as decoding keeps it.
+    init(
+        specVersion: String?,
+        type: String?,
+        eventId: String,
+        occurredAt: Timestamp,
+        campaignId: String,
+        campaignVersion: Int?,
+        template: String,
+        recipient: Recipient,
+        expiresAt: Timestamp?,
+        options: DeliveryOptions,
+        content: CampaignContent?,
+        customMembers custom: CustomMembers
     ) {
         storage = SharedFields(
             Fields(

@@ -316,17 +316,38 @@ public struct PayloadObject: Sendable, Equatable {
         let text = bytes.span
         for (index, member) in members.enumerated() where JSONObject.tagsMayMatch(member.tag, tag) {
             if member.keyIsVerbatim, tag != JSONObject.untaggedKey {
-                // Equal tags: equal lengths. ASCII keys are equal exactly when their bytes are.
-                let utf8 = key.utf8.span
-                let start = Int(member.keyStart) + 1
-                var offset = 0
-                while offset < utf8.count, text[start &+ offset] == utf8[offset] { offset &+= 1 }
-                if offset == utf8.count { return index }
+                if Self.keyBytes(of: member, in: text, equal: key.utf8.span) { return index }
             } else if self.key(at: index) == key {
                 return index
             }
         }
         return nil
+    }
+
+    /// Whether the object has a member whose key is the plain ASCII text `key` (its bytes): for keys read from an
+    /// event, compared without a `String` made for them (``CustomMembers``).
+    func contains(asciiKey key: Span<UInt8>) -> Bool {
+        guard !key.isEmpty else { return contains("") }
+        let tag = JSONObject.keyTag(count: key.count, first: key[0], last: key[key.count &- 1])
+        let bytes = writer.bytes
+        let text = bytes.span
+        for (index, member) in members.enumerated() where JSONObject.tagsMayMatch(member.tag, tag) {
+            if member.keyIsVerbatim {
+                if Self.keyBytes(of: member, in: text, equal: key) { return true }
+            } else if self.key(at: index) == String(plainASCII: key) {
+                return true
+            }
+        }
+        return false
+    }
+
+    /// Whether the key of `member`, written as its own bytes in `text`, is `utf8`, whose tag equals the member's (so
+    /// the two have the same length). ASCII keys are equal exactly when their bytes are.
+    private static func keyBytes(of member: Member, in text: Span<UInt8>, equal utf8: Span<UInt8>) -> Bool {
+        let start = Int(member.keyStart) + 1
+        var offset = 0
+        while offset < utf8.count, text[start &+ offset] == utf8[offset] { offset &+= 1 }
+        return offset == utf8.count
     }
 
     /// The key of the member at `index`, read back from the bytes.

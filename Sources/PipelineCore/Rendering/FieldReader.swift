@@ -250,6 +250,14 @@ public struct FieldReader {
         return document.object(at: value)
     }
 
+    /// ``stringMap(_:required:)`` as an event's `custom` keeps it: the object stays in its document (its values checked
+    /// to be strings, nothing built).
+    func stringMembers(_ key: String) -> CustomMembers? {
+        guard let value = lookup(key) else { return nil }
+        guard document.kind(at: value) == .object else { return typeMismatch(key, "an object of strings", value) }
+        return hasOnlyStrings(key, inObjectAt: value) ? .document(document, node: value) : nil
+    }
+
     /// ``stringMap(_:required:)`` as recipient attributes: the object stays in its document (its values checked to
     /// be strings, nothing built).
     func attributeSource(_ key: String) -> AttributeSource? {

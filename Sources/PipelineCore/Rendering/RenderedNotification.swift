@@ -91,10 +91,10 @@ public struct RenderedNotification: Sendable {
     public func payloadMember(_ key: String) -> JSONValue? {
         switch templatePayload {
         case .fcm(let data):
-            return data[key] ?? request.custom[key]
+            return data[key] ?? request.customMembers[key]
         case .apns(_, let fields):
             guard key != "aps" else { return nil }
-            return fields[key] ?? request.custom[key]
+            return fields[key] ?? request.customMembers[key]
         }
     }
 }

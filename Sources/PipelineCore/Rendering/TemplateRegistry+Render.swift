@@ -111,7 +111,9 @@ extension TemplateRegistry {
             ) { writer in
                 writer.writeRaw(byte: UInt8(ascii: "{"))
                 writer.append(bytes: data.bytes)
-                Self.writeCustom(request.custom, into: &writer, followsMembers: !data.isEmpty) { !data.contains($0) }
+                request.customMembers.write(into: &writer, followsMembers: !data.isEmpty) { !data.contains($0) } isFreeASCII: {
+                    !data.contains(asciiKey: $0)
+                }
                 writer.writeRaw(byte: UInt8(ascii: "}"))
             }
             return (writer.bytes, dataSize, [])
@@ -138,7 +140,9 @@ extension TemplateRegistry {
                 writer.writeRaw(byte: UInt8(ascii: ","))
                 writer.append(bytes: fields.bytes)
             }
-            Self.writeCustom(request.custom, into: &writer, followsMembers: true) { $0 != "aps" && !fields.contains($0) }
+            request.customMembers.write(into: &writer, followsMembers: true) { $0 != "aps" && !fields.contains($0) } isFreeASCII: {
+                !Self.isAPS($0) && !fields.contains(asciiKey: $0)
+            }
             writer.writeRaw(byte: UInt8(ascii: "}"))
             let expiration = ttlSeconds.map { request.occurredAt.epochSeconds + $0 }
             let headers = APNsNotification.headers(priority: options.priority, expiration: expiration, collapseId: options.collapseKey)
@@ -148,17 +152,9 @@ extension TemplateRegistry {
         }
     }
 
-    /// Writes the members of `custom` that `isFree` lets through, separated by commas, with one before the first
-    /// when `followsMembers` (the object being written has members already).
-    private static func writeCustom(_ custom: JSONObject, into writer: inout JSONWriter, followsMembers: Bool, isFree: (String) -> Bool) {
-        var needsComma = followsMembers
-        for (key, value) in custom where isFree(key) {
-            if needsComma { writer.writeRaw(byte: UInt8(ascii: ",")) }
-            needsComma = true
-            writer.write(string: key)
-            writer.writeRaw(byte: UInt8(ascii: ":"))
-            writer.write(value)
-        }
+    /// Whether the plain ASCII key `key` is `aps`.
+    private static func isAPS(_ key: Span<UInt8>) -> Bool {
+        key.count == 3 && key[0] == UInt8(ascii: "a") && key[1] == UInt8(ascii: "p") && key[2] == UInt8(ascii: "s")
     }
 
     /// `limitedSize`: the FCM `data` object's or the APNs payload's encoded size.
