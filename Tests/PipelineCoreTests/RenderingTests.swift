@@ -231,6 +231,15 @@ struct RenderingTests {
         #expect(apns.payload.encoded() == apns.payloadBytes)
         #expect(apns.payload.headers == apns.headers)
         #expect(apns.headers.map(\.name) == ["apns-push-type", "apns-priority", "apns-expiration", "apns-collapse-id"])
+        var visited: [Header] = []
+        apns.forEachHeader { visited.append(Header($0, $1)) }
+        #expect(visited == apns.headers)
+        var changed = apns
+        changed.headers = [Header("apns-push-type", "background")]
+        visited = []
+        changed.forEachHeader { visited.append(Header($0, $1)) }
+        #expect(visited == [Header("apns-push-type", "background")] && changed.headers == visited)
+        fcm.forEachHeader { name, _ in Issue.record("an FCM notification has a header \(name)") }
 
         let numbered = try PushRequest(json: Array(eventJSON(template: "over", content: #"{"number":"yes"}"#).utf8))
         let error = try #require(throws: PipelineError.self) { try registry.render(numbered) }

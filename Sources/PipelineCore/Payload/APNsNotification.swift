@@ -44,11 +44,16 @@ public struct APNsNotification: Sendable, Equatable {
     static func headers(priority: DeliveryPriority?, expiration: Int64?, collapseId: String?) -> [Header] {
         var headers: [Header] = []
         headers.reserveCapacity(4)
-        headers.append(Header("apns-push-type", "alert"))
-        if let priority { headers.append(Header("apns-priority", priority == .high ? "10" : "5")) }
-        if let expiration { headers.append(Header("apns-expiration", String(expiration))) }
-        if let collapseId { headers.append(Header("apns-collapse-id", collapseId)) }
+        forEachHeader(priority: priority, expiration: expiration, collapseId: collapseId) { headers.append(Header($0, $1)) }
         return headers
+    }
+
+    /// Calls `body` with the name and value of each of ``headers`` for these options, in order.
+    static func forEachHeader(priority: DeliveryPriority?, expiration: Int64?, collapseId: String?, _ body: (String, String) -> Void) {
+        body("apns-push-type", "alert")
+        if let priority { body("apns-priority", priority == .high ? "10" : "5") }
+        if let expiration { body("apns-expiration", String(expiration)) }
+        if let collapseId { body("apns-collapse-id", collapseId) }
     }
 
     /// The payload's bytes, exactly as sent (this is what the 4096-byte limit applies to).

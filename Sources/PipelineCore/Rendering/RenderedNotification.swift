@@ -12,8 +12,19 @@ public struct RenderedNotification: Sendable {
         var messageId: String
         var templatePayload: TemplatePayload
         var payloadBytes: [UInt8]
-        var headers: [Header]
+        var headers: Headers
         var warnings: [RenderWarning]
+    }
+
+    /// The request headers, as they are kept: an APNs notification's are made from its options when asked for (no
+    /// array is built for every notification).
+    enum Headers: Sendable {
+        /// None (FCM).
+        case none
+        /// ``APNsNotification/headers(priority:expiration:collapseId:)`` of these.
+        case apns(priority: DeliveryPriority?, expiration: Int64?, collapseId: String?)
+        /// Set by the notification's user.
+        case list([Header])
     }
 
     private var storage: SharedFields<Fields>
@@ -25,7 +36,7 @@ public struct RenderedNotification: Sendable {
         messageId: String,
         templatePayload: TemplatePayload,
         payloadBytes: [UInt8],
-        headers: [Header],
+        headers: Headers,
         warnings: [RenderWarning]
     ) {
         storage = SharedFields(
@@ -72,8 +83,24 @@ public struct RenderedNotification: Sendable {
     }
     /// The request headers to send with it (APNs); empty for FCM.
     public var headers: [Header] {
-        _read { yield storage.fields.headers }
-        set { storage.update { $0.headers = newValue } }
+        get {
+            var headers: [Header] = []
+            forEachHeader { name, value in headers.append(Header(name, value)) }
+            return headers
+        }
+        set { storage.update { $0.headers = .list(newValue) } }
+    }
+
+    /// Calls `body` with the name and value of each of ``headers``, in order, without building the array.
+    public func forEachHeader(_ body: (_ name: String, _ value: String) -> Void) {
+        switch storage.fields.headers {
+        case .none:
+            return
+        case .apns(let priority, let expiration, let collapseId):
+            APNsNotification.forEachHeader(priority: priority, expiration: expiration, collapseId: collapseId, body)
+        case .list(let headers):
+            for header in headers { body(header.name, header.value) }
+        }
     }
     /// Non-fatal remarks (missing attributes, text guidelines, ignored fields).
     public var warnings: [RenderWarning] {

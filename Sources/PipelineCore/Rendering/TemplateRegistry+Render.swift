@@ -93,7 +93,7 @@ extension TemplateRegistry {
         _ templatePayload: TemplatePayload,
         for request: PushRequest,
         platform: Platform
-    ) throws(PipelineError) -> (bytes: [UInt8], limitedSize: Int, headers: [Header]) {
+    ) throws(PipelineError) -> (bytes: [UInt8], limitedSize: Int, headers: RenderedNotification.Headers) {
         let options = request.options
         let ttlSeconds = options.ttl.map { $0.components.seconds }
         switch (templatePayload, platform) {
@@ -116,7 +116,7 @@ extension TemplateRegistry {
                 }
                 writer.writeRaw(byte: UInt8(ascii: "}"))
             }
-            return (writer.bytes, dataSize, [])
+            return (writer.bytes, dataSize, .none)
         case (.apns(let aps, let fields), .apns):
             if let collapseId = options.collapseKey, collapseId.utf8.count > 64 {
                 throw PipelineError(.invalidField, at: FieldPath("options", "collapseKey"), "APNs allows at most 64 bytes, found \(collapseId.utf8.count)")
@@ -145,8 +145,7 @@ extension TemplateRegistry {
             }
             writer.writeRaw(byte: UInt8(ascii: "}"))
             let expiration = ttlSeconds.map { request.occurredAt.epochSeconds + $0 }
-            let headers = APNsNotification.headers(priority: options.priority, expiration: expiration, collapseId: options.collapseKey)
-            return (writer.bytes, writer.bytes.count, headers)
+            return (writer.bytes, writer.bytes.count, .apns(priority: options.priority, expiration: expiration, collapseId: options.collapseKey))
         default:
             throw PipelineError(.invalidField, at: FieldPath("recipient", "platform"), "template '\(request.template)' rendered a payload for another platform than \(platform)")
         }
