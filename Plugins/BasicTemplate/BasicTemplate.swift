@@ -19,6 +19,16 @@ public struct BasicTemplate: TemplateRenderer {
         static let adbRemTs = PayloadObject.MemberName("adb_rem_ts")
     }
 
+    /// The names of the content fields read, prepared once.
+    private enum Fields {
+        static let at = FieldName("at")
+        static let buttons = FieldName("buttons")
+        static let label = FieldName("label")
+        static let remindLater = FieldName("remindLater")
+        static let `type` = FieldName("type")
+        static let uri = FieldName("uri")
+    }
+
     /// Creates the template.
     public init() {}
 
@@ -48,7 +58,7 @@ public struct BasicTemplate: TemplateRenderer {
             guidelines: input.platform == .fcm ? .fcm : .apns
         )
         let remindLater = readRemindLater(content, after: input.request.occurredAt)
-        let buttons = readButtons(content, hasRemindLater: content.contains("remindLater"))
+        let buttons = readButtons(content, hasRemindLater: content.contains(Fields.remindLater))
 
         switch input.platform {
         case .fcm:
@@ -65,9 +75,9 @@ public struct BasicTemplate: TemplateRenderer {
     }
 
     private func readRemindLater(_ content: FieldReader, after occurredAt: Timestamp) -> (label: String, at: Timestamp)? {
-        guard let reader = content.object("remindLater") else { return nil }
-        let label = reader.string("label", required: true)
-        let at = reader.timestamp("at", required: true)
+        guard let reader = content.object(Fields.remindLater) else { return nil }
+        let label = reader.string(Fields.label, required: true)
+        let at = reader.timestamp(Fields.at, required: true)
         if let at, at <= occurredAt {
             reader.addIssue(.invalidField, "at", "must be after occurredAt (\(occurredAt.rfc3339)), found \(at.rfc3339)")
             return nil
@@ -79,8 +89,8 @@ public struct BasicTemplate: TemplateRenderer {
     /// The buttons as a JSON array of `{label, uri, type}` objects, written as they are read (no tree of values);
     /// `nil` when there are none.
     private func readButtons(_ content: FieldReader, hasRemindLater: Bool) -> JSONWriter? {
-        guard let readers = content.objects("buttons") else { return nil }
-        let count = content.elementCount("buttons") ?? readers.count
+        guard let readers = content.objects(Fields.buttons) else { return nil }
+        let count = content.elementCount(Fields.buttons) ?? readers.count
         let limit = hasRemindLater ? 2 : 3
         if count < 1 || count > limit {
             let rule = hasRemindLater ? "1 to 2 buttons when remindLater is set" : "1 to 3 buttons"
@@ -90,10 +100,10 @@ public struct BasicTemplate: TemplateRenderer {
         buttons.beginArray()
         var written = 0
         for reader in readers {
-            let label = reader.text("label", required: true)
-            let type = reader.choice("type", from: LinkType.wireValues, required: true).flatMap(LinkType.init)
+            let label = reader.text(Fields.label, required: true)
+            let type = reader.choice(Fields.type, from: LinkType.wireValues, required: true).flatMap(LinkType.init)
             let needsURI = type == .webURL || type == .deepLink
-            let uri = reader.text("uri", required: needsURI)
+            let uri = reader.text(Fields.uri, required: needsURI)
             // Texts read in place (`!= nil`, `if`): `guard let` or `??` would copy them (a reference count each).
             guard label != nil, let type else { continue }
             buttons.nextElement()

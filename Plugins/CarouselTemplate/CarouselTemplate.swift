@@ -23,6 +23,16 @@ public struct CarouselTemplate: TemplateRenderer {
         static let adbItems = PayloadObject.MemberName("adb_items")
     }
 
+    /// The names of the content fields read, prepared once.
+    private enum Fields {
+        static let image = FieldName("image")
+        static let items = FieldName("items")
+        static let layout = FieldName("layout")
+        static let mode = FieldName("mode")
+        static let text = FieldName("text")
+        static let uri = FieldName("uri")
+    }
+
     /// Creates the template.
     public init() {}
 
@@ -53,8 +63,8 @@ public struct CarouselTemplate: TemplateRenderer {
             features: Self.features,
             guidelines: platform == .fcm ? .fcm : .apns
         )
-        let mode = content.choice("mode", from: ["auto", "manual"])
-        let layout = content.choice("layout", from: ["default", "filmstrip"])
+        let mode = content.choice(Fields.mode, from: ["auto", "manual"])
+        let layout = content.choice(Fields.layout, from: ["default", "filmstrip"])
         let items = readItems(content, platform: platform, defaultURI: standard.link?.uri)
 
         switch platform {
@@ -76,19 +86,19 @@ public struct CarouselTemplate: TemplateRenderer {
     private func readItems(_ content: FieldReader, platform: Platform, defaultURI: ContentText?) -> JSONWriter {
         var items = JSONWriter(reservingCapacity: 1024)
         items.beginArray()
-        guard let readers = content.objects("items", required: true) else {
+        guard let readers = content.objects(Fields.items, required: true) else {
             items.endArray()
             return items
         }
-        let count = content.elementCount("items") ?? readers.count
+        let count = content.elementCount(Fields.items) ?? readers.count
         if let range = Self.itemCounts[platform], !range.contains(count) {
             content.addIssue(.invalidField, "items", "must have \(range.lowerBound) to \(range.upperBound) items on \(platform), found \(count)")
         }
         for reader in readers {
             // Copied into the payload as they are: read as text, not made `String`s.
-            let image = reader.text("image", required: true)
-            let text = reader.text("text")
-            let uri = reader.text("uri")
+            let image = reader.text(Fields.image, required: true)
+            let text = reader.text(Fields.text)
+            let uri = reader.text(Fields.uri)
             // Texts read in place (`!= nil`, `if`): `guard let` or `??` would copy them (a reference count each).
             guard image != nil else { continue }
             items.nextElement()

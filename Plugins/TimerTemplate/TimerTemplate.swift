@@ -26,6 +26,18 @@ public struct TimerTemplate: TemplateRenderer {
         static let adbTmrEnd = PayloadObject.MemberName("adb_tmr_end")
     }
 
+    /// The names of the content fields read, prepared once.
+    private enum Fields {
+        static let alternate = FieldName("alternate")
+        static let body = FieldName("body")
+        static let durationSeconds = FieldName("durationSeconds")
+        static let endsAt = FieldName("endsAt")
+        static let expandedBody = FieldName("expandedBody")
+        static let image = FieldName("image")
+        static let timer = FieldName("timer")
+        static let title = FieldName("title")
+    }
+
     /// Creates the template.
     public init() {}
 
@@ -79,15 +91,15 @@ public struct TimerTemplate: TemplateRenderer {
 
     /// The texts shown once the timer ends, copied into the payload as they are (read as text, not `String`s).
     private func readAlternate(_ content: FieldReader, platform: Platform) -> (title: ContentText?, body: ContentText?, expandedBody: ContentText?, image: ContentText?) {
-        guard let reader = content.object("alternate") else {
+        guard let reader = content.object(Fields.alternate) else {
             content.addIssue(.missingField, at: content.path(of: "alternate").appending("title"), "required")
             return (nil, nil, nil, nil)
         }
         let alternate = (
-            title: reader.text("title", required: true),
-            body: reader.text("body"),
-            expandedBody: reader.text("expandedBody"),
-            image: reader.text("image")
+            title: reader.text(Fields.title, required: true),
+            body: reader.text(Fields.body),
+            expandedBody: reader.text(Fields.expandedBody),
+            image: reader.text(Fields.image)
         )
         // Neither SDK falls back to the running texts once the timer ends: the view is blank there.
         if alternate.body == nil {
@@ -100,9 +112,9 @@ public struct TimerTemplate: TemplateRenderer {
     }
 
     private func readTimer(_ content: FieldReader, after occurredAt: Timestamp) -> (key: PayloadObject.MemberName, value: String?) {
-        guard let reader = content.object("timer", required: true) else { return (Names.adbTmrDur, nil) }
-        let duration = reader.integer("durationSeconds", in: 1...Int(Int32.max))
-        let endsAt = reader.timestamp("endsAt")
+        guard let reader = content.object(Fields.timer, required: true) else { return (Names.adbTmrDur, nil) }
+        let duration = reader.integer(Fields.durationSeconds, in: 1...Int(Int32.max))
+        let endsAt = reader.timestamp(Fields.endsAt)
         if let endsAt, endsAt <= occurredAt {
             reader.addIssue(.invalidField, "endsAt", "must be after occurredAt (\(occurredAt.rfc3339)), found \(endsAt.rfc3339)")
         }
@@ -111,7 +123,7 @@ public struct TimerTemplate: TemplateRenderer {
             return (Names.adbTmrDur, String(duration))
         }
         if let endsAt { return (Names.adbTmrEnd, String(endsAt.epochSeconds)) }
-        if !reader.contains("durationSeconds"), !reader.contains("endsAt") {
+        if !reader.contains(Fields.durationSeconds), !reader.contains(Fields.endsAt) {
             content.addIssue(.missingField, "timer", "requires durationSeconds or endsAt")
         }
         return (Names.adbTmrDur, nil)

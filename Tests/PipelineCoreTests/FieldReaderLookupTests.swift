@@ -15,6 +15,7 @@ struct FieldReaderLookupTests {
         return (0..<length).map { _ in letters.randomElement(using: &rng) ?? "a" }.joined()
     }
 
+    /// Also by prepared names (``FieldName``), which find what the same `String` finds.
     @Test func findsMembersAsJSONObjectDoes() throws {
         var rng = SeededGenerator(seed: 0x5EED_1005)
         var lookups = 0
@@ -45,6 +46,8 @@ struct FieldReaderLookupTests {
                     Bool.random(using: &rng) && !siblings[side].isEmpty
                     ? siblings[side].keys.randomElement(using: &rng) ?? "" : Self.randomKey(&rng, nonASCII: true)
                 #expect(readers[side].value(key) == siblings[side][key], "round \(round), key \(key) in \(siblings[side])")
+                // By a prepared name: the same member (a non-ASCII name is looked up as a `String`).
+                #expect(readers[side].value(FieldName(key)) == siblings[side][key], "round \(round), prepared \(key) in \(siblings[side])")
                 lookups += 1
             }
         }

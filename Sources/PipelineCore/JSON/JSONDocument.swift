@@ -382,14 +382,27 @@ public final class JSONDocument: Sendable {
         return nil
     }
 
-    /// Whether ``bytes`` holds `needle` at `start` (a key's or a string's text).
+    /// Whether ``bytes`` holds `needle` at `start` (a key's or a string's text): eight bytes at a time, the last word
+    /// overlapping the one before, and byte by byte below eight.
+    @inline(__always)
     private func keyBytes(at start: Int, equal needle: Span<UInt8>) -> Bool {
-        var offset = 0
-        while offset < needle.count {
-            if bytes[start &+ offset] != needle[offset] { return false }
-            offset &+= 1
+        let bytes = self.bytes  // a local: a span of a class's stored property cannot outlive the property access
+        let text = bytes.span.extracting(start..<start &+ needle.count)
+        let count = needle.count
+        guard count >= 8 else {
+            var offset = 0
+            while offset < count {
+                if text[offset] != needle[offset] { return false }
+                offset &+= 1
+            }
+            return true
         }
-        return true
+        var offset = 0
+        while offset &+ 8 < count {
+            if SWAR.load(text, at: offset) != SWAR.load(needle, at: offset) { return false }
+            offset &+= 8
+        }
+        return SWAR.load(text, at: count &- 8) == SWAR.load(needle, at: count &- 8)
     }
 
     /// Whether the key nodes `a` and `b` over `bytes` are equal, as ``JSONObject`` compares keys.

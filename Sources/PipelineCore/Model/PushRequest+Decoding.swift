@@ -44,23 +44,23 @@ extension PushRequest {
 
     private init(reading event: FieldReader, diagnostics: RenderDiagnostics) throws(PipelineError) {
 
-        let eventId = event.string("eventId", required: true, personalize: false)
-        let specVersion = event.string("specVersion", personalize: false)
+        let eventId = event.string(Fields.eventId, required: true, personalize: false)
+        let specVersion = event.string(Fields.specVersion, personalize: false)
         if let specVersion, specVersion != "1" {
             event.addIssue(.invalidField, "specVersion", "unsupported version '\(specVersion)'; this pipeline reads \"1\"")
         }
-        let type = event.string("type", personalize: false)
+        let type = event.string(Fields.type, personalize: false)
         if let type, type != Self.eventType {
             event.addIssue(.invalidField, "type", "expected \"\(Self.eventType)\", found '\(type)'")
         }
-        let occurredAt = event.timestamp("occurredAt", required: true)
-        let campaignId = event.string("campaignId", required: true, personalize: false)
-        let campaignVersion = event.integer("campaignVersion", in: 0...Int.max)
-        let template = event.string("template", required: true, personalize: false)
-        let expiresAt = event.timestamp("expiresAt")
-        let recipient = Self.decodeRecipient(event.object("recipient", required: true))
-        let options = Self.decodeOptions(event.object("options"))
-        let custom = event.stringMembers("custom") ?? .object(JSONObject())
+        let occurredAt = event.timestamp(Fields.occurredAt, required: true)
+        let campaignId = event.string(Fields.campaignId, required: true, personalize: false)
+        let campaignVersion = event.integer(Fields.campaignVersion, in: 0...Int.max)
+        let template = event.string(Fields.template, required: true, personalize: false)
+        let expiresAt = event.timestamp(Fields.expiresAt)
+        let recipient = Self.decodeRecipient(event.object(Fields.recipient, required: true))
+        let options = Self.decodeOptions(event.object(Fields.options))
+        let custom = event.stringMembers(Fields.custom) ?? .object(JSONObject())
         let reserved = custom.keys { key in
             key == "aps" || key.hasPrefix("adb_")
         } isReservedASCII: { key in
@@ -70,7 +70,7 @@ extension PushRequest {
         for key in reserved {
             event.addIssue(.invalidField, "custom", "key '\(key)' is reserved for the template payload")
         }
-        let content = event.content("content")
+        let content = event.content(Fields.content)
 
         guard diagnostics.issues.isEmpty, let eventId, let occurredAt, let campaignId, let template, let recipient
         else {
@@ -113,8 +113,8 @@ extension PushRequest {
 
     private static func decodeRecipient(_ reader: FieldReader?) -> Recipient? {
         guard let reader else { return nil }
-        let id = reader.string("id", required: true, personalize: false)
-        let platformName = reader.string("platform", required: true, personalize: false)
+        let id = reader.string(Fields.id, required: true, personalize: false)
+        let platformName = reader.string(Fields.platform, required: true, personalize: false)
         var platform: Platform?
         if let platformName {
             platform = Platform(rawValue: platformName)
@@ -122,10 +122,33 @@ extension PushRequest {
                 reader.addIssue(.invalidField, "platform", "unknown platform '\(platformName)'; expected fcm or apns")
             }
         }
-        let token = reader.string("token", required: true, personalize: false)
-        let attributes = reader.attributeSource("attributes")
+        let token = reader.string(Fields.token, required: true, personalize: false)
+        let attributes = reader.attributeSource(Fields.attributes)
         guard let id, let platform, let token else { return nil }
         return Recipient(id: id, platform: platform, token: token, attributeSource: attributes ?? .dictionary([:]))
+    }
+
+    /// The names of the envelope's fields, prepared once (``FieldName``).
+    private enum Fields {
+        static let attributes = FieldName("attributes")
+        static let campaignId = FieldName("campaignId")
+        static let campaignVersion = FieldName("campaignVersion")
+        static let collapseKey = FieldName("collapseKey")
+        static let content = FieldName("content")
+        static let custom = FieldName("custom")
+        static let eventId = FieldName("eventId")
+        static let expiresAt = FieldName("expiresAt")
+        static let id = FieldName("id")
+        static let occurredAt = FieldName("occurredAt")
+        static let options = FieldName("options")
+        static let platform = FieldName("platform")
+        static let priority = FieldName("priority")
+        static let recipient = FieldName("recipient")
+        static let specVersion = FieldName("specVersion")
+        static let template = FieldName("template")
+        static let token = FieldName("token")
+        static let ttlSeconds = FieldName("ttlSeconds")
+        static let `type` = FieldName("type")
     }
 
     /// The wire values of ``DeliveryPriority``.
@@ -133,9 +156,9 @@ extension PushRequest {
 
     private static func decodeOptions(_ reader: FieldReader?) -> DeliveryOptions {
         guard let reader else { return DeliveryOptions() }
-        let collapseKey = reader.string("collapseKey", personalize: false)
-        let priority = reader.choice("priority", from: priorityNames).flatMap(DeliveryPriority.init)
-        let ttl = reader.integer("ttlSeconds", in: 0...2_419_200).map { Duration.seconds($0) }
+        let collapseKey = reader.string(Fields.collapseKey, personalize: false)
+        let priority = reader.choice(Fields.priority, from: priorityNames).flatMap(DeliveryPriority.init)
+        let ttl = reader.integer(Fields.ttlSeconds, in: 0...2_419_200).map { Duration.seconds($0) }
         return DeliveryOptions(collapseKey: collapseKey, priority: priority, ttl: ttl)
     }
 }

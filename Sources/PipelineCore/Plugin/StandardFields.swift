@@ -173,45 +173,73 @@ public struct StandardFields: Sendable {
     }
 
     private mutating func read(_ content: FieldReader, platform: Platform, guidelines: TextGuidelines) {
-        version = content.string("version", personalize: false) ?? "1"
-        texts.title = content.documentText("title", required: true)
-        texts.subtitle = content.documentText("subtitle")
-        texts.body = content.documentText("body", required: true)
-        texts.expandedTitle = content.documentText("expandedTitle")
-        texts.expandedBody = content.documentText("expandedBody")
-        if features.contains(.image) { texts.image = content.documentText("image") }
-        if let linkReader = content.object("link") {
-            texts.linkURI = linkReader.documentText("uri", required: true)
-            let type = linkReader.choice("type", from: LinkType.wireValues, required: platform == .fcm && texts.linkURI != nil)
+        version = content.string(Fields.version, personalize: false) ?? "1"
+        texts.title = content.documentText(Fields.title, required: true)
+        texts.subtitle = content.documentText(Fields.subtitle)
+        texts.body = content.documentText(Fields.body, required: true)
+        texts.expandedTitle = content.documentText(Fields.expandedTitle)
+        texts.expandedBody = content.documentText(Fields.expandedBody)
+        if features.contains(.image) { texts.image = content.documentText(Fields.image) }
+        if let linkReader = content.object(Fields.link) {
+            texts.linkURI = linkReader.documentText(Fields.uri, required: true)
+            let type = linkReader.choice(Fields.type, from: LinkType.wireValues, required: platform == .fcm && texts.linkURI != nil)
             if texts.linkURI != nil { linkType = type.flatMap(LinkType.init) }
         }
-        texts.sound = content.documentText("sound")
-        badge = content.integer("badge", in: 0...Int(Int32.max))
-        texts.threadId = content.documentText("threadId")
-        texts.icon = content.documentText("icon")
-        texts.smallIcon = content.documentText("smallIcon")
-        texts.largeIcon = content.documentText("largeIcon")
-        texts.channelId = content.documentText("channelId")
+        texts.sound = content.documentText(Fields.sound)
+        badge = content.integer(Fields.badge, in: 0...Int(Int32.max))
+        texts.threadId = content.documentText(Fields.threadId)
+        texts.icon = content.documentText(Fields.icon)
+        texts.smallIcon = content.documentText(Fields.smallIcon)
+        texts.largeIcon = content.documentText(Fields.largeIcon)
+        texts.channelId = content.documentText(Fields.channelId)
         if texts.channelId?.isEmpty(in: source) == true {
             content.addIssue(.invalidField, "channelId", "must not be empty (the Android SDK would use an empty channel id as is)")
             texts.channelId = nil
         }
-        notificationPriority = content.choice("notificationPriority", from: Self.notificationPriorities)
-        texts.tag = content.documentText("tag")
-        texts.ticker = content.documentText("ticker")
-        sticky = content.boolean("sticky")
-        if let colorReader = content.object("colors") {
-            colors.title = colorReader.color("title")
-            colors.body = colorReader.color("body")
-            colors.background = colorReader.color("background")
-            colors.smallIcon = colorReader.color("smallIcon")
-            if features.contains(.timerColor) { colors.timer = colorReader.color("timer") }
+        notificationPriority = content.choice(Fields.notificationPriority, from: Self.notificationPriorities)
+        texts.tag = content.documentText(Fields.tag)
+        texts.ticker = content.documentText(Fields.ticker)
+        sticky = content.boolean(Fields.sticky)
+        if let colorReader = content.object(Fields.colors) {
+            colors.title = colorReader.color(Fields.title)
+            colors.body = colorReader.color(Fields.body)
+            colors.background = colorReader.color(Fields.background)
+            colors.smallIcon = colorReader.color(Fields.smallIcon)
+            if features.contains(.timerColor) { colors.timer = colorReader.color(Fields.timer) }
         }
         if texts.icon != nil, texts.smallIcon != nil {
             content.addWarning("icon", "ignored by the Android SDK when smallIcon is set")
         }
         TextGuidelines.check(texts.title, from: source, limit: guidelines.title, key: "title", platform: platform, in: content)
         TextGuidelines.check(texts.body, from: source, limit: guidelines.body, key: "body", platform: platform, in: content)
+    }
+
+    /// The names of the fields read, prepared once (``FieldName``).
+    private enum Fields {
+        static let background = FieldName("background")
+        static let badge = FieldName("badge")
+        static let body = FieldName("body")
+        static let channelId = FieldName("channelId")
+        static let colors = FieldName("colors")
+        static let expandedBody = FieldName("expandedBody")
+        static let expandedTitle = FieldName("expandedTitle")
+        static let icon = FieldName("icon")
+        static let image = FieldName("image")
+        static let largeIcon = FieldName("largeIcon")
+        static let link = FieldName("link")
+        static let notificationPriority = FieldName("notificationPriority")
+        static let smallIcon = FieldName("smallIcon")
+        static let sound = FieldName("sound")
+        static let sticky = FieldName("sticky")
+        static let subtitle = FieldName("subtitle")
+        static let tag = FieldName("tag")
+        static let threadId = FieldName("threadId")
+        static let ticker = FieldName("ticker")
+        static let timer = FieldName("timer")
+        static let title = FieldName("title")
+        static let `type` = FieldName("type")
+        static let uri = FieldName("uri")
+        static let version = FieldName("version")
     }
 
     /// `text` as ``ContentText``.

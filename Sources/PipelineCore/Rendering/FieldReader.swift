@@ -52,22 +52,40 @@ public struct FieldReader {
 
     /// The value of `key` (`nil` when absent or `null`); marks the key as read.
     public func value(_ key: String) -> JSONValue? {
+        value(FieldName(lookingUp: key))
+    }
+
+    /// ``value(_:)-(String)`` by a prepared name (``FieldName``): the same result, without finding the name's bytes
+    /// and tag again.
+    public func value(_ key: FieldName) -> JSONValue? {
         lookup(key).map { document.value(at: $0) }
     }
 
     /// Whether `key` is present and not `null`; marks the key as read.
     public func contains(_ key: String) -> Bool {
+        contains(FieldName(lookingUp: key))
+    }
+
+    /// ``contains(_:)-(String)`` by a prepared name (``FieldName``): the same result, without finding the name's bytes
+    /// and tag again.
+    public func contains(_ key: FieldName) -> Bool {
         lookup(key) != nil
     }
 
     /// Marks keys as read without validating them (fields a renderer deliberately ignores).
     public func ignore(_ keys: String...) {
-        for key in keys { _ = lookup(key) }
+        for key in keys { _ = lookup(FieldName(lookingUp: key)) }
     }
 
     /// The number of elements of the array `key`, whatever their types (`nil` when absent, `null` or not an
     /// array); marks the key as read. Cheaper than counting ``value(_:)``'s array, which copies the elements.
     public func elementCount(_ key: String) -> Int? {
+        elementCount(FieldName(lookingUp: key))
+    }
+
+    /// ``elementCount(_:)-(String)`` by a prepared name (``FieldName``): the same result, without finding the name's bytes
+    /// and tag again.
+    public func elementCount(_ key: FieldName) -> Int? {
         guard let value = lookup(key), document.kind(at: value) == .array else { return nil }
         return document.count(at: value)
     }
@@ -81,6 +99,12 @@ public struct FieldReader {
     ///   - required: record `required` when absent.
     ///   - personalize: fill `{{name}}` placeholders from the recipient's attributes.
     public func string(_ key: String, required: Bool = false, personalize: Bool = true) -> String? {
+        string(FieldName(lookingUp: key), required: required, personalize: personalize)
+    }
+
+    /// ``string(_:required:personalize:)-(String,_,_)`` by a prepared name (``FieldName``): the same result, without finding the name's bytes
+    /// and tag again.
+    public func string(_ key: FieldName, required: Bool = false, personalize: Bool = true) -> String? {
         guard let value = stringNode(key, required: required) else { return nil }
                 // A string without `{` has no placeholder: known from the document without scanning it again.
         // The personalizer is used where the render keeps it (`?.`): a local copy would count a reference to it.
@@ -88,9 +112,9 @@ public struct FieldReader {
             return document.string(at: value)
         }
         guard !document.isEscaped(at: value) else {
-            return diagnostics.personalizer?.render(document.string(at: value), at: path.appending(key), into: diagnostics)
+            return diagnostics.personalizer?.render(document.string(at: value), at: path.appending(key.name), into: diagnostics)
         }
-        return diagnostics.personalizer?.render(unescapedStringAt: value, of: document, at: path.appending(key), into: diagnostics)
+        return diagnostics.personalizer?.render(unescapedStringAt: value, of: document, at: path.appending(key.name), into: diagnostics)
             ?? document.string(at: value)
     }
 
@@ -99,6 +123,12 @@ public struct FieldReader {
     /// from there when written into the payload, without a `String` made for it. For fields copied into the payload
     /// as they are.
     public func text(_ key: String, required: Bool = false, personalize: Bool = true) -> ContentText? {
+        text(FieldName(lookingUp: key), required: required, personalize: personalize)
+    }
+
+    /// ``text(_:required:personalize:)-(String,_,_)`` by a prepared name (``FieldName``): the same result, without finding the name's bytes
+    /// and tag again.
+    public func text(_ key: FieldName, required: Bool = false, personalize: Bool = true) -> ContentText? {
         switch documentText(key, required: required, personalize: personalize) {
         case .node(let node)?: ContentText(document: document, node: node)
         case .personalized(let node, let byteCount)?:
@@ -112,20 +142,20 @@ public struct FieldReader {
     /// (``StandardFields``, with ``textSource``): text left in the event's bytes is its node, which holds no
     /// reference to the document. A text with simple placeholders is checked and measured now, with a warning for
     /// each absent attribute, and filled when it is written (no `String` is made for it).
-    func documentText(_ key: String, required: Bool = false, personalize: Bool = true) -> DocumentText? {
+    func documentText(_ key: FieldName, required: Bool = false, personalize: Bool = true) -> DocumentText? {
         guard let value = stringNode(key, required: required) else { return nil }
         if document.isEscaped(at: value) {
             let text = document.string(at: value)
             guard personalize, diagnostics.personalizes else { return .text(text) }
-            return .text(diagnostics.personalizer?.render(text, at: path.appending(key), into: diagnostics) ?? text)
+            return .text(diagnostics.personalizer?.render(text, at: path.appending(key.name), into: diagnostics) ?? text)
         }
         guard personalize, diagnostics.personalizes, document.mayHaveBrace(at: value) else { return .node(value) }
-        switch diagnostics.personalizer?.measure(unescapedStringAt: value, of: document, at: path.appending(key), into: diagnostics) {
+        switch diagnostics.personalizer?.measure(unescapedStringAt: value, of: document, at: path.appending(key.name), into: diagnostics) {
         case .simple(let filledCount)?:
             return .personalized(node: value, byteCount: filledCount)
         case .notSimple?:
             let text = document.string(at: value)
-            return .text(diagnostics.personalizer?.renderWithMustache(text, at: path.appending(key), into: diagnostics) ?? text)
+            return .text(diagnostics.personalizer?.renderWithMustache(text, at: path.appending(key.name), into: diagnostics) ?? text)
         case .noPlaceholder?, nil:
             return .node(value)
         }
@@ -138,11 +168,11 @@ public struct FieldReader {
 
     /// The node of the string field `key`; `nil` (with an issue when required, or not a string, or required and
     /// empty) otherwise.
-    private func stringNode(_ key: String, required: Bool) -> Int? {
+    private func stringNode(_ key: FieldName, required: Bool) -> Int? {
         guard let value = fetch(key, required: required) else { return nil }
         guard document.kind(at: value) == .string else { return typeMismatch(key, "a string", value) }
         if required, document.isEmptyString(at: value) {
-            addIssue(.invalidField, key, "must not be empty")
+            addIssue(.invalidField, key.name, "must not be empty")
             return nil
         }
         return value
@@ -150,10 +180,16 @@ public struct FieldReader {
 
     /// An integer field (a JSON number without fraction).
     public func integer(_ key: String, required: Bool = false, in range: ClosedRange<Int>? = nil) -> Int? {
+        integer(FieldName(lookingUp: key), required: required, in: range)
+    }
+
+    /// ``integer(_:required:in:)-(String,_,_)`` by a prepared name (``FieldName``): the same result, without finding the name's bytes
+    /// and tag again.
+    public func integer(_ key: FieldName, required: Bool = false, in range: ClosedRange<Int>? = nil) -> Int? {
         guard let value = fetch(key, required: required) else { return nil }
         guard case .int(let int) = scalar(value) else { return typeMismatch(key, "an integer", value) }
         if let range, !range.contains(int) {
-            addIssue(.invalidField, key, "must be between \(range.lowerBound) and \(range.upperBound), found \(int)")
+            addIssue(.invalidField, key.name, "must be between \(range.lowerBound) and \(range.upperBound), found \(int)")
             return nil
         }
         return int
@@ -161,6 +197,12 @@ public struct FieldReader {
 
     /// A boolean field.
     public func boolean(_ key: String, required: Bool = false) -> Bool? {
+        boolean(FieldName(lookingUp: key), required: required)
+    }
+
+    /// ``boolean(_:required:)-(String,_)`` by a prepared name (``FieldName``): the same result, without finding the name's bytes
+    /// and tag again.
+    public func boolean(_ key: FieldName, required: Bool = false) -> Bool? {
         guard let value = fetch(key, required: required) else { return nil }
         guard case .bool(let flag) = scalar(value) else { return typeMismatch(key, "a boolean", value) }
         return flag
@@ -168,6 +210,12 @@ public struct FieldReader {
 
     /// An RFC 3339 date-time string field.
     public func timestamp(_ key: String, required: Bool = false) -> Timestamp? {
+        timestamp(FieldName(lookingUp: key), required: required)
+    }
+
+    /// ``timestamp(_:required:)-(String,_)`` by a prepared name (``FieldName``): the same result, without finding the name's bytes
+    /// and tag again.
+    public func timestamp(_ key: FieldName, required: Bool = false) -> Timestamp? {
         guard let value = fetch(key, required: required) else { return nil }
         guard document.kind(at: value) == .string else {
             return typeMismatch(key, "an RFC 3339 date-time string", value)
@@ -175,19 +223,25 @@ public struct FieldReader {
         do throws(RFC3339Error) {
             return try document.timestamp(at: value)
         } catch {
-            addIssue(.invalidField, key, error.reason)
+            addIssue(.invalidField, key.name, error.reason)
             return nil
         }
     }
 
     /// A string field whose value must be one of `allowed` (compared exactly, case-sensitive).
     public func choice(_ key: String, from allowed: [String], required: Bool = false) -> String? {
+        choice(FieldName(lookingUp: key), from: allowed, required: required)
+    }
+
+    /// ``choice(_:from:required:)-(String,_,_)`` by a prepared name (``FieldName``): the same result, without finding the name's bytes
+    /// and tag again.
+    public func choice(_ key: FieldName, from allowed: [String], required: Bool = false) -> String? {
         guard let value = stringNode(key, required: required) else { return nil }
-                // Compared in the event's bytes first: a value written as one of the choices needs no `String` of its own.
+        // Compared in the event's bytes first: a value written as one of the choices needs no `String` of its own.
         if let match = allowed.first(where: { document.hasUnescapedBytes(ofStringAt: value, equalTo: $0) }) { return match }
         let text = document.string(at: value)
         guard allowed.contains(text) else {
-            addIssue(.invalidField, key, "must be one of \(allowed.joined(separator: ", ")), found '\(text)'")
+            addIssue(.invalidField, key.name, "must be one of \(allowed.joined(separator: ", ")), found '\(text)'")
             return nil
         }
         return text
@@ -196,12 +250,18 @@ public struct FieldReader {
     /// A colour: six hex digits, optionally after a `#`. Returns the six digits without `#`
     /// (the Android SDK prepends its own `#` and drops a colour that already has one).
     public func color(_ key: String, required: Bool = false) -> String? {
+        color(FieldName(lookingUp: key), required: required)
+    }
+
+    /// ``color(_:required:)-(String,_)`` by a prepared name (``FieldName``): the same result, without finding the name's bytes
+    /// and tag again.
+    public func color(_ key: FieldName, required: Bool = false) -> String? {
         guard let value = stringNode(key, required: required) else { return nil }
         // Checked and taken from the event's bytes; escapes and invalid colours go the long way (for the issue).
         if let normalized = document.hexColor(ofStringAt: value) { return normalized }
         let text = document.string(at: value)
         guard let normalized = HexColor.normalize(text) else {
-            addIssue(.invalidField, key, "must be six hex digits like 00FF00 (optionally after '#'), found '\(text)'")
+            addIssue(.invalidField, key.name, "must be six hex digits like 00FF00 (optionally after '#'), found '\(text)'")
             return nil
         }
         return normalized
@@ -209,13 +269,19 @@ public struct FieldReader {
 
     /// A nested object, as a reader for its fields.
     public func object(_ key: String, required: Bool = false) -> FieldReader? {
+        object(FieldName(lookingUp: key), required: required)
+    }
+
+    /// ``object(_:required:)-(String,_)`` by a prepared name (``FieldName``): the same result, without finding the name's bytes
+    /// and tag again.
+    public func object(_ key: FieldName, required: Bool = false) -> FieldReader? {
         guard let value = fetch(key, required: required) else { return nil }
         guard document.kind(at: value) == .object else { return typeMismatch(key, "an object", value) }
         return child(node: value, keyNode: value &- 1)
     }
 
     /// The object `key` as campaign content, read in place, or `nil` with an issue when it is not an object.
-    func content(_ key: String) -> CampaignContent? {
+    func content(_ key: FieldName) -> CampaignContent? {
         guard let value = lookup(key) else { return nil }
         guard document.kind(at: value) == .object else { return typeMismatch(key, "an object", value) }
         return CampaignContent(document: document, node: value)
@@ -223,6 +289,12 @@ public struct FieldReader {
 
     /// An array of objects, as readers for each element. Non-object elements are issues.
     public func objects(_ key: String, required: Bool = false) -> [FieldReader]? {
+        objects(FieldName(lookingUp: key), required: required)
+    }
+
+    /// ``objects(_:required:)-(String,_)`` by a prepared name (``FieldName``): the same result, without finding the name's bytes
+    /// and tag again.
+    public func objects(_ key: FieldName, required: Bool = false) -> [FieldReader]? {
         guard let array = fetch(key, required: required) else { return nil }
         guard document.kind(at: array) == .array else { return typeMismatch(key, "an array", array) }
         let count = document.count(at: array)
@@ -234,7 +306,7 @@ public struct FieldReader {
                 readers.append(child(node: element, keyNode: array &- 1, index: index))
             } else {
                 diagnostics.issues.append(
-                    .init(.invalidField, at: path.appending(key).appending(index: index), "expected an object, found \(document.value(at: element).typeDescription)")
+                    .init(.invalidField, at: path.appending(key.name).appending(index: index), "expected an object, found \(document.value(at: element).typeDescription)")
                 )
             }
             element = document.next(after: element)
@@ -244,6 +316,12 @@ public struct FieldReader {
 
     /// An object whose values must all be strings (a string map), in order. Not personalized.
     public func stringMap(_ key: String, required: Bool = false) -> JSONObject? {
+        stringMap(FieldName(lookingUp: key), required: required)
+    }
+
+    /// ``stringMap(_:required:)-(String,_)`` by a prepared name (``FieldName``): the same result, without finding the name's bytes
+    /// and tag again.
+    public func stringMap(_ key: FieldName, required: Bool = false) -> JSONObject? {
         guard let value = fetch(key, required: required) else { return nil }
         guard document.kind(at: value) == .object else { return typeMismatch(key, "an object of strings", value) }
         guard hasOnlyStrings(key, inObjectAt: value) else { return nil }
@@ -252,7 +330,7 @@ public struct FieldReader {
 
     /// ``stringMap(_:required:)`` as an event's `custom` keeps it: the object stays in its document (its values checked
     /// to be strings, nothing built).
-    func stringMembers(_ key: String) -> CustomMembers? {
+    func stringMembers(_ key: FieldName) -> CustomMembers? {
         guard let value = lookup(key) else { return nil }
         guard document.kind(at: value) == .object else { return typeMismatch(key, "an object of strings", value) }
         return hasOnlyStrings(key, inObjectAt: value) ? .document(document, node: value) : nil
@@ -260,7 +338,7 @@ public struct FieldReader {
 
     /// ``stringMap(_:required:)`` as recipient attributes: the object stays in its document (its values checked to
     /// be strings, nothing built).
-    func attributeSource(_ key: String) -> AttributeSource? {
+    func attributeSource(_ key: FieldName) -> AttributeSource? {
         guard let value = lookup(key) else { return nil }
         guard document.kind(at: value) == .object else { return typeMismatch(key, "an object of strings", value) }
         return hasOnlyStrings(key, inObjectAt: value) ? .document(document, node: value) : nil
@@ -268,14 +346,14 @@ public struct FieldReader {
 
     /// Whether every value of the object at `index` (member `key` of this object) is a string; an issue for each
     /// that is not (all are checked, for their issues).
-    private func hasOnlyStrings(_ key: String, inObjectAt index: Int) -> Bool {
+    private func hasOnlyStrings(_ key: FieldName, inObjectAt index: Int) -> Bool {
         var isValid = true
         document.forEachMember(ofObjectAt: index) { _, member, value in
             let kind = document.kind(at: value)
             guard kind != .string else { return }
             isValid = false
             diagnostics.issues.append(
-                .init(.invalidField, at: path.appending(key).appending(document.string(at: member)), "expected a string, found \(Self.typeDescription(kind))")
+                .init(.invalidField, at: path.appending(key.name).appending(document.string(at: member)), "expected a string, found \(Self.typeDescription(kind))")
             )
         }
         return isValid
@@ -312,14 +390,14 @@ public struct FieldReader {
     // MARK: - Private
 
     /// The value node of `key`, its key marked as read; `nil` when absent or `null`.
-    private func lookup(_ key: String) -> Int? {
+    private func lookup(_ key: FieldName) -> Int? {
         guard let value = diagnostics.lookup(key, inObjectAt: node) else { return nil }
         return document.kind(at: value) == .null ? nil : value
     }
 
-    private func fetch(_ key: String, required: Bool) -> Int? {
+    private func fetch(_ key: FieldName, required: Bool) -> Int? {
         guard let value = lookup(key) else {
-            if required { addIssue(.missingField, key, "required") }
+            if required { addIssue(.missingField, key.name, "required") }
             return nil
         }
         return value
@@ -333,8 +411,8 @@ public struct FieldReader {
         }
     }
 
-    private func typeMismatch<T>(_ key: String, _ expected: String, _ found: Int) -> T? {
-        addIssue(.invalidField, key, "expected \(expected), found \(Self.typeDescription(document.kind(at: found)))")
+    private func typeMismatch<T>(_ key: FieldName, _ expected: String, _ found: Int) -> T? {
+        addIssue(.invalidField, key.name, "expected \(expected), found \(Self.typeDescription(document.kind(at: found)))")
         return nil
     }
 

@@ -113,10 +113,16 @@ final class RenderDiagnostics {
     }
 
     /// The value node of the member `key` of the object at `node`, its key marked as read; `nil` when absent.
-    func lookup(_ key: String, inObjectAt node: Int) -> Int? {
-        let text = key.utf8Span
-        let needle = text.span
-        let tag = JSONDocument.lookupTag(of: needle, isKnownASCII: text.isKnownASCII)
+    @inline(__always)
+    func lookup(_ key: FieldName, inObjectAt node: Int) -> Int? {
+        if key.isPrepared { return lookup(key.name, needle: key.utf8.span, tag: key.tag, inObjectAt: node) }
+        let text = key.name.utf8Span
+        return lookup(key.name, needle: text.span, tag: JSONDocument.lookupTag(of: text.span, isKnownASCII: text.isKnownASCII), inObjectAt: node)
+    }
+
+    /// ``lookup(_:inObjectAt:)`` of `key`, whose UTF-8 bytes are `needle` and lookup tag `tag`.
+    @inline(__always)
+    private func lookup(_ key: String, needle: Span<UInt8>, tag: UInt32, inObjectAt node: Int) -> Int? {
         // Objects of 9 to 48 members whose keys and the key asked for are plain ASCII (an event's top level and
         // content) are looked up in the table; the others member by member (a small object costs less to search than
         // to put in the table each time the reader comes back to it).
