@@ -72,7 +72,7 @@ extension PushRequest {
         }
         let content = event.content(Fields.content)
 
-        guard diagnostics.issues.isEmpty, let eventId, let occurredAt, let campaignId, let template, let recipient
+        guard !diagnostics.hasIssues, let eventId, let occurredAt, let campaignId, let template, let recipient
         else {
             throw PipelineError(issues: diagnostics.issues, eventId: eventId)
         }

@@ -305,7 +305,7 @@ public struct FieldReader {
             if document.kind(at: element) == .object {
                 readers.append(child(node: element, keyNode: array &- 1, index: index))
             } else {
-                diagnostics.issues.append(
+                diagnostics.record(
                     .init(.invalidField, at: path.appending(key.name).appending(index: index), "expected an object, found \(document.value(at: element).typeDescription)")
                 )
             }
@@ -352,7 +352,7 @@ public struct FieldReader {
             let kind = document.kind(at: value)
             guard kind != .string else { return }
             isValid = false
-            diagnostics.issues.append(
+            diagnostics.record(
                 .init(.invalidField, at: path.appending(key.name).appending(document.string(at: member)), "expected a string, found \(Self.typeDescription(kind))")
             )
         }
@@ -363,17 +363,17 @@ public struct FieldReader {
 
     /// Records an issue for `key` (or for this object when `key` is `nil`).
     public func addIssue(_ code: PipelineError.Code, _ key: String?, _ reason: String) {
-        diagnostics.issues.append(.init(code, at: key.map(path.appending) ?? path, reason))
+        diagnostics.record(.init(code, at: key.map(path.appending) ?? path, reason))
     }
 
     /// Records an issue at an arbitrary path (e.g. a nested field of an absent object).
     public func addIssue(_ code: PipelineError.Code, at path: FieldPath, _ reason: String) {
-        diagnostics.issues.append(.init(code, at: path, reason))
+        diagnostics.record(.init(code, at: path, reason))
     }
 
     /// Records a warning for `key` (or for this object when `key` is `nil`).
     public func addWarning(_ key: String?, _ message: String) {
-        diagnostics.warnings.append(RenderWarning(path: key.map(path.appending) ?? path, message: message))
+        diagnostics.record(RenderWarning(path: key.map(path.appending) ?? path, message: message))
     }
 
     /// The path of member `key`.

@@ -56,7 +56,7 @@ struct Personalizer: Sendable {
         into diagnostics: RenderDiagnostics
     ) -> String? {
         let filled = SimpleTemplate.fill(bytes, attributes, scratch: &diagnostics.personalizationScratch) { name in
-            diagnostics.warnings.append(Self.missingAttribute(name, at: path()))
+            diagnostics.record(Self.missingAttribute(name, at: path()))
         }
         switch filled {
         case .noPlaceholder: return nil
@@ -72,13 +72,13 @@ struct Personalizer: Sendable {
         do {
             template = try MustacheTemplate(string: Self.textPragma + text)
         } catch {
-            diagnostics.issues.append(.init(.invalidField, at: path, "invalid {{placeholder}} syntax (\(error))"))
+            diagnostics.record(.init(.invalidField, at: path, "invalid {{placeholder}} syntax (\(error))"))
             return text
         }
         let lookup = AttributeLookup(attributes.dictionary)
         let rendered = template.render(lookup)
         for name in lookup.missing {
-            diagnostics.warnings.append(Self.missingAttribute(name, at: path))
+            diagnostics.record(Self.missingAttribute(name, at: path))
         }
         return rendered
     }
@@ -93,7 +93,7 @@ struct Personalizer: Sendable {
     ) -> SimpleTemplate.Measured {
         let bytes = document.bytes  // read here, not in a closure that would copy this personalizer
         return SimpleTemplate.measure(bytes.span.extracting(document.unescapedRange(ofStringAt: node)), attributes) { name in
-            diagnostics.warnings.append(Self.missingAttribute(name, at: path()))
+            diagnostics.record(Self.missingAttribute(name, at: path()))
         }
     }
 

@@ -6,23 +6,27 @@
 /// worker rendering event after event allocates it once; without one it is made for a single render. It never crosses
 /// a concurrency domain, and the readers of one use must not be kept past it.
 final class RenderDiagnostics {
-    // Issues and warnings are read, appended to and emptied by single statements that never overlap (an issue's
-    // message is made before the append begins): they need no run-time exclusivity check, which each access of a
-    // class's stored array otherwise makes.
-    @exclusivity(unchecked) var issues: [PipelineError.Issue] = []
-    @exclusivity(unchecked) var warnings: [RenderWarning] = []
-    // The four properties below change only in `reset`, between uses, when no reader is reading them: their reads (on
-    // every lookup) need no run-time exclusivity check either.
-    @exclusivity(unchecked) private(set) var personalizer: Personalizer?
+    /// The issues recorded (``record(_:)-(PipelineError.Issue)``).
+    private(set) var issues: [PipelineError.Issue] = []
+    /// The warnings recorded (``record(_:)-(RenderWarning)``).
+    private(set) var warnings: [RenderWarning] = []
+    /// Whether an issue or a warning was recorded since the last reset. Tested where there usually is none: a flag
+    /// that is only ever loaded and stored is read without the run-time exclusivity check that reading the arrays
+    /// (which appends change through calls) makes each time.
+    private(set) var hasRecords = false
+    /// Whether ``marksAfter512`` has words (tested without reading the array, as ``hasRecords``).
+    private var hasMarksAfter512: Bool
+    // The four properties below change only in `reset`, between uses, when no reader is reading them.
+    private(set) var personalizer: Personalizer?
     /// Whether there is a ``personalizer`` (tested without copying it out).
-    @exclusivity(unchecked) private(set) var personalizes: Bool
+    private(set) var personalizes: Bool
     /// Bytes reused by every personalized string of the render (one buffer per render, not one per string).
     var personalizationScratch: [UInt8] = []
 
     /// The document the readers read.
-    @exclusivity(unchecked) private(set) var document: JSONDocument
+    private(set) var document: JSONDocument
     /// The root object's path.
-    @exclusivity(unchecked) private(set) var rootPath: FieldPath
+    private(set) var rootPath: FieldPath
     /// Marked nodes, one bit each: the keys read (a key's node, whichever reader read it), and the objects already
     /// walked by ``warnAboutUnreadKeys(template:)``. The first 512 nodes in place (events have about a tenth of
     /// that), the others in ``marksAfter512``. Each is changed by a single statement that calls nothing, which lets
@@ -77,24 +81,51 @@ final class RenderDiagnostics {
         self.personalizes = personalizer != nil
         let nodeCount = document.nodes.count
         self.marksAfter512 = nodeCount > 512 ? Array(repeating: 0, count: (nodeCount - 512 + 63) / 64) : []
+        self.hasMarksAfter512 = nodeCount > 512
         placesBelow16[0] = Place(node: Int32(truncatingIfNeeded: node), parent: -1, keyNode: -1, index: -1)
         placeCount = 1
+    }
+
+    /// Records `issue`.
+    func record(_ issue: PipelineError.Issue) {
+        issues.append(issue)
+        hasRecords = true
+    }
+
+    /// Records `warning`.
+    func record(_ warning: RenderWarning) {
+        warnings.append(warning)
+        hasRecords = true
+    }
+
+    /// Whether an issue was recorded.
+    var hasIssues: Bool {
+        hasRecords && !issues.isEmpty
+    }
+
+    /// The warnings recorded, read only when there are records.
+    var recordedWarnings: [RenderWarning] {
+        hasRecords ? warnings : []
     }
 
     /// Sets these diagnostics up for reading the object at `node` of `document`, whose path is `path`, as new ones
     /// would be: nothing read, no issue, no warning (those of the last use were handed out as values); the buffers
     /// keep their capacity.
     func reset(document: JSONDocument, node: Int, path: FieldPath, personalizer: Personalizer?) {
-        if !issues.isEmpty { issues = [] }
-        if !warnings.isEmpty { warnings = [] }
+        if hasRecords {
+            issues = []
+            warnings = []
+            hasRecords = false
+        }
         self.document = document
         self.rootPath = path
         self.personalizer = personalizer
         self.personalizes = personalizer != nil
         marksBelow512 = InlineArray(repeating: 0)
         let wordsAfter512 = document.nodes.count > 512 ? (document.nodes.count - 512 + 63) / 64 : 0
-        if wordsAfter512 > 0 || !marksAfter512.isEmpty {
+        if wordsAfter512 > 0 || hasMarksAfter512 {
             marksAfter512 = Array(repeating: 0, count: wordsAfter512)
+            hasMarksAfter512 = wordsAfter512 > 0
         }
         placesBelow16[0] = Place(node: Int32(truncatingIfNeeded: node), parent: -1, keyNode: -1, index: -1)
         if placeCount > 16 { placesAfter16.removeAll(keepingCapacity: true) }
@@ -243,7 +274,7 @@ final class RenderDiagnostics {
                 var key = node + 1
                 for _ in 0..<document.count(at: node) {
                     if !isMarked(key) {
-                        warnings.append(RenderWarning(path: path(of: place).appending(document.string(at: key)), message: "not a field of template '\(template)'; ignored"))
+                        record(RenderWarning(path: path(of: place).appending(document.string(at: key)), message: "not a field of template '\(template)'; ignored"))
                     }
                     key = document.next(after: key + 1)
                 }

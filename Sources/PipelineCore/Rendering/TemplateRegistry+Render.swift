@@ -66,7 +66,7 @@ extension TemplateRegistry {
         let diagnostics = reader.diagnostics
         let templatePayload = try renderer.render(RenderInput(request: request, platform: platform, content: reader))
         reader.warnAboutUnreadKeys(template: renderer.templateID)
-        guard diagnostics.issues.isEmpty else { throw PipelineError(issues: diagnostics.issues) }
+        guard !diagnostics.hasIssues else { throw PipelineError(issues: diagnostics.issues) }
 
         let encoded = try encode(templatePayload, for: request, platform: platform)
         try checkSize(platform: platform, limitedSize: encoded.limitedSize)
@@ -78,7 +78,7 @@ extension TemplateRegistry {
             templatePayload: templatePayload,
             payloadBytes: encoded.bytes,
             headers: encoded.headers,
-            warnings: diagnostics.warnings
+            warnings: diagnostics.recordedWarnings
         )
     }
 
