@@ -43,24 +43,24 @@ extension PushRequest {
     }
 
     private init(reading event: FieldReader, diagnostics: RenderDiagnostics) throws(PipelineError) {
-
-        let eventId = event.string(Fields.eventId, required: true, personalize: false)
-        let specVersion = event.string(Fields.specVersion, personalize: false)
+        let fields = Fields.shared  // one check of its lazy initialisation, not one per name
+        let eventId = event.string(fields.eventId, required: true, personalize: false)
+        let specVersion = event.string(fields.specVersion, personalize: false)
         if let specVersion, specVersion != "1" {
             event.addIssue(.invalidField, "specVersion", "unsupported version '\(specVersion)'; this pipeline reads \"1\"")
         }
-        let type = event.string(Fields.type, personalize: false)
+        let type = event.string(fields.type, personalize: false)
         if let type, type != Self.eventType {
             event.addIssue(.invalidField, "type", "expected \"\(Self.eventType)\", found '\(type)'")
         }
-        let occurredAt = event.timestamp(Fields.occurredAt, required: true)
-        let campaignId = event.string(Fields.campaignId, required: true, personalize: false)
-        let campaignVersion = event.integer(Fields.campaignVersion, in: 0...Int.max)
-        let template = event.string(Fields.template, required: true, personalize: false)
-        let expiresAt = event.timestamp(Fields.expiresAt)
-        let recipient = Self.decodeRecipient(event.object(Fields.recipient, required: true))
-        let options = Self.decodeOptions(event.object(Fields.options))
-        let custom = event.stringMembers(Fields.custom) ?? .object(JSONObject())
+        let occurredAt = event.timestamp(fields.occurredAt, required: true)
+        let campaignId = event.string(fields.campaignId, required: true, personalize: false)
+        let campaignVersion = event.integer(fields.campaignVersion, in: 0...Int.max)
+        let template = event.string(fields.template, required: true, personalize: false)
+        let expiresAt = event.timestamp(fields.expiresAt)
+        let recipient = Self.decodeRecipient(event.object(fields.recipient, required: true))
+        let options = Self.decodeOptions(event.object(fields.options))
+        let custom = event.stringMembers(fields.custom) ?? .object(JSONObject())
         let reserved = custom.keys { key in
             key == "aps" || key.hasPrefix("adb_")
         } isReservedASCII: { key in
@@ -70,7 +70,7 @@ extension PushRequest {
         for key in reserved {
             event.addIssue(.invalidField, "custom", "key '\(key)' is reserved for the template payload")
         }
-        let content = event.content(Fields.content)
+        let content = event.content(fields.content)
 
         guard !diagnostics.hasIssues, let eventId, let occurredAt, let campaignId, let template, let recipient
         else {
@@ -112,9 +112,10 @@ extension PushRequest {
     }
 
     private static func decodeRecipient(_ reader: FieldReader?) -> Recipient? {
+        let fields = Fields.shared  // one check of its lazy initialisation, not one per name
         guard let reader else { return nil }
-        let id = reader.string(Fields.id, required: true, personalize: false)
-        let platformName = reader.string(Fields.platform, required: true, personalize: false)
+        let id = reader.string(fields.id, required: true, personalize: false)
+        let platformName = reader.string(fields.platform, required: true, personalize: false)
         var platform: Platform?
         if let platformName {
             platform = Platform(rawValue: platformName)
@@ -122,43 +123,47 @@ extension PushRequest {
                 reader.addIssue(.invalidField, "platform", "unknown platform '\(platformName)'; expected fcm or apns")
             }
         }
-        let token = reader.string(Fields.token, required: true, personalize: false)
-        let attributes = reader.attributeSource(Fields.attributes)
+        let token = reader.string(fields.token, required: true, personalize: false)
+        let attributes = reader.attributeSource(fields.attributes)
         guard let id, let platform, let token else { return nil }
         return Recipient(id: id, platform: platform, token: token, attributeSource: attributes ?? .dictionary([:]))
     }
 
-    /// The names of the envelope's fields, prepared once (``FieldName``).
-    private enum Fields {
-        static let attributes = FieldName("attributes")
-        static let campaignId = FieldName("campaignId")
-        static let campaignVersion = FieldName("campaignVersion")
-        static let collapseKey = FieldName("collapseKey")
-        static let content = FieldName("content")
-        static let custom = FieldName("custom")
-        static let eventId = FieldName("eventId")
-        static let expiresAt = FieldName("expiresAt")
-        static let id = FieldName("id")
-        static let occurredAt = FieldName("occurredAt")
-        static let options = FieldName("options")
-        static let platform = FieldName("platform")
-        static let priority = FieldName("priority")
-        static let recipient = FieldName("recipient")
-        static let specVersion = FieldName("specVersion")
-        static let template = FieldName("template")
-        static let token = FieldName("token")
-        static let ttlSeconds = FieldName("ttlSeconds")
-        static let `type` = FieldName("type")
+    /// The names of the envelope's fields, prepared once (``FieldName``); one instance, taken once per object read
+    /// (``shared``), as ``StandardFields`` does.
+    private final class Fields: Sendable {
+        let attributes = FieldName("attributes")
+        let campaignId = FieldName("campaignId")
+        let campaignVersion = FieldName("campaignVersion")
+        let collapseKey = FieldName("collapseKey")
+        let content = FieldName("content")
+        let custom = FieldName("custom")
+        let eventId = FieldName("eventId")
+        let expiresAt = FieldName("expiresAt")
+        let id = FieldName("id")
+        let occurredAt = FieldName("occurredAt")
+        let options = FieldName("options")
+        let platform = FieldName("platform")
+        let priority = FieldName("priority")
+        let recipient = FieldName("recipient")
+        let specVersion = FieldName("specVersion")
+        let template = FieldName("template")
+        let token = FieldName("token")
+        let ttlSeconds = FieldName("ttlSeconds")
+        let `type` = FieldName("type")
+
+        static let shared = Fields()
     }
 
     /// The wire values of ``DeliveryPriority``.
     private static let priorityNames = DeliveryPriority.allCases.map(\.rawValue)
 
     private static func decodeOptions(_ reader: FieldReader?) -> DeliveryOptions {
+        let fields = Fields.shared  // one check of its lazy initialisation, not one per name
         guard let reader else { return DeliveryOptions() }
-        let collapseKey = reader.string(Fields.collapseKey, personalize: false)
-        let priority = reader.choice(Fields.priority, from: priorityNames).flatMap(DeliveryPriority.init)
-        let ttl = reader.integer(Fields.ttlSeconds, in: 0...2_419_200).map { Duration.seconds($0) }
+        let collapseKey = reader.string(fields.collapseKey, personalize: false)
+        let priority = reader.choice(fields.priority, from: priorityNames).flatMap(DeliveryPriority.init)
+        let ttl = reader.integer(fields.ttlSeconds, in: 0...2_419_200).map { Duration.seconds($0) }
         return DeliveryOptions(collapseKey: collapseKey, priority: priority, ttl: ttl)
     }
 }

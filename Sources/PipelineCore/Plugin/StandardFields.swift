@@ -173,39 +173,40 @@ public struct StandardFields: Sendable {
     }
 
     private mutating func read(_ content: FieldReader, platform: Platform, guidelines: TextGuidelines) {
-        version = content.string(Fields.version, personalize: false) ?? "1"
-        texts.title = content.documentText(Fields.title, required: true)
-        texts.subtitle = content.documentText(Fields.subtitle)
-        texts.body = content.documentText(Fields.body, required: true)
-        texts.expandedTitle = content.documentText(Fields.expandedTitle)
-        texts.expandedBody = content.documentText(Fields.expandedBody)
-        if features.contains(.image) { texts.image = content.documentText(Fields.image) }
-        if let linkReader = content.object(Fields.link) {
-            texts.linkURI = linkReader.documentText(Fields.uri, required: true)
-            let type = linkReader.choice(Fields.type, from: LinkType.wireValues, required: platform == .fcm && texts.linkURI != nil)
+        let fields = Fields.shared  // one check of its lazy initialisation, not one per name
+        version = content.string(fields.version, personalize: false) ?? "1"
+        texts.title = content.documentText(fields.title, required: true)
+        texts.subtitle = content.documentText(fields.subtitle)
+        texts.body = content.documentText(fields.body, required: true)
+        texts.expandedTitle = content.documentText(fields.expandedTitle)
+        texts.expandedBody = content.documentText(fields.expandedBody)
+        if features.contains(.image) { texts.image = content.documentText(fields.image) }
+        if let linkReader = content.object(fields.link) {
+            texts.linkURI = linkReader.documentText(fields.uri, required: true)
+            let type = linkReader.choice(fields.type, from: LinkType.wireValues, required: platform == .fcm && texts.linkURI != nil)
             if texts.linkURI != nil { linkType = type.flatMap(LinkType.init) }
         }
-        texts.sound = content.documentText(Fields.sound)
-        badge = content.integer(Fields.badge, in: 0...Int(Int32.max))
-        texts.threadId = content.documentText(Fields.threadId)
-        texts.icon = content.documentText(Fields.icon)
-        texts.smallIcon = content.documentText(Fields.smallIcon)
-        texts.largeIcon = content.documentText(Fields.largeIcon)
-        texts.channelId = content.documentText(Fields.channelId)
+        texts.sound = content.documentText(fields.sound)
+        badge = content.integer(fields.badge, in: 0...Int(Int32.max))
+        texts.threadId = content.documentText(fields.threadId)
+        texts.icon = content.documentText(fields.icon)
+        texts.smallIcon = content.documentText(fields.smallIcon)
+        texts.largeIcon = content.documentText(fields.largeIcon)
+        texts.channelId = content.documentText(fields.channelId)
         if texts.channelId?.isEmpty(in: source) == true {
             content.addIssue(.invalidField, "channelId", "must not be empty (the Android SDK would use an empty channel id as is)")
             texts.channelId = nil
         }
-        notificationPriority = content.choice(Fields.notificationPriority, from: Self.notificationPriorities)
-        texts.tag = content.documentText(Fields.tag)
-        texts.ticker = content.documentText(Fields.ticker)
-        sticky = content.boolean(Fields.sticky)
-        if let colorReader = content.object(Fields.colors) {
-            colors.title = colorReader.color(Fields.title)
-            colors.body = colorReader.color(Fields.body)
-            colors.background = colorReader.color(Fields.background)
-            colors.smallIcon = colorReader.color(Fields.smallIcon)
-            if features.contains(.timerColor) { colors.timer = colorReader.color(Fields.timer) }
+        notificationPriority = content.choice(fields.notificationPriority, from: Self.notificationPriorities)
+        texts.tag = content.documentText(fields.tag)
+        texts.ticker = content.documentText(fields.ticker)
+        sticky = content.boolean(fields.sticky)
+        if let colorReader = content.object(fields.colors) {
+            colors.title = colorReader.color(fields.title)
+            colors.body = colorReader.color(fields.body)
+            colors.background = colorReader.color(fields.background)
+            colors.smallIcon = colorReader.color(fields.smallIcon)
+            if features.contains(.timerColor) { colors.timer = colorReader.color(fields.timer) }
         }
         if texts.icon != nil, texts.smallIcon != nil {
             content.addWarning("icon", "ignored by the Android SDK when smallIcon is set")
@@ -214,32 +215,35 @@ public struct StandardFields: Sendable {
         TextGuidelines.check(texts.body, from: source, limit: guidelines.body, key: "body", platform: platform, in: content)
     }
 
-    /// The names of the fields read, prepared once (``FieldName``).
-    private enum Fields {
-        static let background = FieldName("background")
-        static let badge = FieldName("badge")
-        static let body = FieldName("body")
-        static let channelId = FieldName("channelId")
-        static let colors = FieldName("colors")
-        static let expandedBody = FieldName("expandedBody")
-        static let expandedTitle = FieldName("expandedTitle")
-        static let icon = FieldName("icon")
-        static let image = FieldName("image")
-        static let largeIcon = FieldName("largeIcon")
-        static let link = FieldName("link")
-        static let notificationPriority = FieldName("notificationPriority")
-        static let smallIcon = FieldName("smallIcon")
-        static let sound = FieldName("sound")
-        static let sticky = FieldName("sticky")
-        static let subtitle = FieldName("subtitle")
-        static let tag = FieldName("tag")
-        static let threadId = FieldName("threadId")
-        static let ticker = FieldName("ticker")
-        static let timer = FieldName("timer")
-        static let title = FieldName("title")
-        static let `type` = FieldName("type")
-        static let uri = FieldName("uri")
-        static let version = FieldName("version")
+    /// The names of the fields read, prepared once (``FieldName``). One instance, taken once per read
+    /// (``shared``): each read of a `static let` runs a check of its lazy initialisation.
+    private final class Fields: Sendable {
+        let background = FieldName("background")
+        let badge = FieldName("badge")
+        let body = FieldName("body")
+        let channelId = FieldName("channelId")
+        let colors = FieldName("colors")
+        let expandedBody = FieldName("expandedBody")
+        let expandedTitle = FieldName("expandedTitle")
+        let icon = FieldName("icon")
+        let image = FieldName("image")
+        let largeIcon = FieldName("largeIcon")
+        let link = FieldName("link")
+        let notificationPriority = FieldName("notificationPriority")
+        let smallIcon = FieldName("smallIcon")
+        let sound = FieldName("sound")
+        let sticky = FieldName("sticky")
+        let subtitle = FieldName("subtitle")
+        let tag = FieldName("tag")
+        let threadId = FieldName("threadId")
+        let ticker = FieldName("ticker")
+        let timer = FieldName("timer")
+        let title = FieldName("title")
+        let `type` = FieldName("type")
+        let uri = FieldName("uri")
+        let version = FieldName("version")
+
+        static let shared = Fields()
     }
 
     /// `text` as ``ContentText``.
@@ -252,103 +256,109 @@ public struct StandardFields: Sendable {
     /// `adb_body_ex` falls back to the body: the Android SDK's expanded layout shows only
     /// `adb_body_ex`, so without it the expanded notification has no body text.
     public func fcmData(templateType: String) -> PayloadObject {
+        let keys = Keys.shared  // one check of its lazy initialisation, not one per name
         // These 23 keys and the template's own: one allocation each for the bytes and the members' places.
         var data = PayloadObject(reservingBytes: 1536, members: 32)
-        data.appendNew(Keys.adbVersion, version)
-        data.appendNew(Keys.adbTemplateType, templateType)
-        data.appendNew(Keys.adbTitle, texts.title, from: source)
-        data.appendNew(Keys.adbBody, texts.body, from: source)
+        data.appendNew(keys.adbVersion, version)
+        data.appendNew(keys.adbTemplateType, templateType)
+        data.appendNew(keys.adbTitle, texts.title, from: source)
+        data.appendNew(keys.adbBody, texts.body, from: source)
         // Not `expandedBody ?? body`, which would copy the text.
         if texts.expandedBody != nil {
-            data.appendNew(Keys.adbBodyEx, texts.expandedBody, from: source)
+            data.appendNew(keys.adbBodyEx, texts.expandedBody, from: source)
         } else {
-            data.appendNew(Keys.adbBodyEx, texts.body, from: source)
+            data.appendNew(keys.adbBodyEx, texts.body, from: source)
         }
-        data.appendNew(Keys.adbSound, texts.sound, from: source)
-        data.appendNew(Keys.adbIcon, texts.icon, from: source)
-        data.appendNew(Keys.adbSmallIcon, texts.smallIcon, from: source)
-        data.appendNew(Keys.adbLargeIcon, texts.largeIcon, from: source)
-        data.appendNew(Keys.adbNCount, badge.map(String.init))
-        data.appendNew(Keys.adbNPriority, notificationPriority)
-        data.appendNew(Keys.adbChannelId, texts.channelId, from: source)
-        data.appendNew(Keys.adbImage, texts.image, from: source)
-        data.appendNew(Keys.adbUri, texts.linkURI, from: source)
-        data.appendNew(Keys.adbAType, linkType?.rawValue)
-        data.appendNew(Keys.adbTag, texts.tag, from: source)
-        data.appendNew(Keys.adbSticky, sticky.map { $0 ? "true" : "false" })
-        data.appendNew(Keys.adbTicker, texts.ticker, from: source)
-        data.appendNew(Keys.adbClrTitle, colors.title)
-        data.appendNew(Keys.adbClrBody, colors.body)
-        data.appendNew(Keys.adbClrBg, colors.background)
-        data.appendNew(Keys.adbClrIcon, colors.smallIcon)
-        data.appendNew(Keys.adbClrTmr, colors.timer)
+        data.appendNew(keys.adbSound, texts.sound, from: source)
+        data.appendNew(keys.adbIcon, texts.icon, from: source)
+        data.appendNew(keys.adbSmallIcon, texts.smallIcon, from: source)
+        data.appendNew(keys.adbLargeIcon, texts.largeIcon, from: source)
+        data.appendNew(keys.adbNCount, badge.map(String.init))
+        data.appendNew(keys.adbNPriority, notificationPriority)
+        data.appendNew(keys.adbChannelId, texts.channelId, from: source)
+        data.appendNew(keys.adbImage, texts.image, from: source)
+        data.appendNew(keys.adbUri, texts.linkURI, from: source)
+        data.appendNew(keys.adbAType, linkType?.rawValue)
+        data.appendNew(keys.adbTag, texts.tag, from: source)
+        data.appendNew(keys.adbSticky, sticky.map { $0 ? "true" : "false" })
+        data.appendNew(keys.adbTicker, texts.ticker, from: source)
+        data.appendNew(keys.adbClrTitle, colors.title)
+        data.appendNew(keys.adbClrBody, colors.body)
+        data.appendNew(keys.adbClrBg, colors.background)
+        data.appendNew(keys.adbClrIcon, colors.smallIcon)
+        data.appendNew(keys.adbClrTmr, colors.timer)
         return data
     }
 
     /// The APNs `aps` members (`alert`, `sound`, `badge`, `thread-id`) for these fields.
     public func apnsAps() -> PayloadObject {
+        let keys = Keys.shared  // one check of its lazy initialisation, not one per name
         // Room for these four, and `category` and `mutable-content` added by the registry.
         let textBytes = (texts.title?.utf8Count(in: source) ?? 0) + (texts.subtitle?.utf8Count(in: source) ?? 0)
             + (texts.body?.utf8Count(in: source) ?? 0)
         var aps = PayloadObject(reservingBytes: textBytes + 192, members: 4)
-        aps.appendNew(Keys.alert) { alert in
+        aps.appendNew(keys.alert) { alert in
             alert.member("title", text: texts.title, from: source)
             alert.member("subtitle", text: texts.subtitle, from: source)
             alert.member("body", text: texts.body, from: source)
         }
-        aps.appendNew(Keys.sound, texts.sound, from: source)
+        aps.appendNew(keys.sound, texts.sound, from: source)
         aps.set("badge", badge)
-        aps.appendNew(Keys.threadId, texts.threadId, from: source)
+        aps.appendNew(keys.threadId, texts.threadId, from: source)
         return aps
     }
 
     /// The APNs top-level `adb_*` members for these fields, in a fixed order.
     public func apnsFields(templateType: String) -> PayloadObject {
+        let keys = Keys.shared  // one check of its lazy initialisation, not one per name
         // These ten and the template's own: one allocation each for the bytes and the members' places.
         var fields = PayloadObject(reservingBytes: 1024, members: 16)
-        fields.appendNew(Keys.adbTemplateType, templateType)
-        fields.appendNew(Keys.adbVersion, version)
-        fields.appendNew(Keys.adbTitleEx, texts.expandedTitle, from: source)
-        if features.contains(.expandedBodyOnAPNs) { fields.appendNew(Keys.adbBodyEx, texts.expandedBody, from: source) }
-        fields.appendNew(Keys.adbMedia, texts.image, from: source)
-        fields.appendNew(Keys.adbUri, texts.linkURI, from: source)
-        fields.appendNew(Keys.adbClrTitle, colors.title)
-        fields.appendNew(Keys.adbClrBody, colors.body)
-        fields.appendNew(Keys.adbClrBg, colors.background)
-        fields.appendNew(Keys.adbClrTmr, colors.timer)
+        fields.appendNew(keys.adbTemplateType, templateType)
+        fields.appendNew(keys.adbVersion, version)
+        fields.appendNew(keys.adbTitleEx, texts.expandedTitle, from: source)
+        if features.contains(.expandedBodyOnAPNs) { fields.appendNew(keys.adbBodyEx, texts.expandedBody, from: source) }
+        fields.appendNew(keys.adbMedia, texts.image, from: source)
+        fields.appendNew(keys.adbUri, texts.linkURI, from: source)
+        fields.appendNew(keys.adbClrTitle, colors.title)
+        fields.appendNew(keys.adbClrBody, colors.body)
+        fields.appendNew(keys.adbClrBg, colors.background)
+        fields.appendNew(keys.adbClrTmr, colors.timer)
         return fields
     }
 
-    /// The members' names, written once (quoted, with their colon) instead of for every payload.
-    private enum Keys {
-        static let adbAType = PayloadObject.MemberName("adb_a_type")
-        static let adbBody = PayloadObject.MemberName("adb_body")
-        static let adbBodyEx = PayloadObject.MemberName("adb_body_ex")
-        static let adbChannelId = PayloadObject.MemberName("adb_channel_id")
-        static let adbClrBg = PayloadObject.MemberName("adb_clr_bg")
-        static let adbClrBody = PayloadObject.MemberName("adb_clr_body")
-        static let adbClrIcon = PayloadObject.MemberName("adb_clr_icon")
-        static let adbClrTitle = PayloadObject.MemberName("adb_clr_title")
-        static let adbClrTmr = PayloadObject.MemberName("adb_clr_tmr")
-        static let adbIcon = PayloadObject.MemberName("adb_icon")
-        static let adbImage = PayloadObject.MemberName("adb_image")
-        static let adbLargeIcon = PayloadObject.MemberName("adb_large_icon")
-        static let adbMedia = PayloadObject.MemberName("adb_media")
-        static let adbNCount = PayloadObject.MemberName("adb_n_count")
-        static let adbNPriority = PayloadObject.MemberName("adb_n_priority")
-        static let adbSmallIcon = PayloadObject.MemberName("adb_small_icon")
-        static let adbSound = PayloadObject.MemberName("adb_sound")
-        static let adbSticky = PayloadObject.MemberName("adb_sticky")
-        static let adbTag = PayloadObject.MemberName("adb_tag")
-        static let adbTemplateType = PayloadObject.MemberName("adb_template_type")
-        static let adbTicker = PayloadObject.MemberName("adb_ticker")
-        static let adbTitle = PayloadObject.MemberName("adb_title")
-        static let adbTitleEx = PayloadObject.MemberName("adb_title_ex")
-        static let adbUri = PayloadObject.MemberName("adb_uri")
-        static let adbVersion = PayloadObject.MemberName("adb_version")
-        static let alert = PayloadObject.MemberName("alert")
-        static let sound = PayloadObject.MemberName("sound")
-        static let threadId = PayloadObject.MemberName("thread-id")
+    /// The members' names, written once (quoted, with their colon) instead of for every payload. One instance, taken
+    /// once per payload, as ``Fields``.
+    private final class Keys: Sendable {
+        let adbAType = PayloadObject.MemberName("adb_a_type")
+        let adbBody = PayloadObject.MemberName("adb_body")
+        let adbBodyEx = PayloadObject.MemberName("adb_body_ex")
+        let adbChannelId = PayloadObject.MemberName("adb_channel_id")
+        let adbClrBg = PayloadObject.MemberName("adb_clr_bg")
+        let adbClrBody = PayloadObject.MemberName("adb_clr_body")
+        let adbClrIcon = PayloadObject.MemberName("adb_clr_icon")
+        let adbClrTitle = PayloadObject.MemberName("adb_clr_title")
+        let adbClrTmr = PayloadObject.MemberName("adb_clr_tmr")
+        let adbIcon = PayloadObject.MemberName("adb_icon")
+        let adbImage = PayloadObject.MemberName("adb_image")
+        let adbLargeIcon = PayloadObject.MemberName("adb_large_icon")
+        let adbMedia = PayloadObject.MemberName("adb_media")
+        let adbNCount = PayloadObject.MemberName("adb_n_count")
+        let adbNPriority = PayloadObject.MemberName("adb_n_priority")
+        let adbSmallIcon = PayloadObject.MemberName("adb_small_icon")
+        let adbSound = PayloadObject.MemberName("adb_sound")
+        let adbSticky = PayloadObject.MemberName("adb_sticky")
+        let adbTag = PayloadObject.MemberName("adb_tag")
+        let adbTemplateType = PayloadObject.MemberName("adb_template_type")
+        let adbTicker = PayloadObject.MemberName("adb_ticker")
+        let adbTitle = PayloadObject.MemberName("adb_title")
+        let adbTitleEx = PayloadObject.MemberName("adb_title_ex")
+        let adbUri = PayloadObject.MemberName("adb_uri")
+        let adbVersion = PayloadObject.MemberName("adb_version")
+        let alert = PayloadObject.MemberName("alert")
+        let sound = PayloadObject.MemberName("sound")
+        let threadId = PayloadObject.MemberName("thread-id")
+
+        static let shared = Keys()
     }
 
     /// Descriptions of the shared fields for the `templates` command.
