@@ -89,4 +89,34 @@ struct RenderScratchTests {
         #expect(notification.payloadMember("adb_title") == "Stored Ada")
         #expect(notification.warnings.map(\.description) == ["content.unread: not a field of template 'note'; ignored"])
     }
+
+    /// A reader kept past its render, once the scratch is set up for another event, stops the process instead of
+    /// reading that event's fields (or marking them, or failing it with its issues).
+    @Test func aReaderUsedAfterItsRenderStopsTheProcess() async {
+        await #expect(processExitsWith: .failure) {
+            let scratch = RenderScratch()
+            let document = try JSONDocument(parsing: Array(#"{"a":"x"}"#.utf8))
+            let reader = FieldReader(root: scratch.diagnostics(document: document, node: 0, path: FieldPath("content")))
+            _ = scratch.diagnostics(document: document, node: 0, path: FieldPath("content"))
+            _ = reader.string("a")
+        }
+        await #expect(processExitsWith: .failure) {
+            let scratch = RenderScratch()
+            let document = try JSONDocument(parsing: Array(#"{"a":"x"}"#.utf8))
+            let reader = FieldReader(root: scratch.diagnostics(document: document, node: 0, path: FieldPath("content")))
+            _ = scratch.diagnostics(document: document, node: 0, path: FieldPath("content"))
+            reader.addIssue(.invalidField, "a", "from an earlier event")
+        }
+    }
+
+    /// Within its render a reader, and the readers of the objects it opens, read as before.
+    @Test func aReaderWorksWithinItsRender() throws {
+        let scratch = RenderScratch()
+        let document = try JSONDocument(parsing: Array(#"{"a":"x","o":{"b":"y"}}"#.utf8))
+        let reader = FieldReader(root: scratch.diagnostics(document: document, node: 0, path: FieldPath("content")))
+        #expect(reader.string("a") == "x")
+        #expect(reader.object("o")?.string("b") == "y")
+        let next = FieldReader(root: scratch.diagnostics(document: document, node: 0, path: FieldPath("content")))
+        #expect(next.string("a") == "x")
+    }
 }

@@ -43,7 +43,7 @@ extension PushRequest {
     }
 
     private init(reading event: FieldReader, diagnostics: RenderDiagnostics) throws(PipelineError) {
-        let fields = Fields.shared  // one check of its lazy initialisation, not one per name
+        let fields = EnvelopeFields.shared  // one check of its lazy initialisation, not one per name
         let eventId = event.string(fields.eventId, required: true, personalize: false)
         let specVersion = event.string(fields.specVersion, personalize: false)
         if let specVersion, specVersion != "1" {
@@ -112,7 +112,7 @@ extension PushRequest {
     }
 
     private static func decodeRecipient(_ reader: FieldReader?) -> Recipient? {
-        let fields = Fields.shared  // one check of its lazy initialisation, not one per name
+        let fields = EnvelopeFields.shared  // one check of its lazy initialisation, not one per name
         guard let reader else { return nil }
         let id = reader.string(fields.id, required: true, personalize: false)
         let platformName = reader.string(fields.platform, required: true, personalize: false)
@@ -131,7 +131,7 @@ extension PushRequest {
 
     /// The names of the envelope's fields, prepared once (``FieldName``); one instance, taken once per object read
     /// (``shared``), as ``StandardFields`` does.
-    private final class Fields: Sendable {
+    private final class EnvelopeFields: Sendable {
         let attributes = FieldName("attributes")
         let campaignId = FieldName("campaignId")
         let campaignVersion = FieldName("campaignVersion")
@@ -152,14 +152,14 @@ extension PushRequest {
         let ttlSeconds = FieldName("ttlSeconds")
         let `type` = FieldName("type")
 
-        static let shared = Fields()
+        static let shared = EnvelopeFields()
     }
 
     /// The wire values of ``DeliveryPriority``.
     private static let priorityNames = DeliveryPriority.allCases.map(\.rawValue)
 
     private static func decodeOptions(_ reader: FieldReader?) -> DeliveryOptions {
-        let fields = Fields.shared  // one check of its lazy initialisation, not one per name
+        let fields = EnvelopeFields.shared  // one check of its lazy initialisation, not one per name
         guard let reader else { return DeliveryOptions() }
         let collapseKey = reader.string(fields.collapseKey, personalize: false)
         let priority = reader.choice(fields.priority, from: priorityNames).flatMap(DeliveryPriority.init)

@@ -118,9 +118,10 @@ extension JSONWriter {
     }
 }
 
-/// Text as ``FieldReader/documentText(_:required:personalize:)`` reads it, for a holder that keeps the document once
-/// (``StandardFields``): a string node of that document without escapes, kept as its index (copying or dropping it
-/// counts no reference to the document), or ``ContentText``.
+/// Text as ``FieldReader/documentText(_:required:personalize:)`` reads it, for a holder that keeps the document and
+/// the attributes once (``StandardFields``, ``TextSource``): a string node of that document without escapes, kept as
+/// its index (copying or dropping it counts no reference to the document), plain or to be personalized as it is
+/// written, or a `String`.
 enum DocumentText: Sendable {
     /// A string node without escapes of the holder's document.
     case node(Int)

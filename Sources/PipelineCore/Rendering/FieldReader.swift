@@ -14,7 +14,9 @@
 ///
 /// A reader is a small value: what it reads, and what reading marks (which keys were read, the issues and
 /// warnings), is kept by the render it belongs to, so readers of nested objects cost no allocation. A reader
-/// belongs to one render call and must not be kept after it.
+/// belongs to one render call and must not be kept after it: the state it reads and marks is set up again for the
+/// next event (``RenderScratch``), and a reader used after its render stops the process (a precondition) rather than
+/// read or mark another event's fields.
 public struct FieldReader {
     /// The render's reading state: the read keys, the readers' places, the issues and warnings.
     let diagnostics: RenderDiagnostics
@@ -25,6 +27,8 @@ public struct FieldReader {
     private let node: Int
     /// This reader's place among the render's (``RenderDiagnostics/rootPlace`` for the root).
     private let place: Int
+    /// The use of the diagnostics this reader belongs to (``RenderDiagnostics/generation``).
+    private let generation: Int
 
     /// The reader of the render's root object.
     init(root diagnostics: RenderDiagnostics) {
@@ -36,6 +40,16 @@ public struct FieldReader {
         self.document = document
         self.node = node
         self.place = place
+        self.generation = diagnostics.generation
+    }
+
+    /// Stops the process when this reader is used after its render (its diagnostics set up for another event).
+    @inline(__always)
+    private func checkInUse() {
+        precondition(
+            generation == diagnostics.generation,
+            "a FieldReader was used after its render ended (a reader must not be kept past the render it was given to)"
+        )
     }
 
     /// The path of the object being read.
@@ -55,8 +69,8 @@ public struct FieldReader {
         value(FieldName(lookingUp: key))
     }
 
-    /// ``value(_:)-(String)`` by a prepared name (``FieldName``): the same result, without finding the name's bytes
-    /// and tag again.
+    /// ``value(_:)-(String)`` by a prepared name (``FieldName``): the same result, without
+    /// finding the name's bytes and tag again.
     public func value(_ key: FieldName) -> JSONValue? {
         lookup(key).map { document.value(at: $0) }
     }
@@ -66,8 +80,8 @@ public struct FieldReader {
         contains(FieldName(lookingUp: key))
     }
 
-    /// ``contains(_:)-(String)`` by a prepared name (``FieldName``): the same result, without finding the name's bytes
-    /// and tag again.
+    /// ``contains(_:)-(String)`` by a prepared name (``FieldName``): the same result, without
+    /// finding the name's bytes and tag again.
     public func contains(_ key: FieldName) -> Bool {
         lookup(key) != nil
     }
@@ -83,8 +97,8 @@ public struct FieldReader {
         elementCount(FieldName(lookingUp: key))
     }
 
-    /// ``elementCount(_:)-(String)`` by a prepared name (``FieldName``): the same result, without finding the name's bytes
-    /// and tag again.
+    /// ``elementCount(_:)-(String)`` by a prepared name (``FieldName``): the same result, without
+    /// finding the name's bytes and tag again.
     public func elementCount(_ key: FieldName) -> Int? {
         guard let value = lookup(key), document.kind(at: value) == .array else { return nil }
         return document.count(at: value)
@@ -102,11 +116,11 @@ public struct FieldReader {
         string(FieldName(lookingUp: key), required: required, personalize: personalize)
     }
 
-    /// ``string(_:required:personalize:)-(String,_,_)`` by a prepared name (``FieldName``): the same result, without finding the name's bytes
-    /// and tag again.
+    /// ``string(_:required:personalize:)-(String,_,_)`` by a prepared name (``FieldName``): the same result, without
+    /// finding the name's bytes and tag again.
     public func string(_ key: FieldName, required: Bool = false, personalize: Bool = true) -> String? {
         guard let value = stringNode(key, required: required) else { return nil }
-                // A string without `{` has no placeholder: known from the document without scanning it again.
+        // A string without `{` has no placeholder: known from the document without scanning it again.
         // The personalizer is used where the render keeps it (`?.`): a local copy would count a reference to it.
         guard personalize, diagnostics.personalizes, document.mayHaveBrace(at: value) else {
             return document.string(at: value)
@@ -119,15 +133,15 @@ public struct FieldReader {
     }
 
     /// A string field as ``ContentText``: checked and personalized as ``string(_:required:personalize:)`` does, but
-    /// text that reading leaves unchanged (no escapes, no placeholder) stays in the event's bytes, and is copied
-    /// from there when written into the payload, without a `String` made for it. For fields copied into the payload
-    /// as they are.
+    /// text without escapes stays in the event's bytes and is copied from there when written into the payload,
+    /// without a `String` made for it; one with simple `{{name}}` placeholders is checked and measured now (with a
+    /// warning for each absent attribute) and filled as it is written. For fields copied into the payload as they are.
     public func text(_ key: String, required: Bool = false, personalize: Bool = true) -> ContentText? {
         text(FieldName(lookingUp: key), required: required, personalize: personalize)
     }
 
-    /// ``text(_:required:personalize:)-(String,_,_)`` by a prepared name (``FieldName``): the same result, without finding the name's bytes
-    /// and tag again.
+    /// ``text(_:required:personalize:)-(String,_,_)`` by a prepared name (``FieldName``): the same result, without
+    /// finding the name's bytes and tag again.
     public func text(_ key: FieldName, required: Bool = false, personalize: Bool = true) -> ContentText? {
         switch documentText(key, required: required, personalize: personalize) {
         case .node(let node)?: ContentText(document: document, node: node)
@@ -183,8 +197,8 @@ public struct FieldReader {
         integer(FieldName(lookingUp: key), required: required, in: range)
     }
 
-    /// ``integer(_:required:in:)-(String,_,_)`` by a prepared name (``FieldName``): the same result, without finding the name's bytes
-    /// and tag again.
+    /// ``integer(_:required:in:)-(String,_,_)`` by a prepared name (``FieldName``): the same result, without
+    /// finding the name's bytes and tag again.
     public func integer(_ key: FieldName, required: Bool = false, in range: ClosedRange<Int>? = nil) -> Int? {
         guard let value = fetch(key, required: required) else { return nil }
         guard case .int(let int) = scalar(value) else { return typeMismatch(key, "an integer", value) }
@@ -200,8 +214,8 @@ public struct FieldReader {
         boolean(FieldName(lookingUp: key), required: required)
     }
 
-    /// ``boolean(_:required:)-(String,_)`` by a prepared name (``FieldName``): the same result, without finding the name's bytes
-    /// and tag again.
+    /// ``boolean(_:required:)-(String,_)`` by a prepared name (``FieldName``): the same result, without
+    /// finding the name's bytes and tag again.
     public func boolean(_ key: FieldName, required: Bool = false) -> Bool? {
         guard let value = fetch(key, required: required) else { return nil }
         guard case .bool(let flag) = scalar(value) else { return typeMismatch(key, "a boolean", value) }
@@ -213,8 +227,8 @@ public struct FieldReader {
         timestamp(FieldName(lookingUp: key), required: required)
     }
 
-    /// ``timestamp(_:required:)-(String,_)`` by a prepared name (``FieldName``): the same result, without finding the name's bytes
-    /// and tag again.
+    /// ``timestamp(_:required:)-(String,_)`` by a prepared name (``FieldName``): the same result, without
+    /// finding the name's bytes and tag again.
     public func timestamp(_ key: FieldName, required: Bool = false) -> Timestamp? {
         guard let value = fetch(key, required: required) else { return nil }
         guard document.kind(at: value) == .string else {
@@ -233,8 +247,8 @@ public struct FieldReader {
         choice(FieldName(lookingUp: key), from: allowed, required: required)
     }
 
-    /// ``choice(_:from:required:)-(String,_,_)`` by a prepared name (``FieldName``): the same result, without finding the name's bytes
-    /// and tag again.
+    /// ``choice(_:from:required:)-(String,_,_)`` by a prepared name (``FieldName``): the same result, without
+    /// finding the name's bytes and tag again.
     public func choice(_ key: FieldName, from allowed: [String], required: Bool = false) -> String? {
         guard let value = stringNode(key, required: required) else { return nil }
         // Compared in the event's bytes first: a value written as one of the choices needs no `String` of its own.
@@ -253,8 +267,8 @@ public struct FieldReader {
         color(FieldName(lookingUp: key), required: required)
     }
 
-    /// ``color(_:required:)-(String,_)`` by a prepared name (``FieldName``): the same result, without finding the name's bytes
-    /// and tag again.
+    /// ``color(_:required:)-(String,_)`` by a prepared name (``FieldName``): the same result, without
+    /// finding the name's bytes and tag again.
     public func color(_ key: FieldName, required: Bool = false) -> String? {
         guard let value = stringNode(key, required: required) else { return nil }
         // Checked and taken from the event's bytes; escapes and invalid colours go the long way (for the issue).
@@ -272,8 +286,8 @@ public struct FieldReader {
         object(FieldName(lookingUp: key), required: required)
     }
 
-    /// ``object(_:required:)-(String,_)`` by a prepared name (``FieldName``): the same result, without finding the name's bytes
-    /// and tag again.
+    /// ``object(_:required:)-(String,_)`` by a prepared name (``FieldName``): the same result, without
+    /// finding the name's bytes and tag again.
     public func object(_ key: FieldName, required: Bool = false) -> FieldReader? {
         guard let value = fetch(key, required: required) else { return nil }
         guard document.kind(at: value) == .object else { return typeMismatch(key, "an object", value) }
@@ -292,8 +306,8 @@ public struct FieldReader {
         objects(FieldName(lookingUp: key), required: required)
     }
 
-    /// ``objects(_:required:)-(String,_)`` by a prepared name (``FieldName``): the same result, without finding the name's bytes
-    /// and tag again.
+    /// ``objects(_:required:)-(String,_)`` by a prepared name (``FieldName``): the same result, without
+    /// finding the name's bytes and tag again.
     public func objects(_ key: FieldName, required: Bool = false) -> [FieldReader]? {
         guard let array = fetch(key, required: required) else { return nil }
         guard document.kind(at: array) == .array else { return typeMismatch(key, "an array", array) }
@@ -319,8 +333,8 @@ public struct FieldReader {
         stringMap(FieldName(lookingUp: key), required: required)
     }
 
-    /// ``stringMap(_:required:)-(String,_)`` by a prepared name (``FieldName``): the same result, without finding the name's bytes
-    /// and tag again.
+    /// ``stringMap(_:required:)-(String,_)`` by a prepared name (``FieldName``): the same result, without
+    /// finding the name's bytes and tag again.
     public func stringMap(_ key: FieldName, required: Bool = false) -> JSONObject? {
         guard let value = fetch(key, required: required) else { return nil }
         guard document.kind(at: value) == .object else { return typeMismatch(key, "an object of strings", value) }
@@ -363,16 +377,19 @@ public struct FieldReader {
 
     /// Records an issue for `key` (or for this object when `key` is `nil`).
     public func addIssue(_ code: PipelineError.Code, _ key: String?, _ reason: String) {
+        checkInUse()
         diagnostics.record(.init(code, at: key.map(path.appending) ?? path, reason))
     }
 
     /// Records an issue at an arbitrary path (e.g. a nested field of an absent object).
     public func addIssue(_ code: PipelineError.Code, at path: FieldPath, _ reason: String) {
+        checkInUse()
         diagnostics.record(.init(code, at: path, reason))
     }
 
     /// Records a warning for `key` (or for this object when `key` is `nil`).
     public func addWarning(_ key: String?, _ message: String) {
+        checkInUse()
         diagnostics.record(RenderWarning(path: key.map(path.appending) ?? path, message: message))
     }
 
@@ -391,6 +408,7 @@ public struct FieldReader {
 
     /// The value node of `key`, its key marked as read; `nil` when absent or `null`.
     private func lookup(_ key: FieldName) -> Int? {
+        checkInUse()
         guard let value = diagnostics.lookup(key, inObjectAt: node) else { return nil }
         return document.kind(at: value) == .null ? nil : value
     }

@@ -16,11 +16,16 @@ final class RenderDiagnostics {
     private(set) var hasRecords = false
     /// Whether ``marksAfter512`` has words (tested without reading the array, as ``hasRecords``).
     private var hasMarksAfter512: Bool
-    // The four properties below change only in `reset`, between uses, when no reader is reading them.
+    /// Which use this is: ``reset(document:node:path:personalizer:)`` counts one more, and a ``FieldReader`` of an
+    /// earlier use that is used again stops the process instead of reading or marking another event's fields.
+    private(set) var generation = 0
+    /// Filled from the recipient's attributes (`nil`: not personalized). This, ``personalizes``, ``document`` and
+    /// ``rootPath`` change only in `reset`, between uses, when no reader is reading them.
     private(set) var personalizer: Personalizer?
     /// Whether there is a ``personalizer`` (tested without copying it out).
     private(set) var personalizes: Bool
-    /// Bytes reused by every personalized string of the render (one buffer per render, not one per string).
+    /// Bytes reused by every personalized string that is made a `String` (``FieldReader``'s `string`): one buffer per
+    /// scratch (or render), not one per string; it keeps the capacity of the longest.
     var personalizationScratch: [UInt8] = []
 
     /// The document the readers read.
@@ -112,6 +117,7 @@ final class RenderDiagnostics {
     /// would be: nothing read, no issue, no warning (those of the last use were handed out as values); the buffers
     /// keep their capacity.
     func reset(document: JSONDocument, node: Int, path: FieldPath, personalizer: Personalizer?) {
+        generation &+= 1
         if hasRecords {
             issues = []
             warnings = []

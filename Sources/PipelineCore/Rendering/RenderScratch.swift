@@ -31,3 +31,7 @@ public final class RenderScratch {
         return diagnostics
     }
 }
+
+/// A scratch belongs to one worker at a time: it is not `Sendable`, and no module can declare it so.
+@available(*, unavailable)
+extension RenderScratch: Sendable {}
