@@ -14,6 +14,11 @@ import Darwin
 // Helpers of the acceptance tests: polling with deadlines, running a pipeline in the background, building
 // events, and running the built `campaign-pipeline` executable as a child process.
 
+/// How long a test waits for something the embedded cluster does (a group join, deliveries, a restart). Generous:
+/// `make test` runs the suites in parallel on two cores, where a first group join has taken up to ~30 s (about 3 s
+/// alone); the tests check what happens, not how fast.
+let clusterTimeout: Duration = .seconds(90)
+
 /// Polls `probe` until it returns a value, failing with `what` when `timeout` passes first.
 @discardableResult
 func eventually<T>(

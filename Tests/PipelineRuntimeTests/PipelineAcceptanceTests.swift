@@ -183,7 +183,7 @@ struct PipelineAcceptanceTests {
             running.untilIdle = nil
             let first = CampaignPipeline(configuration: running, registry: builtinRegistry, logger: testLogger)
             let deliveredAt = try await whileRunning(first) {
-                try await eventually("the timer notification to be delivered", timeout: .seconds(30)) {
+                try await eventually("the timer notification to be delivered", timeout: clusterTimeout) {
                     try await analyticsRecords(configuration, kafka: kafka)
                         .first { $0.event.identity.messageId == messageId && $0.event.kind == .delivered }?.event.occurredAt
                 }
@@ -198,7 +198,7 @@ struct PipelineAcceptanceTests {
 
             let second = CampaignPipeline(configuration: running, registry: builtinRegistry, logger: testLogger)
             let records = try await whileRunning(second) {
-                _ = try await eventually("the restarted pipeline to emit the expiry", timeout: .seconds(30)) {
+                _ = try await eventually("the restarted pipeline to emit the expiry", timeout: clusterTimeout) {
                     try await analyticsRecords(configuration, kafka: kafka)
                         .first { $0.event.identity.messageId == messageId && $0.event.kind == .expired }
                 }
@@ -277,7 +277,7 @@ struct PipelineAcceptanceTests {
             running.untilIdle = nil
             let pipeline = CampaignPipeline(configuration: running, registry: builtinRegistry, logger: testLogger)
             let records = try await whileRunning(pipeline) {
-                _ = try await eventually("outcomes of the first sends", timeout: .seconds(30)) {
+                _ = try await eventually("outcomes of the first sends", timeout: clusterTimeout) {
                     let ids = Set(try await analyticsRecords(configuration, kafka: kafka).compactMap(\.event.identity.eventId))
                     return ids.isSuperset(of: firstIds) ? true : nil
                 }

@@ -29,7 +29,7 @@ struct PipelineOutputRetryTests {
             let pipeline = CampaignPipeline(configuration: retrying, registry: builtinRegistry, logger: testLogger)
             try await whileRunning(pipeline) {
                 // Every event read and its payload refused at least once (each attempt times out after a second).
-                try await eventually("outputs sent again", timeout: .seconds(30)) {
+                try await eventually("outputs sent again", timeout: clusterTimeout) {
                     let snapshot = pipeline.statistics.snapshot
                     return snapshot.totalIn == count && snapshot.outputsRetried >= count ? true : nil
                 }

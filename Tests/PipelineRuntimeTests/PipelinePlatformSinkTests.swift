@@ -244,7 +244,7 @@ struct PipelinePlatformSinkTests {
             let pipeline = CampaignPipeline(configuration: configuration, registry: builtinRegistry, logger: testLogger)
             let fcmPartition = KafkaTopicPartition(topic: configuration.topics.sends, partition: 0)
             try await whileRunning(pipeline) {
-                try await eventually("partition 0 paused while FCM throttles", timeout: .seconds(30), every: .milliseconds(50)) {
+                try await eventually("partition 0 paused while FCM throttles", timeout: clusterTimeout, every: .milliseconds(50)) {
                     pipeline.progress.withLock { $0[fcmPartition] }?.isPaused == true ? true : nil
                 }
                 // The batch being processed when the pause came is finished; then nothing more is read, not even
@@ -257,7 +257,7 @@ struct PipelinePlatformSinkTests {
 
                 // Partition 1: APNs events to the Kafka sink, produced while FCM throttles, are all delivered.
                 for result in await producer.send(contentsOf: records("basic-apns", 3_500..<3_700, partition: 1)) { _ = try result.get() }
-                try await eventually("partition 1 flows", timeout: .seconds(30)) {
+                try await eventually("partition 1 flows", timeout: clusterTimeout) {
                     let delivered = try analytics(try await readAll(configuration.topics.analytics, kafka: kafka))
                     return delivered.filter { $0.identity.platform == .apns && $0.kind == .delivered }.count == 200 ? true : nil
                 }

@@ -15,7 +15,7 @@ struct PipelineStatusTests {
 
             let running = Task { try await pipeline.run() }
             do {
-                let joined = try await eventually("the pipeline to join its group", timeout: .seconds(30)) {
+                let joined = try await eventually("the pipeline to join its group", timeout: clusterTimeout) {
                     pipeline.status.readiness == .ready ? pipeline.status : nil
                 }
                 #expect(joined.phase == .consuming)
@@ -25,7 +25,7 @@ struct PipelineStatusTests {
                 // A delivered timer notification: its countdown (an hour) is pending, and nothing stays in flight.
                 let event = JSONValue.object(try EventFactory().event("timer-fcm", id: "status-timer", recipient: "user-1")).encoded()
                 try await produce([(key: "user-1", value: event)], to: configuration.topics.sends, kafka: kafka)
-                let settled = try await eventually("the timer to be pending with nothing in flight", timeout: .seconds(30)) {
+                let settled = try await eventually("the timer to be pending with nothing in flight", timeout: clusterTimeout) {
                     let status = pipeline.status
                     return status.pendingTimers == 1 && status.inFlightEvents == 0 ? status : nil
                 }
