@@ -231,8 +231,14 @@ struct RenderingTests {
         #expect(apns.payload.encoded() == apns.payloadBytes)
         #expect(apns.payload.headers == apns.headers)
         #expect(apns.headers.map(\.name) == ["apns-push-type", "apns-priority", "apns-expiration", "apns-collapse-id"])
+        // Listed without an array, exactly (`headers` is built from the same listing, so it is not the reference).
         var visited: [Header] = []
         apns.forEachHeader { visited.append(Header($0, $1)) }
+        #expect(visited == [
+            Header("apns-push-type", "alert"), Header("apns-priority", "10"),
+            Header("apns-expiration", String(try Timestamp(rfc3339: "2026-11-20T10:00:00Z").epochSeconds + 3600)),
+            Header("apns-collapse-id", "ck"),
+        ])
         #expect(visited == apns.headers)
         var changed = apns
         changed.headers = [Header("apns-push-type", "background")]

@@ -22,38 +22,32 @@ enum CustomMembers: Sendable {
         }
     }
 
-    /// The keys that `isReserved` is true of, in order. The keys are compared as `String`s are: a plain ASCII key of
-    /// the event is tested on its bytes (`isReservedASCII`), any other as a `String`.
-    func keys(where isReserved: (String) -> Bool, isReservedASCII: (Span<UInt8>) -> Bool) -> [String] {
+    /// The keys the template payload reserves (`aps`, `adb_*`), in order, compared as `String`s compare: a plain
+    /// ASCII key of the event by its bytes (equal exactly when they are), any other as a `String`.
+    func reservedKeys() -> [String] {
         switch self {
         case .object(let object):
-            return object.keys.filter(isReserved)
+            return object.keys.filter(Self.isReserved)
         case .document(let document, let node):
             var reserved: [String] = []
             document.forEachMember(ofObjectAt: node) { _, key, _ in
-                if document.isPlainASCII(at: key) {
-                    if document.withUnescapedBytes(ofStringAt: key, isReservedASCII) { reserved.append(document.string(at: key)) }
-                } else if isReserved(document.string(at: key)) {
-                    reserved.append(document.string(at: key))
-                }
+                let isReserved =
+                    document.isPlainASCII(at: key)
+                    ? document.withUnescapedBytes(ofStringAt: key, Self.isReserved(ascii:)) : Self.isReserved(document.string(at: key))
+                if isReserved { reserved.append(document.string(at: key)) }
             }
             return reserved
         }
     }
 
-    /// Writes the members whose key is free as `"key":value`, separated by commas, with one before the first when
-    /// `followsMembers` (the object being written has members already). A plain ASCII key of the event is tested on
-    /// its bytes (`isFreeASCII`), any other as a `String` (`isFree`).
-    func write(
-        into writer: inout JSONWriter,
-        followsMembers: Bool,
-        isFree: (String) -> Bool,
-        isFreeASCII: (Span<UInt8>) -> Bool
-    ) {
+    /// Writes the members as `"key":value`, separated by commas, with one before the first when `followsMembers`
+    /// (the object being written has members already), leaving out those whose key `taken` has (the template set it)
+    /// and, when `leavesOutAPS`, `aps`. Keys compare as ``reservedKeys()`` compares them.
+    func write(into writer: inout JSONWriter, followsMembers: Bool, leavingOut taken: PayloadObject, leavesOutAPS: Bool) {
         var needsComma = followsMembers
         switch self {
         case .object(let object):
-            for (key, value) in object where isFree(key) {
+            for (key, value) in object where !Self.isLeftOut(key, by: taken, leavesOutAPS: leavesOutAPS) {
                 if needsComma { writer.writeRaw(byte: UInt8(ascii: ",")) }
                 needsComma = true
                 writer.write(string: key)
@@ -62,10 +56,15 @@ enum CustomMembers: Sendable {
             }
         case .document(let document, let node):
             document.forEachMember(ofObjectAt: node) { _, key, value in
-                let isKeyFree =
-                    document.isPlainASCII(at: key)
-                    ? document.withUnescapedBytes(ofStringAt: key, isFreeASCII) : isFree(document.string(at: key))
-                guard isKeyFree else { return }
+                let isLeftOut =
+                    if document.isPlainASCII(at: key) {
+                        document.withUnescapedBytes(ofStringAt: key) { bytes in
+                            (leavesOutAPS && bytes.isASCII("aps")) || taken.contains(asciiKey: bytes)
+                        }
+                    } else {
+                        Self.isLeftOut(document.string(at: key), by: taken, leavesOutAPS: leavesOutAPS)
+                    }
+                guard !isLeftOut else { return }
                 if needsComma { writer.writeRaw(byte: UInt8(ascii: ",")) }
                 needsComma = true
                 document.writeString(at: key, into: &writer)
@@ -73,5 +72,39 @@ enum CustomMembers: Sendable {
                 document.writeString(at: value, into: &writer)
             }
         }
+    }
+
+    /// Whether the member `key` is left out of a payload whose template set `taken` (and `aps`, when `leavesOutAPS`).
+    private static func isLeftOut(_ key: String, by taken: PayloadObject, leavesOutAPS: Bool) -> Bool {
+        (leavesOutAPS && key == "aps") || taken.contains(key)
+    }
+
+    /// Whether `key` is reserved for the template payload.
+    private static func isReserved(_ key: String) -> Bool {
+        key == "aps" || key.hasPrefix("adb_")
+    }
+
+    /// ``isReserved(_:)`` of a plain ASCII key's bytes.
+    private static func isReserved(ascii key: Span<UInt8>) -> Bool {
+        key.isASCII("aps") || key.hasASCIIPrefix("adb_")
+    }
+}
+
+extension Span<UInt8> {
+    /// Whether these bytes are the ASCII text `text`.
+    fileprivate func isASCII(_ text: String) -> Bool {
+        count == text.utf8.count && hasASCIIPrefix(text)
+    }
+
+    /// Whether these bytes start with the ASCII text `prefix`.
+    fileprivate func hasASCIIPrefix(_ prefix: String) -> Bool {
+        let utf8 = prefix.utf8.span
+        guard count >= utf8.count else { return false }
+        var index = 0
+        while index < utf8.count {
+            if self[index] != utf8[index] { return false }
+            index &+= 1
+        }
+        return true
     }
 }

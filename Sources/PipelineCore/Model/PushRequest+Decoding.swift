@@ -61,13 +61,7 @@ extension PushRequest {
         let recipient = Self.decodeRecipient(event.object(fields.recipient, required: true))
         let options = Self.decodeOptions(event.object(fields.options))
         let custom = event.stringMembers(fields.custom) ?? .object(JSONObject())
-        let reserved = custom.keys { key in
-            key == "aps" || key.hasPrefix("adb_")
-        } isReservedASCII: { key in
-            key.count == 3 ? key[0] == UInt8(ascii: "a") && key[1] == UInt8(ascii: "p") && key[2] == UInt8(ascii: "s")
-                : key.count >= 4 && key[0] == UInt8(ascii: "a") && key[1] == UInt8(ascii: "d") && key[2] == UInt8(ascii: "b") && key[3] == UInt8(ascii: "_")
-        }
-        for key in reserved {
+        for key in custom.reservedKeys() {
             event.addIssue(.invalidField, "custom", "key '\(key)' is reserved for the template payload")
         }
         let content = event.content(fields.content)
@@ -77,18 +71,20 @@ extension PushRequest {
             throw PipelineError(issues: diagnostics.issues, eventId: eventId)
         }
         self.init(
-            specVersion: specVersion,
-            type: type,
-            eventId: eventId,
-            occurredAt: occurredAt,
-            campaignId: campaignId,
-            campaignVersion: campaignVersion,
-            template: template,
-            recipient: recipient,
-            expiresAt: expiresAt,
-            options: options,
-            content: content,
-            customMembers: custom
+            fields: Fields(
+                specVersion: specVersion,
+                type: type,
+                eventId: eventId,
+                occurredAt: occurredAt,
+                campaignId: campaignId,
+                campaignVersion: campaignVersion,
+                template: template,
+                recipient: recipient,
+                expiresAt: expiresAt,
+                options: options,
+                content: content,
+                custom: custom
+            )
         )
     }
 
@@ -112,8 +108,8 @@ extension PushRequest {
     }
 
     private static func decodeRecipient(_ reader: FieldReader?) -> Recipient? {
-        let fields = EnvelopeFields.shared  // one check of its lazy initialisation, not one per name
         guard let reader else { return nil }
+        let fields = EnvelopeFields.shared  // one check of its lazy initialisation, not one per name
         let id = reader.string(fields.id, required: true, personalize: false)
         let platformName = reader.string(fields.platform, required: true, personalize: false)
         var platform: Platform?
@@ -159,8 +155,8 @@ extension PushRequest {
     private static let priorityNames = DeliveryPriority.allCases.map(\.rawValue)
 
     private static func decodeOptions(_ reader: FieldReader?) -> DeliveryOptions {
-        let fields = EnvelopeFields.shared  // one check of its lazy initialisation, not one per name
         guard let reader else { return DeliveryOptions() }
+        let fields = EnvelopeFields.shared  // one check of its lazy initialisation, not one per name
         let collapseKey = reader.string(fields.collapseKey, personalize: false)
         let priority = reader.choice(fields.priority, from: priorityNames).flatMap(DeliveryPriority.init)
         let ttl = reader.integer(fields.ttlSeconds, in: 0...2_419_200).map { Duration.seconds($0) }

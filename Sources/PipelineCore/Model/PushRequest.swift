@@ -7,7 +7,8 @@ public struct PushRequest: Sendable {
     /// The event type this model reads.
     public static let eventType = "push.requested"
 
-    private struct Fields: Sendable {
+    /// The fields, as the shared box keeps them (decoding builds them with `custom` read in place).
+    struct Fields: Sendable {
         var specVersion: String?
         var type: String?
         var eventId: String
@@ -107,39 +108,7 @@ public struct PushRequest: Sendable {
         custom: JSONObject = JSONObject()
     ) {
         self.init(
-            specVersion: specVersion,
-            type: type,
-            eventId: eventId,
-            occurredAt: occurredAt,
-            campaignId: campaignId,
-            campaignVersion: campaignVersion,
-            template: template,
-            recipient: recipient,
-            expiresAt: expiresAt,
-            options: options,
-            content: content,
-            customMembers: .object(custom)
-        )
-    }
-
-    /// ``init(specVersion:type:eventId:occurredAt:campaignId:campaignVersion:template:recipient:expiresAt:options:content:custom:)``
-    /// with `custom` as decoding keeps it.
-    init(
-        specVersion: String?,
-        type: String?,
-        eventId: String,
-        occurredAt: Timestamp,
-        campaignId: String,
-        campaignVersion: Int?,
-        template: String,
-        recipient: Recipient,
-        expiresAt: Timestamp?,
-        options: DeliveryOptions,
-        content: CampaignContent?,
-        customMembers custom: CustomMembers
-    ) {
-        storage = SharedFields(
-            Fields(
+            fields: Fields(
                 specVersion: specVersion,
                 type: type,
                 eventId: eventId,
@@ -151,9 +120,14 @@ public struct PushRequest: Sendable {
                 expiresAt: expiresAt,
                 options: options,
                 content: content,
-                custom: custom
+                custom: .object(custom)
             )
         )
+    }
+
+    /// A request of these fields.
+    init(fields: Fields) {
+        storage = SharedFields(fields)
     }
 
     /// A copy whose content is `content` (for sends that render their campaign's stored content).

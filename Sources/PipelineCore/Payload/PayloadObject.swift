@@ -312,16 +312,7 @@ public struct PayloadObject: Sendable, Equatable {
 
     /// The position of `key` (tagged `tag`) among the members.
     private func index(of key: String, tag: Int) -> Int? {
-        let bytes = writer.bytes
-        let text = bytes.span
-        for (index, member) in members.enumerated() where JSONObject.tagsMayMatch(member.tag, tag) {
-            if member.keyIsVerbatim, tag != JSONObject.untaggedKey {
-                if Self.keyBytes(of: member, in: text, equal: key.utf8.span) { return index }
-            } else if self.key(at: index) == key {
-                return index
-            }
-        }
-        return nil
+        index(tag: tag, utf8: key.utf8.span) { key }
     }
 
     /// Whether the object has a member whose key is the plain ASCII text `key` (its bytes): for keys read from an
@@ -329,16 +320,22 @@ public struct PayloadObject: Sendable, Equatable {
     func contains(asciiKey key: Span<UInt8>) -> Bool {
         guard !key.isEmpty else { return contains("") }
         let tag = JSONObject.keyTag(count: key.count, first: key[0], last: key[key.count &- 1])
+        return index(tag: tag, utf8: key) { String(plainASCII: key) } != nil
+    }
+
+    /// The position of the key tagged `tag` whose UTF-8 is `utf8` (made a `String` by `key` where bytes cannot be
+    /// compared: a member's key written with escapes, or a key without a tag).
+    private func index(tag: Int, utf8: Span<UInt8>, key: () -> String) -> Int? {
         let bytes = writer.bytes
         let text = bytes.span
         for (index, member) in members.enumerated() where JSONObject.tagsMayMatch(member.tag, tag) {
-            if member.keyIsVerbatim {
-                if Self.keyBytes(of: member, in: text, equal: key) { return true }
-            } else if self.key(at: index) == String(plainASCII: key) {
-                return true
+            if member.keyIsVerbatim, tag != JSONObject.untaggedKey {
+                if Self.keyBytes(of: member, in: text, equal: utf8) { return index }
+            } else if self.key(at: index) == key() {
+                return index
             }
         }
-        return false
+        return nil
     }
 
     /// Whether the key of `member`, written as its own bytes in `text`, is `utf8`, whose tag equals the member's (so

@@ -111,9 +111,7 @@ extension TemplateRegistry {
             ) { writer in
                 writer.writeRaw(byte: UInt8(ascii: "{"))
                 writer.append(bytes: data.bytes)
-                request.customMembers.write(into: &writer, followsMembers: !data.isEmpty) { !data.contains($0) } isFreeASCII: {
-                    !data.contains(asciiKey: $0)
-                }
+                request.customMembers.write(into: &writer, followsMembers: !data.isEmpty, leavingOut: data, leavesOutAPS: false)
                 writer.writeRaw(byte: UInt8(ascii: "}"))
             }
             return (writer.bytes, dataSize, .none)
@@ -140,20 +138,13 @@ extension TemplateRegistry {
                 writer.writeRaw(byte: UInt8(ascii: ","))
                 writer.append(bytes: fields.bytes)
             }
-            request.customMembers.write(into: &writer, followsMembers: true) { $0 != "aps" && !fields.contains($0) } isFreeASCII: {
-                !Self.isAPS($0) && !fields.contains(asciiKey: $0)
-            }
+            request.customMembers.write(into: &writer, followsMembers: true, leavingOut: fields, leavesOutAPS: true)
             writer.writeRaw(byte: UInt8(ascii: "}"))
             let expiration = ttlSeconds.map { request.occurredAt.epochSeconds + $0 }
             return (writer.bytes, writer.bytes.count, .apns(priority: options.priority, expiration: expiration, collapseId: options.collapseKey))
         default:
             throw PipelineError(.invalidField, at: FieldPath("recipient", "platform"), "template '\(request.template)' rendered a payload for another platform than \(platform)")
         }
-    }
-
-    /// Whether the plain ASCII key `key` is `aps`.
-    private static func isAPS(_ key: Span<UInt8>) -> Bool {
-        key.count == 3 && key[0] == UInt8(ascii: "a") && key[1] == UInt8(ascii: "p") && key[2] == UInt8(ascii: "s")
     }
 
     /// `limitedSize`: the FCM `data` object's or the APNs payload's encoded size.
