@@ -47,6 +47,43 @@ struct SWARTests {
         }
     }
 
+    @Test("quotes and backslashes are flagged exactly, each of them; control characters are found wherever they are")
+    func quoteAndBackslashBitsAreExact() {
+        var rng = SeededGenerator(seed: 0x5A_4A14)
+        for round in 0..<40_000 {
+            let bytes = Self.randomWord(round: round, oneIn: 3, &rng)
+            let bits = SWAR.quoteAndBackslashBits(Self.word(bytes))
+            for (index, byte) in bytes.enumerated() {
+                let flagged = bits >> (8 * UInt64(index)) & 0xFF
+                #expect(flagged == (byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") ? 0x80 : 0), "\(bytes) at \(index)")
+            }
+            #expect(SWAR.hasControlCharacter(Self.word(bytes)) == bytes.contains { $0 < 0x20 }, "\(bytes)")
+        }
+    }
+
+    @Test("JSON text written as a string gives the general escaper's bytes, with quotes, backslashes and controls anywhere")
+    func jsonTextAsStringMatchesTheGeneralEscaper() {
+        var rng = SeededGenerator(seed: 0x5A_4A15)
+        let pieces: [[UInt8]] = [
+            Array(#"{"a":"b"}"#.utf8), Array(#"\""#.utf8), Array("é€😀".utf8), [UInt8(ascii: "\"")], [UInt8(ascii: "\\")],
+            [0x0A], [0x01], [0x7F], Array("plain text".utf8), Array(#"[1,2,"x\\y"]"#.utf8),
+        ]
+        for round in 0..<5_000 {
+            var text: [UInt8] = []
+            let withControls = round % 4 == 0
+            for _ in 0..<Int.random(in: 0...12, using: &rng) {
+                var piece = pieces.randomElement(using: &rng)!
+                while !withControls, piece.contains(where: { $0 < 0x20 }) { piece = pieces.randomElement(using: &rng)! }
+                text += piece
+            }
+            var general = JSONWriter(reservingCapacity: 16)
+            general.write(stringUTF8: text.span)
+            var counted = JSONWriter(reservingCapacity: 16)
+            counted.write(jsonTextAsString: text.span)
+            #expect(counted.bytes == general.bytes, "\(String(decoding: text, as: UTF8.self).debugDescription)")
+        }
+    }
+
     @Test("strings with a byte to escape at every position round-trip through the writer and the parser")
     func escapesAtEveryPosition() throws {
         for special in ["\"", "\\", "\n", "\u{01}", "\u{1F}"] {

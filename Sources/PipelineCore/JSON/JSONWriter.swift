@@ -219,6 +219,41 @@ public struct JSONWriter: Sendable {
         bytes.append(UInt8(ascii: "\""))
     }
 
+    /// Appends `json`, the valid UTF-8 text of a JSON value, as a quoted JSON string: how a nested value is sent
+    /// where only strings are allowed (FCM `data`, ``PayloadObject/set(_:jsonText:)-(String,_)``).
+    ///
+    /// ``write(stringUTF8:)`` gives the same bytes. Such text has a `"` every few bytes, and control characters only
+    /// when something other than a `JSONWriter` wrote it (which escapes them): so its escaped size is counted first,
+    /// eight bytes at a time, and it is written byte by byte into one reservation. Text with a control character is
+    /// written the general way.
+    mutating func write(jsonTextAsString json: Span<UInt8>) {
+        let wholeWords = json.count & ~7
+        var escapes = 0
+        var index = 0
+        while index < wholeWords {
+            let word = SWAR.load(json, at: index)
+            if SWAR.hasControlCharacter(word) { return write(stringUTF8: json) }
+            escapes &+= SWAR.quoteAndBackslashBits(word).nonzeroBitCount
+            index &+= 8
+        }
+        while index < json.count {
+            let byte = json[index]
+            if byte < 0x20 { return write(stringUTF8: json) }
+            if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { escapes &+= 1 }
+            index &+= 1
+        }
+        bytes.append(addingCapacity: json.count &+ escapes &+ 2) { output in
+            output.append(UInt8(ascii: "\""))
+            // Byte by byte: runs between quotes are a few bytes, shorter than a copy's set-up.
+            for index in json.indices {
+                let byte = json[index]
+                if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { output.append(UInt8(ascii: "\\")) }
+                output.append(byte)
+            }
+            output.append(UInt8(ascii: "\""))
+        }
+    }
+
     /// Appends the valid UTF-8 text `utf8` escaped as the inside of a JSON string, without quotes: for a string
     /// written in pieces (a text whose placeholders are filled as it is written, ``SimpleTemplate/write(_:_:into:)``).
     mutating func write(stringContentsUTF8 utf8: Span<UInt8>) {

@@ -25,6 +25,27 @@ enum SWAR {
         return stops & highBits
     }
 
+    /// The high bit of each byte of `word` that is a `"` or `\`, and of no other: exact for every byte (no borrow
+    /// crosses a byte), so its `nonzeroBitCount` is how many there are.
+    @inline(__always)
+    static func quoteAndBackslashBits(_ word: UInt64) -> UInt64 {
+        zeroBytes(word ^ (ones &* 0x22)) | zeroBytes(word ^ (ones &* 0x5C))
+    }
+
+    /// Whether one of the eight bytes of `word` is a control character (below 0x20).
+    @inline(__always)
+    static func hasControlCharacter(_ word: UInt64) -> Bool {
+        zeroBytes(word & (ones &* 0xE0)) != 0
+    }
+
+    /// The high bit of each byte of `word` that is 0, and of no other. The low seven bits of a byte plus 0x7F carry
+    /// into its high bit unless they are all 0, and never into the next byte.
+    @inline(__always)
+    private static func zeroBytes(_ word: UInt64) -> UInt64 {
+        let low = ones &* 0x7F
+        return ~(((word & low) &+ low) | word | low)
+    }
+
     /// Whether one of the eight bytes of `word` is `byte`.
     @inline(__always)
     static func contains(_ byte: UInt8, in word: UInt64) -> Bool {

@@ -149,13 +149,13 @@ public struct PayloadObject: Sendable, Equatable {
     /// without making one.
     public mutating func set(_ key: String, jsonText json: JSONWriter) {
         assert(Self.isOneValue(json), "set(\(key), jsonText:) with bytes that are not one JSON value")
-        setMember(key, tag: JSONObject.keyTag(of: key), name: nil, isString: true) { $0.write(stringUTF8: json.bytes.span) }
+        setMember(key, tag: JSONObject.keyTag(of: key), name: nil, isString: true) { $0.write(jsonTextAsString: json.bytes.span) }
     }
 
     /// ``set(_:jsonText:)-(String,_)`` with a prepared name.
     public mutating func set(_ name: MemberName, jsonText json: JSONWriter) {
         assert(Self.isOneValue(json), "set(\(name.text), jsonText:) with bytes that are not one JSON value")
-        setMember(name.text, tag: name.tag, name: name, isString: true) { $0.write(stringUTF8: json.bytes.span) }
+        setMember(name.text, tag: name.tag, name: name, isString: true) { $0.write(jsonTextAsString: json.bytes.span) }
     }
 
     /// Whether `json` wrote one complete JSON value (checked in debug builds, where a plugin's tests run: an
