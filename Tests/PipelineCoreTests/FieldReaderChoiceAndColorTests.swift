@@ -44,6 +44,25 @@ struct FieldReaderChoiceAndColorTests {
         #expect(diagnostics.issues.isEmpty)
     }
 
+    @Test(arguments: [(#""WEBURL""#, LinkType.webURL), (#""OPENAPP""#, .openApp), (#""D\u0045EPLINK""#, .deepLink)])
+    func choiceIndexesAreTheCasesPositions(_ value: String, _ expected: LinkType) throws {
+        let (reader, diagnostics) = try reader(#"{"k":\#(value)}"#)
+        #expect(reader.choiceIndex(FieldName("k"), from: LinkType.wireValues).map { LinkType.allCases[$0] } == expected)
+        #expect(diagnostics.issues.isEmpty)
+    }
+
+    @Test func choiceIndexIssuesAreTheChoicesOrTheirOwn() throws {
+        let (reader, diagnostics) = try reader(#"{"a":"web","b":"web","c":""}"#)
+        #expect(reader.choiceIndex(FieldName("a"), from: ["fcm", "apns"]) == nil)
+        #expect(reader.choiceIndex(FieldName("b"), from: ["fcm", "apns"]) { "unknown platform '\($0)'" } == nil)
+        #expect(reader.choiceIndex(FieldName("c"), from: ["fcm", "apns"], required: true) == nil)
+        #expect(reader.choiceIndex(FieldName("d"), from: ["fcm", "apns"], required: true) == nil)
+        #expect(diagnostics.issues.map(\.description) == [
+            "content.a: must be one of fcm, apns, found 'web'", "content.b: unknown platform 'web'",
+            "content.c: must not be empty", "content.d: required",
+        ])
+    }
+
     /// "é" as e + U+0301 in the event, "é" as U+00E9 in the choices: different bytes, equal `String`s.
     @Test func choicesEqualOnlyAsStringsMatchAsBefore() throws {
         let (reader, diagnostics) = try reader("{\"k\":\"caf\u{65}\u{301}\"}")

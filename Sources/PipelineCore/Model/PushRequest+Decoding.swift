@@ -111,14 +111,9 @@ extension PushRequest {
         guard let reader else { return nil }
         let fields = EnvelopeFields.shared  // one check of its lazy initialisation, not one per name
         let id = reader.string(fields.id, required: true, personalize: false)
-        let platformName = reader.string(fields.platform, required: true, personalize: false)
-        var platform: Platform?
-        if let platformName {
-            platform = Platform(rawValue: platformName)
-            if platform == nil {
-                reader.addIssue(.invalidField, "platform", "unknown platform '\(platformName)'; expected fcm or apns")
-            }
-        }
+        let platform = reader.choiceIndex(fields.platform, from: platformNames, required: true) { text in
+            "unknown platform '\(text)'; expected fcm or apns"
+        }.map { Platform.allCases[$0] }
         let token = reader.string(fields.token, required: true, personalize: false)
         let attributes = reader.attributeSource(fields.attributes)
         guard let id, let platform, let token else { return nil }
@@ -151,14 +146,15 @@ extension PushRequest {
         static let shared = EnvelopeFields()
     }
 
-    /// The wire values of ``DeliveryPriority``.
+    /// The wire values of ``Platform`` and ``DeliveryPriority``, in the order of their `allCases`.
+    private static let platformNames = Platform.allCases.map(\.rawValue)
     private static let priorityNames = DeliveryPriority.allCases.map(\.rawValue)
 
     private static func decodeOptions(_ reader: FieldReader?) -> DeliveryOptions {
         guard let reader else { return DeliveryOptions() }
         let fields = EnvelopeFields.shared  // one check of its lazy initialisation, not one per name
         let collapseKey = reader.string(fields.collapseKey, personalize: false)
-        let priority = reader.choice(fields.priority, from: priorityNames).flatMap(DeliveryPriority.init)
+        let priority = reader.choiceIndex(fields.priority, from: priorityNames).map { DeliveryPriority.allCases[$0] }
         let ttl = reader.integer(fields.ttlSeconds, in: 0...2_419_200).map { Duration.seconds($0) }
         return DeliveryOptions(collapseKey: collapseKey, priority: priority, ttl: ttl)
     }

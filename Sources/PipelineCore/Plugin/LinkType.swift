@@ -12,6 +12,7 @@ public enum LinkType: String, Sendable, Hashable, CaseIterable {
     /// Open the app.
     case openApp = "OPENAPP"
 
-    /// All wire values, for ``FieldReader/choice(_:from:required:)``.
+    /// All wire values, in the order of `allCases`: for ``FieldReader/choice(_:from:required:)`` and
+    /// ``FieldReader/choiceIndex(_:from:required:unknown:)``.
     public static let wireValues = allCases.map(\.rawValue)
 }

@@ -250,15 +250,27 @@ public struct FieldReader {
     /// ``choice(_:from:required:)-(String,_,_)`` by a prepared name (``FieldName``): the same result, without
     /// finding the name's bytes and tag again.
     public func choice(_ key: FieldName, from allowed: [String], required: Bool = false) -> String? {
+        choiceIndex(key, from: allowed, required: required).map { allowed[$0] }
+    }
+
+    /// ``choice(_:from:required:)-(FieldName,_,_)`` as the index of the choice in `allowed`: for choices that stand
+    /// for the cases of an enumeration, in the order of its `allCases` (`allCases[index]`, no `String` compared
+    /// again). `unknown` words the issue about a value that is none of them (`text`); by default it is the one
+    /// ``choice(_:from:required:)-(FieldName,_,_)`` records.
+    ///
+    /// ```swift
+    /// let type = reader.choiceIndex(Fields.type, from: LinkType.wireValues).map { LinkType.allCases[$0] }
+    /// ```
+    public func choiceIndex(_ key: FieldName, from allowed: [String], required: Bool = false, unknown: ((_ text: String) -> String)? = nil) -> Int? {
         guard let value = stringNode(key, required: required) else { return nil }
         // Compared in the event's bytes first: a value written as one of the choices needs no `String` of its own.
-        if let match = allowed.first(where: { document.hasUnescapedBytes(ofStringAt: value, equalTo: $0) }) { return match }
+        if let index = allowed.firstIndex(where: { document.hasUnescapedBytes(ofStringAt: value, equalTo: $0) }) { return index }
         let text = document.string(at: value)
-        guard allowed.contains(text) else {
-            addIssue(.invalidField, key.name, "must be one of \(allowed.joined(separator: ", ")), found '\(text)'")
+        guard let index = allowed.firstIndex(of: text) else {
+            addIssue(.invalidField, key.name, unknown?(text) ?? "must be one of \(allowed.joined(separator: ", ")), found '\(text)'")
             return nil
         }
-        return text
+        return index
     }
 
     /// A colour: six hex digits, optionally after a `#`. Returns the six digits without `#`
