@@ -299,5 +299,32 @@ struct RenderingTests {
         #expect(registry.renderers.map(\.templateID) == ["note", "wrong", "throws"])
         let request = try PushRequest(json: Array(eventJSON().utf8))
         #expect(String(decoding: try registry.render(request).payloadBytes, as: UTF8.self).contains("replaced"))
+        // The earlier template's alias names the template that replaced it.
+        #expect(try registry.renderer(named: "n") is Replacement)
+    }
+
+    /// Names are compared one by one in a registry of up to 16 names and hashed in a larger one: both find every
+    /// id and alias, the last registration of a name winning, and neither finds another name.
+    @Test(arguments: [3, 7, 8, 40])  // 7, 15, 17 and 81 names
+    func everyNameIsFoundInSmallAndLargeRegistries(_ count: Int) throws {
+        struct Named: TemplateRenderer {
+            let templateID: String
+            let aliases: [String]
+            let generation: Int
+            func render(_ input: RenderInput) throws(PipelineError) -> TemplatePayload { .fcm(data: [:]) }
+        }
+        var registry = TemplateRegistry()
+        for index in 0..<count { registry.register(Named(templateID: "t\(index)", aliases: ["a\(index)"], generation: 0)) }
+        registry.register(Named(templateID: "t1", aliases: ["b1"], generation: 1))
+        for index in 0..<count {
+            let expected = Named(templateID: "t\(index)", aliases: [], generation: index == 1 ? 1 : 0)
+            for name in ["t\(index)", "a\(index)"] {
+                let found = try #require(try registry.renderer(named: name) as? Named)
+                #expect((found.templateID, found.generation) == (expected.templateID, expected.generation), "\(name)")
+            }
+        }
+        #expect((try registry.renderer(named: "b1") as? Named)?.templateID == "t1")
+        #expect(throws: PipelineError.self) { try registry.renderer(named: "t\(count)") }
+        #expect(throws: PipelineError.self) { try registry.renderer(named: "T0") }
     }
 }

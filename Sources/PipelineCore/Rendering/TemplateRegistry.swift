@@ -14,6 +14,11 @@ public struct TemplateRegistry: Sendable {
     private var renderersByID: [String: any TemplateRenderer] = [:]
     private var idsByName: [String: String] = [:]
     private var order: [String] = []
+    /// Every name (id or alias), and at the same index its renderer, made from the two dictionaries at each
+    /// registration: a registry of a few templates finds an event's template by comparing names, which costs less
+    /// than hashing the name twice.
+    private var names: [String] = []
+    private var renderersByName: [any TemplateRenderer] = []
 
     /// The payload size limit in bytes (APNs payload; FCM encoded `data` object). Default 4096.
     public var maximumPayloadSize = 4096
@@ -33,6 +38,8 @@ public struct TemplateRegistry: Sendable {
         renderersByID[id] = renderer
         idsByName[id] = id
         for alias in renderer.aliases { idsByName[alias] = id }
+        names = Array(idsByName.keys)
+        renderersByName = names.compactMap { idsByName[$0].flatMap { renderersByID[$0] } }
     }
 
     /// A copy with `renderer` registered.
@@ -52,7 +59,11 @@ public struct TemplateRegistry: Sendable {
     /// - Throws: ``PipelineError`` with code ``PipelineError/Code/unknownTemplate`` naming the
     ///   template and the known ones.
     public func renderer(named name: String) throws(PipelineError) -> any TemplateRenderer {
-        if let id = idsByName[name], let renderer = renderersByID[id] { return renderer }
+        if names.count <= 16 {
+            if let index = names.firstIndex(of: name) { return renderersByName[index] }
+        } else if let id = idsByName[name], let renderer = renderersByID[id] {
+            return renderer
+        }
         let known = renderers.map { renderer in
             renderer.aliases.isEmpty ? renderer.templateID : "\(renderer.templateID) (\(renderer.aliases.joined(separator: ", ")))"
         }
