@@ -474,7 +474,7 @@ extension KafkaConsumer {
         }
         let maxBatch = max(1, configuration.maxBatchSize)
         var raw = [UnsafeMutablePointer<rd_kafka_message_t>?](repeating: nil, count: maxBatch)
-        var topicNames: [OpaquePointer: String] = [:]
+        var topicNames = SmallTable<OpaquePointer, String>()
 
         while !thread.isStopRequested {
             let commands = shared.state.withLock { state in
@@ -576,7 +576,7 @@ extension KafkaConsumer {
         from raw: inout [UnsafeMutablePointer<rd_kafka_message_t>?],
         count: Int
     ) -> Int {
-        var names: [OpaquePointer: String] = [:]
+        var names = SmallTable<OpaquePointer, String>()
         var kept = 0
         for index in 0..<count {
             guard let message = raw[index] else { continue }
@@ -594,7 +594,7 @@ extension KafkaConsumer {
     /// Copies a librdkafka message into a Swift value.
     private static func convert(
         _ message: UnsafeMutablePointer<rd_kafka_message_t>,
-        topicNames: inout [OpaquePointer: String]
+        topicNames: inout SmallTable<OpaquePointer, String>
     ) -> KafkaConsumerMessage {
         let value = message.pointee
         return KafkaConsumerMessage(
@@ -617,7 +617,7 @@ extension KafkaConsumer {
     ) -> KafkaError? {
         let err = message.pointee.err
         if err == RD_KAFKA_RESP_ERR__PARTITION_EOF { return nil }
-        var topicCache: [OpaquePointer: String] = [:]
+        var topicCache = SmallTable<OpaquePointer, String>()
         let topic = message.pointee.rkt.map { topicName($0, cache: &topicCache) }
         let text = message.pointee.payload.map {
             String(decoding: UnsafeRawBufferPointer(start: $0, count: message.pointee.len), as: UTF8.self)

@@ -328,7 +328,7 @@ public final class KafkaProducer: Sendable {
     /// ``close(timeout:)`` fails with ``KafkaError/Code/closed``).
     private static func deliveryResult(
         of message: UnsafePointer<rd_kafka_message_t>,
-        topicNames: inout [OpaquePointer: String],
+        topicNames: inout SmallTable<OpaquePointer, String>,
         shared: Shared
     ) -> Result<KafkaDeliveryReport, KafkaError> {
         let topic = topicName(message.pointee.rkt, cache: &topicNames)
@@ -352,7 +352,7 @@ public final class KafkaProducer: Sendable {
     /// The record a failed delivery report is about, as librdkafka still holds it: its topic, the partition it was
     /// given (`nil` if none yet), key, value and headers. Not its timestamp: librdkafka reports none for a failed
     /// record.
-    private static func record(of message: UnsafePointer<rd_kafka_message_t>, topicNames: inout [OpaquePointer: String]) -> KafkaProducerRecord {
+    private static func record(of message: UnsafePointer<rd_kafka_message_t>, topicNames: inout SmallTable<OpaquePointer, String>) -> KafkaProducerRecord {
         KafkaProducerRecord(
             topic: topicName(message.pointee.rkt, cache: &topicNames),
             partition: message.pointee.partition == RD_KAFKA_PARTITION_UA ? nil : message.pointee.partition,
@@ -367,7 +367,7 @@ public final class KafkaProducer: Sendable {
         guard let queue = rd_kafka_queue_get_main(handle.pointer) else { return }
         defer { rd_kafka_queue_destroy(queue) }
         var messages = [UnsafePointer<rd_kafka_message_t>?](repeating: nil, count: 1_000)
-        var topicNames: [OpaquePointer: String] = [:]
+        var topicNames = SmallTable<OpaquePointer, String>()
         while !thread.isStopRequested {
             guard let event = rd_kafka_queue_poll(queue, 100) else { continue }
             defer { rd_kafka_event_destroy(event) }
@@ -481,11 +481,11 @@ private final class DeliveryCollector: Sendable {
 }
 
 /// The name of a topic handle, cached per handle so delivery reports do not allocate a string each.
-func topicName(_ topic: OpaquePointer?, cache: inout [OpaquePointer: String]) -> String {
+func topicName(_ topic: OpaquePointer?, cache: inout SmallTable<OpaquePointer, String>) -> String {
     guard let topic else { return "" }
     if let name = cache[topic] { return name }
     let name = String(cString: rd_kafka_topic_name(topic))
-    cache[topic] = name
+    cache.add(topic, name)
     return name
 }
 

@@ -43,7 +43,7 @@ final class RDKafkaHandle: @unchecked Sendable {
     /// Topic handles (`rd_kafka_topic_t`) by name, made on first use and destroyed with the client. Producing by
     /// topic *name* makes librdkafka look the topic up under the client's write lock on every record; producing
     /// with a handle only counts a reference.
-    private let topicHandles = Mutex<[String: OpaquePointer]>([:])
+    private let topicHandles = Mutex(SmallTable<String, OpaquePointer>())
 
     /// Creates a client.
     ///
@@ -96,7 +96,7 @@ final class RDKafkaHandle: @unchecked Sendable {
     }
 
     deinit {
-        for topic in topicHandles.withLock({ $0.values }) { rd_kafka_topic_destroy(topic) }
+        for topic in topicHandles.withLock({ $0.allValues }) { rd_kafka_topic_destroy(topic) }
         rd_kafka_destroy(pointer)
     }
 
@@ -106,7 +106,7 @@ final class RDKafkaHandle: @unchecked Sendable {
         topicHandles.withLock { handles in
             if let handle = handles[topic] { return handle }
             guard let handle = rd_kafka_topic_new(pointer, topic, nil) else { return nil }
-            handles[topic] = handle
+            handles.add(topic, handle)
             return handle
         }
     }
