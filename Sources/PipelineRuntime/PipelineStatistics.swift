@@ -9,11 +9,12 @@ public final class PipelineStatistics: Sendable {
         /// Events read, by `template/platform` (`unknown` where the event did not say or could not be read).
         public var eventsIn: [String: Int] {
             var result: [String: Int] = [:]
-            for (key, count) in inputCounts { result[key.description, default: 0] += count }
+            for (key, tally) in inputs { result[key.description, default: 0] += tally.count }
             return result
         }
-        /// Events read, by template and platform (counted without building a key string per event).
-        var inputCounts: [InputKey: Int] = [:]
+        /// Events read and the first payload rendered, by template and platform: counted without building a key
+        /// string per event, and with one lookup of the key.
+        var inputs: [InputKey: InputTally] = [:]
         /// Terminal outcomes written, by analytics type (acknowledged by Kafka).
         public var outcomes: [AnalyticsEvent.Kind: Int] = [:]
         /// Expired messages by cause.
@@ -27,11 +28,9 @@ public final class PipelineStatistics: Sendable {
         /// The first payload rendered per `template/platform`.
         public var samplePayloads: [String: [UInt8]] {
             var result: [String: [UInt8]] = [:]
-            for (key, bytes) in payloadSamples { result[key.description] = bytes }
+            for (key, tally) in inputs { result[key.description] = tally.samplePayload }
             return result
         }
-        /// The first payload rendered, by template and platform.
-        var payloadSamples: [InputKey: [UInt8]] = [:]
         /// The first analytics event written per type.
         public var sampleAnalytics: [AnalyticsEvent.Kind: [UInt8]] = [:]
 
@@ -44,7 +43,15 @@ public final class PipelineStatistics: Sendable {
         public var latenciesMilliseconds: [Double] = []
 
         /// The total number of events read.
-        public var totalIn: Int { inputCounts.values.reduce(0, +) }
+        public var totalIn: Int { inputs.values.reduce(0) { $0 + $1.count } }
+    }
+
+    /// The events read of one template and platform.
+    struct InputTally: Sendable {
+        /// How many.
+        var count = 0
+        /// The first payload rendered.
+        var samplePayload: [UInt8]?
     }
 
     /// A template and platform, as read from an event.
@@ -77,9 +84,8 @@ public final class PipelineStatistics: Sendable {
     func recordInput(template: String?, platform: Platform?, payload: [UInt8]? = nil) {
         let key = InputKey(template: template, platform: platform)
         state.withLock { state in
-            state.inputCounts[key, default: 0] += 1
             if state.firstInputAt == nil { state.firstInputAt = Date() }
-            if let payload, state.payloadSamples[key] == nil { state.payloadSamples[key] = payload }
+            state.inputs[key, default: InputTally()].count(payload)
         }
     }
 
@@ -111,5 +117,13 @@ public final class PipelineStatistics: Sendable {
             if let cause { state.expiredByCause[cause, default: 0] += 1 }
             if state.sampleAnalytics[kind] == nil { state.sampleAnalytics[kind] = bytes }
         }
+    }
+}
+
+extension PipelineStatistics.InputTally {
+    /// Counts an event, keeping `payload` when it is the first rendered.
+    mutating func count(_ payload: [UInt8]?) {
+        count += 1
+        if samplePayload == nil, let payload { samplePayload = payload }
     }
 }
