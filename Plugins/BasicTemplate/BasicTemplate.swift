@@ -101,7 +101,8 @@ public struct BasicTemplate: TemplateRenderer {
         var written = 0
         for reader in readers {
             let label = reader.text(Fields.label, required: true)
-            let type = reader.choiceIndex(Fields.type, from: LinkType.wireValues, required: true).map { LinkType.allCases[$0] }
+            let type = reader.choiceIndex(Fields.type, from: LinkType.wireValues, required: true)
+                .map { LinkType.allCases[$0] }
             let needsURI = type == .webURL || type == .deepLink
             let uri = reader.text(Fields.uri, required: needsURI)
             // Texts read in place (`!= nil`, `if`): `guard let` or `??` would copy them (a reference count each).

@@ -485,7 +485,7 @@ func topicName(_ topic: OpaquePointer?, cache: inout SmallTable<OpaquePointer, S
     guard let topic else { return "" }
     if let name = cache[topic] { return name }
     let name = String(cString: rd_kafka_topic_name(topic))
-    cache.add(topic, name)
+    cache.add(name, for: topic)
     return name
 }
 

@@ -30,7 +30,7 @@ struct SmallTable<Key: Hashable, Value> {
     }
 
     /// Adds `value` for `key`, which the table does not have yet.
-    mutating func add(_ key: Key, _ value: Value) {
+    mutating func add(_ value: Value, for key: Key) {
         assert(self[key] == nil, "\(key) is in the table already")
         keys.append(key)
         values.append(value)

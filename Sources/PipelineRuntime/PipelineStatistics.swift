@@ -28,7 +28,9 @@ public final class PipelineStatistics: Sendable {
         /// The first payload rendered per `template/platform`.
         public var samplePayloads: [String: [UInt8]] {
             var result: [String: [UInt8]] = [:]
-            for (key, tally) in inputs { result[key.description] = tally.samplePayload }
+            for (key, tally) in inputs {
+                if let sample = tally.samplePayload { result[key.description] = sample }
+            }
             return result
         }
         /// The first analytics event written per type.
@@ -85,7 +87,7 @@ public final class PipelineStatistics: Sendable {
         let key = InputKey(template: template, platform: platform)
         state.withLock { state in
             if state.firstInputAt == nil { state.firstInputAt = Date() }
-            state.inputs[key, default: InputTally()].count(payload)
+            state.inputs[key, default: InputTally()].record(payload)
         }
     }
 
@@ -122,7 +124,7 @@ public final class PipelineStatistics: Sendable {
 
 extension PipelineStatistics.InputTally {
     /// Counts an event, keeping `payload` when it is the first rendered.
-    mutating func count(_ payload: [UInt8]?) {
+    mutating func record(_ payload: [UInt8]?) {
         count += 1
         if samplePayload == nil, let payload { samplePayload = payload }
     }

@@ -12,7 +12,7 @@ struct SmallTableTests {
         for index in 0..<count {
             let key = "topic.\(index)"
             #expect(table[key] == nil)
-            table.add(key, index * 10)
+            table.add(index * 10, for: key)
             dictionary[key] = index * 10
             // Every key added so far, looked up with a String of its own (not the instance the table holds).
             for earlier in 0...index {

@@ -65,8 +65,10 @@ struct FieldReaderChoiceAndColorTests {
 
     /// "é" as e + U+0301 in the event, "é" as U+00E9 in the choices: different bytes, equal `String`s.
     @Test func choicesEqualOnlyAsStringsMatchAsBefore() throws {
-        let (reader, diagnostics) = try reader("{\"k\":\"caf\u{65}\u{301}\"}")
-        #expect(reader.choice("k", from: ["caf\u{E9}"]) == "caf\u{E9}")
+        let (reader, diagnostics) = try reader("{\"k\":\"caf\u{65}\u{301}\",\"l\":\"caf\u{65}\u{301}\"}")
+        // The event's spelling, as a `String` equal to the choice.
+        #expect(reader.choice("k", from: ["caf\u{E9}"]).map { Array($0.utf8) } == Array("caf\u{65}\u{301}".utf8))
+        #expect(reader.choiceIndex("l", from: ["cafe", "caf\u{E9}"]) == 1)
         #expect(diagnostics.issues.isEmpty)
     }
 

@@ -61,6 +61,25 @@ struct SWARTests {
         }
     }
 
+    @Test("every byte value, at every position of a word, between fillers that borrow or carry, is flagged exactly")
+    func quoteAndBackslashBitsForEveryByte() {
+        for filler: UInt8 in [0x00, 0x01, 0x21, 0x23, 0x5B, 0x5D, 0x7F, 0x80, 0xFF] {
+            for value in UInt8.min...UInt8.max {
+                for position in 0..<8 {
+                    var bytes = [UInt8](repeating: filler, count: 8)
+                    bytes[position] = value
+                    let bits = SWAR.quoteAndBackslashBits(Self.word(bytes))
+                    let expected = bytes.enumerated().reduce(UInt64(0)) { bits, element in
+                        let isOne = element.element == UInt8(ascii: "\"") || element.element == UInt8(ascii: "\\")
+                        return bits | (isOne ? 0x80 << (8 * UInt64(element.offset)) : 0)
+                    }
+                    #expect(bits == expected, "\(bytes)")
+                    #expect(SWAR.hasControlCharacter(Self.word(bytes)) == bytes.contains { $0 < 0x20 }, "\(bytes)")
+                }
+            }
+        }
+    }
+
     @Test("JSON text written as a string gives the general escaper's bytes, with quotes, backslashes and controls anywhere")
     func jsonTextAsStringMatchesTheGeneralEscaper() {
         var rng = SeededGenerator(seed: 0x5A_4A15)

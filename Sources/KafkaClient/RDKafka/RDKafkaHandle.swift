@@ -106,7 +106,7 @@ final class RDKafkaHandle: @unchecked Sendable {
         topicHandles.withLock { handles in
             if let handle = handles[topic] { return handle }
             guard let handle = rd_kafka_topic_new(pointer, topic, nil) else { return nil }
-            handles.add(topic, handle)
+            handles.add(handle, for: topic)
             return handle
         }
     }

@@ -239,15 +239,15 @@ public struct JSONWriter: Sendable {
         while index < json.count {
             let byte = json[index]
             if byte < 0x20 { return write(stringUTF8: json) }
-            if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { escapes &+= 1 }
+            if Self.isQuoteOrBackslash(byte) { escapes &+= 1 }
             index &+= 1
         }
         bytes.append(addingCapacity: json.count &+ escapes &+ 2) { output in
             output.append(UInt8(ascii: "\""))
             // Byte by byte: runs between quotes are a few bytes, shorter than a copy's set-up.
-            for index in json.indices {
-                let byte = json[index]
-                if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { output.append(UInt8(ascii: "\\")) }
+            for position in json.indices {
+                let byte = json[position]
+                if Self.isQuoteOrBackslash(byte) { output.append(UInt8(ascii: "\\")) }
                 output.append(byte)
             }
             output.append(UInt8(ascii: "\""))
@@ -329,7 +329,13 @@ public struct JSONWriter: Sendable {
 
     /// Whether `byte` is written escaped: `"`, `\` and control characters.
     private static func needsEscape(_ byte: UInt8) -> Bool {
-        byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\")
+        byte < 0x20 || isQuoteOrBackslash(byte)
+    }
+
+    /// Whether `byte` is `"` or `\`.
+    @inline(__always)
+    private static func isQuoteOrBackslash(_ byte: UInt8) -> Bool {
+        byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\")
     }
 
     /// Appends `text` as is: for fixed, already valid JSON fragments such as `{"message":`.

@@ -25,8 +25,8 @@ enum SWAR {
         return stops & highBits
     }
 
-    /// The high bit of each byte of `word` that is a `"` or `\`, and of no other: exact for every byte (no borrow
-    /// crosses a byte), so its `nonzeroBitCount` is how many there are.
+    /// The high bit of each byte of `word` that is a `"` or `\`, and of no other: exact for every byte (no carry
+    /// crosses a byte, see ``zeroBytes(_:)``), so its `nonzeroBitCount` is how many there are.
     @inline(__always)
     static func quoteAndBackslashBits(_ word: UInt64) -> UInt64 {
         zeroBytes(word ^ (ones &* 0x22)) | zeroBytes(word ^ (ones &* 0x5C))

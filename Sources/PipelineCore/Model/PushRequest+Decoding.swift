@@ -146,8 +146,10 @@ extension PushRequest {
         static let shared = EnvelopeFields()
     }
 
-    /// The wire values of ``Platform`` and ``DeliveryPriority``, in the order of their `allCases`.
+    /// The wire values of ``Platform``, in the order of its `allCases`
+    /// (for ``FieldReader/choiceIndex(_:from:required:unknown:)-(FieldName,_,_,_)``).
     private static let platformNames = Platform.allCases.map(\.rawValue)
+    /// The wire values of ``DeliveryPriority``, in the order of its `allCases`.
     private static let priorityNames = DeliveryPriority.allCases.map(\.rawValue)
 
     private static func decodeOptions(_ reader: FieldReader?) -> DeliveryOptions {

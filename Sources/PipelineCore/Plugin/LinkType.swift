@@ -12,7 +12,7 @@ public enum LinkType: String, Sendable, Hashable, CaseIterable {
     /// Open the app.
     case openApp = "OPENAPP"
 
-    /// All wire values, in the order of `allCases`: for ``FieldReader/choice(_:from:required:)`` and
-    /// ``FieldReader/choiceIndex(_:from:required:unknown:)``.
+    /// All wire values, in the order of `allCases`: for ``FieldReader/choice(_:from:required:)-(FieldName,_,_)`` and
+    /// ``FieldReader/choiceIndex(_:from:required:unknown:)-(FieldName,_,_,_)``.
     public static let wireValues = allCases.map(\.rawValue)
 }

@@ -183,7 +183,8 @@ public struct StandardFields: Sendable {
         if features.contains(.image) { texts.image = content.documentText(fields.image) }
         if let linkReader = content.object(fields.link) {
             texts.linkURI = linkReader.documentText(fields.uri, required: true)
-            let type = linkReader.choiceIndex(fields.type, from: LinkType.wireValues, required: platform == .fcm && texts.linkURI != nil)
+            let isTypeRequired = platform == .fcm && texts.linkURI != nil
+            let type = linkReader.choiceIndex(fields.type, from: LinkType.wireValues, required: isTypeRequired)
             if texts.linkURI != nil { linkType = type.map { LinkType.allCases[$0] } }
         }
         texts.sound = content.documentText(fields.sound)

@@ -250,27 +250,64 @@ public struct FieldReader {
     /// ``choice(_:from:required:)-(String,_,_)`` by a prepared name (``FieldName``): the same result, without
     /// finding the name's bytes and tag again.
     public func choice(_ key: FieldName, from allowed: [String], required: Bool = false) -> String? {
-        choiceIndex(key, from: allowed, required: required).map { allowed[$0] }
+        // The event's text when it matched only as a `String` (another spelling of the same text).
+        choiceMatch(key, from: allowed, required: required, unknown: nil).map { $0.text ?? allowed[$0.index] }
     }
 
-    /// ``choice(_:from:required:)-(FieldName,_,_)`` as the index of the choice in `allowed`: for choices that stand
-    /// for the cases of an enumeration, in the order of its `allCases` (`allCases[index]`, no `String` compared
-    /// again). `unknown` words the issue about a value that is none of them (`text`); by default it is the one
-    /// ``choice(_:from:required:)-(FieldName,_,_)`` records.
+    /// ``choice(_:from:required:)-(String,_,_)`` as the position of the choice in `allowed`: for choices that stand
+    /// for the cases of an enumeration, so that the case is taken by its index instead of matching a `String` again.
     ///
     /// ```swift
     /// let type = reader.choiceIndex(Fields.type, from: LinkType.wireValues).map { LinkType.allCases[$0] }
     /// ```
-    public func choiceIndex(_ key: FieldName, from allowed: [String], required: Bool = false, unknown: ((_ text: String) -> String)? = nil) -> Int? {
+    ///
+    /// - Parameters:
+    ///   - key: the field.
+    ///   - allowed: the choices; for an enumeration, its raw values in the order of its `allCases` (as
+    ///     ``LinkType/wireValues``), or the index picks another case.
+    ///   - required: whether a missing field is an issue.
+    ///   - unknown: the issue's wording for a value that is none of the choices (`text`); by default the one
+    ///     ``choice(_:from:required:)-(String,_,_)`` records.
+    /// - Returns: the index in `allowed` of the field's value; `nil` (with an issue when it is one) otherwise.
+    public func choiceIndex(
+        _ key: String,
+        from allowed: [String],
+        required: Bool = false,
+        unknown: ((_ text: String) -> String)? = nil
+    ) -> Int? {
+        choiceIndex(FieldName(lookingUp: key), from: allowed, required: required, unknown: unknown)
+    }
+
+    /// ``choiceIndex(_:from:required:unknown:)-(String,_,_,_)`` by a prepared name (``FieldName``).
+    public func choiceIndex(
+        _ key: FieldName,
+        from allowed: [String],
+        required: Bool = false,
+        unknown: ((_ text: String) -> String)? = nil
+    ) -> Int? {
+        choiceMatch(key, from: allowed, required: required, unknown: unknown)?.index
+    }
+
+    /// The choice the string field `key` holds: its index in `allowed`, and the event's text when it was compared as a
+    /// `String` (escaped in the event, or equal only as a `String`).
+    private func choiceMatch(
+        _ key: FieldName,
+        from allowed: [String],
+        required: Bool,
+        unknown: ((_ text: String) -> String)?
+    ) -> (index: Int, text: String?)? {
         guard let value = stringNode(key, required: required) else { return nil }
         // Compared in the event's bytes first: a value written as one of the choices needs no `String` of its own.
-        if let index = allowed.firstIndex(where: { document.hasUnescapedBytes(ofStringAt: value, equalTo: $0) }) { return index }
+        if let index = allowed.firstIndex(where: { document.hasUnescapedBytes(ofStringAt: value, equalTo: $0) }) {
+            return (index, nil)
+        }
         let text = document.string(at: value)
         guard let index = allowed.firstIndex(of: text) else {
-            addIssue(.invalidField, key.name, unknown?(text) ?? "must be one of \(allowed.joined(separator: ", ")), found '\(text)'")
+            let message = unknown?(text) ?? "must be one of \(allowed.joined(separator: ", ")), found '\(text)'"
+            addIssue(.invalidField, key.name, message)
             return nil
         }
-        return index
+        return (index, text)
     }
 
     /// A colour: six hex digits, optionally after a `#`. Returns the six digits without `#`

@@ -19,6 +19,8 @@ public struct TemplateRegistry: Sendable {
     /// than hashing the name twice.
     private var names: [String] = []
     private var renderersByName: [any TemplateRenderer] = []
+    /// Up to this many names are compared one by one.
+    private static let namesComparedOneByOne = 16
 
     /// The payload size limit in bytes (APNs payload; FCM encoded `data` object). Default 4096.
     public var maximumPayloadSize = 4096
@@ -38,8 +40,13 @@ public struct TemplateRegistry: Sendable {
         renderersByID[id] = renderer
         idsByName[id] = id
         for alias in renderer.aliases { idsByName[alias] = id }
-        names = Array(idsByName.keys)
-        renderersByName = names.compactMap { idsByName[$0].flatMap { renderersByID[$0] } }
+        names = []
+        renderersByName = []
+        for (name, id) in idsByName {
+            guard let renderer = renderersByID[id] else { continue }
+            names.append(name)
+            renderersByName.append(renderer)
+        }
     }
 
     /// A copy with `renderer` registered.
@@ -59,7 +66,7 @@ public struct TemplateRegistry: Sendable {
     /// - Throws: ``PipelineError`` with code ``PipelineError/Code/unknownTemplate`` naming the
     ///   template and the known ones.
     public func renderer(named name: String) throws(PipelineError) -> any TemplateRenderer {
-        if names.count <= 16 {
+        if names.count <= Self.namesComparedOneByOne {
             if let index = names.firstIndex(of: name) { return renderersByName[index] }
         } else if let id = idsByName[name], let renderer = renderersByID[id] {
             return renderer
