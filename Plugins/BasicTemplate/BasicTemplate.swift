@@ -19,6 +19,13 @@ public struct BasicTemplate: TemplateRenderer {
         static let adbRemTs = PayloadObject.MemberName("adb_rem_ts")
     }
 
+    /// The names of a button's members in `adb_act`, prepared once.
+    private enum ButtonKeys {
+        static let label = JSONWriter.Key("label")
+        static let type = JSONWriter.Key("type")
+        static let uri = JSONWriter.Key("uri")
+    }
+
     /// The names of the content fields read, prepared once.
     private enum Fields {
         static let at = FieldName("at")
@@ -109,9 +116,9 @@ public struct BasicTemplate: TemplateRenderer {
             guard label != nil, let type else { continue }
             buttons.nextElement()
             buttons.beginObject()
-            buttons.member("label", text: label)
-            if uri != nil { buttons.member("uri", text: uri) } else { buttons.member("uri", "") }
-            buttons.member("type", type.rawValue)
+            buttons.member(ButtonKeys.label, text: label)
+            if uri != nil { buttons.member(ButtonKeys.uri, text: uri) } else { buttons.member(ButtonKeys.uri, "") }
+            buttons.member(ButtonKeys.type, type.rawValue)
             buttons.endObject()
             written += 1
         }

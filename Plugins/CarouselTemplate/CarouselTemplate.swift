@@ -13,7 +13,15 @@ public struct CarouselTemplate: TemplateRenderer {
     /// The wire value of `adb_template_type`.
     public static let wireType = "car"
     /// Allowed item counts per platform.
-    public static let itemCounts: [Platform: ClosedRange<Int>] = [.fcm: 3...5, .apns: 2...5]
+    public static let itemCounts = Dictionary(uniqueKeysWithValues: Platform.allCases.map { ($0, itemCount(on: $0)) })
+
+    /// The allowed item count on `platform` (a switch: rendering does not hash the platform for it).
+    public static func itemCount(on platform: Platform) -> ClosedRange<Int> {
+        switch platform {
+        case .fcm: 3...5
+        case .apns: 2...5
+        }
+    }
     static let features: StandardFields.Features = []
 
     /// The names of this template's own members, prepared once.
@@ -21,6 +29,13 @@ public struct CarouselTemplate: TemplateRenderer {
         static let adbCarMode = PayloadObject.MemberName("adb_car_mode")
         static let adbCarLayout = PayloadObject.MemberName("adb_car_layout")
         static let adbItems = PayloadObject.MemberName("adb_items")
+    }
+
+    /// The names of an item's members in `adb_items`, prepared once.
+    private enum ItemKeys {
+        static let img = JSONWriter.Key("img")
+        static let txt = JSONWriter.Key("txt")
+        static let uri = JSONWriter.Key("uri")
     }
 
     /// The names of the content fields read, prepared once.
@@ -91,7 +106,8 @@ public struct CarouselTemplate: TemplateRenderer {
             return items
         }
         let count = content.elementCount(Fields.items) ?? readers.count
-        if let range = Self.itemCounts[platform], !range.contains(count) {
+        let range = Self.itemCount(on: platform)
+        if !range.contains(count) {
             content.addIssue(.invalidField, "items", "must have \(range.lowerBound) to \(range.upperBound) items on \(platform), found \(count)")
         }
         for reader in readers {
@@ -103,9 +119,9 @@ public struct CarouselTemplate: TemplateRenderer {
             guard image != nil else { continue }
             items.nextElement()
             items.beginObject()
-            items.member("img", text: image)
-            items.member("txt", text: text)
-            if uri != nil { items.member("uri", text: uri) } else { items.member("uri", text: defaultURI) }
+            items.member(ItemKeys.img, text: image)
+            items.member(ItemKeys.txt, text: text)
+            if uri != nil { items.member(ItemKeys.uri, text: uri) } else { items.member(ItemKeys.uri, text: defaultURI) }
             items.endObject()
         }
         items.endArray()

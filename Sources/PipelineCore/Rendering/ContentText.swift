@@ -116,6 +116,14 @@ extension JSONWriter {
         self.key(key)
         value?.write(to: &self)
     }
+
+    /// ``member(_:text:)-(String,_)`` with a prepared name (``JSONWriter/Key``): for the members a template writes
+    /// for every item or button, whose names are fixed.
+    public mutating func member(_ key: Key, text value: ContentText?) {
+        guard value != nil else { return }
+        self.key(key)
+        value?.write(to: &self)
+    }
 }
 
 /// Text as ``FieldReader/documentText(_:required:personalize:)`` reads it, for a holder that keeps the document and
