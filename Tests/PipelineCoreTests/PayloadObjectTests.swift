@@ -73,6 +73,7 @@ struct PayloadObjectTests {
             #expect(payload == PayloadObject(tree))
             for key in Self.keys {
                 #expect(payload.contains(key) == tree.contains(key), "\(key.debugDescription)")
+                #expect(payload.contains(PayloadObject.MemberName(key)) == tree.contains(key), "\(key.debugDescription)")
                 #expect(payload[key] == tree[key], "\(key.debugDescription)")
             }
             #expect(payload.firstNonStringKey == tree.first { $0.1.stringValue == nil }?.0)

@@ -60,6 +60,13 @@ public struct FCMMessage: Sendable, Equatable {
         return writer.bytes.count
     }
 
+    /// The `android` block's member names, prepared once.
+    private enum AndroidKeys {
+        static let collapseKey = JSONWriter.Key("collapse_key")
+        static let priority = JSONWriter.Key("priority")
+        static let ttl = JSONWriter.Key("ttl")
+    }
+
     /// Writes a request body: the envelope with the token and the `android` options, the `data` object written by
     /// `writeData`. Returns the size of the `data` object. The one writer of the FCM wire format: ``encoded()`` and
     /// the registry (which writes `data` from a template's ``PayloadObject``) both go through it.
@@ -77,9 +84,15 @@ public struct FCMMessage: Sendable, Equatable {
         if collapseKey != nil || priority != nil || ttlSeconds != nil {
             writer.writeRaw(#","android":"#)
             writer.beginObject()
-            writer.member("collapse_key", collapseKey)
-            writer.member("priority", priority?.rawValue)
-            writer.member("ttl", ttlSeconds.map { "\($0)s" })
+            writer.member(AndroidKeys.collapseKey, collapseKey)
+            writer.member(AndroidKeys.priority, priority?.rawValue)
+            if let ttlSeconds {
+                // `"3600s"`, written in place (no `String` interpolated for it).
+                writer.key(AndroidKeys.ttl)
+                writer.writeRaw(byte: UInt8(ascii: "\""))
+                writer.write(.int(Int(ttlSeconds)))
+                writer.writeRaw(#"s""#)
+            }
             writer.endObject()
         }
         writer.writeRaw(#","data":"#)

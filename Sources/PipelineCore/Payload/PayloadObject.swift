@@ -211,6 +211,13 @@ public struct PayloadObject: Sendable, Equatable {
         append(name.text, tag: name.tag, name: name, isString: true) { $0.write(string: value) }
     }
 
+    /// ``appendNew(_:_:)-(_,String?)`` for a number.
+    mutating func appendNew(_ name: MemberName, _ value: Int?) {
+        assert(!contains(name.text), "appendNew(\(name.text)) on an object that has it")
+        guard let value else { return }
+        append(name.text, tag: name.tag, name: name, isString: false) { $0.write(.int(value)) }
+    }
+
     /// ``appendNew(_:_:)-(_,String?)`` for text (see ``ContentText``).
     mutating func appendNew(_ name: MemberName, _ value: ContentText?) {
         assert(!contains(name.text), "appendNew(\(name.text)) on an object that has it")
@@ -313,6 +320,11 @@ public struct PayloadObject: Sendable, Equatable {
     /// The position of `key` (tagged `tag`) among the members.
     private func index(of key: String, tag: Int) -> Int? {
         index(tag: tag, utf8: key.utf8.span) { key }
+    }
+
+    /// Whether the object has the member `name` (prepared: its bytes and tag are not found again).
+    func contains(_ name: MemberName) -> Bool {
+        index(tag: name.tag, utf8: name.key.name.utf8.span) { name.key.name } != nil
     }
 
     /// Whether the object has a member whose key is the plain ASCII text `key` (its bytes): for keys read from an

@@ -299,12 +299,12 @@ public struct StandardFields: Sendable {
             + (texts.body?.utf8Count(in: source) ?? 0)
         var aps = PayloadObject(reservingBytes: textBytes + 192, members: 4)
         aps.appendNew(keys.alert) { alert in
-            alert.member("title", text: texts.title, from: source)
-            alert.member("subtitle", text: texts.subtitle, from: source)
-            alert.member("body", text: texts.body, from: source)
+            alert.member(keys.alertTitle, text: texts.title, from: source)
+            alert.member(keys.alertSubtitle, text: texts.subtitle, from: source)
+            alert.member(keys.alertBody, text: texts.body, from: source)
         }
         aps.appendNew(keys.sound, texts.sound, from: source)
-        aps.set("badge", badge)
+        aps.appendNew(keys.badge, badge)
         aps.appendNew(keys.threadId, texts.threadId, from: source)
         return aps
     }
@@ -356,6 +356,10 @@ public struct StandardFields: Sendable {
         let adbUri = PayloadObject.MemberName("adb_uri")
         let adbVersion = PayloadObject.MemberName("adb_version")
         let alert = PayloadObject.MemberName("alert")
+        let alertBody = JSONWriter.Key("body")
+        let alertSubtitle = JSONWriter.Key("subtitle")
+        let alertTitle = JSONWriter.Key("title")
+        let badge = PayloadObject.MemberName("badge")
         let sound = PayloadObject.MemberName("sound")
         let threadId = PayloadObject.MemberName("thread-id")
 

@@ -210,4 +210,11 @@ extension JSONWriter {
         self.key(key)
         value?.write(to: &self, from: source)
     }
+
+    /// ``member(_:text:from:)-(String,_,_)`` with a prepared name.
+    mutating func member(_ key: Key, text value: DocumentText?, from source: TextSource) {
+        guard value != nil else { return }  // `value?.` reads the text in place (see `member(_:text:)`)
+        self.key(key)
+        value?.write(to: &self, from: source)
+    }
 }

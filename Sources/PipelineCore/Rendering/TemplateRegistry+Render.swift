@@ -85,6 +85,11 @@ extension TemplateRegistry {
     /// The path of the content object, built once.
     private static let contentPath = FieldPath("content")
 
+    /// The APNs members the registry owns, prepared once: looked for in every APNs payload a template renders.
+    private static let apsName = PayloadObject.MemberName("aps")
+    private static let categoryName = PayloadObject.MemberName("category")
+    private static let mutableContentName = PayloadObject.MemberName("mutable-content")
+
     /// Completes the template's part into the wire payload, written straight into its bytes: the token, the
     /// delivery options (FCM `android` block, APNs headers) and the event's `custom` keys where the template set no
     /// such key, and on APNs `aps.category` and `aps.mutable-content`. Also returns the size the platform's limit
@@ -121,7 +126,7 @@ extension TemplateRegistry {
             }
             var writer = JSONWriter(reservingCapacity: aps.bytes.count + fields.bytes.count + 384)
             writer.writeRaw(#"{"aps":"#)
-            if aps.contains("category") || aps.contains("mutable-content") {
+            if aps.contains(Self.categoryName) || aps.contains(Self.mutableContentName) {
                 // Set again in place, where the template put them.
                 var aps = aps
                 aps.set("category", "AEPNotification")
@@ -133,7 +138,7 @@ extension TemplateRegistry {
                 writer.writeRaw(aps.isEmpty ? #""category":"AEPNotification","mutable-content":1}"# : #","category":"AEPNotification","mutable-content":1}"#)
             }
             // `aps` is the registry's: a template's own top-level `aps` member is left out.
-            let fields = fields.contains("aps") ? fields.removing("aps") : fields
+            let fields = fields.contains(Self.apsName) ? fields.removing("aps") : fields
             if !fields.isEmpty {
                 writer.writeRaw(byte: UInt8(ascii: ","))
                 writer.append(bytes: fields.bytes)
