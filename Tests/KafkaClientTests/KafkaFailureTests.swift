@@ -22,7 +22,8 @@ struct KafkaFailureTests {
             #expect(error?.code == .deliveryFailed)
             #expect(error?.librdkafkaName == "_MSG_TIMED_OUT")
             #expect(error?.topic == "doomed")
-            #expect(elapsed < .seconds(15), "bounded by message.timeout.ms, took \(elapsed)")
+            // Generous: alone this takes ~4 s; the parallel test run on two cores once made it 15.5 s. A hang never ends.
+            #expect(elapsed < .seconds(60), "bounded by message.timeout.ms, took \(elapsed)")
             await producer.close(timeout: .seconds(1))
         }
     }
