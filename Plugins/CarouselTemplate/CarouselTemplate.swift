@@ -121,7 +121,11 @@ public struct CarouselTemplate: TemplateRenderer {
             items.beginObject()
             items.member(ItemKeys.img, text: image)
             items.member(ItemKeys.txt, text: text)
-            if uri != nil { items.member(ItemKeys.uri, text: uri) } else { items.member(ItemKeys.uri, text: defaultURI) }
+            if uri != nil {
+                items.member(ItemKeys.uri, text: uri)
+            } else {
+                items.member(ItemKeys.uri, text: defaultURI)
+            }
             items.endObject()
         }
         items.endArray()
