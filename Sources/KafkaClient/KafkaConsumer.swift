@@ -617,8 +617,7 @@ extension KafkaConsumer {
     ) -> KafkaError? {
         let err = message.pointee.err
         if err == RD_KAFKA_RESP_ERR__PARTITION_EOF { return nil }
-        var topicCache = SmallTable<OpaquePointer, String>()
-        let topic = message.pointee.rkt.map { topicName($0, cache: &topicCache) }
+        let topic = message.pointee.rkt.map { String(cString: rd_kafka_topic_name($0)) }
         let text = message.pointee.payload.map {
             String(decoding: UnsafeRawBufferPointer(start: $0, count: message.pointee.len), as: UTF8.self)
         }

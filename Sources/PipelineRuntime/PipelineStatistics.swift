@@ -54,6 +54,12 @@ public final class PipelineStatistics: Sendable {
         var count = 0
         /// The first payload rendered.
         var samplePayload: [UInt8]?
+
+        /// Counts an event, keeping `payload` when it is the first rendered.
+        mutating func record(_ payload: [UInt8]?) {
+            count += 1
+            if samplePayload == nil, let payload { samplePayload = payload }
+        }
     }
 
     /// A template and platform, as read from an event.
@@ -119,13 +125,5 @@ public final class PipelineStatistics: Sendable {
             if let cause { state.expiredByCause[cause, default: 0] += 1 }
             if state.sampleAnalytics[kind] == nil { state.sampleAnalytics[kind] = bytes }
         }
-    }
-}
-
-extension PipelineStatistics.InputTally {
-    /// Counts an event, keeping `payload` when it is the first rendered.
-    mutating func record(_ payload: [UInt8]?) {
-        count += 1
-        if samplePayload == nil, let payload { samplePayload = payload }
     }
 }

@@ -204,14 +204,7 @@ struct TextSource: Sendable {
 }
 
 extension JSONWriter {
-    /// ``member(_:text:)`` for ``DocumentText`` of `source`.
-    mutating func member(_ key: String, text value: DocumentText?, from source: TextSource) {
-        guard value != nil else { return }  // `value?.` reads the text in place (see `member(_:text:)`)
-        self.key(key)
-        value?.write(to: &self, from: source)
-    }
-
-    /// ``member(_:text:from:)-(String,_,_)`` with a prepared name.
+    /// ``member(_:text:)-(Key,_)`` for ``DocumentText`` of `source`.
     mutating func member(_ key: Key, text value: DocumentText?, from source: TextSource) {
         guard value != nil else { return }  // `value?.` reads the text in place (see `member(_:text:)`)
         self.key(key)

@@ -394,17 +394,21 @@ public struct FieldReader {
     /// ``stringMap(_:required:)`` as an event's `custom` keeps it: the object stays in its document (its values checked
     /// to be strings, nothing built).
     func stringMembers(_ key: FieldName) -> CustomMembers? {
-        guard let value = lookup(key) else { return nil }
-        guard document.kind(at: value) == .object else { return typeMismatch(key, "an object of strings", value) }
-        return hasOnlyStrings(key, inObjectAt: value) ? .document(document, node: value) : nil
+        stringObjectNode(key).map { .document(document, node: $0) }
     }
 
     /// ``stringMap(_:required:)`` as recipient attributes: the object stays in its document (its values checked to
     /// be strings, nothing built).
     func attributeSource(_ key: FieldName) -> AttributeSource? {
+        stringObjectNode(key).map { .document(document, node: $0) }
+    }
+
+    /// The node of the object `key`, when it is present and all its values are strings; `nil` otherwise (with an issue
+    /// when it is there but not such an object).
+    private func stringObjectNode(_ key: FieldName) -> Int? {
         guard let value = lookup(key) else { return nil }
         guard document.kind(at: value) == .object else { return typeMismatch(key, "an object of strings", value) }
-        return hasOnlyStrings(key, inObjectAt: value) ? .document(document, node: value) : nil
+        return hasOnlyStrings(key, inObjectAt: value) ? value : nil
     }
 
     /// Whether every value of the object at `index` (member `key` of this object) is a string; an issue for each

@@ -84,11 +84,10 @@ final class RenderDiagnostics {
         self.rootPath = path
         self.personalizer = personalizer
         self.personalizes = personalizer != nil
-        let nodeCount = document.nodes.count
-        self.marksAfter512 = nodeCount > 512 ? Array(repeating: 0, count: (nodeCount - 512 + 63) / 64) : []
-        self.hasMarksAfter512 = nodeCount > 512
-        placesBelow16[0] = Place(node: Int32(truncatingIfNeeded: node), parent: -1, keyNode: -1, index: -1)
-        placeCount = 1
+        self.marksAfter512 = []
+        self.hasMarksAfter512 = false
+        // Set up as every later use is, by the one function that does it.
+        reset(document: document, node: node, path: path, personalizer: personalizer)
     }
 
     /// Records `issue`.
