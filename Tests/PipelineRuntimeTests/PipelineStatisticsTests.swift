@@ -19,6 +19,21 @@ struct PipelineStatisticsTests {
         #expect(snapshot.firstInputAt != nil)
     }
 
+    /// An event whose template could not be read and one of a template registered as `unknown` share a description:
+    /// the sample of the one that has a payload is kept, whichever of the two the table lists first. Tables of many
+    /// sizes (other templates counted first), so that both orders come up.
+    @Test("a sample is kept when another key of the same description has none")
+    func samplesSurviveASharedDescription() {
+        for others in 0..<64 {
+            let statistics = PipelineStatistics()
+            for index in 0..<others { statistics.recordInput(template: "t\(index)", platform: .apns) }
+            statistics.recordInput(template: nil, platform: .fcm)
+            statistics.recordInput(template: "unknown", platform: .fcm, payload: [7])
+            #expect(statistics.snapshot.samplePayloads == ["unknown/fcm": [7]], "\(others) other templates")
+            #expect(statistics.snapshot.eventsIn["unknown/fcm"] == 2)
+        }
+    }
+
     @Test("events naming templates no plugin has are counted under one 'unknown' template, however many names")
     func madeUpTemplatesShareOneCount() async throws {
         try await withPipelineCluster(partitions: 2) { kafka, configuration in
