@@ -104,3 +104,37 @@ struct NestedTemplate: TemplateRenderer {
         return .fcm(data: data)
     }
 }
+
+/// A plugin that reads the objects of `list[]` (required), each element's `known` and `inner.known`, through
+/// ``FieldReader/objects(_:required:)-(String,_)`` (readers made up front) or, `streamed`, through
+/// ``FieldReader/objectElements(_:required:)-(String,_)`` (each made as the loop reaches it, after the objects read
+/// below the one before). It writes the element count it was given and the number of object elements it read.
+struct ListTemplate: TemplateRenderer {
+    let streamed: Bool
+    var templateID: String { "list" }
+
+    func render(_ input: RenderInput) throws(PipelineError) -> TemplatePayload {
+        let content = input.content
+        var read = 0
+        var count: Int?
+        if streamed {
+            if let elements = content.objectElements("list", required: true) {
+                count = elements.count
+                for item in elements { readElement(item, &read) }
+            }
+        } else if let readers = content.objects("list", required: true) {
+            count = content.elementCount("list")
+            for item in readers { readElement(item, &read) }
+        }
+        var data: PayloadObject = ["adb_template_type": "list"]
+        data.set("count", count.map(String.init))
+        data.set("read", String(read))
+        return .fcm(data: data)
+    }
+
+    private func readElement(_ item: FieldReader, _ read: inout Int) {
+        _ = item.string("known")
+        _ = item.object("inner")?.string("known")
+        read += 1
+    }
+}

@@ -358,23 +358,86 @@ public struct FieldReader {
     /// ``objects(_:required:)-(String,_)`` by a prepared name (``FieldName``): the same result, without
     /// finding the name's bytes and tag again.
     public func objects(_ key: FieldName, required: Bool = false) -> [FieldReader]? {
+        guard let elements = objectElements(key, required: required) else { return nil }
+        var readers: [FieldReader] = []
+        readers.reserveCapacity(elements.count)
+        readers.append(contentsOf: elements)
+        return readers
+    }
+
+    /// ``objectElements(_:required:)-(FieldName,_)`` by the key's text.
+    public func objectElements(_ key: String, required: Bool = false) -> ObjectElements? {
+        objectElements(FieldName(lookingUp: key), required: required)
+    }
+
+    /// An array of objects, as a sequence of readers for its object elements, made one by one as it is iterated (no
+    /// array of readers is built). Everything else is as ``objects(_:required:)-(FieldName,_)``: the non-object
+    /// elements are issues, recorded here, before any element is read.
+    ///
+    /// ```swift
+    /// guard let items = content.objectElements(Fields.items, required: true) else { return }
+    /// if items.count > 5 { content.addIssue(.invalidField, "items", "at most 5 items, found \(items.count)") }
+    /// for item in items { writeItem(item) }
+    /// ```
+    public func objectElements(_ key: FieldName, required: Bool = false) -> ObjectElements? {
         guard let array = fetch(key, required: required) else { return nil }
         guard document.kind(at: array) == .array else { return typeMismatch(key, "an array", array) }
         let count = document.count(at: array)
-        var readers: [FieldReader] = []
-        readers.reserveCapacity(count)
         var element = array + 1
         for index in 0..<count {
-            if document.kind(at: element) == .object {
-                readers.append(child(node: element, keyNode: array &- 1, index: index))
-            } else {
+            if document.kind(at: element) != .object {
                 diagnostics.record(
                     .init(.invalidField, at: path.appending(key.name).appending(index: index), "expected an object, found \(document.value(at: element).typeDescription)")
                 )
             }
             element = document.next(after: element)
         }
-        return readers
+        return ObjectElements(parent: self, array: array, count: count)
+    }
+
+    /// The object elements of an array field (``objectElements(_:required:)``): a reader for each, made as it is
+    /// reached.
+    public struct ObjectElements: Sequence {
+        /// The reader of the object holding the array.
+        fileprivate let parent: FieldReader
+        /// The array's node.
+        fileprivate let array: Int
+        /// The number of elements, objects or not (``FieldReader/elementCount(_:)-(FieldName)``).
+        public let count: Int
+
+        public func makeIterator() -> Iterator {
+            Iterator(parent: parent, array: array, count: count)
+        }
+
+        /// Makes the readers of the object elements, in order, skipping the others.
+        public struct Iterator: IteratorProtocol {
+            fileprivate let parent: FieldReader
+            fileprivate let array: Int
+            fileprivate let count: Int
+            /// The next element's index and node.
+            private var index = 0
+            private var element: Int
+
+            fileprivate init(parent: FieldReader, array: Int, count: Int) {
+                self.parent = parent
+                self.array = array
+                self.count = count
+                self.element = array + 1
+            }
+
+            public mutating func next() -> FieldReader? {
+                while index < count {
+                    let node = element
+                    let position = index
+                    element = parent.document.next(after: node)
+                    index += 1
+                    if parent.document.kind(at: node) == .object {
+                        return parent.child(node: node, keyNode: array &- 1, index: position)
+                    }
+                }
+                return nil
+            }
+        }
     }
 
     /// An object whose values must all be strings (a string map), in order. Not personalized.
@@ -500,7 +563,7 @@ public struct FieldReader {
     }
 
     /// A reader of the object at `node`, read at the key whose node is `keyNode` (at `index` of its array, or -1).
-    private func child(node: Int, keyNode: Int, index: Int = -1) -> FieldReader {
+    fileprivate func child(node: Int, keyNode: Int, index: Int = -1) -> FieldReader {
         FieldReader(diagnostics: diagnostics, document: document, node: node, place: diagnostics.addPlace(node: node, parent: place, keyNode: keyNode, index: index))
     }
 }
