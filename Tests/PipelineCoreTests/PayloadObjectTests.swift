@@ -28,7 +28,7 @@ struct PayloadObjectTests {
             var tree = JSONObject()
             for _ in 0..<Int.random(in: 0...10, using: &rng) {
                 let key = Self.keys.randomElement(using: &rng) ?? "x"
-                switch Int.random(in: 0...4, using: &rng) {
+                switch Int.random(in: 0...5, using: &rng) {
                 case 0:
                     let text = Bool.random(using: &rng) ? JSONFuzzTests.randomString(&rng) : nil
                     if Bool.random(using: &rng) {
@@ -58,6 +58,22 @@ struct PayloadObjectTests {
                     case (true, true): payload.set(PayloadObject.MemberName(key), jsonText: json)
                     }
                     tree[key] = asText ? .string(value.jsonString) : value
+                case 4:
+                    // Written straight into the payload, as JSON or as a string holding its text; or declined
+                    // after writing, which leaves the object as it was.
+                    let value = Self.randomValue(&rng)
+                    let asText = Bool.random(using: &rng)
+                    let keep = Int.random(in: 0...3, using: &rng) > 0
+                    let write: (inout JSONWriter) -> Bool = { writer in
+                        writer.write(value)
+                        return keep
+                    }
+                    if asText {
+                        payload.set(PayloadObject.MemberName(key), jsonTextWrittenBy: write)
+                    } else {
+                        payload.set(PayloadObject.MemberName(key), jsonWrittenBy: write)
+                    }
+                    if keep { tree[key] = asText ? .string(value.jsonString) : value }
                 default:
                     var inner = PayloadObject()
                     inner.set("t", JSONFuzzTests.randomString(&rng))
@@ -95,5 +111,41 @@ struct PayloadObjectTests {
         #expect(data.firstNonStringKey == "d")
         data.set("d", "now a string")
         #expect(data.firstNonStringKey == nil)
+    }
+
+    /// A nested value written in place into a payload that already has members, then the members after it: the
+    /// in-place string and the declined member leave the others where they belong.
+    @Test func writesNestedValuesInPlaceBetweenOtherMembers() {
+        var data = PayloadObject()
+        data.set("a", "1")
+        data.set(PayloadObject.MemberName("items"), jsonTextWrittenBy: { writer in
+            writer.beginArray()
+            writer.nextElement()
+            writer.beginObject()
+            writer.member("t", "say \"hi\"\n")
+            writer.endObject()
+            writer.endArray()
+            return true
+        })
+        data.set(PayloadObject.MemberName("gone"), jsonWrittenBy: { writer in
+            writer.write(.array([.int(1)]))
+            return false
+        })
+        data.set(PayloadObject.MemberName("list"), jsonWrittenBy: { writer in
+            writer.write(.array([.string("x")]))
+            return true
+        })
+        data.set("b", 2)
+        #expect(String(decoding: data.bytes, as: UTF8.self) == #""a":"1","items":"[{\"t\":\"say \\\"hi\\\"\\n\"}]","list":["x"],"b":2"#)
+        #expect(data["items"] == .string(#"[{"t":"say \"hi\"\n"}]"#))
+        #expect(data["list"] == .array([.string("x")]))
+        #expect(data.contains("gone") == false)
+        #expect(data.firstNonStringKey == "list")
+        // Set again: written aside and put in its place.
+        data.set(PayloadObject.MemberName("items"), jsonTextWrittenBy: { writer in
+            writer.write(.int(7))
+            return true
+        })
+        #expect(String(decoding: data.bytes, as: UTF8.self) == #""a":"1","items":"7","list":["x"],"b":2"#)
     }
 }

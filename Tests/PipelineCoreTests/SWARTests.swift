@@ -80,7 +80,7 @@ struct SWARTests {
         }
     }
 
-    @Test("JSON text written as a string gives the general escaper's bytes, with quotes, backslashes and controls anywhere")
+    @Test("JSON text written as a string, or quoted where it was written, gives the general escaper's bytes, with quotes, backslashes and controls anywhere")
     func jsonTextAsStringMatchesTheGeneralEscaper() {
         var rng = SeededGenerator(seed: 0x5A_4A15)
         let pieces: [[UInt8]] = [
@@ -100,6 +100,12 @@ struct SWARTests {
             var counted = JSONWriter(reservingCapacity: 16)
             counted.write(jsonTextAsString: text.span)
             #expect(counted.bytes == general.bytes, "\(String(decoding: text, as: UTF8.self).debugDescription)")
+            // Quoted in place after what was written before it (bytes that stay as they are).
+            var inPlace = JSONWriter(reservingCapacity: 4)
+            inPlace.writeRaw(#"{"k":"#)
+            inPlace.append(bytes: text)
+            inPlace.quoteWrittenJSONText(from: 5)
+            #expect(inPlace.bytes == Array(#"{"k":"#.utf8) + general.bytes, "\(String(decoding: text, as: UTF8.self).debugDescription)")
         }
     }
 

@@ -227,21 +227,7 @@ public struct JSONWriter: Sendable {
     /// eight bytes at a time, and it is written byte by byte into one reservation. Text with a control character is
     /// written the general way.
     mutating func write(jsonTextAsString json: Span<UInt8>) {
-        let wholeWords = json.count & ~7
-        var escapes = 0
-        var index = 0
-        while index < wholeWords {
-            let word = SWAR.load(json, at: index)
-            if SWAR.hasControlCharacter(word) { return write(stringUTF8: json) }
-            escapes &+= SWAR.quoteAndBackslashBits(word).nonzeroBitCount
-            index &+= 8
-        }
-        while index < json.count {
-            let byte = json[index]
-            if byte < 0x20 { return write(stringUTF8: json) }
-            if Self.isQuoteOrBackslash(byte) { escapes &+= 1 }
-            index &+= 1
-        }
+        guard let escapes = Self.quoteAndBackslashCount(inJSONText: json) else { return write(stringUTF8: json) }
         bytes.append(addingCapacity: json.count &+ escapes &+ 2) { output in
             output.append(UInt8(ascii: "\""))
             // Byte by byte: runs between quotes are a few bytes, shorter than a copy's set-up.
@@ -252,6 +238,65 @@ public struct JSONWriter: Sendable {
             }
             output.append(UInt8(ascii: "\""))
         }
+    }
+
+    /// Makes the JSON text written since `start` a quoted JSON string holding it, in place: the bytes
+    /// ``write(jsonTextAsString:)`` writes for that text, without a copy of it made first (a nested value written
+    /// straight into a payload, ``PayloadObject/set(_:jsonTextWrittenBy:)``).
+    ///
+    /// The text's escaped size is counted first; then the bytes move back, from the last, each by the number of
+    /// escapes before it, with a `\` put in front of each `"` and `\`.
+    mutating func quoteWrittenJSONText(from start: Int) {
+        let count = bytes.count &- start
+        guard let escapes = Self.quoteAndBackslashCount(inJSONText: bytes.span.extracting(start...)) else {
+            // A control character: not written by a `JSONWriter`, which escapes them. Written the general way.
+            let text = Array(bytes[start...])
+            bytes.removeSubrange(start...)
+            return write(stringUTF8: text.span)
+        }
+        bytes.append(contentsOf: repeatElement(0, count: escapes &+ 2))
+        var output = bytes.mutableSpan
+        var target = output.count &- 1
+        output[target] = UInt8(ascii: "\"")
+        var source = start &+ count
+        // Each byte moves to `target`, which stays after `source` (by one more than the escapes still before it).
+        while source > start {
+            source &-= 1
+            let byte = output[source]
+            target &-= 1
+            output[target] = byte
+            if Self.isQuoteOrBackslash(byte) {
+                target &-= 1
+                output[target] = UInt8(ascii: "\\")
+            }
+        }
+        output[start] = UInt8(ascii: "\"")
+    }
+
+    /// The number of `"` and `\` in `json`, counted eight bytes at a time; `nil` when it has a control character.
+    private static func quoteAndBackslashCount(inJSONText json: Span<UInt8>) -> Int? {
+        let wholeWords = json.count & ~7
+        var escapes = 0
+        var index = 0
+        while index < wholeWords {
+            let word = SWAR.load(json, at: index)
+            if SWAR.hasControlCharacter(word) { return nil }
+            escapes &+= SWAR.quoteAndBackslashBits(word).nonzeroBitCount
+            index &+= 8
+        }
+        while index < json.count {
+            let byte = json[index]
+            if byte < 0x20 { return nil }
+            if isQuoteOrBackslash(byte) { escapes &+= 1 }
+            index &+= 1
+        }
+        return escapes
+    }
+
+    /// Takes back the bytes written since `start` (a member whose writer declined it,
+    /// ``PayloadObject/set(_:jsonWrittenBy:)``).
+    mutating func removeBytes(from start: Int) {
+        bytes.removeSubrange(start...)
     }
 
     /// Appends the valid UTF-8 text `utf8` escaped as the inside of a JSON string, without quotes: for a string

@@ -158,10 +158,64 @@ public struct PayloadObject: Sendable, Equatable {
         setMember(name.text, tag: name.tag, name: name, isString: true) { $0.write(jsonTextAsString: json.bytes.span) }
     }
 
+    /// Sets `name` to the JSON value `write` writes (one complete value, streamed as for ``set(_:json:)-(MemberName,_)``)
+    /// straight into this object's bytes: no writer of its own, no copy. When `write` returns `false` nothing is set
+    /// (what it wrote is taken back).
+    ///
+    /// ```swift
+    /// fields.set(Names.adbItems, jsonWrittenBy: { items in
+    ///     items.beginArray()
+    ///     for item in list { items.nextElement(); items.write(string: item) }
+    ///     items.endArray()
+    ///     return true
+    /// })
+    /// ```
+    public mutating func set(_ name: MemberName, jsonWrittenBy write: (inout JSONWriter) -> Bool) {
+        setMember(name, asText: false, write)
+    }
+
+    /// Sets `name` to a string holding the JSON text `write` writes: ``set(_:jsonText:)-(MemberName,_)``, the same
+    /// bytes, without a writer of its own (the text is written into this object's bytes and escaped where it is).
+    /// When `write` returns `false` nothing is set (what it wrote is taken back).
+    public mutating func set(_ name: MemberName, jsonTextWrittenBy write: (inout JSONWriter) -> Bool) {
+        setMember(name, asText: true, write)
+    }
+
+    /// The member `name` set to what `write` writes, as JSON or (`asText`) as a string holding its text.
+    private mutating func setMember(_ name: MemberName, asText: Bool, _ write: (inout JSONWriter) -> Bool) {
+        guard !contains(name) else {
+            // Rare (a template setting a key twice): written aside, then set in its place.
+            var value = JSONWriter(reservingCapacity: 256)
+            guard write(&value) else { return }
+            return asText ? set(name, jsonText: value) : set(name, json: value)
+        }
+        let mark = writer.bytes.count
+        var valueStart = 0
+        var written = false
+        append(name.text, tag: name.tag, name: name, isString: asText) { writer in
+            valueStart = writer.bytes.count
+            written = write(&writer)
+            guard written else { return }
+            assert(Self.isOneValue(writer.bytes[valueStart...]), "set(\(name.text), …WrittenBy:) wrote bytes that are not one JSON value")
+            if asText { writer.quoteWrittenJSONText(from: valueStart) }
+        }
+        guard written else {
+            writer.removeBytes(from: mark)
+            members.removeLast()
+            return
+        }
+        if !asText { members[members.count &- 1].isString = writer.bytes[valueStart] == UInt8(ascii: "\"") }
+    }
+
     /// Whether `json` wrote one complete JSON value (checked in debug builds, where a plugin's tests run: an
     /// unfinished array would make the payload invalid JSON).
     private static func isOneValue(_ json: JSONWriter) -> Bool {
-        (try? JSONValue(parsing: json.bytes)) != nil
+        isOneValue(json.bytes[...])
+    }
+
+    /// Whether `bytes` are one complete JSON value.
+    private static func isOneValue(_ bytes: ArraySlice<UInt8>) -> Bool {
+        (try? JSONValue(parsing: Array(bytes))) != nil
     }
 
     /// Sets `key` to the text `value` (see ``ContentText``: text still in the event is copied as it is); does
