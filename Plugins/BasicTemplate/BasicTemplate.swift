@@ -65,18 +65,22 @@ public struct BasicTemplate: TemplateRenderer {
             guidelines: input.platform == .fcm ? .fcm : .apns
         )
         let remindLater = readRemindLater(content, after: input.request.occurredAt)
-        let buttons = readButtons(content, hasRemindLater: content.contains(Fields.remindLater))
+        let hasRemindLater = content.contains(Fields.remindLater)
 
         switch input.platform {
         case .fcm:
             var data = standard.fcmData(templateType: Self.wireType)
-            if let buttons { data.set(Names.adbAct, jsonText: buttons) }
+            // Read as they are written, straight into the payload.
+            data.set(Names.adbAct, jsonTextWrittenBy: { readButtons(content, hasRemindLater: hasRemindLater, into: &$0) })
             if let remindLater {
                 data.set(Names.adbRemTxt, remindLater.label)
                 data.set(Names.adbRemTs, String(remindLater.at.epochSeconds))
             }
             return .fcm(data: data)
         case .apns:
+            // Checked, not sent: APNs has no buttons member.
+            var unsent = JSONWriter(reservingCapacity: 0)
+            _ = readButtons(content, hasRemindLater: hasRemindLater, into: &unsent, writing: false)
             return .apns(aps: standard.apnsAps(), fields: standard.apnsFields(templateType: Self.wireType))
         }
     }
@@ -93,20 +97,19 @@ public struct BasicTemplate: TemplateRenderer {
         return (label, at)
     }
 
-    /// The buttons as a JSON array of `{label, uri, type}` objects, written as they are read (no tree of values);
-    /// `nil` when there are none.
-    private func readButtons(_ content: FieldReader, hasRemindLater: Bool) -> JSONWriter? {
-        guard let readers = content.objects(Fields.buttons) else { return nil }
-        let count = content.elementCount(Fields.buttons) ?? readers.count
+    /// Reads the buttons and writes them into `buttons` as a JSON array of `{label, uri, type}` objects (no tree of
+    /// values), or only checks them (`writing: false`). Returns whether any button was valid: without one, nothing
+    /// is sent.
+    private func readButtons(_ content: FieldReader, hasRemindLater: Bool, into buttons: inout JSONWriter, writing: Bool = true) -> Bool {
+        guard let elements = content.objectElements(Fields.buttons) else { return false }
         let limit = hasRemindLater ? 2 : 3
-        if count < 1 || count > limit {
+        if elements.count < 1 || elements.count > limit {
             let rule = hasRemindLater ? "1 to 2 buttons when remindLater is set" : "1 to 3 buttons"
-            content.addIssue(.invalidField, "buttons", "must have \(rule), found \(count)")
+            content.addIssue(.invalidField, "buttons", "must have \(rule), found \(elements.count)")
         }
-        var buttons = JSONWriter(reservingCapacity: 256)
-        buttons.beginArray()
+        if writing { buttons.beginArray() }
         var written = 0
-        for reader in readers {
+        for reader in elements {
             let label = reader.text(Fields.label, required: true)
             let type = reader.choiceIndex(Fields.type, from: LinkType.wireValues, required: true)
                 .map { LinkType.allCases[$0] }
@@ -114,15 +117,16 @@ public struct BasicTemplate: TemplateRenderer {
             let uri = reader.text(Fields.uri, required: needsURI)
             // Texts read in place (`!= nil`, `if`): `guard let` or `??` would copy them (a reference count each).
             guard label != nil, let type else { continue }
+            written += 1
+            guard writing else { continue }
             buttons.nextElement()
             buttons.beginObject()
             buttons.member(ButtonKeys.label, text: label)
             if uri != nil { buttons.member(ButtonKeys.uri, text: uri) } else { buttons.member(ButtonKeys.uri, "") }
             buttons.member(ButtonKeys.type, type.rawValue)
             buttons.endObject()
-            written += 1
         }
-        buttons.endArray()
-        return written > 0 ? buttons : nil
+        if writing { buttons.endArray() }
+        return written > 0
     }
 }

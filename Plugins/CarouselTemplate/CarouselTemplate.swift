@@ -80,37 +80,35 @@ public struct CarouselTemplate: TemplateRenderer {
         )
         let mode = content.choice(Fields.mode, from: ["auto", "manual"])
         let layout = content.choice(Fields.layout, from: ["default", "filmstrip"])
-        let items = readItems(content, platform: platform, defaultURI: standard.link?.uri)
+        let defaultURI = standard.link?.uri
 
+        // The items are read as they are written, straight into the payload.
         switch platform {
         case .fcm:
             var data = standard.fcmData(templateType: Self.wireType)
             data.set(Names.adbCarMode, mode)
             data.set(Names.adbCarLayout, layout ?? "default")
-            data.set(Names.adbItems, jsonText: items)
+            data.set(Names.adbItems, jsonTextWrittenBy: { readItems(content, platform: platform, defaultURI: defaultURI, into: &$0) })
             return .fcm(data: data)
         case .apns:
             var fields = standard.apnsFields(templateType: Self.wireType)
             fields.set(Names.adbCarMode, mode)
-            fields.set(Names.adbItems, json: items)
+            fields.set(Names.adbItems, jsonWrittenBy: { readItems(content, platform: platform, defaultURI: defaultURI, into: &$0) })
             return .apns(aps: standard.apnsAps(), fields: fields)
         }
     }
 
-    /// The items as a JSON array of `{img, txt, uri}` objects, written as they are read (no tree of values).
-    private func readItems(_ content: FieldReader, platform: Platform, defaultURI: ContentText?) -> JSONWriter {
-        var items = JSONWriter(reservingCapacity: 1024)
+    /// Reads the items and writes them into `items` as a JSON array of `{img, txt, uri}` objects (no tree of
+    /// values); returns `true`: the array is set even when empty.
+    private func readItems(_ content: FieldReader, platform: Platform, defaultURI: ContentText?, into items: inout JSONWriter) -> Bool {
         items.beginArray()
-        guard let readers = content.objects(Fields.items, required: true) else {
-            items.endArray()
-            return items
-        }
-        let count = content.elementCount(Fields.items) ?? readers.count
+        defer { items.endArray() }
+        guard let elements = content.objectElements(Fields.items, required: true) else { return true }
         let range = Self.itemCount(on: platform)
-        if !range.contains(count) {
-            content.addIssue(.invalidField, "items", "must have \(range.lowerBound) to \(range.upperBound) items on \(platform), found \(count)")
+        if !range.contains(elements.count) {
+            content.addIssue(.invalidField, "items", "must have \(range.lowerBound) to \(range.upperBound) items on \(platform), found \(elements.count)")
         }
-        for reader in readers {
+        for reader in elements {
             // Copied into the payload as they are: read as text, not made `String`s.
             let image = reader.text(Fields.image, required: true)
             let text = reader.text(Fields.text)
@@ -128,7 +126,6 @@ public struct CarouselTemplate: TemplateRenderer {
             }
             items.endObject()
         }
-        items.endArray()
-        return items
+        return true
     }
 }
