@@ -1,5 +1,6 @@
 import BasicTemplate
 import CarouselTemplate
+import Foundation
 import PipelineCore
 import RenderFixtures
 import TimerTemplate
@@ -8,10 +9,16 @@ import TimerTemplate
 // harness: `swift build -c release --product RenderProfile` then
 // `valgrind --tool=callgrind .build/release/RenderProfile 20000`.
 // Renders the six benchmark events in turn; the argument is the number of events (default 100,000).
+// RENDER_PROFILE_EVENT=carousel/apns (a name `dump` prints) renders that event only.
 
 let count = CommandLine.arguments.dropFirst().first.flatMap { Int($0) } ?? 100_000
 let registry = TemplateRegistry([BasicTemplate(), CarouselTemplate(), TimerTemplate()])
-let events = RenderEvents.all
+let only = ProcessInfo.processInfo.environment["RENDER_PROFILE_EVENT"]
+let events = RenderEvents.all.filter { only == nil || $0.name == only }
+guard !events.isEmpty else {
+    print("RENDER_PROFILE_EVENT=\(only ?? ""): no such event; the events are \(RenderEvents.all.map(\.name).joined(separator: ", "))")
+    exit(2)
+}
 var totalBytes = 0
 // One scratch for the whole loop, as each of the pipeline's workers keeps one.
 let scratch = RenderScratch()
