@@ -46,9 +46,8 @@ extension CampaignPipeline {
 
     private func applyState(_ message: KafkaConsumerMessage) {
         if message.topic == configuration.topics.timers {
-            let messageId = String(decoding: message.key ?? [], as: UTF8.self)
             guard let value = message.value, !value.isEmpty else {
-                timers.remove(messageId: messageId)
+                timers.remove(messageId: String(decoding: message.key ?? [], as: UTF8.self))
                 return
             }
             // Written by this pipeline, which scheduled it when it wrote it.
