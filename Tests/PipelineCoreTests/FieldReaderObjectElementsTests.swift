@@ -38,6 +38,20 @@ struct FieldReaderObjectElementsTests {
         if list == nil || list == "null" || list == #""text""# { #expect(streamed.hasPrefix("failed: ")) }
     }
 
+    /// The paths themselves, not only their agreement with `objects`, which is built on the same sequence: each
+    /// element's index and the objects below it, in the order the elements come.
+    @Test func namesEachElementByItsIndexInTheArray() {
+        let list = #"[{"known":"k","x":1},{"inner":{"known":"k","ix":1},"y":2},{"known":"k"},{"z":3}]"#
+        let text = outcome(list, streamed: true)
+        let warnings = text.split(separator: "\n").dropFirst().map { String($0.prefix { $0 != ":" }) }
+        #expect(warnings == ["content.title", "content.list[0].x", "content.list[1].y", "content.list[1].inner.ix", "content.list[3].z"], "\(text)")
+        let failed = outcome(#"[1,{"known":"k"},"two",{"known":7}]"#, streamed: true)
+        let issues = ["content.list[0]: expected an object, found a number", "content.list[2]: expected an object, found a string", "content.list[3].known"]
+        for issue in issues { #expect(failed.contains(issue), "\(issue) in \(failed)") }
+        let order = issues.compactMap { failed.firstRange(of: $0)?.lowerBound }
+        #expect(order == order.sorted(), "non-object elements first, then what reading the objects found: \(failed)")
+    }
+
     @Test func countsEveryElementAndReadsEachObject() {
         let read = outcome(#"[{"known":"k"},{"inner":{"known":"k"}},{}]"#, streamed: true)
         #expect(read.contains(#""count":"3","read":"3""#), "\(read)")

@@ -107,6 +107,15 @@ struct RenderScratchTests {
             _ = scratch.diagnostics(document: document, node: 0, path: FieldPath("content"))
             reader.addIssue(.invalidField, "a", "from an earlier event")
         }
+        // The elements of an array of objects, iterated after the render they were read in.
+        await #expect(processExitsWith: .failure) {
+            let scratch = RenderScratch()
+            let document = try JSONDocument(parsing: Array(#"{"list":[{"a":"x"}]}"#.utf8))
+            let reader = FieldReader(root: scratch.diagnostics(document: document, node: 0, path: FieldPath("content")))
+            guard let elements = reader.objectElements("list") else { return }  // exits normally: the test fails
+            _ = scratch.diagnostics(document: document, node: 0, path: FieldPath("content"))
+            for element in elements { _ = element }
+        }
     }
 
     /// Within its render a reader, and the readers of the objects it opens, read as before.

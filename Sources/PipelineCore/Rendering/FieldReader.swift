@@ -45,7 +45,7 @@ public struct FieldReader {
 
     /// Stops the process when this reader is used after its render (its diagnostics set up for another event).
     @inline(__always)
-    private func checkInUse() {
+    fileprivate func checkInUse() {
         precondition(
             generation == diagnostics.generation,
             "a FieldReader was used after its render ended (a reader must not be kept past the render it was given to)"
@@ -395,8 +395,8 @@ public struct FieldReader {
         return ObjectElements(parent: self, array: array, count: count)
     }
 
-    /// The object elements of an array field (``objectElements(_:required:)``): a reader for each, made as it is
-    /// reached.
+    /// The object elements of an array field (``objectElements(_:required:)-(FieldName,_)``): a reader for each, made
+    /// as it is reached. Like a reader, it belongs to its render: iterating it after the render stops the process.
     public struct ObjectElements: Sequence {
         /// The reader of the object holding the array.
         fileprivate let parent: FieldReader
@@ -426,6 +426,8 @@ public struct FieldReader {
             }
 
             public mutating func next() -> FieldReader? {
+                // A sequence kept past its render would otherwise read another event's nodes.
+                parent.checkInUse()
                 while index < count {
                     let node = element
                     let position = index
