@@ -113,6 +113,47 @@ struct PayloadObjectTests {
         #expect(data.firstNonStringKey == nil)
     }
 
+    /// Values streamed in place by closures that write in pieces: after another streamed member (no comma owed to
+    /// it), declined after writing part of a value, and declined as the first member (no comma before it). (A raw
+    /// control character, which only a raw write makes, is not valid JSON and stops a debug build here; its quoting
+    /// is tested on the writer, `SWARTests`.)
+    @Test func writesStreamedValuesInPlaceAsAWriterOfTheirOwnWould() {
+        var rng = SeededGenerator(seed: 0x57_8EA3)
+        for _ in 0..<2_000 {
+            var payload = PayloadObject()
+            var tree = JSONObject()
+            for index in 0..<Int.random(in: 1...6, using: &rng) {
+                let key = "k\(index)"
+                let elements = (0..<Int.random(in: 0...3, using: &rng)).map { _ in JSONFuzzTests.randomString(&rng) }
+                let keep = Bool.random(using: &rng)
+                let asText = Bool.random(using: &rng)
+                let write: (inout JSONWriter) -> Bool = { writer in
+                    writer.beginArray()
+                    for element in elements {
+                        writer.nextElement()
+                        writer.beginObject()
+                        writer.member("t", element)
+                        writer.endObject()
+                    }
+                    guard keep else { return false }  // declined half-way: the array is not even closed
+                    writer.endArray()
+                    return true
+                }
+                if asText {
+                    payload.set(key, jsonTextWrittenBy: write)
+                } else {
+                    payload.set(PayloadObject.MemberName(key), jsonWrittenBy: write)
+                }
+                let value = JSONValue.array(elements.map { ["t": .string($0)] })
+                if keep { tree[key] = asText ? .string(value.jsonString) : value }
+            }
+            var writer = JSONWriter()
+            writer.write(object: tree)
+            #expect("{" + String(decoding: payload.bytes, as: UTF8.self) + "}" == String(decoding: writer.bytes, as: UTF8.self))
+            #expect(payload.object == tree)
+        }
+    }
+
     /// A nested value written in place into a payload that already has members, then the members after it: the
     /// in-place string and the declined member leave the others where they belong.
     @Test func writesNestedValuesInPlaceBetweenOtherMembers() {
@@ -135,8 +176,14 @@ struct PayloadObjectTests {
             writer.write(.array([.string("x")]))
             return true
         })
+        // Streamed from where a writer of its own starts: no comma owed to the array streamed before it.
+        data.set(PayloadObject.MemberName("n"), jsonWrittenBy: { writer in
+            writer.nextElement()
+            writer.write(.int(5))
+            return true
+        })
         data.set("b", 2)
-        #expect(String(decoding: data.bytes, as: UTF8.self) == #""a":"1","items":"[{\"t\":\"say \\\"hi\\\"\\n\"}]","list":["x"],"b":2"#)
+        #expect(String(decoding: data.bytes, as: UTF8.self) == #""a":"1","items":"[{\"t\":\"say \\\"hi\\\"\\n\"}]","list":["x"],"n":5,"b":2"#)
         #expect(data["items"] == .string(#"[{"t":"say \"hi\"\n"}]"#))
         #expect(data["list"] == .array([.string("x")]))
         #expect(data.contains("gone") == false)
@@ -146,6 +193,6 @@ struct PayloadObjectTests {
             writer.write(.int(7))
             return true
         })
-        #expect(String(decoding: data.bytes, as: UTF8.self) == #""a":"1","items":"7","list":["x"],"b":2"#)
+        #expect(String(decoding: data.bytes, as: UTF8.self) == #""a":"1","items":"7","list":["x"],"n":5,"b":2"#)
     }
 }

@@ -242,10 +242,11 @@ public struct JSONWriter: Sendable {
 
     /// Makes the JSON text written since `start` a quoted JSON string holding it, in place: the bytes
     /// ``write(jsonTextAsString:)`` writes for that text, without a copy of it made first (a nested value written
-    /// straight into a payload, ``PayloadObject/set(_:jsonTextWrittenBy:)``).
+    /// straight into a payload, ``PayloadObject/set(_:jsonTextWrittenBy:)-(PayloadObject.MemberName,_)``).
     ///
-    /// The text's escaped size is counted first; then the bytes move back, from the last, each by the number of
-    /// escapes before it, with a `\` put in front of each `"` and `\`.
+    /// The text's escaped size is counted first; then, from the last byte to the first, each byte moves towards the
+    /// end by one (the opening quote) plus the number of `"` and `\` up to and including it, with a `\` put in front
+    /// of each `"` and `\`.
     mutating func quoteWrittenJSONText(from start: Int) {
         let count = bytes.count &- start
         guard let escapes = Self.quoteAndBackslashCount(inJSONText: bytes.span.extracting(start...)) else {
@@ -259,7 +260,8 @@ public struct JSONWriter: Sendable {
         var target = output.count &- 1
         output[target] = UInt8(ascii: "\"")
         var source = start &+ count
-        // Each byte moves to `target`, which stays after `source` (by one more than the escapes still before it).
+        // Each byte moves to `target`, which stays after `source`: by one (the opening quote) plus the escapes up to
+        // and including that byte.
         while source > start {
             source &-= 1
             let byte = output[source]
@@ -294,9 +296,15 @@ public struct JSONWriter: Sendable {
     }
 
     /// Takes back the bytes written since `start` (a member whose writer declined it,
-    /// ``PayloadObject/set(_:jsonWrittenBy:)``).
+    /// ``PayloadObject/set(_:jsonWrittenBy:)-(PayloadObject.MemberName,_)``).
     mutating func removeBytes(from start: Int) {
         bytes.removeSubrange(start...)
+    }
+
+    /// Forgets where a streamed object or array was (whether a comma is owed), as a new writer starts: for a value
+    /// streamed after bytes another writer's rules put there (``PayloadObject``'s members).
+    mutating func resetStreaming() {
+        needsComma = false
     }
 
     /// Appends the valid UTF-8 text `utf8` escaped as the inside of a JSON string, without quotes: for a string

@@ -158,9 +158,7 @@ public struct PayloadObject: Sendable, Equatable {
         setMember(name.text, tag: name.tag, name: name, isString: true) { $0.write(jsonTextAsString: json.bytes.span) }
     }
 
-    /// Sets `name` to the JSON value `write` writes (one complete value, streamed as for ``set(_:json:)-(MemberName,_)``)
-    /// straight into this object's bytes: no writer of its own, no copy. When `write` returns `false` nothing is set
-    /// (what it wrote is taken back).
+    /// Sets `name` to the JSON value `write` writes straight into this object's bytes: no writer of its own, no copy.
     ///
     /// ```swift
     /// fields.set(Names.adbItems, jsonWrittenBy: { items in
@@ -170,23 +168,47 @@ public struct PayloadObject: Sendable, Equatable {
     ///     return true
     /// })
     /// ```
+    ///
+    /// - Parameters:
+    ///   - name: the member's name. When the object has it already, `write` writes into a writer of its own and the
+    ///     value replaces the old one in place (as every setter does), or leaves it as it was if `write` declines.
+    ///   - write: writes exactly one JSON value (streamed, as for ``set(_:json:)-(MemberName,_)``, or with
+    ///     ``JSONWriter/write(_:)``) and returns `true`; or returns `false` to leave the member out, and what it wrote
+    ///     is taken back. The writer also holds the object's other members, before the value: read none of its bytes.
     public mutating func set(_ name: MemberName, jsonWrittenBy write: (inout JSONWriter) -> Bool) {
-        setMember(name, asText: false, write)
+        setWrittenMember(name, asText: false, write)
     }
 
-    /// Sets `name` to a string holding the JSON text `write` writes: ``set(_:jsonText:)-(MemberName,_)``, the same
-    /// bytes, without a writer of its own (the text is written into this object's bytes and escaped where it is).
-    /// When `write` returns `false` nothing is set (what it wrote is taken back).
+    /// ``set(_:jsonWrittenBy:)-(MemberName,_)`` by the name's text.
+    public mutating func set(_ key: String, jsonWrittenBy write: (inout JSONWriter) -> Bool) {
+        setWrittenMember(MemberName(key), asText: false, write)
+    }
+
+    /// Sets `name` to a string holding the JSON text `write` writes: the bytes of ``set(_:jsonText:)-(MemberName,_)``,
+    /// without a writer of its own (the text is written into this object's bytes and escaped where it is). FCM `data`
+    /// values are strings: this is how a nested list goes there (`adb_items`, `adb_act`).
+    ///
+    /// - Parameters:
+    ///   - name: the member's name; set again as ``set(_:jsonWrittenBy:)-(MemberName,_)`` describes.
+    ///   - write: writes exactly one JSON value and returns `true`, or returns `false` to leave the member out, as
+    ///     for ``set(_:jsonWrittenBy:)-(MemberName,_)``.
     public mutating func set(_ name: MemberName, jsonTextWrittenBy write: (inout JSONWriter) -> Bool) {
-        setMember(name, asText: true, write)
+        setWrittenMember(name, asText: true, write)
     }
 
-    /// The member `name` set to what `write` writes, as JSON or (`asText`) as a string holding its text.
-    private mutating func setMember(_ name: MemberName, asText: Bool, _ write: (inout JSONWriter) -> Bool) {
+    /// ``set(_:jsonTextWrittenBy:)-(MemberName,_)`` by the name's text.
+    public mutating func set(_ key: String, jsonTextWrittenBy write: (inout JSONWriter) -> Bool) {
+        setWrittenMember(MemberName(key), asText: true, write)
+    }
+
+    /// The member `name` set to the value `write` writes into this object's bytes, as JSON or (`asText`) as a string
+    /// holding its text.
+    private mutating func setWrittenMember(_ name: MemberName, asText: Bool, _ write: (inout JSONWriter) -> Bool) {
         guard !contains(name) else {
             // Rare (a template setting a key twice): written aside, then set in its place.
             var value = JSONWriter(reservingCapacity: 256)
             guard write(&value) else { return }
+            precondition(!value.bytes.isEmpty, "set(\(name.text), …WrittenBy:) wrote no value; return false to leave the member out")
             return asText ? set(name, jsonText: value) : set(name, json: value)
         }
         let mark = writer.bytes.count
@@ -194,8 +216,11 @@ public struct PayloadObject: Sendable, Equatable {
         var written = false
         append(name.text, tag: name.tag, name: name, isString: asText) { writer in
             valueStart = writer.bytes.count
+            // As a writer of its own would start: no comma owed to the members before.
+            writer.resetStreaming()
             written = write(&writer)
             guard written else { return }
+            precondition(writer.bytes.count > valueStart, "set(\(name.text), …WrittenBy:) wrote no value; return false to leave the member out")
             assert(Self.isOneValue(writer.bytes[valueStart...]), "set(\(name.text), …WrittenBy:) wrote bytes that are not one JSON value")
             if asText { writer.quoteWrittenJSONText(from: valueStart) }
         }
