@@ -70,8 +70,20 @@ public struct BasicTemplate: TemplateRenderer {
         switch input.platform {
         case .fcm:
             var data = standard.fcmData(templateType: Self.wireType)
-            // Read as they are written, straight into the payload.
-            data.set(Names.adbAct, jsonTextWrittenBy: { readButtons(content, hasRemindLater: hasRemindLater, into: &$0) })
+            // Read as they are written, straight into the payload; left out when none is valid.
+            data.set(Names.adbAct, jsonTextWrittenBy: { buttons in
+                buttons.beginArray()
+                let valid = readButtons(content, hasRemindLater: hasRemindLater) { label, uri, type in
+                    buttons.nextElement()
+                    buttons.beginObject()
+                    buttons.member(ButtonKeys.label, text: label)
+                    if uri != nil { buttons.member(ButtonKeys.uri, text: uri) } else { buttons.member(ButtonKeys.uri, "") }
+                    buttons.member(ButtonKeys.type, type.rawValue)
+                    buttons.endObject()
+                }
+                buttons.endArray()
+                return valid > 0
+            })
             if let remindLater {
                 data.set(Names.adbRemTxt, remindLater.label)
                 data.set(Names.adbRemTs, String(remindLater.at.epochSeconds))
@@ -79,8 +91,7 @@ public struct BasicTemplate: TemplateRenderer {
             return .fcm(data: data)
         case .apns:
             // Checked, not sent: APNs has no buttons member.
-            var unsent = JSONWriter(reservingCapacity: 0)
-            _ = readButtons(content, hasRemindLater: hasRemindLater, into: &unsent, writing: false)
+            _ = readButtons(content, hasRemindLater: hasRemindLater) { _, _, _ in }
             return .apns(aps: standard.apnsAps(), fields: standard.apnsFields(templateType: Self.wireType))
         }
     }
@@ -97,18 +108,20 @@ public struct BasicTemplate: TemplateRenderer {
         return (label, at)
     }
 
-    /// Reads the buttons and writes them into `buttons` as a JSON array of `{label, uri, type}` objects (no tree of
-    /// values), or only checks them (`writing: false`). Returns whether any button was valid: without one, nothing
-    /// is sent.
-    private func readButtons(_ content: FieldReader, hasRemindLater: Bool, into buttons: inout JSONWriter, writing: Bool = true) -> Bool {
-        guard let elements = content.objectElements(Fields.buttons) else { return false }
+    /// Reads and checks the buttons, and hands each valid one to `button` (its label, its URI if it has one, its type);
+    /// returns how many were valid.
+    private func readButtons(
+        _ content: FieldReader,
+        hasRemindLater: Bool,
+        _ button: (_ label: ContentText?, _ uri: ContentText?, _ type: LinkType) -> Void
+    ) -> Int {
+        guard let elements = content.objectElements(Fields.buttons) else { return 0 }
         let limit = hasRemindLater ? 2 : 3
         if elements.count < 1 || elements.count > limit {
             let rule = hasRemindLater ? "1 to 2 buttons when remindLater is set" : "1 to 3 buttons"
             content.addIssue(.invalidField, "buttons", "must have \(rule), found \(elements.count)")
         }
-        if writing { buttons.beginArray() }
-        var written = 0
+        var valid = 0
         for reader in elements {
             let label = reader.text(Fields.label, required: true)
             let type = reader.choiceIndex(Fields.type, from: LinkType.wireValues, required: true)
@@ -117,16 +130,9 @@ public struct BasicTemplate: TemplateRenderer {
             let uri = reader.text(Fields.uri, required: needsURI)
             // Texts read in place (`!= nil`, `if`): `guard let` or `??` would copy them (a reference count each).
             guard label != nil, let type else { continue }
-            written += 1
-            guard writing else { continue }
-            buttons.nextElement()
-            buttons.beginObject()
-            buttons.member(ButtonKeys.label, text: label)
-            if uri != nil { buttons.member(ButtonKeys.uri, text: uri) } else { buttons.member(ButtonKeys.uri, "") }
-            buttons.member(ButtonKeys.type, type.rawValue)
-            buttons.endObject()
+            valid += 1
+            button(label, uri, type)
         }
-        if writing { buttons.endArray() }
-        return written > 0
+        return valid
     }
 }
