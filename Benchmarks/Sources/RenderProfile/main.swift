@@ -16,7 +16,8 @@ let registry = TemplateRegistry([BasicTemplate(), CarouselTemplate(), TimerTempl
 let only = ProcessInfo.processInfo.environment["RENDER_PROFILE_EVENT"]
 let events = RenderEvents.all.filter { only == nil || $0.name == only }
 guard !events.isEmpty else {
-    print("RENDER_PROFILE_EVENT=\(only ?? ""): no such event; the events are \(RenderEvents.all.map(\.name).joined(separator: ", "))")
+    let names = RenderEvents.all.map(\.name).joined(separator: ", ")
+    FileHandle.standardError.write(Data("RenderProfile: RENDER_PROFILE_EVENT=\(only ?? ""): no such event; the events are \(names)\n".utf8))
     exit(2)
 }
 var totalBytes = 0
