@@ -121,6 +121,11 @@ public struct SinkFailure: Error, Sendable, Equatable, CustomStringConvertible {
     /// For ``Code/throttled``: the limit concerns this recipient's device only (APNs' 429 is per device token), so
     /// only this recipient's notifications wait, not the sink.
     public var concernsOneRecipient: Bool
+    /// For ``Code/invalidToken``: the answer shows that the sink's environment, topic and project are right: the
+    /// token was known to them and is no longer registered (APNs 410 `Unregistered`, FCM `UNREGISTERED`). A wrong
+    /// configuration makes every token look bad in other words (`BadDeviceToken`, `DeviceTokenNotForTopic`,
+    /// `SENDER_ID_MISMATCH`); only those count towards ``RetryingSink/refusalLimit``.
+    public var confirmsConfiguration: Bool
 
     /// Creates a failure.
     public init(
@@ -129,7 +134,8 @@ public struct SinkFailure: Error, Sendable, Equatable, CustomStringConvertible {
         retryAfter: Duration? = nil,
         tokenInvalidatedAt: Timestamp? = nil,
         attempts: Int = 1,
-        concernsOneRecipient: Bool = false
+        concernsOneRecipient: Bool = false,
+        confirmsConfiguration: Bool = false
     ) {
         self.code = code
         self.detail = detail
@@ -137,6 +143,7 @@ public struct SinkFailure: Error, Sendable, Equatable, CustomStringConvertible {
         self.tokenInvalidatedAt = tokenInvalidatedAt
         self.attempts = attempts
         self.concernsOneRecipient = concernsOneRecipient
+        self.confirmsConfiguration = confirmsConfiguration
     }
 
     /// Whether another attempt may succeed.

@@ -36,9 +36,10 @@ public final class RetryingSink<Sender: PlatformSender>: PushSink {
         /// is left to send): the gap between a `Retry-After` ending and the next answer does not count as recovered.
         var isThrottled = false
         var lastThrottled: Duration = .zero
-        /// Whether any notification was accepted since the sink started.
-        var hasDelivered = false
-        /// Dead-token answers in a row, while nothing was ever accepted.
+        /// Whether the platform has shown the sink's configuration right since the sink started: it accepted a
+        /// notification, or said a token is no longer registered (``SinkFailure/confirmsConfiguration``).
+        var isConfirmed = false
+        /// Dead-token answers in a row that a wrong configuration would also give, while it was never confirmed.
         var refusalsInARow = 0
         var lastRetryLog: Duration?
         var retriesSinceLog = 0
@@ -50,8 +51,10 @@ public final class RetryingSink<Sender: PlatformSender>: PushSink {
     public let concurrency: Int
     /// Backoff, jitter and deadline.
     public let policy: RetryPolicy
-    /// After this many `invalid_token` answers in a row with no notification ever accepted, the sink stops instead
-    /// of reporting more tokens dead: a wrong environment, topic or project makes every token look dead.
+    /// After this many `invalid_token` answers in a row that a wrong configuration would also give (not a token
+    /// reported no longer registered, ``SinkFailure/confirmsConfiguration``), with no notification ever accepted,
+    /// the sink stops instead of reporting more tokens dead: a wrong environment, topic or project makes every token
+    /// look bad.
     public let refusalLimit: Int
     private let clock: RetryClock
     private let logger: Logger
@@ -65,7 +68,8 @@ public final class RetryingSink<Sender: PlatformSender>: PushSink {
     ///   - concurrency: the most attempts in flight at once (HTTP/2 streams, HTTP/1.1 requests).
     ///   - policy: how throttled and unavailable attempts are retried.
     ///   - clock: the clock retries wait on (a virtual one in tests).
-    ///   - refusalLimit: dead-token answers in a row, with none accepted yet, after which the sink stops.
+    ///   - refusalLimit: dead-token answers in a row that point at the configuration, with none accepted yet, after
+    ///     which the sink stops.
     ///   - logger: failures are logged here, rate-limited.
     public init(
         sender: Sender,
@@ -150,7 +154,7 @@ public final class RetryingSink<Sender: PlatformSender>: PushSink {
         case .delivered(let attempts):
             let now = clock.now()
             health.withLock { health in
-                health.hasDelivered = true
+                health.isConfirmed = true
                 health.refusalsInARow = 0
                 if now - health.lastThrottled >= .seconds(1) { health.isThrottled = false }
             }
@@ -160,7 +164,11 @@ public final class RetryingSink<Sender: PlatformSender>: PushSink {
             return .abandoned(failure)
         case .failed(let failure) where failure.code == .invalidToken:
             let tooMany = health.withLock { health in
-                guard !health.hasDelivered else { return false }
+                if failure.confirmsConfiguration {
+                    health.isConfirmed = true
+                    health.refusalsInARow = 0
+                }
+                guard !health.isConfirmed else { return false }
                 health.refusalsInARow += 1
                 return health.refusalsInARow >= refusalLimit
             }

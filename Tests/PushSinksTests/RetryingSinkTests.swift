@@ -275,15 +275,24 @@ struct RetryingSinkTests {
         #expect(stateWhileWaiting.withLock { $0 } == .ready, "a per-device limit does not throttle the sink")
     }
 
-    @Test("dead-token answers in a row with nothing ever accepted stop the sink instead of reporting every token dead")
-    func refusalLimit() async throws {
-        let platform = ScriptedPlatform { _, _ in SinkFailure(.invalidToken, "400 BadDeviceToken") }
+    /// Twenty notifications through a sink with a refusal limit of 5 over a platform answering `answer`, once all
+    /// have an outcome.
+    private func twentyThrough(
+        _ answer: @escaping @Sendable (RenderedNotification, Int) async -> SinkFailure?
+    ) async throws -> (log: OutcomeLog, sink: RetryingSink<ScriptedPlatform>, platform: ScriptedPlatform) {
+        let platform = ScriptedPlatform(answer: answer)
         let sink = RetryingSink(sender: platform, concurrency: 1, policy: RetryPolicy(), refusalLimit: 5, logger: logger)
         let log = OutcomeLog()
         try await running(sink) {
             try await submit(20, to: sink, log: log)
             try await log.waitForCount(20)
         }
+        return (log, sink, platform)
+    }
+
+    @Test("dead-token answers in a row with nothing ever accepted stop the sink instead of reporting every token dead")
+    func refusalLimit() async throws {
+        let (log, sink, platform) = try await twentyThrough { _, _ in SinkFailure(.invalidToken, "400 BadDeviceToken") }
         #expect(log.failedCount == 4, "the first four are reported dead")
         #expect(log.abandonedCount == 16, "the fifth stops the sink; it and the rest stay unsent")
         #expect(platform.attempts.count == 5)
@@ -295,16 +304,28 @@ struct RetryingSinkTests {
         #expect(reason.detail.contains("5 device tokens in a row"))
     }
 
+    /// A token reported no longer registered (APNs 410 `Unregistered`, FCM `UNREGISTERED`) was known to the sink's
+    /// environment, topic and project: a campaign to a lapsed audience, whose first tokens are all stale, is not a
+    /// wrong configuration, and bad tokens after such an answer are reported, not counted.
+    @Test("tokens reported no longer registered show the configuration right: however many in a row, the sink goes on")
+    func unregisteredTokensDoNotStopTheSink() async throws {
+        let stale = try await twentyThrough { _, _ in SinkFailure(.invalidToken, "410 Unregistered", confirmsConfiguration: true) }
+        #expect(stale.log.failedCount == 20)
+        #expect(stale.sink.state == .ready)
+
+        let mixed = try await twentyThrough { notification, _ in
+            notification.eventId == "event-3"
+                ? SinkFailure(.invalidToken, "410 Unregistered", confirmsConfiguration: true)
+                : SinkFailure(.invalidToken, "400 BadDeviceToken")
+        }
+        #expect(mixed.log.failedCount == 20, "three bad tokens, then a stale one confirms the configuration")
+        #expect(mixed.sink.state == .ready)
+    }
+
     @Test("dead tokens after an accepted notification are reported, however many")
     func refusalsAfterDelivery() async throws {
-        let platform = ScriptedPlatform { notification, _ in
-            notification.eventId == "event-0" ? nil : SinkFailure(.invalidToken, "410 Unregistered")
-        }
-        let sink = RetryingSink(sender: platform, concurrency: 1, policy: RetryPolicy(), refusalLimit: 5, logger: logger)
-        let log = OutcomeLog()
-        try await running(sink) {
-            try await submit(20, to: sink, log: log)
-            try await log.waitForCount(20)
+        let (log, sink, _) = try await twentyThrough { notification, _ in
+            notification.eventId == "event-0" ? nil : SinkFailure(.invalidToken, "400 BadDeviceToken")
         }
         #expect(log.failedCount == 19)
         #expect(sink.state == .ready)

@@ -117,7 +117,8 @@ public struct APNsSender: PlatformSender {
             let invalidatedAt = object?["timestamp"]?.integerValue.map { milliseconds in
                 Timestamp(secondsSince1970: Int64(milliseconds / 1000), nanoseconds: Int32(milliseconds % 1000) * 1_000_000)
             }
-            return SinkFailure(.invalidToken, detail, tokenInvalidatedAt: invalidatedAt)
+            // Unregistered: the token was valid for this topic and environment, which this shows right.
+            return SinkFailure(.invalidToken, detail, tokenInvalidatedAt: invalidatedAt, confirmsConfiguration: true)
         case (413, _):
             return SinkFailure(.payloadTooLarge, detail)
         case (401, _), (403, _):

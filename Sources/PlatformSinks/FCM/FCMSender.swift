@@ -112,7 +112,10 @@ public struct FCMSender: PlatformSender {
             return SinkFailure(.rejectedByPlatform, detail)
         case 401:
             return SinkFailure(.auth, detail)
-        case _ where code == "UNREGISTERED" || code == "SENDER_ID_MISMATCH":
+        case _ where code == "UNREGISTERED":
+            // The token was registered with this project, which this shows right.
+            return SinkFailure(.invalidToken, detail, confirmsConfiguration: true)
+        case _ where code == "SENDER_ID_MISMATCH":
             return SinkFailure(.invalidToken, detail)
         case 403:
             return SinkFailure(.auth, detail)
