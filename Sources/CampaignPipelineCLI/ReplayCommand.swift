@@ -28,7 +28,9 @@ struct ReplayCommand: AsyncParsableCommand {
 
             Boundaries: 'beginning', 'end' (for --to: the end offsets when the replay starts, so it always \
             terminates even while producers keep writing), an RFC 3339 time (the first record at or after it; \
-            --from is included, --to excluded), or offsets per partition '0:1200,1:980'.
+            --from is included, --to excluded; where the broker's time index cannot be used, the records' \
+            timestamps are searched, which assumes they do not go backwards within a partition), or offsets \
+            per partition '0:1200,1:980'. The group must not be the live pipeline's.
 
             Resumable: interrupt it (Ctrl-C) and run it again with the same --group to continue where it stopped.
             """
@@ -73,6 +75,9 @@ struct ReplayCommand: AsyncParsableCommand {
             let end = try ReplayBoundary(parsing: to, option: "--to")
             if start == .end { throw ValidationError("--from end would replay nothing") }
             if end == .beginning { throw ValidationError("--to beginning would replay nothing") }
+            if case .time(let first) = start, case .time(let last) = end, first >= last {
+                throw ValidationError("--from \(from) is not before --to \(to): the range would be empty")
+            }
             return (start, end)
         } catch let error as ConfigurationError {
             throw ValidationError("\(error.key): \(error.reason)")
@@ -87,6 +92,11 @@ struct ReplayCommand: AsyncParsableCommand {
                 "no Kafka bootstrap servers configured: pass --bootstrap-servers, set CAMPAIGN_PIPELINE_BOOTSTRAP_SERVERS, or set kafka.bootstrapServers in the --config file"
             )
         }
+        if let group, group == configuration.groupID {
+            throw CommandError(
+                "--group \(group) is the live pipeline's consumer group: a replay commits its progress in its group, which would move the live pipeline past unsent events; give another name, or none for a new one"
+            )
+        }
         if let topic { configuration.topics.sends = topic }
         if !deliver {
             // Without --deliver nothing reaches a device: payloads go to the prefixed Kafka topics only.
@@ -97,7 +107,8 @@ struct ReplayCommand: AsyncParsableCommand {
         configuration.untilIdle = nil
 
         let (start, end) = try boundaries()
-        let lookup = try KafkaConsumer(configuration: KafkaConsumerConfiguration(bootstrapServers: configuration.bootstrapServers, groupID: nil), logger: logger)
+        // With the pipeline's own client properties (TLS, SASL, …), in no group.
+        let lookup = try KafkaConsumer(configuration: configuration.consumerConfiguration(groupID: nil), logger: logger)
         let ranges: [KafkaTopicPartition: Range<Int64>]
         do {
             ranges = try await ReplayBoundary.resolve(from: start, to: end, topic: configuration.topics.sends, using: lookup)

@@ -131,8 +131,15 @@ struct KafkaConnectionOptions: ParsableArguments {
     var kafkaProperties: [String] = []
 
     func validate() throws {
-        for property in kafkaProperties where !property.contains("=") {
-            throw ValidationError("--kafka-property '\(property)': expected name=value")
+        for property in kafkaProperties {
+            guard let name = property.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).first, property.contains("=") else {
+                throw ValidationError("--kafka-property '\(property)': expected name=value")
+            }
+            do {
+                try PipelineConfiguration.checkPassThrough(String(name), key: "--kafka-property \(name)")
+            } catch {
+                throw ValidationError("\(error.key): \(error.reason)")
+            }
         }
     }
 

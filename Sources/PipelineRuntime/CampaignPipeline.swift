@@ -364,9 +364,7 @@ public final class CampaignPipeline: Service {
     }
 
     func consumerConfiguration(groupID: String?) -> KafkaConsumerConfiguration {
-        var consumerConfiguration = KafkaConsumerConfiguration(bootstrapServers: configuration.bootstrapServers, groupID: groupID)
-        consumerConfiguration.properties = configuration.kafkaProperties.merging(configuration.consumerProperties) { $1 }
-        return consumerConfiguration
+        configuration.consumerConfiguration(groupID: groupID)
     }
 
     /// Checks that the topics exist and that the timers topic mirrors the sends topic's partitions.

@@ -66,6 +66,7 @@ extension PipelineConfiguration {
         for (name, value) in environment where name.hasPrefix(EnvironmentKey.kafkaPropertyPrefix) {
             let property = name.dropFirst(EnvironmentKey.kafkaPropertyPrefix.count).lowercased().replacingOccurrences(of: "_", with: ".")
             guard !property.isEmpty else { continue }
+            try checkPassThrough(property, key: name)
             configuration.kafkaProperties[property] = value
         }
         try configuration.applySinkEnvironment(environment)
@@ -96,6 +97,20 @@ extension PipelineConfiguration {
         }
     }
 
+    /// Refuses a librdkafka property the pipeline sets itself and that a pass-through value would silently
+    /// override: `group.id` (set with `kafka.groupId`, `CAMPAIGN_PIPELINE_GROUP` or `--group`). Passed through, it
+    /// would also put a replay, which reads in a group of its own, into the live group, and commit there.
+    ///
+    /// - Throws: ``ConfigurationError`` naming `key`, where the property was given.
+    public static func checkPassThrough(_ property: String, key: String) throws(ConfigurationError) {
+        guard property == "group.id" else { return }
+        throw ConfigurationError(
+            key: key,
+            reason: "the consumer group is set with kafka.groupId, \(EnvironmentKey.group) or --group, not as a librdkafka property "
+                + "(passed through, group.id would override it, and put a replay into the live group)"
+        )
+    }
+
     /// Splits `a:1, b:2` into `["a:1", "b:2"]`.
     public static func splitServers(_ text: String) -> [String] {
         text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
@@ -118,8 +133,12 @@ extension PipelineConfiguration {
                             throw ConfigurationError(key: path, reason: "expected a string or an array of strings")
                         }
                     case "groupId": groupID = try Self.string(item, path)
-                    case "properties": kafkaProperties = try Self.stringMap(item, path)
-                    case "consumerProperties": consumerProperties = try Self.stringMap(item, path)
+                    case "properties":
+                        kafkaProperties = try Self.stringMap(item, path)
+                        for property in kafkaProperties.keys { try Self.checkPassThrough(property, key: "\(path).\(property)") }
+                    case "consumerProperties":
+                        consumerProperties = try Self.stringMap(item, path)
+                        for property in consumerProperties.keys { try Self.checkPassThrough(property, key: "\(path).\(property)") }
                     case "producerProperties": producerProperties = try Self.stringMap(item, path)
                     default: throw ConfigurationError(key: path, reason: "unknown key")
                     }

@@ -62,11 +62,21 @@ public enum ReplayBoundary: Sendable, Equatable, CustomStringConvertible {
     ) async throws -> [KafkaTopicPartition: Range<Int64>] {
         let count = try await consumer.partitionCount(topic: topic)
         var partitions = (0..<count).map { KafkaTopicPartition(topic: topic, partition: $0) }
-        if case .offsets(let offsets) = from {
-            for partition in offsets.keys where partition >= count {
-                throw ConfigurationError(key: "--from", reason: "topic '\(topic)' has no partition \(partition) (it has \(count))")
+        for (boundary, option) in [(from, "--from"), (to, "--to")] {
+            guard case .offsets(let offsets) = boundary else { continue }
+            for partition in offsets.keys.sorted() where partition >= count {
+                throw ConfigurationError(key: option, reason: "topic '\(topic)' has no partition \(partition) (it has \(count))")
             }
-            partitions = partitions.filter { offsets[$0.partition] != nil }
+        }
+        if case .offsets(let starts) = from {
+            if case .offsets(let ends) = to {
+                for (partition, start) in starts.sorted(by: { $0.key < $1.key }) {
+                    if let end = ends[partition], end < start {
+                        throw ConfigurationError(key: "--to", reason: "partition \(partition) ends at offset \(end), before --from's \(start)")
+                    }
+                }
+            }
+            partitions = partitions.filter { starts[$0.partition] != nil }
         }
         var watermarks: [KafkaTopicPartition: KafkaWatermarks] = [:]
         for partition in partitions {

@@ -24,6 +24,29 @@ struct ReplayCommandTests {
         #expect(bad.stderr.contains("--from"))
     }
 
+    /// Refused before anything is read: a range whose end is not after its start, the live pipeline's group (a
+    /// replay commits in its group), and `group.id` as a pass-through property (it would override the replay's group).
+    /// The range lookup uses the pipeline's Kafka properties: an invalid one fails it at once, naming the property,
+    /// where the lookup used to ignore them (and connect without TLS or SASL).
+    @Test("bad ranges, the live group and group.id are refused; the range lookup uses the Kafka properties")
+    func refusesWhatWouldReplayTheWrongThing() async throws {
+        let executable = try #require(Paths.executable, "build the campaign-pipeline product first")
+        let base = ["replay", "--bootstrap-servers", "127.0.0.1:1"]
+        let backwards = try await runProcess(executable, base + ["--from", "2026-11-26T00:00:00Z", "--to", "2026-11-20T00:00:00Z"])
+        #expect(backwards.status != 0)
+        #expect(backwards.stderr.contains("is not before --to"), "\(backwards.stderr)")
+        let live = try await runProcess(executable, base + ["--from", "beginning", "--group", "campaign-pipeline"])
+        #expect(live.status != 0)
+        #expect(live.stderr.contains("live pipeline's consumer group"), "\(live.stderr)")
+        let group = try await runProcess(executable, base + ["--from", "beginning", "--kafka-property", "group.id=campaign-pipeline"])
+        #expect(group.status != 0)
+        #expect(group.stderr.contains("--kafka-property group.id"), "\(group.stderr)")
+        let invalid = try await runProcess(executable, base + ["--from", "beginning", "--dry-run", "--kafka-property", "socket.timeout.ms=soon"])
+        #expect(invalid.status != 0)
+        #expect(invalid.stderr.contains("socket.timeout.ms"), "\(invalid.stderr)")
+        #expect(!invalid.stdout.contains("Replaying"), "\(invalid.stdout)")
+    }
+
     @Test("without --deliver the outputs go to replay.* topics and the live topics get nothing")
     func defaultsToReplayTopics() async throws {
         let executable = try #require(Paths.executable, "build the campaign-pipeline product first")

@@ -247,4 +247,30 @@ struct ReplayTests {
         let error = #expect(throws: ConfigurationError.self) { try ReplayBoundary(parsing: "yesterday", option: "--to") }
         #expect(error?.key == "--to")
     }
+
+    /// Offsets that name a partition the topic lacks, or end a partition before they start it, are refused naming the
+    /// option, for --to as for --from (a --to partition the topic lacks used to be ignored).
+    @Test("offset ranges naming a missing partition, or ending before they start, are refused")
+    func offsetRangesAreChecked() async throws {
+        try await withReplayCluster { kafka, configuration in
+            try await produce(try events(30, base: Date()), to: configuration.topics.sends, kafka: kafka)
+            let topic = configuration.topics.sends
+            let count = Int32(try await ranges(.beginning, .end, kafka: kafka, topic: topic).count)
+            let cases: [(ReplayBoundary, ReplayBoundary, key: String, says: String)] = [
+                (.offsets([count: 0]), .end, "--from", "no partition \(count)"),
+                (.beginning, .offsets([0: 3, count + 2: 1]), "--to", "no partition \(count + 2)"),
+                (.offsets([0: 5]), .offsets([0: 2]), "--to", "partition 0 ends at offset 2, before --from's 5"),
+            ]
+            for (from, to, key, says) in cases {
+                let error = await #expect(throws: ConfigurationError.self, "\(from) .. \(to)") {
+                    try await ranges(from, to, kafka: kafka, topic: topic)
+                }
+                #expect(error?.key == key, "\(from) .. \(to): \(String(describing: error))")
+                #expect(error?.reason.contains(says) == true, "\(from) .. \(to): \(String(describing: error))")
+            }
+            // An empty range of a partition is allowed (the same offset at both ends).
+            let empty = try await ranges(.offsets([0: 2]), .offsets([0: 2]), kafka: kafka, topic: topic)
+            #expect(empty.values.allSatisfy { $0.isEmpty })
+        }
+    }
 }

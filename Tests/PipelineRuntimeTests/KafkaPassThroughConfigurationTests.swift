@@ -1,0 +1,40 @@
+import KafkaClient
+import PipelineCore
+@testable import PipelineRuntime
+import Testing
+
+/// librdkafka properties pass through to the clients, except `group.id`, which would override the pipeline's group
+/// (and put a replay, which reads in a group of its own, into the live one).
+@Suite("Kafka properties passed through")
+struct KafkaPassThroughConfigurationTests {
+    @Test("group.id is refused wherever a property can be given, naming where it was")
+    func groupIDIsRefused() throws {
+        let fromEnvironment = #expect(throws: ConfigurationError.self) {
+            try PipelineConfiguration.load(file: nil, environment: ["CAMPAIGN_PIPELINE_KAFKA_GROUP_ID": "campaign-pipeline"])
+        }
+        #expect(fromEnvironment?.key == "CAMPAIGN_PIPELINE_KAFKA_GROUP_ID")
+        #expect(fromEnvironment?.reason.contains("CAMPAIGN_PIPELINE_GROUP") == true)
+        for section in ["properties", "consumerProperties"] {
+            let file = try #require(try JSONValue(parsing: Array(#"{"kafka": {"\#(section)": {"group.id": "x"}}}"#.utf8)).objectValue)
+            let fromFile = #expect(throws: ConfigurationError.self) { try PipelineConfiguration.load(file: file, environment: [:]) }
+            #expect(fromFile?.key == "kafka.\(section).group.id")
+        }
+        let other = try PipelineConfiguration.load(file: nil, environment: ["CAMPAIGN_PIPELINE_KAFKA_SECURITY_PROTOCOL": "ssl"])
+        #expect(other.kafkaProperties["security.protocol"] == "ssl")
+    }
+
+    @Test("a consumer has every client's properties and the consumers' own, these winning")
+    func consumerConfigurationMergesProperties() {
+        var configuration = PipelineConfiguration(bootstrapServers: ["a:1"])
+        configuration.kafkaProperties = ["security.protocol": "ssl", "fetch.wait.max.ms": "100"]
+        configuration.consumerProperties = ["fetch.wait.max.ms": "10"]
+        configuration.producerProperties = ["linger.ms": "50"]
+        let properties = Dictionary(configuration.consumerConfiguration(groupID: nil).librdkafkaProperties, uniquingKeysWith: { $1 })
+        #expect(properties["security.protocol"] == "ssl")
+        #expect(properties["fetch.wait.max.ms"] == "10")
+        #expect(properties["linger.ms"] == nil)
+        #expect(properties["bootstrap.servers"] == "a:1")
+        let grouped = Dictionary(configuration.consumerConfiguration(groupID: "g").librdkafkaProperties, uniquingKeysWith: { $1 })
+        #expect(grouped["group.id"] == "g")
+    }
+}
