@@ -108,7 +108,10 @@ public enum RetryingDelivery {
             let wait = policy.delay(afterAttempts: attempts, retryAfter: failure.retryAfter, random: random())
             let elapsed = clock.now() - start
             if elapsed + wait > policy.deadline {
-                failure.detail += " (gave up after \(attempts) attempt\(attempts == 1 ? "" : "s") over \(Self.seconds(elapsed)); the retry deadline is \(Self.seconds(policy.deadline)))"
+                let asked = failure.retryAfter.map { " (Retry-After \(Self.seconds($0)))" } ?? ""
+                failure.detail +=
+                    " (gave up after \(attempts) attempt\(attempts == 1 ? "" : "s") over \(Self.seconds(elapsed)): the next was due in \(Self.seconds(wait))\(asked), "
+                    + "past the retry deadline of \(Self.seconds(policy.deadline)))"
                 return .failed(failure)
             }
             willRetry(failure, wait)

@@ -108,6 +108,10 @@ public final class RetryingSink<Sender: PlatformSender>: PushSink {
                 group.addTask { await self.work() }
             }
         }
+        // Cancelled: what no worker started is answered, and so is anything submitted from now on (the queue is
+        // closed), so that every notification has its one outcome.
+        let stopped = SinkFailure(.unavailable, "\(name) stopped running before sending it (shutting down)")
+        for job in queue.close() { job.completion(.abandoned(health.withLock { $0.stopped } ?? stopped)) }
         await sender.shutdown()
     }
 

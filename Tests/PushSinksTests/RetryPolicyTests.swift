@@ -78,8 +78,22 @@ struct RetryPolicyTests {
         // 8 s wait would pass the 60 s deadline.
         #expect(failure.attempts == 10)
         #expect(clock.sleeps == [.milliseconds(500), .seconds(1), .seconds(2), .seconds(4), .seconds(8), .seconds(8), .seconds(8), .seconds(8), .seconds(8)])
-        #expect(failure.detail.contains("gave up after 10 attempts over 57.5 s"), "\(failure.detail)")
+        #expect(failure.detail.contains("gave up after 10 attempts over 57.5 s: the next was due in 8.0 s, past the retry deadline of 60.0 s"), "\(failure.detail)")
         #expect(clock.now <= .seconds(60))
+    }
+
+    @Test("a Retry-After past the deadline is given up at once, and the detail says what the platform asked for")
+    func retryAfterPastTheDeadline() async {
+        let clock = VirtualClock()
+        let result = await RetryingDelivery.run(policy: RetryPolicy(jitter: 0, deadline: .seconds(600)), clock: clock.retryClock) { _ in
+            SinkFailure(.throttled, "FCM 429 QUOTA_EXCEEDED", retryAfter: .seconds(3600))
+        }
+        guard case .failed(let failure) = result else {
+            Issue.record("expected a failure, got \(result)")
+            return
+        }
+        #expect(clock.sleeps.isEmpty)
+        #expect(failure.detail.contains("(Retry-After 3600.0 s), past the retry deadline of 600.0 s"), "\(failure.detail)")
     }
 
     @Test("a cancelled wait ends the delivery as cancelled, not failed")

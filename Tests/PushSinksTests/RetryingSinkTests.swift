@@ -275,6 +275,31 @@ struct RetryingSinkTests {
         #expect(stateWhileWaiting.withLock { $0 } == .ready, "a per-device limit does not throttle the sink")
     }
 
+    /// Cancelling `run` (the pipeline shutting down) answers what it held: the attempt in flight ends, the
+    /// notifications no worker started are abandoned, and so is one submitted after `run` ended; none is left
+    /// without its one outcome.
+    @Test("cancelling run answers every notification held, and any submitted afterwards")
+    func cancellingRunAnswersEverything() async throws {
+        let platform = ScriptedPlatform { _, _ in
+            try? await Task.sleep(for: .milliseconds(200))
+            return nil
+        }
+        let sink = RetryingSink(sender: platform, concurrency: 1, policy: RetryPolicy(), logger: logger)
+        let log = OutcomeLog()
+        let task = Task { await sink.run() }
+        try await submit(3, to: sink, log: log, recipient: { _ in "same" })
+        while platform.attempts.isEmpty { try await Task.sleep(for: .milliseconds(5)) }
+        task.cancel()
+        await task.value
+        try await log.waitForCount(3)
+        #expect(log.abandonedCount == 2, "\(log.all)")
+        #expect(log.all.filter { $0.0 != "event-0" }.allSatisfy { if case .abandoned(let failure) = $0.1 { failure.detail.contains("shutting down") } else { false } })
+        let late = try notification(9, recipient: "late")
+        await sink.submit(late, completion: log.record(late.eventId))
+        #expect(log.all.count == 4, "answered at once: the queue is closed")
+        #expect(platform.attempts == ["event-0"])
+    }
+
     /// Twenty notifications through a sink with a refusal limit of 5 over a platform answering `answer`, once all
     /// have an outcome.
     private func twentyThrough(
