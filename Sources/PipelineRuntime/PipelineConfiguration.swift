@@ -85,14 +85,6 @@ public struct PipelineConfiguration: Sendable, Equatable {
     public var consumerProperties: [String: String] = [:]
     /// librdkafka properties for the producer only.
     public var producerProperties: [String: String] = [:]
-
-    /// A consumer of these brokers with every client's and the consumers' properties (TLS, SASL, …), in `groupID`
-    /// (`nil`: none joined, for partitions assigned by hand).
-    public func consumerConfiguration(groupID: String?) -> KafkaConsumerConfiguration {
-        var consumerConfiguration = KafkaConsumerConfiguration(bootstrapServers: bootstrapServers, groupID: groupID)
-        consumerConfiguration.properties = kafkaProperties.merging(consumerProperties) { $1 }
-        return consumerConfiguration
-    }
     /// The most events of one partition in flight (read but not yet acknowledged by every sink); beyond it the
     /// partition is paused until half of them are done.
     public var maxInFlightPerPartition = 1_000
@@ -112,5 +104,15 @@ public struct PipelineConfiguration: Sendable, Equatable {
     /// A configuration for the given brokers with every other setting at its default.
     public init(bootstrapServers: [String]) {
         self.bootstrapServers = bootstrapServers
+    }
+}
+
+extension PipelineConfiguration {
+    /// A consumer of these brokers with every client's and the consumers' properties (TLS, SASL, …), in `groupID`
+    /// (`nil`: none joined, for partitions assigned by hand).
+    public func consumerConfiguration(groupID: String?) -> KafkaConsumerConfiguration {
+        var consumerConfiguration = KafkaConsumerConfiguration(bootstrapServers: bootstrapServers, groupID: groupID)
+        consumerConfiguration.properties = kafkaProperties.merging(consumerProperties) { $1 }
+        return consumerConfiguration
     }
 }
