@@ -1,7 +1,8 @@
 import Synchronization
 
-/// Jobs for a fixed pool of workers, where jobs of one key (one recipient) run strictly one after another, in the
-/// order they were submitted, and jobs of different keys run in parallel.
+/// Jobs where those of one key (one recipient) run strictly one after another, in the order they were submitted, and
+/// those of different keys run in parallel: ``RetryingSink`` takes each ready job and delivers it in a task of its
+/// own, bounded by ``AttemptPermits`` while it makes attempts.
 ///
 /// A key is *ready* when it has jobs and none of them is running; workers take ready keys in the order they became
 /// ready, so no key starves another.
@@ -12,18 +13,13 @@ final class KeyedWorkQueue<Job: Sendable>: Sendable {
         /// Keys whose first job waits for a worker, in the order they became ready (`readyHead` is the next one).
         var ready: [String] = []
         var readyHead = 0
-        var waiters: [Int: CheckedContinuation<(key: String, job: Job)?, Never>] = [:]
-        var waiterOrder: [Int] = []
-        var nextWaiterID = 0
+        var waiters = Waiters<(key: String, job: Job)?>()
         var isClosed = false
         var count = 0
 
         mutating func makeReady(_ key: String) -> (CheckedContinuation<(key: String, job: Job)?, Never>, Job)? {
-            while let id = waiterOrder.first {
-                waiterOrder.removeFirst()
-                if let waiter = waiters.removeValue(forKey: id), let job = jobs[key]?.first {
-                    return (waiter, job)
-                }
+            if let job = jobs[key]?.first, let waiter = waiters.popFirst() {
+                return (waiter, job)
             }
             ready.append(key)
             return nil
@@ -70,27 +66,19 @@ final class KeyedWorkQueue<Job: Sendable>: Sendable {
     /// The next job to run, waiting for one; `nil` when the queue is closed or the task is cancelled. The worker must
     /// call ``finished(key:)`` when the job is done.
     func next() async -> (key: String, job: Job)? {
-        let id = state.withLock { state in
-            defer { state.nextWaiterID += 1 }
-            return state.nextWaiterID
-        }
+        let id = state.withLock { $0.waiters.makeID() }
         return await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<(key: String, job: Job)?, Never>) in
                 let immediate: (key: String, job: Job)?? = state.withLock { state in
                     if state.isClosed || Task.isCancelled { return .some(nil) }
                     if let work = state.takeReady() { return .some(work) }
-                    state.waiters[id] = continuation
-                    state.waiterOrder.append(id)
+                    state.waiters.enqueue(id, continuation)
                     return nil
                 }
                 if let immediate { continuation.resume(returning: immediate) }
             }
         } onCancel: {
-            let waiter = state.withLock { state in
-                state.waiterOrder.removeAll { $0 == id }
-                return state.waiters.removeValue(forKey: id)
-            }
-            waiter?.resume(returning: nil)
+            state.withLock { $0.waiters.remove(id) }?.resume(returning: nil)
         }
     }
 
@@ -125,11 +113,7 @@ final class KeyedWorkQueue<Job: Sendable>: Sendable {
             state.count -= pending.count
             state.ready = []
             state.readyHead = 0
-            defer {
-                state.waiters = [:]
-                state.waiterOrder = []
-            }
-            return (Array(state.waiters.values), pending)
+            return (state.waiters.removeAll(), pending)
         }
         for waiter in waiters { waiter.resume(returning: nil) }
         return pending

@@ -97,12 +97,35 @@ public enum RetryingDelivery {
         stopReason: () -> SinkFailure? = { nil },
         attempt: (Int) async -> SinkFailure?
     ) async -> Result {
+        await run(policy: policy, clock: clock, random: random, permits: nil, willRetry: willRetry, stopReason: stopReason, attempt: attempt)
+    }
+
+    /// ``run(policy:clock:random:willRetry:stopReason:attempt:)`` holding one of `permits` for each attempt (and
+    /// only then): taken before `stopReason` is asked, so a delivery that waited for its turn sees a stop that came
+    /// meanwhile, and given back when the attempt ends.
+    static func run(
+        policy: RetryPolicy,
+        clock: RetryClock,
+        random: @Sendable () -> Double = { Double.random(in: 0..<1) },
+        permits: AttemptPermits?,
+        willRetry: (SinkFailure, Duration) -> Void = { _, _ in },
+        stopReason: () -> SinkFailure? = { nil },
+        attempt: (Int) async -> SinkFailure?
+    ) async -> Result {
         let start = clock.now()
         var attempts = 0
         while true {
-            if let reason = stopReason() { return .cancelled(reason) }
+            if let permits, !(await permits.acquire()) {
+                return .cancelled(SinkFailure(.unavailable, "cancelled while waiting for its turn to be sent (shutting down)", attempts: attempts))
+            }
+            if let reason = stopReason() {
+                permits?.release()
+                return .cancelled(reason)
+            }
             attempts += 1
-            guard var failure = await attempt(attempts) else { return .delivered(attempts: attempts) }
+            let answer = await attempt(attempts)
+            permits?.release()
+            guard var failure = answer else { return .delivered(attempts: attempts) }
             failure.attempts = attempts
             guard failure.isRetryable else { return .failed(failure) }
             let wait = policy.delay(afterAttempts: attempts, retryAfter: failure.retryAfter, random: random())

@@ -103,13 +103,21 @@ public final class RetryingSink<Sender: PlatformSender>: PushSink {
     public var pending: Int { queue.count }
 
     public func run() async {
+        // One task per notification taken from the queue (one recipient's next only once its previous is answered);
+        // attempts are bounded by the permits, which a notification holds only while it makes one, not while it
+        // waits to retry: a recipient waiting out a backoff or a `Retry-After` does not hold back the others.
+        let permits = AttemptPermits(concurrency)
         await withDiscardingTaskGroup { group in
-            for _ in 0..<concurrency {
-                group.addTask { await self.work() }
+            while let (key, job) = await queue.next() {
+                group.addTask {
+                    let outcome = await self.deliver(job, permits: permits)
+                    job.completion(outcome)
+                    self.queue.finished(key: key)
+                }
             }
         }
-        // Cancelled: what no worker started is answered, and so is anything submitted from now on (the queue is
-        // closed), so that every notification has its one outcome.
+        // Cancelled: what was not taken from the queue is answered, and so is anything submitted from now on (the
+        // queue is closed), so that every notification has its one outcome.
         let stopped = SinkFailure(.unavailable, "\(name) stopped running before sending it (shutting down)")
         for job in queue.close() { job.completion(.abandoned(health.withLock { $0.stopped } ?? stopped)) }
         await sender.shutdown()
@@ -134,39 +142,56 @@ public final class RetryingSink<Sender: PlatformSender>: PushSink {
         }
     }
 
-    private func work() async {
-        while let (key, job) = await queue.next() {
-            let outcome = await deliver(job)
-            job.completion(outcome)
-            queue.finished(key: key)
-        }
-    }
-
-    private func deliver(_ job: Job) async -> SinkOutcome {
+    private func deliver(_ job: Job, permits: AttemptPermits) async -> SinkOutcome {
+        // Set when this notification's answer stopped the sink: refused credentials (the answer itself), or the
+        // refusal limit reached (the stop's own failure).
+        var stoppedBy: SinkFailure?
         let result = await RetryingDelivery.run(
             policy: policy,
             clock: clock,
+            permits: permits,
             willRetry: { failure, wait in noteRetry(failure, wait: wait) },
             stopReason: {
                 if let stopped = health.withLock({ $0.stopped }) { return stopped }
                 if job.isCancelled() { return SinkFailure(.unavailable, "withdrawn: the event's partition moved to another instance") }
                 return nil
             },
-            attempt: { _ in await sender.attempt(job.notification) }
+            attempt: { _ in
+                let failure = await sender.attempt(job.notification)
+                // Judged while the attempt's permit is held: a stop it causes is seen by every attempt after it.
+                stoppedBy = judge(failure)
+                return failure
+            }
         )
         switch result {
         case .delivered(let attempts):
+            return .delivered(attempts: attempts)
+        case .failed(let failure):
+            guard let stop = stoppedBy else { return .failed(failure) }
+            // The answer itself (with its attempts counted), or the stop the refusal limit made of it.
+            return .abandoned(stop.code == failure.code ? failure : stop)
+        case .cancelled(let failure):
+            return .abandoned(failure)
+        }
+    }
+
+    /// Updates the sink's health with an attempt's answer (`nil`: accepted); returns the failure that stopped the
+    /// sink when this answer did.
+    private func judge(_ failure: SinkFailure?) -> SinkFailure? {
+        guard let failure else {
             let now = clock.now()
             health.withLock { health in
                 health.isConfirmed = true
                 health.refusalsInARow = 0
                 if now - health.lastThrottled >= .seconds(1) { health.isThrottled = false }
             }
-            return .delivered(attempts: attempts)
-        case .failed(let failure) where failure.code == .auth:
+            return nil
+        }
+        switch failure.code {
+        case .auth:
             stop(because: failure)
-            return .abandoned(failure)
-        case .failed(let failure) where failure.code == .invalidToken:
+            return failure
+        case .invalidToken:
             let tooMany = health.withLock { health in
                 if failure.confirmsConfiguration {
                     health.isConfirmed = true
@@ -176,18 +201,16 @@ public final class RetryingSink<Sender: PlatformSender>: PushSink {
                 health.refusalsInARow += 1
                 return health.refusalsInARow >= refusalLimit
             }
-            guard tooMany else { return .failed(failure) }
+            guard tooMany else { return nil }
             let stop = SinkFailure(
                 .auth,
                 "\(refusalLimit) device tokens in a row were refused (\(failure.detail)) and none was accepted since the sink started: "
                     + "the sink's environment, topic or project is likely wrong for these tokens"
             )
             self.stop(because: stop)
-            return .abandoned(stop)
-        case .failed(let failure):
-            return .failed(failure)
-        case .cancelled(let failure):
-            return .abandoned(failure)
+            return stop
+        default:
+            return nil
         }
     }
 

@@ -205,7 +205,7 @@ struct PipelinePlatformSinkTests {
             #expect(stopped.description.contains("stopped consuming"))
 
             let refused = apns.answers.answered.filter { $0.status == 403 }
-            #expect(refused.count <= 8, "at most one refusal per worker; the backlog is not burnt through (\(refused.count))")
+            #expect(refused.count <= 8, "at most one refusal per attempt in flight (8); the backlog is not burnt through (\(refused.count))")
             let accepted = apns.answers.acceptedTokens
             #expect(accepted.count < 3_000)
             let committed = try await Self.committedOffsets(configuration, kafka: kafka, partitions: 3)

@@ -44,6 +44,24 @@ final class ScriptedPlatform: PlatformSender {
 }
 
 /// Collects outcomes by event id.
+/// A virtual clock whose waits block until released, to observe a sink while notifications wait to retry.
+final class HeldClock: Sendable {
+    let virtual = VirtualClock()
+    private let isReleased = Mutex(false)
+
+    /// Lets every wait, now and later, end (moving the virtual time on).
+    func release() {
+        isReleased.withLock { $0 = true }
+    }
+
+    var retryClock: RetryClock {
+        RetryClock(now: virtual.retryClock.now) { duration in
+            while !self.isReleased.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(2)) }
+            try await self.virtual.retryClock.sleep(duration)
+        }
+    }
+}
+
 final class OutcomeLog: Sendable {
     private let outcomes = Mutex<[(String, SinkOutcome)]>([])
 
@@ -124,20 +142,14 @@ struct RetryingSinkTests {
 
     @Test("a throttled recipient holds only its own later notifications; the sink reports throttled while waiting")
     func throttledHoldsItsRecipient() async throws {
-        let clock = VirtualClock()
-        let release = Mutex(false)
+        let clock = HeldClock()
         let platform = ScriptedPlatform { notification, attempt in
             if notification.eventId == "event-0", attempt == 1 {
                 return SinkFailure(.throttled, "429", retryAfter: .seconds(30))
             }
             return nil
         }
-        // A virtual clock whose sleep blocks until released, to observe the state in between.
-        let blockingClock = RetryClock(now: clock.retryClock.now) { duration in
-            while !release.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(2)) }
-            try await clock.retryClock.sleep(duration)
-        }
-        let sink = RetryingSink(sender: platform, concurrency: 2, policy: RetryPolicy(jitter: 0), clock: blockingClock, logger: logger)
+        let sink = RetryingSink(sender: platform, concurrency: 2, policy: RetryPolicy(jitter: 0), clock: clock.retryClock, logger: logger)
         let log = OutcomeLog()
         try await running(sink) {
             let first = try notification(0, recipient: "slow")
@@ -156,12 +168,38 @@ struct RetryingSinkTests {
             try await log.waitForCount(4)
             #expect(Set(log.all.map(\.0)) == ["event-2", "event-3", "event-4", "event-5"], "other recipients are not held")
             #expect(sink.state == .throttled, "notifications accepted within a second of a 429 are not yet a recovery")
-            release.withLock { $0 = true }
+            clock.release()
             try await log.waitForCount(6)
         }
         #expect(log.all.suffix(2).map(\.0) == ["event-0", "event-1"], "the held recipient keeps its order")
         #expect(log.all.first { $0.0 == "event-0" }?.1 == .delivered(attempts: 2))
-        #expect(clock.sleeps == [.seconds(30)], "Retry-After honoured")
+        #expect(clock.virtual.sleeps == [.seconds(30)], "Retry-After honoured")
+    }
+
+    /// As many recipients waiting out a per-device limit (APNs 429) as the sink has attempts in flight: a wait holds
+    /// no attempt, so another recipient is sent meanwhile (it used to wait for them, up to the retry deadline).
+    @Test("recipients waiting to retry hold no attempt: with as many waiting as the concurrency, others are still sent")
+    func waitingRecipientsDoNotHoldTheAttempts() async throws {
+        let clock = HeldClock()
+        let platform = ScriptedPlatform { notification, attempt in
+            notification.request.recipient.id.hasPrefix("busy") && attempt == 1
+                ? SinkFailure(.throttled, "APNs 429 TooManyRequests", retryAfter: .seconds(30), concernsOneRecipient: true) : nil
+        }
+        let sink = RetryingSink(sender: platform, concurrency: 2, policy: RetryPolicy(jitter: 0), clock: clock.retryClock, logger: logger)
+        let log = OutcomeLog()
+        try await running(sink) {
+            for (index, recipient) in ["busy-1", "busy-2", "free"].enumerated() {
+                let item = try notification(index, recipient: recipient)
+                await sink.submit(item, completion: log.record(item.eventId))
+            }
+            try await log.waitForCount(1)
+            #expect(log.all.map(\.0) == ["event-2"], "the free recipient is sent while both busy ones wait")
+            #expect(sink.state == .ready, "a per-device limit does not throttle the sink")
+            clock.release()
+            try await log.waitForCount(3)
+        }
+        #expect(log.all.allSatisfy { if case .delivered = $0.1 { true } else { false } }, "\(log.all)")
+        #expect(platform.peakRunning <= 2)
     }
 
     @Test("refused credentials stop the sink: that and every held notification is abandoned, nothing more is attempted")
