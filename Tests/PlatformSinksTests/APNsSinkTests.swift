@@ -189,4 +189,20 @@ struct APNsSinkTests {
             try APNsSender(APNsSinkConfiguration(keyID: "K", teamID: "T", privateKey: .value("not a key"), topic: "t"), environment: [:])
         }
     }
+
+    /// A request that got no answer names the server, not the device token in its path: the detail goes to logs and
+    /// to analytics records.
+    @Test("no answer: the detail names the server without the device token")
+    func noAnswerKeepsTheTokenOut() async throws {
+        let apns = try await FakeAPNs.start()
+        defer { Task { await apns.shutdown() } }
+        try await apns.server.stop()
+        let sender = try APNsSender(apns.configuration, environment: [:])
+        let token = String(repeating: "ab12", count: 16)
+        let failure = try #require(await sender.attempt(try sample("basic-apns", 1, token: token)))
+        await sender.shutdown()
+        #expect(failure.code == .unavailable)
+        #expect(failure.detail.hasPrefix("no answer from \(apns.server.baseURL)/3/device/…: "), "\(failure.detail)")
+        #expect(!failure.detail.contains(token), "\(failure.detail)")
+    }
 }

@@ -74,7 +74,8 @@ public struct APNsSender: PlatformSender {
         do {
             reply = try await http.send(.POST, url, headers: headers, body: notification.payloadBytes)
         } catch {
-            return SinkHTTPClient.unavailable(error, url: url)
+            // Named without the device token: the detail goes to logs and analytics records.
+            return SinkHTTPClient.unavailable(error, url: "\(baseURL)/3/device/…")
         }
         if reply.status == 200 { return nil }
         let failure = Self.classify(reply)
