@@ -149,7 +149,7 @@ public final class CampaignPipeline: Service {
             ]
         )
         let producer = try makeProducer()
-        let stateConsumer = try KafkaConsumer(configuration: consumerConfiguration(groupID: nil), logger: logger)
+        let stateConsumer = try KafkaConsumer(configuration: configuration.consumerConfiguration(groupID: nil), logger: logger)
         do {
             let partitions = try await checkTopics(using: stateConsumer)
             try await foldState(from: stateConsumer, partitions: partitions)
@@ -173,7 +173,7 @@ public final class CampaignPipeline: Service {
             await producer.close(timeout: .seconds(1))
             throw error
         }
-        var sendsConfiguration = consumerConfiguration(groupID: configuration.groupID)
+        var sendsConfiguration = configuration.consumerConfiguration(groupID: configuration.groupID)
         if !writesOutputs { sendsConfiguration.isAutoCommitEnabled = false }
         let consumer: KafkaConsumer
         do {
@@ -361,10 +361,6 @@ public final class CampaignPipeline: Service {
         producerConfiguration.messageTimeout = configuration.messageTimeout
         producerConfiguration.properties = configuration.kafkaProperties.merging(configuration.producerProperties) { $1 }
         return try KafkaProducer(configuration: producerConfiguration, logger: logger)
-    }
-
-    func consumerConfiguration(groupID: String?) -> KafkaConsumerConfiguration {
-        configuration.consumerConfiguration(groupID: groupID)
     }
 
     /// Checks that the topics exist and that the timers topic mirrors the sends topic's partitions.

@@ -143,9 +143,8 @@ public final class RetryingSink<Sender: PlatformSender>: PushSink {
     }
 
     private func deliver(_ job: Job, permits: AttemptPermits) async -> SinkOutcome {
-        // Set when this notification's answer stopped the sink: refused credentials (the answer itself), or the
-        // refusal limit reached (the stop's own failure).
-        var stoppedBy: SinkFailure?
+        // Set when this notification's dead-token answer reached the refusal limit and stopped the sink.
+        var refusalStop: SinkFailure?
         let result = await RetryingDelivery.run(
             policy: policy,
             clock: clock,
@@ -159,24 +158,25 @@ public final class RetryingSink<Sender: PlatformSender>: PushSink {
             attempt: { _ in
                 let failure = await sender.attempt(job.notification)
                 // Judged while the attempt's permit is held: a stop it causes is seen by every attempt after it.
-                stoppedBy = judge(failure)
+                refusalStop = judge(failure)
                 return failure
             }
         )
         switch result {
         case .delivered(let attempts):
             return .delivered(attempts: attempts)
+        case .failed(let failure) where failure.code == .auth:
+            // Refused credentials: `judge` stopped the sink.
+            return .abandoned(failure)
         case .failed(let failure):
-            guard let stop = stoppedBy else { return .failed(failure) }
-            // The answer itself (with its attempts counted), or the stop the refusal limit made of it.
-            return .abandoned(stop.code == failure.code ? failure : stop)
+            return refusalStop.map { .abandoned($0) } ?? .failed(failure)
         case .cancelled(let failure):
             return .abandoned(failure)
         }
     }
 
-    /// Updates the sink's health with an attempt's answer (`nil`: accepted); returns the failure that stopped the
-    /// sink when this answer did.
+    /// Updates the sink's health with an attempt's answer (`nil`: accepted), stopping the sink on refused
+    /// credentials; returns the stop's failure when this answer reached the refusal limit.
     private func judge(_ failure: SinkFailure?) -> SinkFailure? {
         guard let failure else {
             let now = clock.now()
@@ -190,7 +190,7 @@ public final class RetryingSink<Sender: PlatformSender>: PushSink {
         switch failure.code {
         case .auth:
             stop(because: failure)
-            return failure
+            return nil
         case .invalidToken:
             let tooMany = health.withLock { health in
                 if failure.confirmsConfiguration {

@@ -396,49 +396,39 @@ public struct FieldReader {
     }
 
     /// The object elements of an array field (``objectElements(_:required:)-(FieldName,_)``): a reader for each, made
-    /// as it is reached. Like a reader, it belongs to its render: iterating it after the render stops the process.
-    public struct ObjectElements: Sequence {
+    /// as it is reached, in order; the other elements are skipped. Like a reader, it belongs to its render: iterating
+    /// it after the render stops the process.
+    public struct ObjectElements: Sequence, IteratorProtocol {
         /// The reader of the object holding the array.
-        fileprivate let parent: FieldReader
+        private let parent: FieldReader
         /// The array's node.
-        fileprivate let array: Int
+        private let array: Int
         /// The number of elements, objects or not (``FieldReader/elementCount(_:)-(FieldName)``).
         public let count: Int
+        /// The next element's index and node.
+        private var index = 0
+        private var element: Int
 
-        public func makeIterator() -> Iterator {
-            Iterator(parent: parent, array: array, count: count)
+        fileprivate init(parent: FieldReader, array: Int, count: Int) {
+            self.parent = parent
+            self.array = array
+            self.count = count
+            self.element = array + 1
         }
 
-        /// Makes the readers of the object elements, in order, skipping the others.
-        public struct Iterator: IteratorProtocol {
-            fileprivate let parent: FieldReader
-            fileprivate let array: Int
-            fileprivate let count: Int
-            /// The next element's index and node.
-            private var index = 0
-            private var element: Int
-
-            fileprivate init(parent: FieldReader, array: Int, count: Int) {
-                self.parent = parent
-                self.array = array
-                self.count = count
-                self.element = array + 1
-            }
-
-            public mutating func next() -> FieldReader? {
-                // A sequence kept past its render would otherwise read another event's nodes.
-                parent.checkInUse()
-                while index < count {
-                    let node = element
-                    let position = index
-                    element = parent.document.next(after: node)
-                    index += 1
-                    if parent.document.kind(at: node) == .object {
-                        return parent.child(node: node, keyNode: array &- 1, index: position)
-                    }
+        public mutating func next() -> FieldReader? {
+            // A sequence kept past its render would otherwise read another event's nodes.
+            parent.checkInUse()
+            while index < count {
+                let node = element
+                let position = index
+                element = parent.document.next(after: node)
+                index += 1
+                if parent.document.kind(at: node) == .object {
+                    return parent.child(node: node, keyNode: array &- 1, index: position)
                 }
-                return nil
             }
+            return nil
         }
     }
 
