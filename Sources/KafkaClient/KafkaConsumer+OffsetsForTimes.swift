@@ -30,18 +30,8 @@ extension KafkaConsumer {
     ) async throws(KafkaError) -> [KafkaTopicPartitionOffset] {
         let handle = self.handle
         let target = Int64((timestamp.timeIntervalSince1970 * 1000).rounded(.up))
-        var probeConfiguration = configuration
-        probeConfiguration.groupID = nil
-        var probeProperties = probeConfiguration.librdkafkaProperties.filter {
-            $0.key != "enable.auto.commit" && $0.key != "enable.partition.eof"
-        }
-        probeProperties.append(("enable.partition.eof", "true"))
-        // Each probe reads one record: answer fetches at once instead of waiting to fill them.
-        probeProperties.append(("fetch.wait.max.ms", "5"))
-        probeProperties.append(("fetch.message.max.bytes", "65536"))
-        probeProperties.append(("enable.auto.commit", "false"))
         let logger = self.logger
-        let frozenProperties = probeProperties
+        let frozenProperties = recordProbeProperties
         return try await BlockingCalls.run { () throws(KafkaError) in
             var brokerAnswers: [KafkaTopicPartition: Int64] = [:]
             if strategy != .search {
@@ -96,6 +86,47 @@ extension KafkaConsumer {
             }
             return result
         }
+    }
+}
+
+extension KafkaConsumer {
+    /// The offset of the first record this consumer could read in `partition` at or after `offset` and before `end`,
+    /// or `nil` when there is none, read with a group-less consumer of the same configuration.
+    ///
+    /// Offsets that hold no readable record are skipped: transaction markers, records of aborted transactions (with
+    /// the default `isolation.level`, `read_committed`), records compaction removed. A range ending at a high
+    /// watermark may end in such offsets, so a consumer that waits for a record at `end - 1` can wait forever; `nil`
+    /// here says the range has been read through.
+    ///
+    /// - Throws: ``KafkaError/Code/offsetLookupFailed`` naming the partition, when no answer came within `timeout`.
+    public func firstRecordOffset(
+        from offset: Int64,
+        before end: Int64,
+        in partition: KafkaTopicPartition,
+        timeout: Duration = .seconds(10)
+    ) async throws(KafkaError) -> Int64? {
+        let logger = self.logger
+        let properties = recordProbeProperties
+        return try await BlockingCalls.run { () throws(KafkaError) in
+            let probe = try RecordProbe(properties: properties, logger: logger, timeout: timeout)
+            return try probe.record(atOrAfter: offset, end: end, in: partition)?.offset
+        }
+    }
+
+    /// The properties of a ``RecordProbe``: this consumer's, without its group, reporting partition ends and
+    /// answering fetches at once.
+    private var recordProbeProperties: [(key: String, value: String)] {
+        var probeConfiguration = configuration
+        probeConfiguration.groupID = nil
+        var properties = probeConfiguration.librdkafkaProperties.filter {
+            $0.key != "enable.auto.commit" && $0.key != "enable.partition.eof"
+        }
+        properties.append(("enable.partition.eof", "true"))
+        // Each probe reads one record: answer fetches at once instead of waiting to fill them.
+        properties.append(("fetch.wait.max.ms", "5"))
+        properties.append(("fetch.message.max.bytes", "65536"))
+        properties.append(("enable.auto.commit", "false"))
+        return properties
     }
 }
 

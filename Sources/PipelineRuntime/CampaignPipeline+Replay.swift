@@ -55,8 +55,10 @@ extension CampaignPipeline {
     func stopWhenReplayed(_ plan: ReplayPlan, consumer: KafkaConsumer) async {
         let start = ContinuousClock.now
         var lastReport = start
+        var stalls = ReplayStalls()
         while !Task.isCancelled {
             try? await Task.sleep(for: .milliseconds(100))
+            await readThroughUnreadableEnds(plan, stalls: &stalls, consumer: consumer)
             let positions = readPositions.withLock { $0 }
             let finished = plan.ranges.allSatisfy { partition, range in (positions[partition] ?? range.lowerBound) >= range.upperBound }
             let isDone = finished && totalInFlight() == 0
@@ -69,6 +71,45 @@ extension CampaignPipeline {
                 stop()
                 return
             }
+        }
+    }
+
+    /// Marks as read through the partitions whose rest of the range holds no readable record.
+    ///
+    /// A range ending at the high watermark can end in offsets no consumer is given: transaction markers (a topic
+    /// written by transactional producers ends in one after every transaction), records of aborted transactions.
+    /// Waiting for a record there would never end the replay, so a partition not finished, with nothing in flight,
+    /// whose position stayed put for a while, is asked for the first readable record of the rest of its range; when
+    /// there is none, its position moves to the range's end.
+    func readThroughUnreadableEnds(_ plan: ReplayPlan, stalls: inout ReplayStalls, consumer: KafkaConsumer) async {
+        let positions = readPositions.withLock { $0 }
+        let inFlight = progress.withLock { $0.mapValues(\.inFlight) }
+        let now = ContinuousClock.now
+        for (partition, range) in plan.ranges.sorted(by: { $0.key.partition < $1.key.partition }) {
+            guard let position = positions[partition], position < range.upperBound, (inFlight[partition] ?? 0) == 0,
+                stalls.isDue(partition, at: position, now: now)
+            else { continue }
+            do {
+                if try await consumer.firstRecordOffset(from: position, before: range.upperBound, in: partition, timeout: .seconds(5)) != nil {
+                    stalls.checkLater(partition, now: .now)
+                    continue
+                }
+            } catch {
+                logger.debug("Could not look for the range's next record", metadata: ["partition": "\(partition)", "error": "\(error)"])
+                stalls.checkLater(partition, now: .now)
+                continue
+            }
+            readPositions.withLock { positions in
+                if let current = positions[partition], current == position { positions[partition] = range.upperBound }
+            }
+            logger.info(
+                "Replay read through a partition",
+                metadata: [
+                    "partition": "\(partition)",
+                    "unreadableOffsets": "\(position)..<\(range.upperBound)",
+                    "reason": "no readable record left in the range (transaction markers or aborted records)",
+                ]
+            )
         }
     }
 
@@ -92,5 +133,40 @@ extension CampaignPipeline {
             return .pastEnd(range.upperBound)
         }
         return .process
+    }
+}
+
+/// When each stalled partition of a replay is next asked whether its range still holds a readable record.
+struct ReplayStalls {
+    /// A partition's position when it was last seen to move, and when its next check is due.
+    private struct Stall {
+        var position: Int64
+        var due: ContinuousClock.Instant
+        var wait: Duration
+    }
+
+    /// How long a position stays put before the first check.
+    static let firstWait: Duration = .seconds(1)
+    /// The longest wait between checks of a partition whose next record is still to come.
+    static let longestWait: Duration = .seconds(30)
+
+    private var stalls: [KafkaTopicPartition: Stall] = [:]
+
+    /// Whether `partition`, now at `position`, has stayed there long enough to be checked.
+    mutating func isDue(_ partition: KafkaTopicPartition, at position: Int64, now: ContinuousClock.Instant) -> Bool {
+        guard let stall = stalls[partition], stall.position == position else {
+            stalls[partition] = Stall(position: position, due: now + Self.firstWait, wait: Self.firstWait)
+            return false
+        }
+        return now >= stall.due
+    }
+
+    /// Notes that a readable record is still to come (or the check failed): check again later, waiting twice as
+    /// long each time.
+    mutating func checkLater(_ partition: KafkaTopicPartition, now: ContinuousClock.Instant) {
+        guard var stall = stalls[partition] else { return }
+        stall.wait = min(stall.wait * 2, Self.longestWait)
+        stall.due = now + stall.wait
+        stalls[partition] = stall
     }
 }

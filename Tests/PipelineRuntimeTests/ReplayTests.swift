@@ -150,6 +150,38 @@ struct ReplayTests {
         }
     }
 
+    /// On a topic transactional producers write, each partition's high watermark sits past a transaction marker,
+    /// an offset no consumer is given. The mock cluster writes no markers, so the ranges here run two offsets past
+    /// the end: the consumer is given nothing there, as it would be at markers.
+    @Test("a range ending in offsets with no readable record (transaction markers) still ends, with every event processed")
+    func rangeEndingInUnreadableOffsets() async throws {
+        try await withReplayCluster { kafka, configuration in
+            try await produce(try events(300, base: Date()), to: configuration.topics.sends, kafka: kafka)
+            let ranges = try await ranges(.beginning, .end, kafka: kafka, topic: configuration.topics.sends)
+            let plan = ReplayPlan(ranges: ranges.mapValues { $0.lowerBound..<($0.upperBound + 2) })
+            let replay = CampaignPipeline(configuration: replayConfiguration(configuration), registry: builtinRegistry, replay: plan, logger: testLogger)
+            // Whether the replay had to be stopped.
+            let timedOut = try await withThrowingTaskGroup(of: Bool.self) { group in
+                group.addTask {
+                    try await replay.run()
+                    return false
+                }
+                group.addTask {
+                    try await Task.sleep(for: .seconds(30))
+                    replay.stop()
+                    return true
+                }
+                let first = try await group.next()!
+                group.cancelAll()
+                return first
+            }
+            #expect(!timedOut, "the replay ended by itself")
+            #expect(replay.statistics.snapshot.totalIn == 300)
+            let outcomes = try analytics(try await readAll(replayConfiguration(configuration).topics.analytics, kafka: kafka))
+            #expect(Set(outcomes.map(\.identity.messageId)).count == 300, "every event has its outcome")
+        }
+    }
+
     @Test("an interrupted replay resumed with the same group processes every event, none before its commit again")
     func interruptAndResume() async throws {
         try await withReplayCluster { kafka, configuration in
