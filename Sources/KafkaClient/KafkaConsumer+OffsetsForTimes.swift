@@ -90,26 +90,38 @@ extension KafkaConsumer {
 }
 
 extension KafkaConsumer {
-    /// The offset of the first record this consumer could read in `partition` at or after `offset` and before `end`,
-    /// or `nil` when there is none, read with a group-less consumer of the same configuration.
+    /// What is left to read in a range of offsets (``remainder(from:before:in:timeout:)``).
+    public enum RangeRemainder: Sendable, Hashable {
+        /// A record this consumer can read, at this offset, the range's first.
+        case record(offset: Int64)
+        /// Nothing this consumer can read, and nothing will come: the range's offsets hold no records, or only
+        /// transaction markers and records of aborted transactions.
+        case nothingReadable
+        /// Nothing readable yet: a transaction still open holds back the offsets from `lastStableOffset` on (a
+        /// `read_committed` consumer is given its records once it commits). Ask again later.
+        case openTransaction(lastStableOffset: Int64)
+    }
+
+    /// What this consumer could still read in `partition` from `offset` up to `end` (excluded), read with a
+    /// group-less consumer of the same configuration.
     ///
     /// Offsets that hold no readable record are skipped: transaction markers, records of aborted transactions (with
     /// the default `isolation.level`, `read_committed`), records compaction removed. A range ending at a high
-    /// watermark may end in such offsets, so a consumer that waits for a record at `end - 1` can wait forever; `nil`
-    /// here says the range has been read through.
+    /// watermark may end in such offsets, so a consumer that waits for a record at `end - 1` can wait forever;
+    /// ``RangeRemainder/nothingReadable`` says the range has been read through.
     ///
     /// - Throws: ``KafkaError/Code/offsetLookupFailed`` naming the partition, when no answer came within `timeout`.
-    public func firstRecordOffset(
+    public func remainder(
         from offset: Int64,
         before end: Int64,
         in partition: KafkaTopicPartition,
         timeout: Duration = .seconds(10)
-    ) async throws(KafkaError) -> Int64? {
+    ) async throws(KafkaError) -> RangeRemainder {
         let logger = self.logger
         let properties = recordProbeProperties
         return try await BlockingCalls.run { () throws(KafkaError) in
             let probe = try RecordProbe(properties: properties, logger: logger, timeout: timeout)
-            return try probe.record(atOrAfter: offset, end: end, in: partition)?.offset
+            return try probe.remainder(from: offset, before: end, in: partition)
         }
     }
 
@@ -146,9 +158,17 @@ private final class RecordProbe {
         rd_kafka_consumer_close(handle.pointer)
     }
 
-    /// The first record at or after `offset` and before `end`: its offset and timestamp (ms), or `nil` if none.
-    func record(atOrAfter offset: Int64, end: Int64, in partition: KafkaTopicPartition) throws(KafkaError) -> (offset: Int64, timestamp: Int64)? {
-        guard offset < end else { return nil }
+    /// What one read from an offset gave.
+    enum Read {
+        /// The first record at or after the offset: its offset and timestamp (ms).
+        case record(offset: Int64, timestamp: Int64)
+        /// No record from the offset on: the partition ends at `offset`, the high watermark or, for a
+        /// `read_committed` consumer, the last stable offset (past any transaction markers and aborted records).
+        case end(at: Int64)
+    }
+
+    /// Reads the first record at or after `offset`, or the partition's end.
+    func read(from offset: Int64, in partition: KafkaTopicPartition) throws(KafkaError) -> Read {
         let list = RDKafkaTopicPartitionList([
             KafkaTopicPartitionOffset(topic: partition.topic, partition: partition.partition, offset: offset)
         ])
@@ -162,15 +182,15 @@ private final class RecordProbe {
             defer { rd_kafka_message_destroy(message) }
             let item = message.pointee
             guard item.partition == partition.partition else { continue }
-            if item.err == RD_KAFKA_RESP_ERR__PARTITION_EOF { return nil }
+            // librdkafka reports the end with its fetch position, which has moved past markers and aborted records.
+            if item.err == RD_KAFKA_RESP_ERR__PARTITION_EOF { return .end(at: item.offset) }
             guard item.err == RD_KAFKA_RESP_ERR_NO_ERROR else {
                 throw KafkaError.librdkafka(.offsetLookupFailed, item.err, topic: partition.topic, partition: partition.partition)
             }
             guard item.offset >= offset else { continue }
-            if item.offset >= end { return nil }
             var type = RD_KAFKA_TIMESTAMP_NOT_AVAILABLE
             let timestamp = rd_kafka_message_timestamp(message, &type)
-            return (item.offset, timestamp)
+            return .record(offset: item.offset, timestamp: timestamp)
         }
         throw KafkaError(
             code: .offsetLookupFailed,
@@ -179,6 +199,28 @@ private final class RecordProbe {
             partition: partition.partition,
             isRetriable: true
         )
+    }
+
+    /// The first record at or after `offset` and before `end`: its offset and timestamp (ms), or `nil` if none.
+    func record(atOrAfter offset: Int64, end: Int64, in partition: KafkaTopicPartition) throws(KafkaError) -> (offset: Int64, timestamp: Int64)? {
+        guard offset < end, case .record(let found, let timestamp) = try read(from: offset, in: partition), found < end else {
+            return nil
+        }
+        return (found, timestamp)
+    }
+
+    /// What is left to read in `offset..<end`.
+    func remainder(from offset: Int64, before end: Int64, in partition: KafkaTopicPartition) throws(KafkaError) -> KafkaConsumer.RangeRemainder {
+        guard offset < end else { return .nothingReadable }
+        // Taken first: offsets below it that were stable once stay so.
+        let high = try handle.blockingWatermarks(topic: partition.topic, partition: partition.partition, timeout: timeout).high
+        switch try read(from: offset, in: partition) {
+        case .record(let found, _):
+            return found < end ? .record(offset: found) : .nothingReadable
+        case .end(let stable):
+            // Short of both the range's end and the high watermark: a transaction still open holds the rest back.
+            return stable >= min(end, high) ? .nothingReadable : .openTransaction(lastStableOffset: stable)
+        }
     }
 
     /// Whether `offset` is the first offset with a timestamp at or after `target`.

@@ -79,8 +79,8 @@ extension CampaignPipeline {
     /// A range ending at the high watermark can end in offsets no consumer is given: transaction markers (a topic
     /// written by transactional producers ends in one after every transaction), records of aborted transactions.
     /// Waiting for a record there would never end the replay, so a partition not finished, with nothing in flight,
-    /// whose position stayed put for a while, is asked for the first readable record of the rest of its range; when
-    /// there is none, its position moves to the range's end.
+    /// whose position stayed put for a while, is asked what is left to read in its range; when nothing readable is
+    /// left, its position moves to the range's end. Records a transaction still open holds back are waited for.
     func readThroughUnreadableEnds(_ plan: ReplayPlan, stalls: inout ReplayStalls, consumer: KafkaConsumer) async {
         let positions = readPositions.withLock { $0 }
         let inFlight = progress.withLock { $0.mapValues(\.inFlight) }
@@ -90,7 +90,17 @@ extension CampaignPipeline {
                 stalls.isDue(partition, at: position, now: now)
             else { continue }
             do {
-                if try await consumer.firstRecordOffset(from: position, before: range.upperBound, in: partition, timeout: .seconds(5)) != nil {
+                switch try await consumer.remainder(from: position, before: range.upperBound, in: partition, timeout: .seconds(5)) {
+                case .nothingReadable:
+                    break
+                case .record:
+                    stalls.checkLater(partition, now: .now)
+                    continue
+                case .openTransaction(let stable):
+                    logger.info(
+                        "Replay waits for an open transaction",
+                        metadata: ["partition": "\(partition)", "lastStableOffset": "\(stable)", "end": "\(range.upperBound)"]
+                    )
                     stalls.checkLater(partition, now: .now)
                     continue
                 }

@@ -116,18 +116,19 @@ struct KafkaConsumerGroupTests {
         }
     }
 
-    /// A replay asks this when its consumer stops short of a range's end: `nil` says nothing readable is left.
-    @Test("the first readable record of an offset range is found; a range past the last record has none")
-    func firstRecordOfRange() async throws {
+    /// A replay asks this when its consumer stops short of a range's end. (The mock cluster writes no transaction
+    /// markers and keeps no open transactions back, so only the first two answers can be shown here.)
+    @Test("what is left to read in an offset range: its first record, or nothing past the last record")
+    func remainderOfRange() async throws {
         try await withEmbeddedKafka(topics: ["probed": 1]) { kafka in
             _ = try await produceNumbered(10, to: "probed", kafka: kafka) { _ in Date() }
             let consumer = try KafkaConsumer(configuration: consumerConfiguration(kafka, group: nil), logger: testLogger)
             let partition = KafkaTopicPartition(topic: "probed", partition: 0)
-            #expect(try await consumer.firstRecordOffset(from: 0, before: 10, in: partition) == 0)
-            #expect(try await consumer.firstRecordOffset(from: 7, before: 10, in: partition) == 7)
-            #expect(try await consumer.firstRecordOffset(from: 9, before: 10, in: partition) == 9)
-            #expect(try await consumer.firstRecordOffset(from: 10, before: 12, in: partition) == nil, "offsets past the last record hold none")
-            #expect(try await consumer.firstRecordOffset(from: 4, before: 4, in: partition) == nil, "an empty range holds none")
+            #expect(try await consumer.remainder(from: 0, before: 10, in: partition) == .record(offset: 0))
+            #expect(try await consumer.remainder(from: 7, before: 10, in: partition) == .record(offset: 7))
+            #expect(try await consumer.remainder(from: 9, before: 10, in: partition) == .record(offset: 9))
+            #expect(try await consumer.remainder(from: 10, before: 12, in: partition) == .nothingReadable, "offsets past the last record hold none")
+            #expect(try await consumer.remainder(from: 4, before: 4, in: partition) == .nothingReadable, "an empty range holds none")
             await consumer.close()
         }
     }
