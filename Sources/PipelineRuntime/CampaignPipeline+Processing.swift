@@ -7,7 +7,13 @@ import Synchronization
 
 extension CampaignPipeline {
     /// Decides a batch (partitions in parallel when the batch is large) and queues the outputs in read order.
-    func process(_ batch: [KafkaConsumerMessage], consumer: KafkaConsumer, sender: OutputSender, completion: EventCompletion) async {
+    func process(
+        _ batch: [KafkaConsumerMessage],
+        consumer: KafkaConsumer,
+        sender: OutputSender,
+        completion: EventCompletion,
+        definitions: DefinitionsFollower
+    ) async {
         let table = campaigns.withLock { $0 }
         let now = decisionTime()
         let processor = self.processor
@@ -34,6 +40,7 @@ extension CampaignPipeline {
                 decisions[index] = Self.decide(batch, at: index, processor: processor, campaigns: table, now: now, scratch: scratch)
             }
         }
+        await decideAgainOnceDefinitionsAreRead(batch, &decisions, now: now, definitions: definitions)
         // Records of partitions revoked meanwhile are left to their new owner.
         let assigned = consumer.assignment
         let routes = activeRoutes.withLock { $0 }
@@ -72,6 +79,26 @@ extension CampaignPipeline {
             for cursor in cursors {
                 if let next = cursor.nextOffset { positions[cursor.partition] = next }
             }
+        }
+    }
+
+    /// Decides again, once the campaign table has read the definitions topic to its end, the events that named a
+    /// campaign definition the table lacked; those still lacking it are rejected when emitted.
+    private func decideAgainOnceDefinitionsAreRead(
+        _ batch: [KafkaConsumerMessage],
+        _ decisions: inout [EventProcessor.Decision?],
+        now: Timestamp?,
+        definitions: DefinitionsFollower
+    ) async {
+        let waiting = decisions.indices.filter {
+            if case .awaitingDefinition? = decisions[$0] { true } else { false }
+        }
+        guard !waiting.isEmpty else { return }
+        await definitions.catchUp(logger: logger)
+        let table = campaigns.withLock { $0 }
+        let scratch = RenderScratch()
+        for index in waiting {
+            decisions[index] = Self.decide(batch, at: index, processor: processor, campaigns: table, now: now, scratch: scratch)
         }
     }
 
@@ -194,7 +221,7 @@ extension CampaignPipeline {
                 }
             }
 
-        case .rejected(let identity, let error):
+        case .rejected(let identity, let error), .awaitingDefinition(let identity, let error):
             recordInput(of: identity)
             let detail = error.issues.map(\.description).joined(separator: "; ")
             rejectedEventWarning.log(
@@ -357,7 +384,7 @@ extension CampaignPipeline {
             payload = notification.payloadBytes
             let identity = MessageIdentity(request: notification.request, template: notification.templateID, messageId: notification.messageId)
             event = AnalyticsEvent(kind: .delivered, identity: identity, occurredAt: .now(), sink: "dry-run")
-        case .rejected(let identity, let error):
+        case .rejected(let identity, let error), .awaitingDefinition(let identity, let error):
             event = AnalyticsEvent(kind: .rejected, identity: identity, occurredAt: .now(), reasonCode: error.code.rawValue, reasonDetail: error.issues.map(\.description).joined(separator: "; "))
         case .expired(let identity, let cause, _):
             event = AnalyticsEvent(kind: .expired, identity: identity, occurredAt: .now(), cause: cause)

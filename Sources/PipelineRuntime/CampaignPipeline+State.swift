@@ -6,7 +6,11 @@ import Synchronization
 extension CampaignPipeline {
     /// Folds the campaign definitions and the pending timers from the beginning of their topics, up to their end
     /// offsets at start-up, before any send is processed.
-    func foldState(from consumer: KafkaConsumer, partitions: (definitions: Int32, timers: Int32)) async throws {
+    func foldState(
+        from consumer: KafkaConsumer,
+        partitions: (definitions: Int32, timers: Int32),
+        definitions: DefinitionsFollower
+    ) async throws {
         let topics = configuration.topics
         let all =
             (0..<partitions.definitions).map { KafkaTopicPartition(topic: topics.definitions, partition: $0) }
@@ -20,7 +24,7 @@ extension CampaignPipeline {
         var iterator = consumer.messages.makeAsyncIterator()
         while !remaining.isEmpty, let batch = try await iterator.nextBatch() {
             for message in batch {
-                applyState(message)
+                applyState(message, definitions: definitions)
                 if let end = remaining[message.topicPartition], message.offset + 1 >= end {
                     remaining[message.topicPartition] = nil
                 }
@@ -33,18 +37,19 @@ extension CampaignPipeline {
     }
 
     /// Keeps folding new definitions and timer records while the pipeline runs.
-    func keepFoldingState(from consumer: KafkaConsumer) async {
+    func keepFoldingState(from consumer: KafkaConsumer, definitions: DefinitionsFollower) async {
         do {
             var iterator = consumer.messages.makeAsyncIterator()
             while let batch = try await iterator.nextBatch() {
-                for message in batch { applyState(message) }
+                for message in batch { applyState(message, definitions: definitions) }
             }
         } catch {
             logger.error("Reading campaign state failed; the campaign table stops changing", metadata: ["error": "\(error)"])
         }
     }
 
-    private func applyState(_ message: KafkaConsumerMessage) {
+    private func applyState(_ message: KafkaConsumerMessage, definitions: DefinitionsFollower) {
+        defer { if message.topic == definitions.topic { definitions.folded(partition: message.partition, offset: message.offset) } }
         if message.topic == configuration.topics.timers {
             guard let value = message.value, !value.isEmpty else {
                 timers.remove(messageId: String(decoding: message.key ?? [], as: UTF8.self))

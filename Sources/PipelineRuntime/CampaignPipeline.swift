@@ -150,9 +150,11 @@ public final class CampaignPipeline: Service {
         )
         let producer = try makeProducer()
         let stateConsumer = try KafkaConsumer(configuration: configuration.consumerConfiguration(groupID: nil), logger: logger)
+        let definitions: DefinitionsFollower
         do {
             let partitions = try await checkTopics(using: stateConsumer)
-            try await foldState(from: stateConsumer, partitions: partitions)
+            definitions = DefinitionsFollower(consumer: stateConsumer, topic: configuration.topics.definitions, partitionCount: partitions.definitions)
+            try await foldState(from: stateConsumer, partitions: partitions, definitions: definitions)
         } catch {
             await stateConsumer.close()
             await producer.close(timeout: .seconds(1))
@@ -205,7 +207,7 @@ public final class CampaignPipeline: Service {
             }
             group.addTask { await self.followSinkStates(sinks, consumer: consumer) }
             group.addTask { await self.keepStoringCompletedPositions(of: consumer) }
-            group.addTask { await self.keepFoldingState(from: stateConsumer) }
+            group.addTask { await self.keepFoldingState(from: stateConsumer, definitions: definitions) }
             group.addTask { await self.followAssignments(of: consumer) }
             if let replay {
                 group.addTask { await self.stopWhenReplayed(replay, consumer: consumer) }
@@ -217,7 +219,7 @@ public final class CampaignPipeline: Service {
             }
             do {
                 try await withGracefulShutdownHandler {
-                    try await self.processUntilStopped(consumer: consumer, sender: sender)
+                    try await self.processUntilStopped(consumer: consumer, sender: sender, definitions: definitions)
                 } onGracefulShutdown: {
                     self.logger.info("Shutdown requested: stopping reads, draining in-flight work, committing")
                     self.stopSignal.fire()
@@ -405,13 +407,13 @@ public final class CampaignPipeline: Service {
     }
 
     /// Processes events until asked to stop. Cancelling the reading task wakes it when no records arrive.
-    private func processUntilStopped(consumer: KafkaConsumer, sender: OutputSender) async throws {
+    private func processUntilStopped(consumer: KafkaConsumer, sender: OutputSender, definitions: DefinitionsFollower) async throws {
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
                 let completion = EventCompletion { [self] tracker in self.positionAdvanced(in: tracker, consumer: consumer) }
                 var iterator = consumer.messages.makeAsyncIterator()
                 while !Task.isCancelled, let batch = try await iterator.nextBatch() {
-                    await self.process(batch, consumer: consumer, sender: sender, completion: completion)
+                    await self.process(batch, consumer: consumer, sender: sender, completion: completion, definitions: definitions)
                 }
             }
             group.addTask {

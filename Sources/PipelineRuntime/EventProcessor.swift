@@ -15,6 +15,11 @@ public struct EventProcessor: Sendable {
         case expired(MessageIdentity, AnalyticsEvent.ExpiryCause, detail: String)
         /// Not sent: the campaign is cancelled.
         case suppressed(MessageIdentity)
+        /// Not decided yet: the event has no content and the campaign table holds no definition of its campaign (or
+        /// not the version it names) as of the decision time. The campaign may have been defined an instant before
+        /// the send, in a record the table has not read yet: the pipeline decides the event again once its table has
+        /// read the definitions topic to its end, and rejects it with this error if the definition is still missing.
+        case awaitingDefinition(MessageIdentity, PipelineError)
     }
 
     /// When a delivered timer notification's countdown ends.
@@ -92,7 +97,7 @@ public struct EventProcessor: Sendable {
         do throws(PipelineError) {
             content = try campaigns.content(for: request, asOf: now)
         } catch {
-            return .rejected(identity(), error)
+            return .awaitingDefinition(identity(), error)
         }
         let notification: RenderedNotification
         do throws(PipelineError) {

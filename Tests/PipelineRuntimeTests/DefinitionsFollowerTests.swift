@@ -1,0 +1,52 @@
+import Foundation
+import KafkaClient
+import PipelineCore
+import PipelineRuntime
+import Testing
+
+@Suite("Sends that name a campaign defined an instant before them")
+struct DefinitionsFollowerTests {
+    /// The campaign table is folded by a consumer of its own, which can be behind the sends (here working through a
+    /// burst of 100,000 other definitions). A send by reference whose definition it has not read yet waits for it
+    /// to read the topic to its end, instead of being rejected for good and dead-lettered.
+    @Test("a send produced after its campaign's definition renders it, however far behind the table is")
+    func sendAfterItsDefinition() async throws {
+        try await withPipelineCluster(partitions: 3) { kafka, configuration in
+            let factory = try EventFactory()
+            var running = configuration
+            running.untilIdle = nil
+            let pipeline = CampaignPipeline(configuration: running, registry: builtinRegistry, logger: testLogger)
+            let records = try await whileRunning(pipeline) {
+                // The group is joined and sends flow.
+                let warm = factory.event("basic-fcm", id: "warm-up", recipient: "user-warm")
+                try await produce([("user-warm", JSONValue.object(warm).encoded())], to: configuration.topics.sends, kafka: kafka)
+                _ = try await eventually("the warm-up outcome", timeout: clusterTimeout) {
+                    try await analyticsRecords(configuration, kafka: kafka).first { $0.event.identity.eventId == "warm-up" }
+                }
+                let definedAt = EventFactory.rfc3339(Date().addingTimeInterval(-1))
+                var definitions: [(key: String, value: [UInt8])] = (0..<100_000).map { index in
+                    let filler: JSONObject = [
+                        "type": "campaign.defined", "campaignId": .string("filler-\(index % 1_000)"), "version": .int(index / 1_000 + 1),
+                        "template": "basic", "content": ["title": "t", "body": "b"], "occurredAt": .string(definedAt),
+                    ]
+                    return ("busy", JSONValue.object(filler).encoded())
+                }
+                let defined: JSONObject = [
+                    "type": "campaign.defined", "campaignId": "fresh", "version": 1, "template": "basic",
+                    "content": ["title": "Fresh", "body": "Just defined"], "occurredAt": .string(definedAt),
+                ]
+                definitions.append(("busy", JSONValue.object(defined).encoded()))
+                try await produce(definitions, to: configuration.topics.definitions, kafka: kafka)
+
+                // Produced once the definition is acknowledged.
+                var send = factory.event("basic-fcm", id: "after-define", recipient: "user-fresh").setting(["campaignId"], to: "fresh")
+                send["content"] = nil
+                try await produce([("user-fresh", JSONValue.object(send).encoded())], to: configuration.topics.sends, kafka: kafka)
+                return try await eventually("the send's outcome", timeout: clusterTimeout) {
+                    try await analyticsRecords(configuration, kafka: kafka).first { $0.event.identity.eventId == "after-define" }
+                }
+            }
+            #expect(records.event.kind == .delivered, "\(records.event.kind): \(records.event.reasonDetail ?? "")")
+        }
+    }
+}
