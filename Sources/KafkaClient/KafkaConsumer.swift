@@ -165,6 +165,8 @@ public final class KafkaConsumer: Sendable {
     ///
     /// - Throws: ``KafkaError/Code/consumerFailed`` when librdkafka refuses the assignment.
     public func assign(_ positions: [KafkaTopicPartitionOffset]) throws(KafkaError) {
+        // A new assignment starts unpaused, in librdkafka too.
+        Self.resumeInLibrdkafka(handle.pointer, shared.state.withLock { $0.paused })
         let list = RDKafkaTopicPartitionList(positions)
         let err = rd_kafka_assign(handle.pointer, list.pointer)
         guard err == RD_KAFKA_RESP_ERR_NO_ERROR else {
@@ -502,7 +504,14 @@ extension KafkaConsumer {
                 count += 1
                 timeout = 0
             }
-            shared.state.withLock { $0.revokedDuringPoll = [] }
+            // The same for a revocation served inside the poll that ended the loop (returning nothing).
+            let revoked = shared.state.withLock { state in
+                defer { state.revokedDuringPoll = [] }
+                return state.revokedDuringPoll
+            }
+            if !revoked.isEmpty {
+                count = Self.dropMessages(of: revoked, from: &raw, count: count)
+            }
             guard count > 0 else { continue }
             var batch: [KafkaConsumerMessage] = []
             batch.reserveCapacity(count)
@@ -669,6 +678,7 @@ extension KafkaConsumer {
             events.yield(.partitionsAssigned(changed))
         case RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS:
             buffer.remove(partitions: Set(changed))
+            resumeInLibrdkafka(rk, shared.state.withLock { $0.paused.intersection(changed) })
             // With auto-commit on, commit what the application marked done before the partitions move, so their
             // next owner does not process it again (only stored offsets are committed: nothing unfinished).
             shared.state.withLock { $0.revokedDuringPoll.formUnion(changed) }
@@ -697,6 +707,7 @@ extension KafkaConsumer {
             events.yield(.partitionsRevoked(changed))
         default:
             logger.warning("Rebalance failed: \(String(cString: rd_kafka_err2name(code)))")
+            resumeInLibrdkafka(rk, shared.state.withLock { $0.paused })
             rd_kafka_assign(rk, nil)
             let previous = shared.state.withLock { state in
                 defer {
@@ -711,6 +722,17 @@ extension KafkaConsumer {
             events.yield(.partitionsRevoked(previous))
             events.yield(.error(.librdkafka(.consumerFailed, code)))
         }
+    }
+}
+
+extension KafkaConsumer {
+    /// Lifts librdkafka's own pause of partitions that leave the assignment. librdkafka 2.0 keeps an application's
+    /// pause across unassign and assign, so a paused partition given back later would never be fetched again, while
+    /// this consumer (which forgets the pause with the partition) counts it as read.
+    fileprivate static func resumeInLibrdkafka(_ rk: OpaquePointer, _ partitions: Set<KafkaTopicPartition>) {
+        guard !partitions.isEmpty else { return }
+        let list = RDKafkaTopicPartitionList(Array(partitions))
+        rd_kafka_resume_partitions(rk, list.pointer)
     }
 }
 

@@ -212,6 +212,43 @@ struct KafkaConsumerGroupTests {
         }
     }
 
+    /// librdkafka 2.0 keeps an application's pause across unassign and assign; the consumer forgets the pause with
+    /// the revoked partition, so it must lift librdkafka's too.
+    @Test("a partition paused, revoked and given back to the same consumer is read again")
+    func pausedPartitionGivenBackIsRead() async throws {
+        try await withEmbeddedKafka(topics: ["paused-given-back": 2]) { kafka in
+            let group = uniqueGroup()
+            let first = try KafkaConsumer(configuration: consumerConfiguration(kafka, group: group), logger: testLogger)
+            try first.subscribe(topics: ["paused-given-back"])
+            let deadline = ContinuousClock.now + .seconds(30)
+            while first.assignment.count != 2 {
+                guard ContinuousClock.now < deadline else { throw TestTimeout(description: "no assignment") }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            first.pause(Array(first.assignment))
+            try await Task.sleep(for: .milliseconds(300))
+
+            // A second member joins: the rebalance revokes both partitions from the first, then gives it one back.
+            let second = try KafkaConsumer(configuration: consumerConfiguration(kafka, group: group), logger: testLogger)
+            try second.subscribe(topics: ["paused-given-back"])
+            let rebalanceDeadline = ContinuousClock.now + .seconds(60)
+            while first.assignment.count != 1 || second.assignment.count != 1 {
+                guard ContinuousClock.now < rebalanceDeadline else { throw TestTimeout(description: "the group never split") }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            let mine = try #require(first.assignment.first)
+            let producer = try KafkaProducer(configuration: producerConfiguration(kafka), logger: testLogger)
+            for index in 0..<5 {
+                _ = try await producer.send(KafkaProducerRecord(topic: mine.topic, partition: mine.partition, value: Array("after-\(index)".utf8)))
+            }
+            await producer.close()
+            let received = try? await collect(5, from: first, timeout: .seconds(15))
+            #expect(received?.count == 5, "the partition given back is fetched again")
+            await second.close()
+            await first.close()
+        }
+    }
+
     @Test("records buffered when their partition pauses are handed over after it resumes, in order, and not fetched again")
     func bufferedRecordsSurvivePause() async throws {
         try await withEmbeddedKafka(topics: ["held": 2]) { kafka in
