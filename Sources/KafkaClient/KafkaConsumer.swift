@@ -136,6 +136,12 @@ public final class KafkaConsumer: Sendable {
         shared.state.withLock { $0.generations[partition] ?? 0 }
     }
 
+    /// Whether `partition` is assigned and still in `generation` (see ``KafkaConsumerMessage/assignmentGeneration``):
+    /// records read under an older generation, or of a partition revoked since, belong to a reading that is over.
+    public func isReading(_ partition: KafkaTopicPartition, generation: Int) -> Bool {
+        shared.state.withLock { $0.assignment.contains(partition) && $0.generations[partition] == generation }
+    }
+
     // MARK: - Starting
 
     /// Joins the consumer group and starts reading the given topics. Partitions are assigned by the group, and
@@ -516,7 +522,10 @@ extension KafkaConsumer {
             var batch: [KafkaConsumerMessage] = []
             batch.reserveCapacity(count)
             var fatal: KafkaError?
-            let paused = shared.state.withLock { $0.paused }
+            // Taken after the polls: any revocation served in them dropped the records read before it, so every
+            // record left was read under its partition's generation now.
+            let (paused, generations) = shared.state.withLock { ($0.paused, $0.generations) }
+            var generation = GenerationLookup(generations: generations)
             // Records of paused partitions, held back with those buffered at the pause (not dropped and fetched again).
             var held: [KafkaConsumerMessage] = []
             for index in 0..<count {
@@ -530,13 +539,13 @@ extension KafkaConsumer {
                 if !paused.isEmpty {
                     let partition = KafkaTopicPartition(topic: topicName(message.pointee.rkt, cache: &topicNames), partition: message.pointee.partition)
                     if paused.contains(partition) {
-                        held.append(Self.convert(message, topicNames: &topicNames))
+                        held.append(Self.convert(message, topicNames: &topicNames, generation: &generation))
                         continue
                     }
                 }
                 // Made in place in the batch: a message converted into a local first is copied in (a reference
                 // count per field).
-                batch.append(Self.convert(message, topicNames: &topicNames))
+                batch.append(Self.convert(message, topicNames: &topicNames, generation: &generation))
             }
             if !held.isEmpty {
                 Self.advancePositions(over: held, in: shared)
@@ -603,19 +612,42 @@ extension KafkaConsumer {
     /// Copies a librdkafka message into a Swift value.
     private static func convert(
         _ message: UnsafeMutablePointer<rd_kafka_message_t>,
-        topicNames: inout SmallTable<OpaquePointer, String>
+        topicNames: inout SmallTable<OpaquePointer, String>,
+        generation: inout GenerationLookup
     ) -> KafkaConsumerMessage {
         let value = message.pointee
+        let topic = topicName(value.rkt, cache: &topicNames)
         return KafkaConsumerMessage(
-            topic: topicName(value.rkt, cache: &topicNames),
+            topic: topic,
             partition: value.partition,
             offset: value.offset,
             key: RDKafkaMessage.key(of: message),
             value: RDKafkaMessage.value(of: message),
             headers: RDKafkaMessage.headers(of: message),
-            timestamp: RDKafkaMessage.timestamp(of: message)
+            timestamp: RDKafkaMessage.timestamp(of: message),
+            assignmentGeneration: generation.of(topic: value.rkt, named: topic, partition: value.partition)
         )
     }
+
+    /// The assignment generations of one poll's records, looked up once per run of records of one partition (polled
+    /// records come in such runs).
+    struct GenerationLookup {
+        let generations: [KafkaTopicPartition: Int]
+        private var last: (topic: OpaquePointer?, partition: Int32, generation: Int)?
+
+        init(generations: [KafkaTopicPartition: Int]) {
+            self.generations = generations
+        }
+
+        /// The generation of `partition` of the topic whose handle is `topic`, named `name`.
+        mutating func of(topic: OpaquePointer?, named name: String, partition: Int32) -> Int {
+            if let last, last.topic == topic, last.partition == partition { return last.generation }
+            let generation = generations[KafkaTopicPartition(topic: name, partition: partition)] ?? 0
+            last = (topic, partition, generation)
+            return generation
+        }
+    }
+
 
     /// Reports an error message from the fetch path; returns the error when it is fatal for the consumer.
     private static func report(

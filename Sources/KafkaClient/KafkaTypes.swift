@@ -184,6 +184,10 @@ public struct KafkaConsumerMessage: Sendable, Hashable {
     public var headers: [KafkaHeader]
     /// The record timestamp (create or log-append time), if the record has one.
     public var timestamp: Date?
+    /// The partition's ``KafkaConsumer/assignmentGeneration(of:)`` when the record was read. Once the partition is
+    /// revoked, or revoked and given back (a new generation), the record belongs to a reading that is over: the
+    /// partition's next reading (by this consumer or another) reads it again from the committed offset.
+    public var assignmentGeneration: Int
 
     /// Creates a message (consumers create them; tests may too).
     public init(
@@ -193,7 +197,8 @@ public struct KafkaConsumerMessage: Sendable, Hashable {
         key: [UInt8]?,
         value: [UInt8]?,
         headers: [KafkaHeader],
-        timestamp: Date?
+        timestamp: Date?,
+        assignmentGeneration: Int = 0
     ) {
         self.topic = topic
         self.partition = partition
@@ -202,6 +207,7 @@ public struct KafkaConsumerMessage: Sendable, Hashable {
         self.value = value
         self.headers = headers
         self.timestamp = timestamp
+        self.assignmentGeneration = assignmentGeneration
     }
 
     /// The topic-partition the message came from.

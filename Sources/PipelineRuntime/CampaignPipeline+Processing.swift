@@ -71,7 +71,9 @@ extension CampaignPipeline {
                 cursors[cursor].nextOffset = max(cursors[cursor].nextOffset ?? end, end)
                 continue
             }
-            let tracker = track(message, cursor: &cursors[cursor], consumer: consumer, completion: completion)
+            // A record of a reading that is over (the partition was revoked, or revoked and given back, since it was
+            // read) is left to the partition's next reading, which reads it again from the committed offset.
+            guard let tracker = track(message, cursor: &cursors[cursor], consumer: consumer, completion: completion) else { continue }
             let ticket = EventTicket(tracker: tracker, offset: message.offset)
             await emit(decision, for: message, ticket: ticket, routes: routes, consumer: consumer, sender: sender)
         }
@@ -115,20 +117,27 @@ extension CampaignPipeline {
 
     /// Registers `message` in its partition's tracker: the one the batch's previous event of the partition went to
     /// when it is still current (same assignment generation, not retired, and the offset comes after), otherwise
-    /// the partition's tracker in ``progress`` (see ``beginTracking(_:offset:generation:completion:)``).
+    /// the partition's tracker in ``progress`` (see ``beginTracking(_:offset:generation:consumer:completion:)``);
+    /// `nil` when the record belongs to a reading of the partition that is over.
     private func track(
         _ message: KafkaConsumerMessage,
         cursor: inout BatchCursor,
         consumer: KafkaConsumer,
         completion: EventCompletion
-    ) -> PartitionProgress {
-        let generation = consumer.assignmentGeneration(of: cursor.partition)
-        cursor.nextOffset = message.offset + 1
+    ) -> PartitionProgress? {
+        // The generation the record was read under, not the partition's now: records a batch still holds from before
+        // the partition was revoked and given back must not join the new reading's tracker, which would then commit
+        // past events of the old reading that never finished.
+        let generation = message.assignmentGeneration
         if let current = cursor.tracker, current.generation == generation, current.begin(offset: message.offset) {
+            cursor.nextOffset = message.offset + 1
             return current
         }
-        let tracker = beginTracking(cursor.partition, offset: message.offset, generation: generation, completion: completion)
+        guard let tracker = beginTracking(cursor.partition, offset: message.offset, generation: generation, consumer: consumer, completion: completion) else {
+            return nil
+        }
         cursor.tracker = tracker
+        cursor.nextOffset = message.offset + 1
         return tracker
     }
 
@@ -154,17 +163,22 @@ extension CampaignPipeline {
 
     /// The tracker of a partition with the event at `offset` registered in it. A partition assigned again, or
     /// rewound (read again from an earlier offset), gets a new tracker, so late acknowledgements of the old reading
-    /// can never complete events of the new one. A new tracker reports its advances to `completion`.
+    /// can never complete events of the new one. A new tracker reports its advances to `completion`. `nil` when
+    /// the partition is no longer read under `generation`.
     private func beginTracking(
         _ partition: KafkaTopicPartition,
         offset: Int64,
         generation: Int,
+        consumer: KafkaConsumer,
         completion: EventCompletion
-    ) -> PartitionProgress {
+    ) -> PartitionProgress? {
         progress.withLock { progress in
             if let existing = progress[partition], existing.generation == generation, existing.begin(offset: offset) {
                 return existing
             }
+            // Checked under the lock that the revocation's clean-up takes after the consumer changed its assignment:
+            // a tracker made here is either for the current reading or seen and retired by that clean-up.
+            guard consumer.isReading(partition, generation: generation) else { return nil }
             progress[partition]?.retire()
             let created = PartitionProgress(partition: partition, generation: generation, completion: completion)
             _ = created.begin(offset: offset)

@@ -472,20 +472,17 @@ public final class CampaignPipeline: Service {
                 // processes it again (at least once; outputs carry the same message ids).
                 // The event arrives after the fact: a partition given straight back may already have a tracker
                 // for its new reading (a newer generation), which stays.
-                let assigned = consumer.assignment
+                // (A partition paused for backpressure comes back unpaused: the consumer lifts a revoked partition's
+                // pause.)
                 let retired = progress.withLock { progress in
                     partitions.compactMap { partition -> PartitionProgress? in
-                        guard let tracker = progress[partition] else { return nil }
-                        let isCurrent = assigned.contains(partition) && tracker.generation == consumer.assignmentGeneration(of: partition)
-                        return isCurrent ? nil : progress.removeValue(forKey: partition)
+                        guard let tracker = progress[partition], !consumer.isReading(partition, generation: tracker.generation) else {
+                            return nil
+                        }
+                        return progress.removeValue(forKey: partition)
                     }
                 }
-                for tracker in retired {
-                    let wasPaused = tracker.isPaused
-                    tracker.retire()
-                    // A partition paused for backpressure must not stay paused if it comes back.
-                    if wasPaused { consumer.resume([tracker.partition]) }
-                }
+                for tracker in retired { tracker.retire() }
                 readPositions.withLock { positions in
                     for partition in partitions { positions[partition] = nil }
                 }

@@ -1,0 +1,145 @@
+import Foundation
+import KafkaClient
+import PipelineCore
+import PipelineRuntime
+import PushSinks
+import Synchronization
+import Testing
+
+/// A sink that never answers for one event, and holds up the batch at two of them: `submit` waits for the first
+/// gate at the held event (whose completion is never called) and for the second gate at the blocking event (then
+/// delivers it). Every other event is delivered at once.
+private final class GatedSink: PushSink {
+    let kind = "gated"
+    let name = "gated"
+    private let heldEventID: String
+    private let blockingEventID: String
+
+    private struct State {
+        var firstGate = Gate()
+        var secondGate = Gate()
+        var heldSubmissions = 0
+        var blockingSubmissions = 0
+        /// Completions of the held event, kept (never called).
+        var withheld: [@Sendable (SinkOutcome) -> Void] = []
+    }
+
+    private struct Gate {
+        var isOpen = false
+        var waiters: [CheckedContinuation<Void, Never>] = []
+    }
+
+    private let state = Mutex(State())
+
+    init(heldEventID: String, blockingEventID: String) {
+        self.heldEventID = heldEventID
+        self.blockingEventID = blockingEventID
+    }
+
+    var heldSubmissions: Int { state.withLock { $0.heldSubmissions } }
+
+    func openFirstGate() { open(\.firstGate) }
+    func openSecondGate() { open(\.secondGate) }
+
+    private func open(_ gate: WritableKeyPath<State, Gate>) {
+        let waiters = state.withLock { state in
+            state[keyPath: gate].isOpen = true
+            defer { state[keyPath: gate].waiters = [] }
+            return state[keyPath: gate].waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    private func pass(_ gate: WritableKeyPath<State, Gate>) async {
+        await withCheckedContinuation { continuation in
+            let isOpen = state.withLock { state in
+                if !state[keyPath: gate].isOpen { state[keyPath: gate].waiters.append(continuation) }
+                return state[keyPath: gate].isOpen
+            }
+            if isOpen { continuation.resume() }
+        }
+    }
+
+    func submit(
+        _ notification: RenderedNotification,
+        isCancelled: @escaping @Sendable () -> Bool,
+        completion: @escaping @Sendable (SinkOutcome) -> Void
+    ) async {
+        let id = notification.request.eventId
+        if id == blockingEventID {
+            let isFirst = state.withLock { state in
+                state.blockingSubmissions += 1
+                return state.blockingSubmissions == 1
+            }
+            if isFirst { await pass(\.secondGate) }
+        }
+        guard id == heldEventID else {
+            completion(.delivered(attempts: 1))
+            return
+        }
+        let isFirst = state.withLock { state in
+            state.heldSubmissions += 1
+            state.withheld.append(completion)
+            return state.heldSubmissions == 1
+        }
+        if isFirst { await pass(\.firstGate) }
+    }
+}
+
+@Suite("Commits across a rebalance", .timeLimit(.minutes(3)))
+struct PipelineRebalanceTests {
+    /// A batch read before an eager rebalance that gives the partition straight back is still being worked through
+    /// when the rebalance happens. Its remaining records belong to the reading that is over; registered in the new
+    /// reading's tracker, they let it commit past an event of the old reading that never finished.
+    @Test("no offset is committed past an event still waiting for its outcome when a rebalance gives the partition back mid-batch")
+    func noCommitPastUnfinishedAcrossRebalance() async throws {
+        try await withPipelineCluster(partitions: 1) { kafka, base in
+            var configuration = base
+            configuration.untilIdle = nil
+            configuration.drainTimeout = .seconds(2)
+            configuration.sinks.routes = [.fcm: ["gated"], .apns: ["gated"]]
+            let factory = try EventFactory()
+            let inputs = (0..<10).map { index -> (key: String, value: [UInt8]) in
+                ("user-\(index)", JSONValue.object(factory.event("basic-fcm", id: "event-\(index)", recipient: "user-\(index)")).encoded())
+            }
+            try await produce(inputs, to: configuration.topics.sends, kafka: kafka)
+            // event-3 (offset 3) never gets an answer; the batch stops there, and again at event-9.
+            let sink = GatedSink(heldEventID: "event-3", blockingEventID: "event-9")
+            let pipeline = CampaignPipeline(configuration: configuration, registry: builtinRegistry, sinks: [sink], logger: testLogger)
+            let sends = KafkaTopicPartition(topic: configuration.topics.sends, partition: 0)
+            let checker = try KafkaConsumer(
+                configuration: KafkaConsumerConfiguration(bootstrapServers: [kafka.bootstrapServers], groupID: configuration.groupID),
+                logger: testLogger
+            )
+            var highestCommitted: Int64 = -1
+            try await whileRunning(pipeline) {
+                try await eventually("event-3 submitted", timeout: clusterTimeout) { sink.heldSubmissions >= 1 ? true : nil }
+                try await Task.sleep(for: .milliseconds(1_500))
+
+                // Another member joins the group for another topic: the eager rebalance revokes the sends partition and
+                // gives it straight back to the pipeline, its only member reading it.
+                var otherConfiguration = KafkaConsumerConfiguration(bootstrapServers: [kafka.bootstrapServers], groupID: configuration.groupID)
+                otherConfiguration.sessionTimeout = .seconds(6)
+                otherConfiguration.properties["heartbeat.interval.ms"] = "500"
+                let other = try KafkaConsumer(configuration: otherConfiguration, logger: testLogger)
+                try other.subscribe(topics: [configuration.topics.definitions])
+                try await eventually("the rebalance", timeout: clusterTimeout) { other.assignment.isEmpty ? nil : true }
+                try await eventually("the partition given back", timeout: clusterTimeout) { pipeline.status.assignedPartitions == 1 ? true : nil }
+                try await Task.sleep(for: .milliseconds(500))
+
+                // The old batch goes on, up to event-9; the new reading's records wait behind it.
+                sink.openFirstGate()
+                let deadline = ContinuousClock.now + .seconds(8)
+                while ContinuousClock.now < deadline {
+                    highestCommitted = max(highestCommitted, try await checker.committed([sends]).first?.offset ?? -1)
+                    try await Task.sleep(for: .milliseconds(200))
+                }
+                sink.openSecondGate()
+                await other.close()
+            }
+            await checker.close()
+            #expect(sink.heldSubmissions >= 1)
+            #expect(highestCommitted <= 3, "committed \(highestCommitted) while event-3 (offset 3) has no outcome: a restart would skip it")
+        }
+    }
+}
