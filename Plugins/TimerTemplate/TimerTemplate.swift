@@ -115,14 +115,18 @@ public struct TimerTemplate: TemplateRenderer {
         guard let reader = content.object(Fields.timer, required: true) else { return (Names.adbTmrDur, nil) }
         let duration = reader.integer(Fields.durationSeconds, in: 1...Int(Int32.max))
         let endsAt = reader.timestamp(Fields.endsAt)
-        if let endsAt, endsAt <= occurredAt {
-            reader.addIssue(.invalidField, "endsAt", "must be after occurredAt (\(occurredAt.rfc3339)), found \(endsAt.rfc3339)")
-        }
         if let duration {
             if endsAt != nil { reader.addWarning("endsAt", "ignored: durationSeconds is set and wins") }
             return (Names.adbTmrDur, String(duration))
         }
-        if let endsAt { return (Names.adbTmrEnd, String(endsAt.epochSeconds)) }
+        if let endsAt {
+            // A countdown over before the event was made is not a broken event: the pipeline expires it (cause
+            // timer), as it does one that ended while the event waited.
+            if endsAt <= occurredAt {
+                reader.addWarning("endsAt", "not after occurredAt (\(occurredAt.rfc3339)): the countdown is over before the event was made")
+            }
+            return (Names.adbTmrEnd, String(endsAt.epochSeconds))
+        }
         if !reader.contains(Fields.durationSeconds), !reader.contains(Fields.endsAt) {
             content.addIssue(.missingField, "timer", "requires durationSeconds or endsAt")
         }

@@ -94,6 +94,19 @@ struct EventProcessorTests {
         #expect(timer == .endsAt(time("2026-11-20T11:00:00Z")))
     }
 
+    /// A campaign with a fixed end time keeps getting sends after it: they expire, they are not broken events.
+    @Test("a timer that ended before the event was made expires with cause timer, as one that ended before processing")
+    func timerEndedBeforeTheEvent() {
+        let content = #"{"title":"t","body":"b","alternate":{"title":"over"},"timer":{"endsAt":"2026-11-20T09:59:00Z"}}"#
+        let bytes = event("", content: content, template: "timer")
+        for decisionTime in [time("2026-11-20T10:05:00Z"), nil] {
+            guard case .expired(_, .timer, _) = processor.process(bytes, sourcePosition: "t/0@0", campaigns: CampaignTable(), decisionTime: decisionTime) else {
+                Issue.record("expected a timer expiry at \(String(describing: decisionTime))")
+                return
+            }
+        }
+    }
+
     @Test("unreadable bytes are rejected with a message id derived from the record's position")
     func unreadable() {
         guard case .rejected(let identity, let error) = processor.process(Array("{not json".utf8), sourcePosition: "s/3@17", campaigns: CampaignTable(), decisionTime: nil) else {
