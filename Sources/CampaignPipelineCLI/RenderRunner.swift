@@ -90,6 +90,7 @@ public struct RenderRunner: Sendable {
         do throws(PipelineError) {
             let request = try PushRequest(json: bytes, scratch: scratch)
             let content = try campaigns.content(for: request, asOf: request.occurredAt)
+            try campaigns.checkTemplate(of: request, asOf: request.occurredAt, registry: registry)
             return .rendered(try registry.render(request, content: content, scratch: scratch))
         } catch {
             return .failed(error)

@@ -89,6 +89,27 @@ public struct CampaignTable: Sendable {
         return definition.content
     }
 
+    /// Checks that a send without content names the template its campaign's definition was written for (when the
+    /// definition names one), aliases resolved by `registry`: the content of another template renders a different
+    /// notification (a timer campaign's content sent as `basic` loses its countdown).
+    ///
+    /// - Throws: ``PipelineError`` at `template` naming both templates.
+    public func checkTemplate(of request: PushRequest, asOf instant: Timestamp, registry: TemplateRegistry) throws(PipelineError) {
+        guard request.content == nil,
+            let definition = definition(request.campaignId, version: request.campaignVersion, asOf: instant),
+            let defined = definition.template,
+            let definedID = try? registry.renderer(named: defined).templateID,
+            let requestedID = try? registry.renderer(named: request.template).templateID,
+            definedID != requestedID
+        else { return }
+        throw PipelineError(
+            .invalidField,
+            at: FieldPath("template"),
+            "'\(request.template)' is not the template of campaign '\(request.campaignId)' version \(definition.version), '\(defined)', whose content the event renders",
+            eventId: request.eventId
+        )
+    }
+
     /// The definition to render as of `instant`: the given version, or the latest version defined by then.
     public func definition(_ campaignId: String, version: Int?, asOf instant: Timestamp) -> Definition? {
         guard let history = campaigns[campaignId] else { return nil }

@@ -99,6 +99,11 @@ public struct EventProcessor: Sendable {
         } catch {
             return .awaitingDefinition(identity(), error)
         }
+        do throws(PipelineError) {
+            try campaigns.checkTemplate(of: request, asOf: now, registry: registry)
+        } catch {
+            return .rejected(identity(), error)
+        }
         let notification: RenderedNotification
         do throws(PipelineError) {
             notification = try registry.render(request, content: content, scratch: scratch)

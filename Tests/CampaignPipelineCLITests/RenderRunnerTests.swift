@@ -98,6 +98,11 @@ struct RenderRunnerTests {
         let unknown = reference.replacingOccurrences(of: "spring-sale", with: "autumn-sale")
         let missing = RenderRunner(registry: BuiltinTemplates.registry, campaigns: campaigns).capture(Array(unknown.utf8))
         #expect(missing.stderr == ["error: demo-campaign-reference: content: required: the event has no content and campaign 'autumn-sale' has no definition"])
+
+        // Its content is the basic template's: named as another template, the send is refused at template.
+        let otherTemplate = reference.replacingOccurrences(of: #""template":"basic""#, with: #""template":"timer""#)
+        let refused = RenderRunner(registry: BuiltinTemplates.registry, campaigns: campaigns).capture(Array(otherTemplate.utf8))
+        #expect(refused.stderr == ["error: demo-campaign-reference: template: 'timer' is not the template of campaign 'spring-sale' version 1, 'basic', whose content the event renders"])
     }
 
     @Test func envelopeWrapsPayloadWithIdsHeadersAndWarnings() throws {

@@ -77,6 +77,30 @@ struct EventProcessorTests {
         #expect(error.issues.first?.path.description == "content")
     }
 
+    /// The content was written for the campaign's template: rendered with another, it makes another notification
+    /// (here a timer campaign sent as basic would lose its countdown).
+    @Test("a send by reference naming another template than its campaign's definition is rejected at template; an alias is the same template")
+    func sendByReferenceWithAnotherTemplate() throws {
+        var table = CampaignTable()
+        try table.apply(json: Array(#"{"type":"campaign.defined","campaignId":"c-1","version":1,"template":"timer","occurredAt":"2026-11-19T00:00:00Z","content":{"title":"t","body":"b","alternate":{"title":"over"},"timer":{"durationSeconds":600}}}"#.utf8))
+        try table.apply(json: Array(#"{"type":"campaign.defined","campaignId":"c-2","version":1,"template":"carousel","occurredAt":"2026-11-19T00:00:00Z","content":{"title":"t","body":"b","items":[{"image":"https://e.com/1.png","text":"1"},{"image":"https://e.com/2.png","text":"2"},{"image":"https://e.com/3.png","text":"3"}]}}"#.utf8))
+        let now = time("2026-11-20T10:00:00Z")
+        guard case .rejected(_, let error) = processor.process(event("", content: nil, template: "basic"), sourcePosition: "t/0@0", campaigns: table, decisionTime: now) else {
+            Issue.record("expected a rejection")
+            return
+        }
+        #expect(error.issues.map(\.description) == ["template: 'basic' is not the template of campaign 'c-1' version 1, 'timer', whose content the event renders"])
+        guard case .deliver = processor.process(event("", content: nil, template: "timer"), sourcePosition: "t/0@0", campaigns: table, decisionTime: now) else {
+            Issue.record("expected the campaign's own template to deliver")
+            return
+        }
+        let alias = Array(String(decoding: event("", content: nil, template: "car"), as: UTF8.self).replacingOccurrences(of: "\"c-1\"", with: "\"c-2\"").utf8)
+        guard case .deliver = processor.process(alias, sourcePosition: "t/0@0", campaigns: table, decisionTime: now) else {
+            Issue.record("expected 'car' to render a carousel campaign")
+            return
+        }
+    }
+
     @Test("a timer whose end has passed is not sent: it expires with cause timer")
     func endedTimer() {
         let content = #"{"title":"t","body":"b","alternate":{"title":"over"},"timer":{"endsAt":"2026-11-20T11:00:00Z"}}"#
