@@ -383,13 +383,14 @@ public final class KafkaProducer: Sendable {
                         // The reference `produce` retained for this record, taken back: released after the call.
                         let receiver = Unmanaged<KafkaDeliveryReceiver>.fromOpaque(opaque).takeRetainedValue()
                         let result = deliveryResult(of: message, topicNames: &topicNames, shared: shared)
-                        shared.outstanding.subtract(1, ordering: .releasing)
                         switch result {
                         case .success:
                             receiver.deliveryReported(result)
                         case .failure(let error):
                             receiver.deliveryFailed(error, record: record(of: message, topicNames: &topicNames))
                         }
+                        // Pending until its handler has returned: what the handler queued is counted by then.
+                        shared.outstanding.subtract(1, ordering: .releasing)
                     }
                     if count < messages.count { break }
                 }

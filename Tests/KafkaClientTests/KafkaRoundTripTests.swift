@@ -1,5 +1,6 @@
 import Foundation
 import KafkaClient
+import Synchronization
 import Testing
 
 @Suite("Producing and consuming on the embedded broker")
@@ -71,6 +72,31 @@ struct KafkaRoundTripTests {
             await producer.close()
             #expect(first == KafkaDeliveryReport(topic: "reports", partition: 2, offset: 0))
             #expect(second == KafkaDeliveryReport(topic: "reports", partition: 2, offset: 1))
+        }
+    }
+
+    /// A delivery handler may queue a follow-up (the pipeline writes a timer's tombstone once its expiry is
+    /// acknowledged): the record counts as pending until its handler has returned, so closing waits for the
+    /// follow-up instead of refusing it.
+    @Test("closing waits for records a delivery handler queues")
+    func followUpQueuedByADeliveryHandler() async throws {
+        try await withEmbeddedKafka(topics: ["follow-up": 1]) { kafka in
+            let producer = try KafkaProducer(configuration: producerConfiguration(kafka), logger: testLogger)
+            let followUp = Mutex<Result<KafkaDeliveryReport, KafkaError>?>(nil)
+            try producer.produce(KafkaProducerRecord(topic: "follow-up", value: Array("first".utf8))) { _ in
+                // Slow, on the delivery thread: close is waiting meanwhile.
+                Thread.sleep(forTimeInterval: 0.3)
+                do throws(KafkaError) {
+                    try producer.produce(KafkaProducerRecord(topic: "follow-up", value: Array("second".utf8))) { result in
+                        followUp.withLock { $0 = result }
+                    }
+                } catch {
+                    followUp.withLock { $0 = .failure(error) }
+                }
+            }
+            await producer.close()
+            let result = followUp.withLock { $0 }
+            #expect(result.map { (try? $0.get()) != nil } == true, "the follow-up was delivered: \(String(describing: result))")
         }
     }
 
