@@ -47,7 +47,7 @@ public final class KafkaConsumer: Sendable {
         /// Partitions revoked during the poll in progress (the poll thread drops what it polled for them before).
         var revokedDuringPoll: Set<KafkaTopicPartition> = []
         /// Partitions paused by the application: records of theirs that a poll still returns are held back with
-        /// those buffered at the pause, and handed over after ``KafkaConsumer/resume(_:)``.
+        /// those buffered at the pause, and handed over after ``KafkaConsumer/resume(_:generation:)``.
         var paused: Set<KafkaTopicPartition> = []
         var commands: [@Sendable (OpaquePointer) -> Void] = []
     }
@@ -326,16 +326,26 @@ public final class KafkaConsumer: Sendable {
 
     /// Stops handing over records of the given partitions, for backpressure: fetching stops, and records already
     /// fetched but not yet handed over on ``messages`` are held back (a batch being handed over at the same moment may
-    /// still carry a few). ``resume(_:)`` hands them over, then continues fetching after them.
+    /// still carry a few). ``resume(_:generation:)`` hands them over, then continues fetching after them.
     ///
-    /// Returns at once; the pause happens on the poll thread, in call order with ``resume(_:)``, so a pause and a
-    /// resume called one after the other always take effect in that order.
-    public func pause(_ partitions: [KafkaTopicPartition]) {
-        let paused = Set(partitions)
+    /// Returns at once; the pause happens on the poll thread, in call order with ``resume(_:generation:)``, so a
+    /// pause and a resume called one after the other always take effect in that order.
+    ///
+    /// - Parameters:
+    ///   - partitions: the partitions to pause. Those not assigned when the pause takes effect are left alone: the
+    ///     pause of a partition revoked meanwhile would otherwise hold back its next reading.
+    ///   - generation: when given, only partitions still in this ``assignmentGeneration(of:)`` are paused (work
+    ///     of a reading that is over does not pause the partition's next one).
+    public func pause(_ partitions: [KafkaTopicPartition], generation: Int? = nil) {
         let buffer = self.buffer
         let shared = self.shared
         let logger = self.logger
         enqueueCommand { rk in
+            let partitions = shared.state.withLock { state in
+                partitions.filter { state.assignment.contains($0) && (generation == nil || state.generations[$0] == generation) }
+            }
+            guard !partitions.isEmpty else { return }
+            let paused = Set(partitions)
             let list = RDKafkaTopicPartitionList(partitions)
             let err = rd_kafka_pause_partitions(rk, list.pointer)
             if err != RD_KAFKA_RESP_ERR_NO_ERROR {
@@ -349,14 +359,21 @@ public final class KafkaConsumer: Sendable {
         } orElse: {}
     }
 
-    /// Resumes partitions paused with ``pause(_:)``: the records held back are handed over first, then fetching
+    /// Resumes partitions paused with ``pause(_:generation:)``: the records held back are handed over first, then fetching
     /// continues after them (librdkafka 2.0 would otherwise restart from an older position and deliver records
     /// again). Returns at once; the resume happens on the poll thread.
-    public func resume(_ partitions: [KafkaTopicPartition]) {
+    ///
+    /// - Parameter generation: when given, only partitions still in this ``assignmentGeneration(of:)`` are resumed
+    ///   (work of a reading that is over does not undo the pause of the partition's next one).
+    public func resume(_ partitions: [KafkaTopicPartition], generation: Int? = nil) {
         let buffer = self.buffer
         let shared = self.shared
         let logger = self.logger
         enqueueCommand { rk in
+            let partitions = generation.map { generation in
+                shared.state.withLock { state in partitions.filter { state.generations[$0] == generation } }
+            } ?? partitions
+            guard !partitions.isEmpty else { return }
             let list = RDKafkaTopicPartitionList(partitions)
             let err = rd_kafka_resume_partitions(rk, list.pointer)
             // Before the next poll, so they come before anything fetched from now on (and whatever became of the
@@ -695,6 +712,8 @@ extension KafkaConsumer {
         let isCooperative = String(cString: rd_kafka_rebalance_protocol(rk)) == "COOPERATIVE"
         switch code {
         case RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS:
+            // A reading starts unpaused (a pause the revocation missed would hold it back for good).
+            resumeInLibrdkafka(rk, shared.state.withLock { $0.paused.intersection(changed) })
             if isCooperative {
                 if let error = rd_kafka_incremental_assign(rk, partitions) { rd_kafka_error_destroy(error) }
             } else {
@@ -703,6 +722,7 @@ extension KafkaConsumer {
             shared.state.withLock { state in
                 if !isCooperative { state.assignment = [] }
                 state.assignment.formUnion(changed)
+                state.paused.subtract(changed)
                 for partition in changed { state.generations[partition, default: 0] += 1 }
             }
             // Debug: an application logs its own view of the assignment (the pipeline's "Assigned" at info).

@@ -426,7 +426,12 @@ extension CampaignPipeline {
         let partition = tracker.partition
         let throttled = throttledSinks.withLock { $0 }
         tracker.updateBackpressure(limit: configuration.maxInFlightPerPartition, throttledSinks: throttled) { pause in
-            if pause { consumer.pause([partition]) } else { consumer.resume([partition]) }
+            // For this tracker's reading only: a tracker retired late must not pause (or resume) the next reading.
+            if pause {
+                consumer.pause([partition], generation: tracker.generation)
+            } else {
+                consumer.resume([partition], generation: tracker.generation)
+            }
         }
     }
 

@@ -139,7 +139,7 @@ extension CampaignPipeline {
         guard let replay else { return .process }
         guard let range = replay.ranges[message.topicPartition] else { return .skip }
         if message.offset >= range.upperBound {
-            consumer.pause([message.topicPartition])
+            consumer.pause([message.topicPartition], generation: message.assignmentGeneration)
             return .pastEnd(range.upperBound)
         }
         return .process
