@@ -4,8 +4,9 @@ public import PipelineCore
 ///
 /// Template-specific fields:
 /// - `timer` (required): `{durationSeconds}` → `adb_tmr_dur`, or `{endsAt}` → `adb_tmr_end` (epoch
-///   seconds), as decimal strings. When both are given only the duration is written. `endsAt` must
-///   be after the event's `occurredAt` (an already-expired timer is not shown on Android).
+///   seconds), as decimal strings. When both are given only the duration is written. An `endsAt` not
+///   after the event's `occurredAt` gets a warning; the pipeline expires such an event (cause `timer`)
+///   instead of sending it (an already-expired timer is not shown on Android).
 /// - `alternate`: `{title, body, expandedBody, image}` → `adb_title_alt`, `adb_body_alt`,
 ///   FCM `adb_body_ex_alt`, FCM `adb_image_alt` / APNs `adb_media_alt`. `alternate.title` is
 ///   required on both platforms (both SDKs need it).

@@ -110,7 +110,10 @@ extension KafkaConsumer {
     /// watermark may end in such offsets, so a consumer that waits for a record at `end - 1` can wait forever;
     /// ``RangeRemainder/nothingReadable`` says the range has been read through.
     ///
-    /// - Throws: ``KafkaError/Code/offsetLookupFailed`` naming the partition, when no answer came within `timeout`.
+    /// Each call starts a consumer client of its own (and closes it): meant for the odd check, not for every record.
+    ///
+    /// - Parameter timeout: the longest each of its two steps (asking the high watermark, reading) waits.
+    /// - Throws: ``KafkaError/Code/offsetLookupFailed`` naming the partition, when a step got no answer in time.
     public func remainder(
         from offset: Int64,
         before end: Int64,

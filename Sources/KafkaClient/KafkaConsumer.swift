@@ -665,7 +665,6 @@ extension KafkaConsumer {
         }
     }
 
-
     /// Reports an error message from the fetch path; returns the error when it is fatal for the consumer.
     private static func report(
         _ message: UnsafeMutablePointer<rd_kafka_message_t>,

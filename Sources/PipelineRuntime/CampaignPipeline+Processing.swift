@@ -96,6 +96,8 @@ extension CampaignPipeline {
             if case .awaitingDefinition? = decisions[$0] { true } else { false }
         }
         guard !waiting.isEmpty else { return }
+        // Sends written before the table last read the topic to its end have all they will get.
+        guard waiting.contains(where: { !definitions.hasCaughtUp(since: batch[$0].timestamp) }) else { return }
         await definitions.catchUp(logger: logger)
         let table = campaigns.withLock { $0 }
         let scratch = RenderScratch()

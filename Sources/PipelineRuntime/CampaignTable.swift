@@ -113,11 +113,19 @@ public struct CampaignTable: Sendable {
     /// The definition to render as of `instant`: the given version, or the latest version defined by then.
     public func definition(_ campaignId: String, version: Int?, asOf instant: Timestamp) -> Definition? {
         guard let history = campaigns[campaignId] else { return nil }
-        let known = history.definitions.filter { $0.definedAt <= instant }
+        let known = history.definitions.lazy.filter { $0.definedAt <= instant }
         if let version {
             return known.last { $0.version == version }
         }
         return known.max { ($0.version, $0.definedAt) < ($1.version, $1.definedAt) }
+    }
+
+    /// Whether the table holds a definition of the campaign (the given version, or any), whatever its time: a send
+    /// whose definition is held but defined after its decision time will not find it by waiting for more records.
+    public func holdsDefinition(of campaignId: String, version: Int?) -> Bool {
+        guard let history = campaigns[campaignId] else { return false }
+        guard let version else { return !history.definitions.isEmpty }
+        return history.definitions.contains { $0.version == version }
     }
 
     private static func string(_ object: JSONObject, _ key: String) throws(PipelineError) -> String {

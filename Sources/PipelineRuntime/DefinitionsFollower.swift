@@ -1,3 +1,4 @@
+import Foundation
 import KafkaClient
 import Logging
 import Synchronization
@@ -13,17 +14,22 @@ final class DefinitionsFollower: Sendable {
     /// The definitions topic.
     let topic: String
     private let partitionCount: Int32
-    /// The longest a catch-up waits.
-    private let timeout: Duration
+    /// The longest a catch-up waits, asking the broker included.
+    let timeout: Duration
     /// Per partition, the offset after the last record folded, or after offsets found to hold nothing readable
     /// (transaction markers) at the end.
     private let positions = Mutex([Int32: Int64]())
+    /// When the last catch-up that reached the end began: the table holds every definition written before then.
+    private let caughtUpAt = Mutex<Date?>(nil)
 
     /// How long a partition's position stays put short of its end before it is checked for unreadable offsets
     /// (transaction markers) at the end.
     static let stallCheck: Duration = .milliseconds(500)
+    /// The clock difference allowed between a send's producer and this process when judging whether a catch-up
+    /// came after the send was written.
+    static let clockSkew: TimeInterval = 1
 
-    init(consumer: KafkaConsumer, topic: String, partitionCount: Int32, timeout: Duration = .seconds(5)) {
+    init(consumer: KafkaConsumer, topic: String, partitionCount: Int32, timeout: Duration = .seconds(10)) {
         self.consumer = consumer
         self.topic = topic
         self.partitionCount = partitionCount
@@ -35,39 +41,31 @@ final class DefinitionsFollower: Sendable {
         positions.withLock { $0[partition] = max($0[partition] ?? 0, offset + 1) }
     }
 
+    /// Whether the table has read the definitions topic to its end since a send written at `written` (its record's
+    /// timestamp; `nil` when unknown): a definition written before the send is in it, and waiting cannot help.
+    func hasCaughtUp(since written: Date?) -> Bool {
+        guard let written, let caughtUpAt = caughtUpAt.withLock({ $0 }) else { return false }
+        return caughtUpAt.timeIntervalSince(written) > Self.clockSkew
+    }
+
     /// Waits until the table has folded every partition of the definitions topic up to the end the broker has now,
-    /// or until ``timeout`` passed (logged).
+    /// or until ``timeout`` passed (logged), or the task is cancelled.
     func catchUp(logger: Logger) async {
-        struct Target {
-            var end: Int64
-            var position: Int64
-            var since: ContinuousClock.Instant
-        }
-        var targets: [Int32: Target] = [:]
-        let folded = positions.withLock { $0 }
-        let start = ContinuousClock.now
-        for partition in 0..<partitionCount {
-            let marks: KafkaWatermarks
-            do {
-                marks = try await consumer.watermarks(topic: topic, partition: partition)
-            } catch {
-                logger.warning("Could not read the definitions topic's end offsets", metadata: ["topic": "\(topic)", "error": "\(error)"])
-                return
-            }
-            // Records before the low watermark are gone: nothing to wait for there.
-            let position = max(folded[partition] ?? marks.low, marks.low)
-            if position < marks.high { targets[partition] = Target(end: marks.high, position: position, since: start) }
-        }
+        let started = Date()
+        let deadline = ContinuousClock.now + timeout
+        guard var targets = await ends(before: deadline, logger: logger) else { return }
         while !targets.isEmpty {
             let now = ContinuousClock.now
-            guard now - start < timeout else {
-                logger.warning(
-                    "The campaign table did not catch up with the definitions topic in time",
-                    metadata: [
-                        "topic": "\(topic)",
-                        "behind": "\(targets.map { "\($0.key):\($0.value.position)<\($0.value.end)" }.sorted().joined(separator: ","))",
-                    ]
-                )
+            guard now < deadline, !Task.isCancelled else {
+                if !Task.isCancelled {
+                    logger.warning(
+                        "The campaign table did not catch up with the definitions topic in time",
+                        metadata: [
+                            "topic": "\(topic)",
+                            "behind": "\(targets.map { "\($0.key):\($0.value.position)<\($0.value.end)" }.sorted().joined(separator: ","))",
+                        ]
+                    )
+                }
                 return
             }
             let folded = positions.withLock { $0 }
@@ -82,7 +80,8 @@ final class DefinitionsFollower: Sendable {
                 } else if now - target.since >= Self.stallCheck {
                     // Short of the end with nothing coming: the rest may be transaction markers or aborted records.
                     let partitionID = KafkaTopicPartition(topic: topic, partition: partition)
-                    let remainder = try? await consumer.remainder(from: position, before: target.end, in: partitionID, timeout: .seconds(2))
+                    let left = min(deadline - now, .seconds(2))
+                    let remainder = try? await consumer.remainder(from: position, before: target.end, in: partitionID, timeout: left)
                     if case .nothingReadable? = remainder {
                         positions.withLock { $0[partition] = max($0[partition] ?? 0, target.end) }
                         targets[partition] = nil
@@ -92,7 +91,44 @@ final class DefinitionsFollower: Sendable {
                     }
                 }
             }
-            if !targets.isEmpty { try? await Task.sleep(for: .milliseconds(5)) }
+            if !targets.isEmpty {
+                do { try await Task.sleep(for: .milliseconds(5)) } catch { return }
+            }
+        }
+        caughtUpAt.withLock { $0 = max($0 ?? started, started) }
+    }
+
+    /// A partition still to be folded up to `end`.
+    private struct Target {
+        var end: Int64
+        var position: Int64
+        var since: ContinuousClock.Instant
+    }
+
+    /// The partitions whose end (asked of the broker, all at once) lies past what the table has folded; `nil` when
+    /// the broker did not answer in time.
+    private func ends(before deadline: ContinuousClock.Instant, logger: Logger) async -> [Int32: Target]? {
+        let folded = positions.withLock { $0 }
+        let start = ContinuousClock.now
+        let timeout = deadline - start
+        let consumer = self.consumer
+        let topic = self.topic
+        do {
+            return try await withThrowingTaskGroup(of: (Int32, KafkaWatermarks).self) { group in
+                for partition in 0..<partitionCount {
+                    group.addTask { (partition, try await consumer.watermarks(topic: topic, partition: partition, timeout: timeout)) }
+                }
+                var targets: [Int32: Target] = [:]
+                for try await (partition, marks) in group {
+                    // Records before the low watermark are gone: nothing to wait for there.
+                    let position = max(folded[partition] ?? marks.low, marks.low)
+                    if position < marks.high { targets[partition] = Target(end: marks.high, position: position, since: start) }
+                }
+                return targets
+            }
+        } catch {
+            logger.warning("Could not read the definitions topic's end offsets", metadata: ["topic": "\(topic)", "error": "\(error)"])
+            return nil
         }
     }
 }

@@ -16,7 +16,7 @@ public struct EventProcessor: Sendable {
         /// Not sent: the campaign is cancelled.
         case suppressed(MessageIdentity)
         /// Not decided yet: the event has no content and the campaign table holds no definition of its campaign (or
-        /// not the version it names) as of the decision time. The campaign may have been defined an instant before
+        /// not the version it names), at any time. The campaign may have been defined an instant before
         /// the send, in a record the table has not read yet: the pipeline decides the event again once its table has
         /// read the definitions topic to its end, and rejects it with this error if the definition is still missing.
         case awaitingDefinition(MessageIdentity, PipelineError)
@@ -97,6 +97,10 @@ public struct EventProcessor: Sendable {
         do throws(PipelineError) {
             content = try campaigns.content(for: request, asOf: now)
         } catch {
+            // Waiting for the table to read more can only help when it holds no such definition at all.
+            if campaigns.holdsDefinition(of: request.campaignId, version: request.campaignVersion) {
+                return .rejected(identity(), error)
+            }
             return .awaitingDefinition(identity(), error)
         }
         do throws(PipelineError) {

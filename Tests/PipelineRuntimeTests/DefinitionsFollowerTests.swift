@@ -1,8 +1,9 @@
 import Foundation
 import KafkaClient
 import PipelineCore
-import PipelineRuntime
 import Testing
+
+@testable import PipelineRuntime
 
 @Suite("Sends that name a campaign defined an instant before them")
 struct DefinitionsFollowerTests {
@@ -47,6 +48,23 @@ struct DefinitionsFollowerTests {
                 }
             }
             #expect(records.event.kind == .delivered, "\(records.event.kind): \(records.event.reasonDetail ?? "")")
+        }
+    }
+
+    /// Sends of a campaign nobody defined must not each wait: once the table has read the topic to its end after a
+    /// send was written, waiting again cannot help it.
+    @Test("a catch-up counts for the sends written before it began")
+    func catchUpCountsForEarlierSends() async throws {
+        try await withPipelineCluster(partitions: 3) { kafka, configuration in
+            let consumer = try KafkaConsumer(configuration: configuration.consumerConfiguration(groupID: nil), logger: testLogger)
+            let follower = DefinitionsFollower(consumer: consumer, topic: configuration.topics.definitions, partitionCount: 3)
+            let written = Date().addingTimeInterval(-5)
+            #expect(!follower.hasCaughtUp(since: written), "no catch-up yet")
+            await follower.catchUp(logger: testLogger)
+            #expect(follower.hasCaughtUp(since: written))
+            #expect(!follower.hasCaughtUp(since: Date()), "a send written now may name a definition the catch-up did not see")
+            #expect(!follower.hasCaughtUp(since: nil), "a send of unknown time waits")
+            await consumer.close()
         }
     }
 }

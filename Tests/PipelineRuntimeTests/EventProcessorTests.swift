@@ -75,6 +75,12 @@ struct EventProcessorTests {
             return
         }
         #expect(error.issues.first?.path.description == "content")
+        // Held, but defined after the decision time: reading more of the topic cannot help, so it is rejected now.
+        guard case .rejected(_, let early) = processor.process(event("", content: nil), sourcePosition: "t/0@0", campaigns: table, decisionTime: time("2026-11-18T00:00:00Z")) else {
+            Issue.record("expected a send decided before its campaign's definitions to be rejected at once")
+            return
+        }
+        #expect(early.issues.first?.path.description == "content")
     }
 
     /// The content was written for the campaign's template: rendered with another, it makes another notification
