@@ -9,7 +9,7 @@ public struct KafkaProducerConfiguration: Sendable {
     /// Exactly-once per partition from the producer to the broker (`enable.idempotence`). On by default.
     public var isIdempotent: Bool = true
     /// How long librdkafka keeps trying to deliver a message before reporting a delivery failure
-    /// (`message.timeout.ms`).
+    /// (`message.timeout.ms`); `.zero` is never.
     public var messageTimeout: Duration = .seconds(30)
     /// How long to wait for more messages to fill a batch (`linger.ms`).
     public var linger: Duration = .milliseconds(5)

@@ -127,7 +127,7 @@ public final class KafkaProducer: Sendable {
     /// - Throws: ``KafkaError`` with code ``KafkaError/Code/deliveryFailed`` (for example `_MSG_TIMED_OUT` when
     ///   no broker took it within `message.timeout.ms`) or ``KafkaError/Code/enqueueFailed``.
     public func send(_ record: KafkaProducerRecord) async throws(KafkaError) -> KafkaDeliveryReport {
-        let deadline = ContinuousClock.now + configuration.messageTimeout
+        let deadline = queueFullDeadline()
         while true {
             let result: Result<KafkaDeliveryReport, KafkaError> = await withCheckedContinuation { continuation in
                 do throws(KafkaError) {
@@ -137,7 +137,7 @@ public final class KafkaProducer: Sendable {
                 }
             }
             switch result {
-            case .failure(let error) where error.isQueueFull && ContinuousClock.now < deadline:
+            case .failure(let error) where error.isQueueFull && (deadline.map { ContinuousClock.now < $0 } ?? true):
                 try? await Task.sleep(for: .milliseconds(1))
             default:
                 return try result.get()
@@ -152,12 +152,12 @@ public final class KafkaProducer: Sendable {
     public func send(contentsOf records: [KafkaProducerRecord]) async -> [Result<KafkaDeliveryReport, KafkaError>] {
         let collector = DeliveryCollector(count: records.count)
         for (index, record) in records.enumerated() {
-            let deadline = ContinuousClock.now + configuration.messageTimeout
+            let deadline = queueFullDeadline()
             while true {
                 do throws(KafkaError) {
                     try produce(record) { collector.record($0, at: index) }
                     break
-                } catch where error.isQueueFull && ContinuousClock.now < deadline {
+                } catch where error.isQueueFull && (deadline.map { ContinuousClock.now < $0 } ?? true) {
                     try? await Task.sleep(for: .milliseconds(1))
                 } catch {
                     collector.record(.failure(error), at: index)
@@ -166,6 +166,11 @@ public final class KafkaProducer: Sendable {
             }
         }
         return await collector.results()
+    }
+
+    /// Until when a full local queue is waited out: the message timeout from now, or no end when it is never.
+    private func queueFullDeadline() -> ContinuousClock.Instant? {
+        configuration.messageTimeout > .zero ? ContinuousClock.now + configuration.messageTimeout : nil
     }
 
     /// The number of records queued or in flight whose delivery report has not arrived yet.

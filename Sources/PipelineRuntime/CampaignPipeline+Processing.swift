@@ -271,7 +271,7 @@ extension CampaignPipeline {
                 headers: headers
             )
             ticket.add(2)
-            await sender.send(OutputSender.Output(record: deadLetter, acknowledgement: .eventUnit(ticket)))
+            await sender.send(OutputSender.Output(record: deadLetter, acknowledgement: .deadLetter(ticket)))
             await sender.send(outcomeOutput(rejected, sourceTimestamp: message.timestamp, ticket: ticket))
 
         case .expired(let identity, let cause, let detail):
@@ -297,9 +297,10 @@ extension CampaignPipeline {
     }
 
     /// Turns the sinks' answer for one notification (all of them, combined by ``SinkDelivery/answer(_:from:)``) into
-    /// its outcome: `push.delivered` when every sink took it (then its timer is scheduled), `push.failed` with the
-    /// first failure's reason otherwise (plus a `token.invalidated` event when the token is dead). A sink that stopped
-    /// leaves the event uncommitted and stops the pipeline.
+    /// its outcome: `push.delivered` when every sink took it (its timer scheduled once that record and the timer
+    /// record are acknowledged: ``TimerArming``), `push.failed` with the first failure's reason otherwise (plus a
+    /// `token.invalidated` event when the token is dead). A sink that stopped leaves the event uncommitted and stops
+    /// the pipeline.
     private func finishDelivery(_ delivery: SinkDelivery, outcome: SinkOutcome, from sinkName: String, sender: OutputSender) {
         let ticket = delivery.ticket
         // The partition moved to another instance, which processes the event again: nothing more to do here.
@@ -339,14 +340,10 @@ extension CampaignPipeline {
                 occurredAt: .now(),
                 sink: delivery.sinkNames ?? sinkName
             )
-            analytics = outcomeOutput(
-                kind: .delivered,
-                messageId: delivery.identity.messageId,
-                value: value,
-                sourceTimestamp: delivery.sourceTimestamp,
-                ticket: ticket
-            )
+            var arming: TimerArming?
             if let timer = delivery.timer, replay == nil {
+                // Scheduled once both its push.delivered and its timer record are acknowledged: the expiry is then
+                // written after the one, and the tombstone after the other, however either was retried.
                 let expiresAt: Timestamp =
                     switch timer {
                     case .endsAt(let end): end
@@ -360,9 +357,21 @@ extension CampaignPipeline {
                     value: TimerBook.encode(pending),
                     headers: timerRecordHeaders
                 )
-                timers.schedule(pending)
-                second = OutputSender.Output(record: record, acknowledgement: .eventUnit(ticket))
+                let timerArming = TimerArming(pending, in: timers)
+                arming = timerArming
+                second = OutputSender.Output(record: record) { _ in
+                    timerArming.acknowledged()
+                    ticket.finishUnit()
+                }
             }
+            analytics = outcomeOutput(
+                kind: .delivered,
+                messageId: delivery.identity.messageId,
+                value: value,
+                sourceTimestamp: delivery.sourceTimestamp,
+                ticket: ticket,
+                afterward: arming?.acknowledged
+            )
         }
         ticket.add(second == nil ? 1 : 2)
         sender.sendNow(analytics)
@@ -489,17 +498,19 @@ extension CampaignPipeline {
         )
     }
 
-    /// An outcome record of `kind` encoded as `value` (``AnalyticsEvent/encode(kind:identity:occurredAt:sink:reasonCode:reasonDetail:cause:)``).
+    /// An outcome record of `kind` encoded as `value` (``AnalyticsEvent/encode(kind:identity:occurredAt:sink:reasonCode:reasonDetail:cause:)``);
+    /// `afterward` runs once it is acknowledged.
     func outcomeOutput(
         kind: AnalyticsEvent.Kind,
         cause: AnalyticsEvent.ExpiryCause? = nil,
         messageId: String,
         value: [UInt8],
         sourceTimestamp: Date?,
-        ticket: EventTicket
+        ticket: EventTicket,
+        afterward: (@Sendable () -> Void)? = nil
     ) -> OutputSender.Output {
         let record = analyticsRecord(kind: kind, messageId: messageId, value: value)
-        let counted = OutputSender.CountedOutcome(kind: kind, cause: cause, bytes: value, sourceTimestamp: sourceTimestamp)
+        let counted = OutputSender.CountedOutcome(kind: kind, cause: cause, bytes: value, sourceTimestamp: sourceTimestamp, afterward: afterward)
         return OutputSender.Output(record: record, acknowledgement: .outcome(counted, ticket))
     }
 

@@ -37,6 +37,10 @@ final class OutputSender: Sendable {
         /// A sink's payload record: acknowledged means delivered. A record the cluster refuses for good (see
         /// ``OutputSender/isPermanent(_:)``) is failed, not retried.
         case payload(@Sendable (SinkOutcome) -> Void)
+        /// A dead letter: one unit of the event is done. One the cluster refuses for its size (the original record
+        /// plus the error headers can pass a limit the original did not) is written again without the original
+        /// value, which stays at its `source.*` position.
+        case deadLetter(EventTicket)
         /// Anything else; retried until acknowledged, like every output.
         case call(@Sendable (KafkaDeliveryReport) -> Void)
     }
@@ -49,6 +53,8 @@ final class OutputSender: Sendable {
         var bytes: [UInt8]
         /// The source record's timestamp, for the latency statistics.
         var sourceTimestamp: Date?
+        /// Run once the record is acknowledged, before the event's unit is done (nil for most outcomes).
+        var afterward: (@Sendable () -> Void)? = nil
     }
 
     /// Errors no retry can get past: the record itself is refused (too large, invalid).
@@ -160,7 +166,7 @@ final class OutputSender: Sendable {
 
     private func acknowledged(_ acknowledgement: Acknowledgement, report: KafkaDeliveryReport) {
         switch acknowledgement {
-        case .eventUnit(let ticket):
+        case .eventUnit(let ticket), .deadLetter(let ticket):
             ticket.finishUnit()
         case .outcome(let outcome, let ticket):
             statistics.recordOutcome(
@@ -170,6 +176,7 @@ final class OutputSender: Sendable {
                 isTimerExpiry: false,
                 sourceTimestamp: outcome.sourceTimestamp
             )
+            outcome.afterward?()
             ticket.finishUnit()
         case .payload(let completion):
             completion(.delivered(attempts: 1))
@@ -179,6 +186,14 @@ final class OutputSender: Sendable {
     }
 
     private func scheduleRetry(_ output: Output, after error: KafkaError) {
+        if case .deadLetter = output.acknowledgement, Self.isPermanent(error), let value = output.record.value {
+            refusedOutputWarning.log(to: logger, metadata: ["topic": "\(output.record.topic)", "error": "\(error)", "written": "without the original value"])
+            var trimmed = output
+            trimmed.record.value = nil
+            trimmed.record.headers.append(KafkaHeader(key: "error.value.dropped", string: "\(value.count) bytes, refused: \(error)"))
+            sendNow(trimmed)
+            return
+        }
         if case .payload(let completion) = output.acknowledgement, Self.isPermanent(error) {
             let topic = output.record.topic
             refusedOutputWarning.log(to: logger, metadata: ["topic": "\(topic)", "error": "\(error)"])

@@ -173,7 +173,7 @@ extension PipelineConfiguration {
                     case "drainTimeoutSeconds": drainTimeout = .seconds(try number())
                     case "retryBackoffMilliseconds": retryBackoff = .milliseconds(try number())
                     case "maxRetryBackoffSeconds": maxRetryBackoff = .seconds(try number())
-                    case "messageTimeoutSeconds": messageTimeout = .seconds(try number())
+                    case "messageTimeoutSeconds": messageTimeout = .seconds(try Self.nonNegativeInteger(item, path))
                     default:
                         throw ConfigurationError(
                             key: path,
@@ -258,6 +258,13 @@ extension PipelineConfiguration {
             }
         }
         return result
+    }
+
+    static func nonNegativeInteger(_ value: JSONValue, _ path: String) throws(ConfigurationError) -> Int {
+        guard case .int(let number) = value, number >= 0 else {
+            throw ConfigurationError(key: path, reason: "expected 0 or a positive integer, found \(value.jsonString)")
+        }
+        return number
     }
 
     static func positiveInteger(_ value: JSONValue, _ path: String) throws(ConfigurationError) -> Int {

@@ -96,7 +96,11 @@ public struct PipelineConfiguration: Sendable, Equatable {
     /// The longest wait between two attempts of a failed output.
     public var maxRetryBackoff: Duration = .seconds(30)
     /// How long librdkafka keeps trying one output before reporting it failed (and the pipeline retries it).
-    public var messageTimeout: Duration = .seconds(30)
+    /// `.zero`, the default, is never: librdkafka's idempotent producer keeps retrying in order while the cluster
+    /// cannot take the outputs, and the per-partition in-flight limit holds the reading back meanwhile. With a
+    /// timeout, an output that timed out is sent again after later outputs of its key that librdkafka had queued
+    /// behind it: per-key order can break.
+    public var messageTimeout: Duration = .zero
     /// Exit after every assigned partition has been at its end, with nothing in flight, for this long.
     /// `nil` runs until stopped.
     public var untilIdle: Duration?

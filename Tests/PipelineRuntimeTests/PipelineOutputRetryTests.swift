@@ -21,11 +21,7 @@ struct PipelineOutputRetryTests {
             for topic in outputTopics {
                 for partition in 0..<Int32(2) { try kafka.setLeader(of: topic, partition: partition, to: nil) }
             }
-            var retrying = configuration
-            retrying.messageTimeout = .seconds(1)
-            retrying.retryBackoff = .milliseconds(200)
-            retrying.maxRetryBackoff = .milliseconds(500)
-            retrying.untilIdle = nil
+            let retrying = timingOut(configuration, backoff: .milliseconds(200), maxBackoff: .milliseconds(500))
             let pipeline = CampaignPipeline(configuration: retrying, registry: builtinRegistry, logger: testLogger)
             try await whileRunning(pipeline) {
                 // Every event read and its payload refused at least once (each attempt times out after a second).
@@ -58,5 +54,138 @@ struct PipelineOutputRetryTests {
             try await runUntilIdle(again)
             #expect(again.statistics.snapshot.totalIn == 0)
         }
+    }
+
+    /// Contract: a timer's `push.expired` comes after its `push.delivered`. The timer is armed only once that record
+    /// (and the timer record) is acknowledged, however long it waited to be sent again.
+    @Test("a timer's push.expired is written after its push.delivered, even when that one was sent again")
+    func timerExpiryFollowsDelivered() async throws {
+        try await withPipelineCluster(partitions: 1) { kafka, configuration in
+            let factory = try EventFactory()
+            let event = JSONValue.object(factory.event("timer-fcm", id: "timer-1", recipient: "user-T", timerSeconds: 4)).encoded()
+            try await produce([("user-T", event)], to: configuration.topics.sends, kafka: kafka)
+            try kafka.setLeader(of: configuration.topics.analytics, partition: 0, to: nil)
+            let retrying = timingOut(configuration, backoff: .seconds(10))
+            let pipeline = CampaignPipeline(configuration: retrying, registry: builtinRegistry, logger: testLogger)
+            try await whileRunning(pipeline) {
+                try await eventually("the push.delivered record timed out", timeout: clusterTimeout) {
+                    pipeline.statistics.snapshot.outputsRetried >= 1 ? true : nil
+                }
+                try kafka.setLeader(of: configuration.topics.analytics, partition: 0, to: 1)
+                try await eventually("delivered and expired written", timeout: .seconds(60)) {
+                    pipeline.statistics.outcomeCount == 1 && pipeline.statistics.snapshot.timersFired == 1 ? true : nil
+                }
+            }
+            let kinds = try analytics(try await readAll(configuration.topics.analytics, kafka: kafka)).map(\.kind)
+            #expect(kinds == [.delivered, .expired], "analytics in offset order")
+        }
+    }
+
+    /// A timer record sent again after its timer fired would land after the tombstone, and the next start would fold
+    /// a live timer and fire it again.
+    @Test("a timer that fired does not fire again after a restart, even when its timer record was sent again")
+    func firedTimerStaysFired() async throws {
+        try await withPipelineCluster(partitions: 1) { kafka, configuration in
+            let factory = try EventFactory()
+            let event = JSONValue.object(factory.event("timer-fcm", id: "timer-2", recipient: "user-U", timerSeconds: 3)).encoded()
+            let retrying = timingOut(configuration, backoff: .seconds(6))
+            let pipeline = CampaignPipeline(configuration: retrying, registry: builtinRegistry, logger: testLogger)
+            try await whileRunning(pipeline) {
+                // Started (the timers topic is read at start-up) and in the group; then the timers topic loses its leader.
+                try await eventually("joined", timeout: clusterTimeout) {
+                    pipeline.status.hasJoinedGroup && pipeline.status.assignedPartitions == 1 ? true : nil
+                }
+                try kafka.setLeader(of: configuration.topics.timers, partition: 0, to: nil)
+                try await produce([("user-U", event)], to: configuration.topics.sends, kafka: kafka)
+                try await eventually("the timer record timed out", timeout: clusterTimeout) {
+                    pipeline.statistics.snapshot.outputsRetried >= 1 ? true : nil
+                }
+                try kafka.setLeader(of: configuration.topics.timers, partition: 0, to: 1)
+                try await eventually("fired, after its timer record was written", timeout: .seconds(60)) {
+                    pipeline.statistics.snapshot.timersFired == 1 ? true : nil
+                }
+            }
+            let timerRecords = try await readAll(configuration.topics.timers, kafka: kafka).map { $0.value == nil ? "tombstone" : "timer" }
+            #expect(timerRecords == ["timer", "tombstone"], "timers topic in offset order")
+            let again = CampaignPipeline(configuration: configuration, registry: builtinRegistry, logger: testLogger)
+            try await runUntilIdle(again)
+            let expiries = try analytics(try await readAll(configuration.topics.analytics, kafka: kafka)).filter { $0.kind == .expired }
+            #expect(expiries.count == 1, "one push.expired (fired again after the restart: \(again.statistics.snapshot.timersFired))")
+        }
+    }
+
+    /// A dead letter is the source record plus headers: it can pass a size limit the source record did not. Refused
+    /// for good, it used to be sent again forever, the event never finished and its partition never committed.
+    @Test("a dead letter refused for its size is written without the original value, and the event is committed")
+    func oversizedDeadLetter() async throws {
+        try await withPipelineCluster(partitions: 1) { kafka, configuration in
+            let factory = try EventFactory()
+            var event = factory.event("basic-fcm", id: "poison-1", recipient: "user-P")
+            event = event.setting(["content", "title"], to: nil)
+            event["custom"] = ["pad": .string(String(repeating: "x", count: 1_500))]
+            let bytes = JSONValue.object(event).encoded()
+            try await produce([("user-P", bytes)], to: configuration.topics.sends, kafka: kafka)
+
+            var limited = configuration
+            // The source record, written by a producer with a larger limit, is over this pipeline's.
+            limited.producerProperties["message.max.bytes"] = "1000"
+            let pipeline = CampaignPipeline(configuration: limited, registry: builtinRegistry, logger: testLogger)
+            try await runUntilIdle(pipeline, timeout: .seconds(30))
+            let deadLetters = try await readAll(configuration.topics.deadLetters, kafka: kafka)
+            #expect(deadLetters.count == 1)
+            #expect(deadLetters.first?.value == nil, "written without the original value")
+            #expect(deadLetters.first?.header("error.value.dropped")?.hasPrefix("\(bytes.count) bytes") == true)
+            #expect(deadLetters.first?.header("source.offset") == "0")
+            #expect(try analytics(try await readAll(configuration.topics.analytics, kafka: kafka)).map(\.kind) == [.rejected])
+            let again = CampaignPipeline(configuration: configuration, registry: builtinRegistry, logger: testLogger)
+            try await runUntilIdle(again)
+            #expect(again.statistics.snapshot.totalIn == 0, "the event was committed")
+        }
+    }
+
+    /// Outputs are never timed out by default: librdkafka keeps retrying them in order while the cluster cannot take
+    /// them, so a recipient's later payload cannot overtake an earlier one that waited.
+    @Test("by default no output times out, and a recipient's payloads keep their order through an outage")
+    func payloadsKeepTheirOrderThroughAnOutage() async throws {
+        #expect(PipelineConfiguration(bootstrapServers: []).messageTimeout == .zero)
+        let never = try #require(try JSONValue(parsing: Array(#"{"processing": {"messageTimeoutSeconds": 0}}"#.utf8)).objectValue)
+        #expect(try PipelineConfiguration.load(file: never, environment: [:]).messageTimeout == .zero, "0 is accepted: never")
+        let negative = try #require(try JSONValue(parsing: Array(#"{"processing": {"messageTimeoutSeconds": -1}}"#.utf8)).objectValue)
+        #expect(throws: ConfigurationError.self) { try PipelineConfiguration.load(file: negative, environment: [:]) }
+        try await withPipelineCluster(partitions: 1) { kafka, configuration in
+            let factory = try EventFactory()
+            let first = JSONValue.object(factory.event("basic-fcm", id: "order-1", recipient: "user-R")).encoded()
+            let second = JSONValue.object(factory.event("basic-fcm", id: "order-2", recipient: "user-R")).encoded()
+            try kafka.setLeader(of: configuration.topics.fcm, partition: 0, to: nil)
+            var running = configuration
+            running.untilIdle = nil
+            running.producerProperties["topic.metadata.refresh.interval.ms"] = "1000"
+            let pipeline = CampaignPipeline(configuration: running, registry: builtinRegistry, logger: testLogger)
+            try await whileRunning(pipeline) {
+                try await produce([("user-R", first)], to: configuration.topics.sends, kafka: kafka)
+                try await eventually("the first event read", timeout: clusterTimeout) { pipeline.statistics.snapshot.totalIn == 1 ? true : nil }
+                try await Task.sleep(for: .seconds(2))
+                try await produce([("user-R", second)], to: configuration.topics.sends, kafka: kafka)
+                try await eventually("the second event read", timeout: clusterTimeout) { pipeline.statistics.snapshot.totalIn == 2 ? true : nil }
+                try kafka.setLeader(of: configuration.topics.fcm, partition: 0, to: 1)
+                try await eventually("both outcomes written", timeout: .seconds(60)) { pipeline.statistics.outcomeCount == 2 ? true : nil }
+            }
+            #expect(pipeline.statistics.snapshot.outputsRetried == 0, "nothing timed out")
+            let payloads = try await readAll(configuration.topics.fcm, kafka: kafka)
+            let ids = payloads.compactMap { $0.header("messageId") }
+            #expect(ids == ["order-1", "order-2"].map { MessageID.make(eventId: $0, platform: .fcm) }, "user-R's payloads in offset order")
+        }
+    }
+
+
+    /// `configuration` with outputs timing out after a second and sent again after `backoff` (doubling up to
+    /// `maxBackoff`), running until stopped.
+    private func timingOut(_ configuration: PipelineConfiguration, backoff: Duration, maxBackoff: Duration? = nil) -> PipelineConfiguration {
+        var retrying = configuration
+        retrying.messageTimeout = .seconds(1)
+        retrying.retryBackoff = backoff
+        retrying.maxRetryBackoff = maxBackoff ?? backoff
+        retrying.untilIdle = nil
+        return retrying
     }
 }
