@@ -11,11 +11,21 @@ public struct BenchmarkEvents: Sendable {
     public let count: Int
     /// Per sample: the intact event and the broken one (no title).
     private let shapes: [(intact: Shape, broken: Shape)]
+    /// Per sample: its recipient's platform (`nil` when it names none the pipeline knows).
+    private let platforms: [Platform?]
 
     /// `count` events cycling through `samples`, each with its own event id and recipient.
     public init(samples: [JSONObject], count: Int) {
         self.shapes = samples.map { (Shape(Self.markedEvent($0, isBroken: false)), Shape(Self.markedEvent($0, isBroken: true))) }
+        self.platforms = samples.map { sample in
+            sample["recipient"]?.objectValue?["platform"]?.stringValue.flatMap(Platform.init(rawValue:))
+        }
         self.count = samples.isEmpty ? 0 : count
+    }
+
+    /// The message id every outcome of the event at `index` carries (its id is `bench-<index>`, broken or not).
+    public func messageId(at index: Int) -> String? {
+        platforms[index % platforms.count].map { MessageID.make(eventId: "bench-\(index)", platform: $0) }
     }
 
     /// The event at `index` (key: its recipient id `user-<index % 10,000>`), the same bytes every time: event id

@@ -51,17 +51,20 @@ extension PipelineBenchmark {
                             try await Self.enqueue(
                                 producer,
                                 KafkaProducerRecord(topic: topics.fcm, key: message.key, value: message.value),
-                                RelayAcknowledgement(ticket: ticket)
+                                RelayAcknowledgement(ticket: ticket, counters: counters)
                             )
                             try await Self.enqueue(
                                 producer,
                                 KafkaProducerRecord(topic: topics.analytics, key: message.key, value: analyticsValue),
-                                RelayAcknowledgement(ticket: ticket, counting: counters, sourceTimestamp: message.timestamp)
+                                RelayAcknowledgement(ticket: ticket, counters: counters, countsEvent: true, sourceTimestamp: message.timestamp)
                             )
                             ticket.finishUnit()
                         }
                     }
-                    while processed.withLock({ $0 }) < total { try await Task.sleep(for: .milliseconds(1)) }
+                    // Failed records end the wait too (the run is then not accounted).
+                    while processed.withLock({ $0 }) + counters.failed.withLock({ $0 }) < total {
+                        try await Task.sleep(for: .milliseconds(1))
+                    }
                 }
                 try await group.waitForAll()
             }
@@ -72,6 +75,7 @@ extension PipelineBenchmark {
         // Latency after the warm-up, like the rate: the first events wait for the group join.
         let sorted = latencies.withLock { $0 }.dropFirst(total / 20).sorted()
         let done = processed.withLock { $0 }
+        let failed = counters.failed.withLock { $0 }
         return RunResult(
             name: "relay",
             events: done,
@@ -80,8 +84,8 @@ extension PipelineBenchmark {
             p99Milliseconds: Self.percentile(sorted, 0.99),
             cpuSecondsPer1000: rates.cpuPer1000,
             peakRSSMegabytes: rates.peakRSS,
-            isAccounted: done == total,
-            accounting: "\(done) of \(total) relayed and acknowledged"
+            isAccounted: done == total && failed == 0,
+            accounting: "\(done) of \(total) relayed and acknowledged, \(failed) records failed"
         )
     }
 
@@ -124,7 +128,8 @@ extension PipelineBenchmark {
         )
     }
 
-    /// Reads the analytics topic: one terminal outcome per message id, as many as events.
+    /// Reads the analytics topic: exactly one terminal outcome (not a timer's expiry, which follows a delivery) for
+    /// each event's message id, and none for anything else.
     private func account(_ topic: String, expected: Int) async throws -> (Bool, String) {
         let consumer = try KafkaConsumer(configuration: KafkaConsumerConfiguration(bootstrapServers: [cluster.bootstrapServers], groupID: nil), logger: logger)
         let count = try await consumer.partitionCount(topic: topic)
@@ -139,24 +144,37 @@ extension PipelineBenchmark {
         }
         try consumer.assign((0..<count).map { KafkaTopicPartitionOffset(topic: topic, partition: $0, offset: KafkaOffset.beginning) })
         var perMessage: [String: Int] = [:]
+        var unreadable = 0
         var iterator = consumer.messages.makeAsyncIterator()
         while !remaining.isEmpty, let batch = try await iterator.nextBatch() {
             for message in batch {
-                perMessage[String(decoding: message.key ?? [], as: UTF8.self), default: 0] += 1
                 if let end = remaining[message.partition], message.offset + 1 >= end { remaining[message.partition] = nil }
+                guard let event = try? AnalyticsEvent(json: message.value ?? []) else {
+                    unreadable += 1
+                    continue
+                }
+                if event.kind == .expired, event.cause == .timer { continue }
+                perMessage[event.identity.messageId, default: 0] += 1
             }
         }
         await consumer.close()
+        let expectedIds = Set((0..<expected).compactMap { events.messageId(at: $0) })
         let repeated = perMessage.values.filter { $0 > 1 }.count
-        let isAccounted = perMessage.count == expected
-        return (isAccounted, "\(perMessage.count) of \(expected) events have a terminal outcome (\(repeated) repeated)")
+        let accounted = expectedIds.filter { perMessage[$0] != nil }.count
+        let unexpected = perMessage.keys.filter { !expectedIds.contains($0) }.count
+        let isAccounted = accounted == expected && repeated == 0 && unexpected == 0 && unreadable == 0
+        return (
+            isAccounted,
+            "\(accounted) of \(expected) events have a terminal outcome (\(repeated) repeated, \(unexpected) for no event, \(unreadable) unreadable)"
+        )
     }
 }
 
-/// The relay's counters: events whose last record is acknowledged, and their latencies.
+/// The relay's counters: events whose analytics record is acknowledged, their latencies, and records that failed.
 final class RelayCounters: Sendable {
     let processed = Locked(0)
     let latencies = Locked([Double]())
+    let failed = Locked(0)
 }
 
 /// The acknowledgement of one relayed record: completes a unit of its event (storing the partition's position when
@@ -164,18 +182,29 @@ final class RelayCounters: Sendable {
 final class RelayAcknowledgement: KafkaDeliveryReceiver, @unchecked Sendable {
     // Immutable after init: safe to send.
     let ticket: EventTicket
-    let counters: RelayCounters?
+    let counters: RelayCounters
     let sourceTimestamp: Date?
 
-    init(ticket: EventTicket, counting counters: RelayCounters? = nil, sourceTimestamp: Date? = nil) {
+    let countsEvent: Bool
+
+    /// - Parameters:
+    ///   - counters: where failures are counted, and (`countsEvent`) the event and its latency.
+    ///   - countsEvent: whether this record is the event's analytics record.
+    init(ticket: EventTicket, counters: RelayCounters, countsEvent: Bool = false, sourceTimestamp: Date? = nil) {
         self.ticket = ticket
         self.counters = counters
+        self.countsEvent = countsEvent
         self.sourceTimestamp = sourceTimestamp
     }
 
     override func deliveryReported(_ result: Result<KafkaDeliveryReport, KafkaError>) {
+        guard case .success = result else {
+            // Not committed past, and the run is not accounted.
+            counters.failed.withLock { $0 += 1 }
+            return
+        }
         ticket.finishUnit()
-        guard let counters else { return }
+        guard countsEvent else { return }
         if let sourceTimestamp { counters.latencies.withLock { $0.append(Date().timeIntervalSince(sourceTimestamp) * 1000) } }
         counters.processed.withLock { $0 += 1 }
     }
