@@ -121,11 +121,13 @@ public final class KafkaProducer: Sendable {
 
     /// Sends a record and waits until the cluster acknowledged it.
     ///
-    /// A full local queue is waited out (up to the configured message timeout) rather than reported.
+    /// A full local queue is waited out (up to the configured message timeout, or until the task is cancelled when
+    /// there is none) rather than reported.
     ///
     /// - Returns: where the record was stored.
     /// - Throws: ``KafkaError`` with code ``KafkaError/Code/deliveryFailed`` (for example `_MSG_TIMED_OUT` when
-    ///   no broker took it within `message.timeout.ms`) or ``KafkaError/Code/enqueueFailed``.
+    ///   no broker took it within `message.timeout.ms`), ``KafkaError/Code/enqueueFailed`` (the queue stayed full,
+    ///   or the task was cancelled while waiting for room).
     public func send(_ record: KafkaProducerRecord) async throws(KafkaError) -> KafkaDeliveryReport {
         let deadline = queueFullDeadline()
         while true {
@@ -137,7 +139,7 @@ public final class KafkaProducer: Sendable {
                 }
             }
             switch result {
-            case .failure(let error) where error.isQueueFull && (deadline.map { ContinuousClock.now < $0 } ?? true):
+            case .failure(let error) where error.isQueueFull && (deadline.map { ContinuousClock.now < $0 } ?? true) && !Task.isCancelled:
                 try? await Task.sleep(for: .milliseconds(1))
             default:
                 return try result.get()
@@ -157,7 +159,7 @@ public final class KafkaProducer: Sendable {
                 do throws(KafkaError) {
                     try produce(record) { collector.record($0, at: index) }
                     break
-                } catch where error.isQueueFull && (deadline.map { ContinuousClock.now < $0 } ?? true) {
+                } catch where error.isQueueFull && (deadline.map { ContinuousClock.now < $0 } ?? true) && !Task.isCancelled {
                     try? await Task.sleep(for: .milliseconds(1))
                 } catch {
                     collector.record(.failure(error), at: index)

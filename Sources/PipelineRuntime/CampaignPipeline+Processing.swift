@@ -85,7 +85,9 @@ extension CampaignPipeline {
     }
 
     /// Decides again, once the campaign table has read the definitions topic to its end, the events that named a
-    /// campaign definition the table lacked; those still lacking it are rejected when emitted.
+    /// campaign definition the table lacked; those still lacking it are rejected when emitted. When the pipeline
+    /// stops meanwhile, nothing can be concluded: those events, and every later one of their partitions in the batch,
+    /// are left undecided (not emitted, so not committed past: processed again after the restart).
     private func decideAgainOnceDefinitionsAreRead(
         _ batch: [KafkaConsumerMessage],
         _ decisions: inout [EventProcessor.Decision?],
@@ -98,7 +100,15 @@ extension CampaignPipeline {
         guard !waiting.isEmpty else { return }
         // Sends written before the table last read the topic to its end have all they will get.
         guard waiting.contains(where: { !definitions.hasCaughtUp(since: batch[$0].timestamp) }) else { return }
-        await definitions.catchUp(logger: logger)
+        if case .cancelled = await definitions.catchUp(logger: logger) {
+            let undecided = Set(waiting)
+            var stopped = Set<Int32>()
+            for index in batch.indices {
+                if undecided.contains(index) { stopped.insert(batch[index].partition) }
+                if stopped.contains(batch[index].partition) { decisions[index] = nil }
+            }
+            return
+        }
         let table = campaigns.withLock { $0 }
         let scratch = RenderScratch()
         for index in waiting {
@@ -359,10 +369,7 @@ extension CampaignPipeline {
                 )
                 let timerArming = TimerArming(pending, in: timers)
                 arming = timerArming
-                second = OutputSender.Output(record: record) { _ in
-                    timerArming.acknowledged()
-                    ticket.finishUnit()
-                }
+                second = OutputSender.Output(record: record, acknowledgement: .timerRecord(timerArming, ticket))
             }
             analytics = outcomeOutput(
                 kind: .delivered,
@@ -370,7 +377,7 @@ extension CampaignPipeline {
                 value: value,
                 sourceTimestamp: delivery.sourceTimestamp,
                 ticket: ticket,
-                afterward: arming?.acknowledged
+                arming: arming
             )
         }
         ticket.add(second == nil ? 1 : 2)
@@ -499,7 +506,7 @@ extension CampaignPipeline {
     }
 
     /// An outcome record of `kind` encoded as `value` (``AnalyticsEvent/encode(kind:identity:occurredAt:sink:reasonCode:reasonDetail:cause:)``);
-    /// `afterward` runs once it is acknowledged.
+    /// `arming`, a delivered timer notification's, is told once it is acknowledged.
     func outcomeOutput(
         kind: AnalyticsEvent.Kind,
         cause: AnalyticsEvent.ExpiryCause? = nil,
@@ -507,10 +514,10 @@ extension CampaignPipeline {
         value: [UInt8],
         sourceTimestamp: Date?,
         ticket: EventTicket,
-        afterward: (@Sendable () -> Void)? = nil
+        arming: TimerArming? = nil
     ) -> OutputSender.Output {
         let record = analyticsRecord(kind: kind, messageId: messageId, value: value)
-        let counted = OutputSender.CountedOutcome(kind: kind, cause: cause, bytes: value, sourceTimestamp: sourceTimestamp, afterward: afterward)
+        let counted = OutputSender.CountedOutcome(kind: kind, cause: cause, bytes: value, sourceTimestamp: sourceTimestamp, arming: arming)
         return OutputSender.Output(record: record, acknowledgement: .outcome(counted, ticket))
     }
 

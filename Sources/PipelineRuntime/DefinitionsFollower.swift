@@ -26,8 +26,8 @@ final class DefinitionsFollower: Sendable {
     /// (transaction markers) at the end.
     static let stallCheck: Duration = .milliseconds(500)
     /// The clock difference allowed between a send's producer and this process when judging whether a catch-up
-    /// came after the send was written.
-    static let clockSkew: TimeInterval = 1
+    /// came after the send was written (a producer clock behind would otherwise skip a catch-up the send needs).
+    static let clockSkew: TimeInterval = 5
 
     init(consumer: KafkaConsumer, topic: String, partitionCount: Int32, timeout: Duration = .seconds(10)) {
         self.consumer = consumer
@@ -48,25 +48,34 @@ final class DefinitionsFollower: Sendable {
         return caughtUpAt.timeIntervalSince(written) > Self.clockSkew
     }
 
+    /// How a catch-up ended.
+    enum CatchUp {
+        /// The table has read every partition to the end the broker had when the catch-up began.
+        case reachedEnd
+        /// ``timeout`` passed, or the broker did not answer (logged).
+        case gaveUp
+        /// The task was cancelled (the pipeline stops): nothing can be concluded.
+        case cancelled
+    }
+
     /// Waits until the table has folded every partition of the definitions topic up to the end the broker has now,
     /// or until ``timeout`` passed (logged), or the task is cancelled.
-    func catchUp(logger: Logger) async {
+    func catchUp(logger: Logger) async -> CatchUp {
         let started = Date()
         let deadline = ContinuousClock.now + timeout
-        guard var targets = await ends(before: deadline, logger: logger) else { return }
+        guard var targets = await ends(before: deadline, logger: logger) else { return Task.isCancelled ? .cancelled : .gaveUp }
         while !targets.isEmpty {
             let now = ContinuousClock.now
-            guard now < deadline, !Task.isCancelled else {
-                if !Task.isCancelled {
-                    logger.warning(
-                        "The campaign table did not catch up with the definitions topic in time",
-                        metadata: [
-                            "topic": "\(topic)",
-                            "behind": "\(targets.map { "\($0.key):\($0.value.position)<\($0.value.end)" }.sorted().joined(separator: ","))",
-                        ]
-                    )
-                }
-                return
+            if Task.isCancelled { return .cancelled }
+            guard now < deadline else {
+                logger.warning(
+                    "The campaign table did not catch up with the definitions topic in time",
+                    metadata: [
+                        "topic": "\(topic)",
+                        "behind": "\(targets.map { "\($0.key):\($0.value.position)<\($0.value.end)" }.sorted().joined(separator: ","))",
+                    ]
+                )
+                return .gaveUp
             }
             let folded = positions.withLock { $0 }
             for (partition, var target) in targets {
@@ -92,10 +101,11 @@ final class DefinitionsFollower: Sendable {
                 }
             }
             if !targets.isEmpty {
-                do { try await Task.sleep(for: .milliseconds(5)) } catch { return }
+                do { try await Task.sleep(for: .milliseconds(5)) } catch { return .cancelled }
             }
         }
         caughtUpAt.withLock { $0 = max($0 ?? started, started) }
+        return .reachedEnd
     }
 
     /// A partition still to be folded up to `end`.

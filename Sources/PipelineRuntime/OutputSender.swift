@@ -41,6 +41,8 @@ final class OutputSender: Sendable {
         /// plus the error headers can pass a limit the original did not) is written again without the original
         /// value, which stays at its `source.*` position.
         case deadLetter(EventTicket)
+        /// A delivered timer notification's timer record: its timer is told, then one unit of the event is done.
+        case timerRecord(TimerArming, EventTicket)
         /// Anything else; retried until acknowledged, like every output.
         case call(@Sendable (KafkaDeliveryReport) -> Void)
     }
@@ -53,8 +55,8 @@ final class OutputSender: Sendable {
         var bytes: [UInt8]
         /// The source record's timestamp, for the latency statistics.
         var sourceTimestamp: Date?
-        /// Run once the record is acknowledged, before the event's unit is done (nil for most outcomes).
-        var afterward: (@Sendable () -> Void)? = nil
+        /// For a delivered timer notification's `push.delivered`: told once it is acknowledged.
+        var arming: TimerArming? = nil
     }
 
     /// Errors no retry can get past: the record itself is refused (too large, invalid).
@@ -176,7 +178,10 @@ final class OutputSender: Sendable {
                 isTimerExpiry: false,
                 sourceTimestamp: outcome.sourceTimestamp
             )
-            outcome.afterward?()
+            outcome.arming?.acknowledged()
+            ticket.finishUnit()
+        case .timerRecord(let arming, let ticket):
+            arming.acknowledged()
             ticket.finishUnit()
         case .payload(let completion):
             completion(.delivered(attempts: 1))
@@ -186,12 +191,8 @@ final class OutputSender: Sendable {
     }
 
     private func scheduleRetry(_ output: Output, after error: KafkaError) {
-        if case .deadLetter = output.acknowledgement, Self.isPermanent(error), let value = output.record.value {
-            refusedOutputWarning.log(to: logger, metadata: ["topic": "\(output.record.topic)", "error": "\(error)", "written": "without the original value"])
-            var trimmed = output
-            trimmed.record.value = nil
-            trimmed.record.headers.append(KafkaHeader(key: "error.value.dropped", string: "\(value.count) bytes, refused: \(error)"))
-            sendNow(trimmed)
+        if case .deadLetter(let ticket) = output.acknowledgement, Self.isPermanent(error) {
+            deadLetterRefused(output, ticket: ticket, error: error)
             return
         }
         if case .payload(let completion) = output.acknowledgement, Self.isPermanent(error) {
@@ -213,6 +214,35 @@ final class OutputSender: Sendable {
                 state.lastFailure = error
             }
         }
+    }
+
+    /// A dead letter refused for good: written again without the original value, then with only the error and
+    /// source headers (the original's own headers can be what is too large), and given up (logged as an error) if
+    /// even that is refused, so its event and partition do not wait for good.
+    private func deadLetterRefused(_ output: Output, ticket: EventTicket, error: KafkaError) {
+        var trimmed = output
+        let topic = output.record.topic
+        if let value = output.record.value {
+            refusedOutputWarning.log(to: logger, metadata: ["topic": "\(topic)", "error": "\(error)", "written": "without the original value"])
+            trimmed.record.value = nil
+            trimmed.record.headers.append(KafkaHeader(key: "error.value.dropped", string: "\(value.count) bytes, refused: \(error)"))
+            sendNow(trimmed)
+        } else if output.record.headers.contains(where: { !Self.isDeadLetterOwnHeader($0.key) }) {
+            refusedOutputWarning.log(to: logger, metadata: ["topic": "\(topic)", "error": "\(error)", "written": "with its error and source headers only"])
+            trimmed.record.headers.removeAll { !Self.isDeadLetterOwnHeader($0.key) }
+            sendNow(trimmed)
+        } else {
+            logger.error(
+                "Dead letter refused even without the original record; given up (the source record stays at its source position)",
+                metadata: ["topic": "\(topic)", "error": "\(error)", "headers": "\(output.record.headers.map(\.key).joined(separator: ", "))"]
+            )
+            ticket.finishUnit()
+        }
+    }
+
+    /// The headers the pipeline adds to a dead letter (the others are the original record's).
+    private static func isDeadLetterOwnHeader(_ key: String) -> Bool {
+        key == "messageId" || key.hasPrefix("error.") || key.hasPrefix("source.")
     }
 
     private func backoffDelay(attempt: Int) -> Duration {

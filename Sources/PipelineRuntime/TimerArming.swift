@@ -15,7 +15,7 @@ final class TimerArming: Sendable {
     }
 
     /// One of the two records is acknowledged; the second schedules the timer.
-    @Sendable func acknowledged() {
+    func acknowledged() {
         if remaining.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 {
             book.schedule(timer)
         }

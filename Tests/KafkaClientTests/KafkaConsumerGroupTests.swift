@@ -240,10 +240,28 @@ struct KafkaConsumerGroupTests {
                         }
                     }
                 }
-            } settle: {
+            } settle: { _ in
                 await listener?.value
             }
             #expect(read == 5, "the partition given back is fetched")
+        }
+    }
+
+    /// The pipeline pauses for backpressure with its reading's generation: a tracker of the reading before the
+    /// revocation, not yet retired, must not pause the reading that follows.
+    @Test("a pause for a reading that is over does not pause the partition's next reading")
+    func pauseOfAnEarlierReading() async throws {
+        try await withEmbeddedKafka(topics: ["earlier-reading": 2]) { kafka in
+            var before: [KafkaTopicPartition: Int] = [:]
+            let read = try await recordsReadAfterTheGroupSplits(kafka, topic: "earlier-reading") { first in
+                for partition in first.assignment { before[partition] = first.assignmentGeneration(of: partition) }
+            } settle: { first in
+                let mine = try #require(first.assignment.first)
+                #expect(first.assignmentGeneration(of: mine) != before[mine], "given back: a new reading")
+                first.pause([mine], generation: before[mine])
+                try await Task.sleep(for: .milliseconds(300))
+            }
+            #expect(read == 5, "the new reading is not paused")
         }
     }
 
@@ -253,7 +271,7 @@ struct KafkaConsumerGroupTests {
         _ kafka: EmbeddedKafka,
         topic: String,
         prepare: (KafkaConsumer) async throws -> Void,
-        settle: () async -> Void = {}
+        settle: (KafkaConsumer) async throws -> Void = { _ in }
     ) async throws -> Int? {
         let group = uniqueGroup()
         let first = try KafkaConsumer(configuration: consumerConfiguration(kafka, group: group), logger: testLogger)
@@ -271,7 +289,7 @@ struct KafkaConsumerGroupTests {
             guard ContinuousClock.now < rebalanceDeadline else { throw TestTimeout(description: "the group never split") }
             try await Task.sleep(for: .milliseconds(100))
         }
-        await settle()
+        try await settle(first)
         let mine = try #require(first.assignment.first)
         let producer = try KafkaProducer(configuration: producerConfiguration(kafka), logger: testLogger)
         for index in 0..<5 {

@@ -58,12 +58,31 @@ struct DefinitionsFollowerTests {
         try await withPipelineCluster(partitions: 3) { kafka, configuration in
             let consumer = try KafkaConsumer(configuration: configuration.consumerConfiguration(groupID: nil), logger: testLogger)
             let follower = DefinitionsFollower(consumer: consumer, topic: configuration.topics.definitions, partitionCount: 3)
-            let written = Date().addingTimeInterval(-5)
+            let written = Date().addingTimeInterval(-10)
             #expect(!follower.hasCaughtUp(since: written), "no catch-up yet")
-            await follower.catchUp(logger: testLogger)
+            #expect(await follower.catchUp(logger: testLogger) == .reachedEnd)
             #expect(follower.hasCaughtUp(since: written))
             #expect(!follower.hasCaughtUp(since: Date()), "a send written now may name a definition the catch-up did not see")
             #expect(!follower.hasCaughtUp(since: nil), "a send of unknown time waits")
+            await consumer.close()
+        }
+    }
+
+    /// A pipeline stopping during a catch-up learns nothing from it: the sends waiting must not be rejected as if the
+    /// table had read everything (they are left for the next run).
+    @Test("a catch-up cancelled before the table read the topic says so")
+    func cancelledCatchUp() async throws {
+        try await withPipelineCluster(partitions: 1) { kafka, configuration in
+            let defined = #"{"type":"campaign.defined","campaignId":"c","version":1,"content":{"title":"t","body":"b"},"occurredAt":"2026-11-20T10:00:00Z"}"#
+            try await produce([("c", Array(defined.utf8))], to: configuration.topics.definitions, kafka: kafka)
+            let consumer = try KafkaConsumer(configuration: configuration.consumerConfiguration(groupID: nil), logger: testLogger)
+            // Nothing folds the topic here: the catch-up waits until cancelled.
+            let follower = DefinitionsFollower(consumer: consumer, topic: configuration.topics.definitions, partitionCount: 1)
+            let waiting = Task { await follower.catchUp(logger: testLogger) }
+            try await Task.sleep(for: .seconds(1))
+            waiting.cancel()
+            #expect(await waiting.value == .cancelled)
+            #expect(!follower.hasCaughtUp(since: Date().addingTimeInterval(-60)))
             await consumer.close()
         }
     }

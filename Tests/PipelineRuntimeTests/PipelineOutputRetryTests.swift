@@ -143,6 +143,32 @@ struct PipelineOutputRetryTests {
         }
     }
 
+    /// The original's headers can be what is too large: then the dead letter keeps only the pipeline's own.
+    @Test("a dead letter still refused without the original value is written with only its error and source headers")
+    func deadLetterWithOversizedHeaders() async throws {
+        try await withPipelineCluster(partitions: 1) { kafka, configuration in
+            let factory = try EventFactory()
+            let event = factory.event("basic-fcm", id: "poison-2", recipient: "user-Q").setting(["content", "title"], to: nil)
+            let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(bootstrapServers: [kafka.bootstrapServers]), logger: testLogger)
+            _ = try await producer.send(
+                KafkaProducerRecord(
+                    topic: configuration.topics.sends,
+                    key: Array("user-Q".utf8),
+                    value: JSONValue.object(event).encoded(),
+                    headers: [KafkaHeader(key: "trace", string: String(repeating: "t", count: 1_500))]
+                )
+            )
+            await producer.close()
+            var limited = configuration
+            limited.producerProperties["message.max.bytes"] = "1000"
+            try await runUntilIdle(CampaignPipeline(configuration: limited, registry: builtinRegistry, logger: testLogger), timeout: .seconds(30))
+            let deadLetter = try #require(try await readAll(configuration.topics.deadLetters, kafka: kafka).first)
+            #expect(deadLetter.value == nil)
+            #expect(deadLetter.header("trace") == nil, "the original's headers are dropped")
+            #expect(deadLetter.header("error.value.dropped") != nil && deadLetter.header("source.offset") == "0")
+        }
+    }
+
     /// Outputs are never timed out by default: librdkafka keeps retrying them in order while the cluster cannot take
     /// them, so a recipient's later payload cannot overtake an earlier one that waited.
     @Test("by default no output times out, and a recipient's payloads keep their order through an outage")
