@@ -89,8 +89,7 @@ public struct RenderRunner: Sendable {
         guard let campaigns else { return registry.render(eventBytes: bytes, scratch: scratch) }
         do throws(PipelineError) {
             let request = try PushRequest(json: bytes, scratch: scratch)
-            let content = try campaigns.content(for: request, asOf: request.occurredAt)
-            try campaigns.checkTemplate(of: request, asOf: request.occurredAt, registry: registry)
+            let content = try campaigns.content(for: request, asOf: request.occurredAt, registry: registry)
             return .rendered(try registry.render(request, content: content, scratch: scratch))
         } catch {
             return .failed(error)

@@ -72,10 +72,13 @@ public struct CampaignTable: Sendable {
     }
 
     /// The content `request` renders as of `instant`: its own, or else its campaign's definition (the version it
-    /// names, or the latest defined by then).
+    /// names, or the latest defined by then), which must be written for the template the request names (aliases
+    /// resolved by `registry`): the content of another template renders a different notification (a timer
+    /// campaign's content sent as `basic` loses its countdown).
     ///
-    /// - Throws: ``PipelineError`` at `content` when the event has none and the campaign has no such definition.
-    public func content(for request: PushRequest, asOf instant: Timestamp) throws(PipelineError) -> CampaignContent {
+    /// - Throws: ``PipelineError`` at `content` when the event has none and the campaign has no such definition; at
+    ///   `template`, naming both templates, when the definition is another template's.
+    public func content(for request: PushRequest, asOf instant: Timestamp, registry: TemplateRegistry) throws(PipelineError) -> CampaignContent {
         if let content = request.content { return content }
         guard let definition = definition(request.campaignId, version: request.campaignVersion, asOf: instant) else {
             let which = request.campaignVersion.map { "version \($0) of " } ?? ""
@@ -86,28 +89,19 @@ public struct CampaignTable: Sendable {
                 eventId: request.eventId
             )
         }
-        return definition.content
-    }
-
-    /// Checks that a send without content names the template its campaign's definition was written for (when the
-    /// definition names one), aliases resolved by `registry`: the content of another template renders a different
-    /// notification (a timer campaign's content sent as `basic` loses its countdown).
-    ///
-    /// - Throws: ``PipelineError`` at `template` naming both templates.
-    public func checkTemplate(of request: PushRequest, asOf instant: Timestamp, registry: TemplateRegistry) throws(PipelineError) {
-        guard request.content == nil,
-            let definition = definition(request.campaignId, version: request.campaignVersion, asOf: instant),
-            let defined = definition.template,
+        if let defined = definition.template,
             let definedID = try? registry.renderer(named: defined).templateID,
             let requestedID = try? registry.renderer(named: request.template).templateID,
             definedID != requestedID
-        else { return }
-        throw PipelineError(
-            .invalidField,
-            at: FieldPath("template"),
-            "'\(request.template)' is not the template of campaign '\(request.campaignId)' version \(definition.version), '\(defined)', whose content the event renders",
-            eventId: request.eventId
-        )
+        {
+            throw PipelineError(
+                .invalidField,
+                at: FieldPath("template"),
+                "'\(request.template)' is not the template of campaign '\(request.campaignId)' version \(definition.version), '\(defined)', whose content the event renders",
+                eventId: request.eventId
+            )
+        }
+        return definition.content
     }
 
     /// The definition to render as of `instant`: the given version, or the latest version defined by then.

@@ -95,18 +95,14 @@ public struct EventProcessor: Sendable {
         }
         let content: CampaignContent
         do throws(PipelineError) {
-            content = try campaigns.content(for: request, asOf: now)
+            content = try campaigns.content(for: request, asOf: now, registry: registry)
         } catch {
-            // Waiting for the table to read more can only help when it holds no such definition at all.
+            // Waiting for the table to read more can only help when it holds no such definition at all (a definition
+            // of another template, or defined after the decision time, is held).
             if campaigns.holdsDefinition(of: request.campaignId, version: request.campaignVersion) {
                 return .rejected(identity(), error)
             }
             return .awaitingDefinition(identity(), error)
-        }
-        do throws(PipelineError) {
-            try campaigns.checkTemplate(of: request, asOf: now, registry: registry)
-        } catch {
-            return .rejected(identity(), error)
         }
         let notification: RenderedNotification
         do throws(PipelineError) {
