@@ -78,12 +78,14 @@ struct KafkaRoundTripTests {
     /// A delivery handler may queue a follow-up (the pipeline writes a timer's tombstone once its expiry is
     /// acknowledged): the record counts as pending until its handler has returned, so closing waits for the
     /// follow-up instead of refusing it.
-    @Test("closing waits for records a delivery handler queues")
+    @Test("a record is pending while its delivery handler runs, so closing waits for what the handler queues")
     func followUpQueuedByADeliveryHandler() async throws {
         try await withEmbeddedKafka(topics: ["follow-up": 1]) { kafka in
             let producer = try KafkaProducer(configuration: producerConfiguration(kafka), logger: testLogger)
             let followUp = Mutex<Result<KafkaDeliveryReport, KafkaError>?>(nil)
+            let pendingInHandler = Mutex<Int?>(nil)
             try producer.produce(KafkaProducerRecord(topic: "follow-up", value: Array("first".utf8))) { _ in
+                pendingInHandler.withLock { $0 = producer.pendingCount }
                 // Slow, on the delivery thread: close is waiting meanwhile.
                 Thread.sleep(forTimeInterval: 0.3)
                 do throws(KafkaError) {
@@ -95,6 +97,7 @@ struct KafkaRoundTripTests {
                 }
             }
             await producer.close()
+            #expect(pendingInHandler.withLock { $0 } == 1, "the record is pending while its handler runs")
             let result = followUp.withLock { $0 }
             #expect(result.map { (try? $0.get()) != nil } == true, "the follow-up was delivered: \(String(describing: result))")
         }
