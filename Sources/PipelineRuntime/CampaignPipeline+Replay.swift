@@ -55,7 +55,7 @@ extension CampaignPipeline {
     func stopWhenReplayed(_ plan: ReplayPlan, consumer: KafkaConsumer) async {
         let start = ContinuousClock.now
         var lastReport = start
-        var stalls = ReplayStalls()
+        var stalls = PartitionStalls(firstWait: .seconds(1))
         while !Task.isCancelled {
             try? await Task.sleep(for: .milliseconds(100))
             await readThroughUnreadableEnds(plan, stalls: &stalls, consumer: consumer)
@@ -81,7 +81,7 @@ extension CampaignPipeline {
     /// Waiting for a record there would never end the replay, so a partition not finished, with nothing in flight,
     /// whose position stayed put for a while, is asked what is left to read in its range; when nothing readable is
     /// left, its position moves to the range's end. Records a transaction still open holds back are waited for.
-    func readThroughUnreadableEnds(_ plan: ReplayPlan, stalls: inout ReplayStalls, consumer: KafkaConsumer) async {
+    func readThroughUnreadableEnds(_ plan: ReplayPlan, stalls: inout PartitionStalls, consumer: KafkaConsumer) async {
         let positions = readPositions.withLock { $0 }
         let inFlight = progress.withLock { $0.mapValues(\.inFlight) }
         let now = ContinuousClock.now

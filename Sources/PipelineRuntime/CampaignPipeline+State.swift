@@ -15,13 +15,13 @@ extension CampaignPipeline {
         let all =
             (0..<partitions.definitions).map { KafkaTopicPartition(topic: topics.definitions, partition: $0) }
             + (0..<partitions.timers).map { KafkaTopicPartition(topic: topics.timers, partition: $0) }
-        var ends: [KafkaTopicPartition: Int64] = [:]
+        var ranges: [KafkaTopicPartition: Range<Int64>] = [:]
         for partition in all {
             let marks = try await consumer.watermarks(topic: partition.topic, partition: partition.partition)
-            if marks.high > marks.low { ends[partition] = marks.high }
+            if marks.high > marks.low { ranges[partition] = marks.low..<marks.high }
         }
         try consumer.assign(all.map { KafkaTopicPartitionOffset(topic: $0.topic, partition: $0.partition, offset: KafkaOffset.beginning) })
-        let progress = StateLoad(ends: ends)
+        let progress = StateLoad(ranges: ranges)
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
                 var iterator = consumer.messages.makeAsyncIterator()

@@ -23,7 +23,7 @@ final class DefinitionsFollower: Sendable {
     private let caughtUpAt = Mutex<Date?>(nil)
 
     /// How long a partition's position stays put short of its end before it is checked for unreadable offsets
-    /// (transaction markers) at the end.
+    /// (transaction markers) at the end (``PartitionStalls``).
     static let stallCheck: Duration = .milliseconds(500)
     /// The clock difference allowed between a send's producer and this process when judging whether a catch-up
     /// came after the send was written (a producer clock behind would otherwise skip a catch-up the send needs).
@@ -64,39 +64,36 @@ final class DefinitionsFollower: Sendable {
         let started = Date()
         let deadline = ContinuousClock.now + timeout
         guard var targets = await ends(before: deadline, logger: logger) else { return Task.isCancelled ? .cancelled : .gaveUp }
+        var stalls = PartitionStalls(firstWait: Self.stallCheck, longestWait: .seconds(2))
         while !targets.isEmpty {
             let now = ContinuousClock.now
             if Task.isCancelled { return .cancelled }
             guard now < deadline else {
+                let folded = positions.withLock { $0 }
                 logger.warning(
                     "The campaign table did not catch up with the definitions topic in time",
                     metadata: [
                         "topic": "\(topic)",
-                        "behind": "\(targets.map { "\($0.key):\($0.value.position)<\($0.value.end)" }.sorted().joined(separator: ","))",
+                        "behind": "\(targets.map { "\($0.key):\(folded[$0.key] ?? $0.value.start)<\($0.value.end)" }.sorted().joined(separator: ","))",
                     ]
                 )
                 return .gaveUp
             }
             let folded = positions.withLock { $0 }
-            for (partition, var target) in targets {
-                let position = folded[partition] ?? target.position
+            for (partition, target) in targets {
+                let position = max(folded[partition] ?? target.start, target.start)
+                let partitionID = KafkaTopicPartition(topic: topic, partition: partition)
                 if position >= target.end {
                     targets[partition] = nil
-                } else if position != target.position {
-                    target.position = position
-                    target.since = now
-                    targets[partition] = target
-                } else if now - target.since >= Self.stallCheck {
+                } else if stalls.isDue(partitionID, at: position, now: now) {
                     // Short of the end with nothing coming: the rest may be transaction markers or aborted records.
-                    let partitionID = KafkaTopicPartition(topic: topic, partition: partition)
                     let left = min(deadline - now, .seconds(2))
                     let remainder = try? await consumer.remainder(from: position, before: target.end, in: partitionID, timeout: left)
                     if case .nothingReadable? = remainder {
                         positions.withLock { $0[partition] = max($0[partition] ?? 0, target.end) }
                         targets[partition] = nil
                     } else {
-                        target.since = .now
-                        targets[partition] = target
+                        stalls.checkLater(partitionID, now: .now)
                     }
                 }
             }
@@ -108,19 +105,17 @@ final class DefinitionsFollower: Sendable {
         return .reachedEnd
     }
 
-    /// A partition still to be folded up to `end`.
+    /// A partition still to be folded up to `end`, from `start` (its low watermark, when nothing was folded yet).
     private struct Target {
+        var start: Int64
         var end: Int64
-        var position: Int64
-        var since: ContinuousClock.Instant
     }
 
     /// The partitions whose end (asked of the broker, all at once) lies past what the table has folded; `nil` when
     /// the broker did not answer in time.
     private func ends(before deadline: ContinuousClock.Instant, logger: Logger) async -> [Int32: Target]? {
         let folded = positions.withLock { $0 }
-        let start = ContinuousClock.now
-        let timeout = deadline - start
+        let timeout = deadline - ContinuousClock.now
         let consumer = self.consumer
         let topic = self.topic
         do {
@@ -131,8 +126,9 @@ final class DefinitionsFollower: Sendable {
                 var targets: [Int32: Target] = [:]
                 for try await (partition, marks) in group {
                     // Records before the low watermark are gone: nothing to wait for there.
-                    let position = max(folded[partition] ?? marks.low, marks.low)
-                    if position < marks.high { targets[partition] = Target(end: marks.high, position: position, since: start) }
+                    if max(folded[partition] ?? marks.low, marks.low) < marks.high {
+                        targets[partition] = Target(start: marks.low, end: marks.high)
+                    }
                 }
                 return targets
             }

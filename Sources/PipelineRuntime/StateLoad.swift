@@ -2,20 +2,16 @@ import KafkaClient
 import Logging
 import Synchronization
 
-/// How far the start-up fold of the state topics has come: per partition, the end it must reach (the end offset at
-/// start-up) and where it is.
+/// How far the start-up fold of the state topics has come: per partition, where it is and the end it must reach (the
+/// end offset at start-up).
 final class StateLoad: Sendable {
-    private struct Partition {
-        var end: Int64
-        var position: Int64?
-        var since: ContinuousClock.Instant
-    }
+    /// Per partition not read to its end yet: the offset after the last record read (at first, the partition's
+    /// start) and the end.
+    private let partitions: Mutex<[KafkaTopicPartition: (position: Int64, end: Int64)]>
 
-    private let partitions: Mutex<[KafkaTopicPartition: Partition]>
-
-    init(ends: [KafkaTopicPartition: Int64]) {
-        let now = ContinuousClock.now
-        partitions = Mutex(ends.mapValues { Partition(end: $0, position: nil, since: now) })
+    /// - Parameter ranges: per partition, its offsets at start-up (low to high watermark).
+    init(ranges: [KafkaTopicPartition: Range<Int64>]) {
+        partitions = Mutex(ranges.filter { !$0.value.isEmpty }.mapValues { ($0.lowerBound, $0.upperBound) })
     }
 
     /// Whether every partition has been read to its end.
@@ -24,14 +20,8 @@ final class StateLoad: Sendable {
     /// Notes a record read.
     func read(_ message: KafkaConsumerMessage) {
         partitions.withLock { partitions in
-            guard var partition = partitions[message.topicPartition] else { return }
-            if message.offset + 1 >= partition.end {
-                partitions[message.topicPartition] = nil
-            } else {
-                partition.position = message.offset + 1
-                partition.since = .now
-                partitions[message.topicPartition] = partition
-            }
+            guard let partition = partitions[message.topicPartition] else { return }
+            partitions[message.topicPartition] = message.offset + 1 >= partition.end ? nil : (message.offset + 1, partition.end)
         }
     }
 
@@ -39,35 +29,26 @@ final class StateLoad: Sendable {
     /// read before its end, and counts as read when nothing readable is (a topic written by transactional producers
     /// ends in a transaction marker, which no consumer is given; waiting for it, the pipeline never started).
     func readThroughUnreadableEnds(using consumer: KafkaConsumer, logger: Logger) async throws {
+        var stalls = PartitionStalls(firstWait: .seconds(2))
         while !isDone {
             try await Task.sleep(for: .milliseconds(250))
             let now = ContinuousClock.now
-            let stalled = partitions.withLock { partitions in
-                partitions.filter { now - $0.value.since >= .seconds(2) }
-            }
-            for (partition, state) in stalled.sorted(by: { $0.key.description < $1.key.description }) {
-                let from: Int64
-                if let position = state.position {
-                    from = position
-                } else if let marks = try? await consumer.watermarks(topic: partition.topic, partition: partition.partition) {
-                    // Not read from yet: from the partition's start.
-                    from = marks.low
-                } else {
+            let snapshot = partitions.withLock { $0 }
+            for (partition, state) in snapshot.sorted(by: { $0.key.description < $1.key.description })
+            where stalls.isDue(partition, at: state.position, now: now) {
+                let remainder = try? await consumer.remainder(from: state.position, before: state.end, in: partition, timeout: .seconds(5))
+                guard case .nothingReadable? = remainder else {
+                    stalls.checkLater(partition, now: .now)
                     continue
                 }
-                let remainder = try? await consumer.remainder(from: from, before: state.end, in: partition, timeout: .seconds(5))
-                partitions.withLock { partitions in
-                    guard var current = partitions[partition], current.position == state.position else { return }
-                    if case .nothingReadable? = remainder {
-                        partitions[partition] = nil
-                        logger.info(
-                            "State topic read through",
-                            metadata: ["partition": "\(partition)", "unreadableOffsets": "\(from)..<\(state.end)"]
-                        )
-                    } else {
-                        current.since = .now
-                        partitions[partition] = current
-                    }
+                let isReadThrough = partitions.withLock { partitions in
+                    // Only if no record was read meanwhile.
+                    guard partitions[partition]?.position == state.position else { return false }
+                    partitions[partition] = nil
+                    return true
+                }
+                if isReadThrough {
+                    logger.info("State topic read through", metadata: ["partition": "\(partition)", "unreadableOffsets": "\(state.position)..<\(state.end)"])
                 }
             }
         }

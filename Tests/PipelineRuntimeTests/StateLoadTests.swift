@@ -24,7 +24,7 @@ struct StateLoadTests {
             let consumer = try KafkaConsumer(configuration: configuration.consumerConfiguration(groupID: nil), logger: testLogger)
             let done = KafkaTopicPartition(topic: topic, partition: 0)
             let waiting = KafkaTopicPartition(topic: topic, partition: 1)
-            let load = StateLoad(ends: [done: 7, waiting: 5])
+            let load = StateLoad(ranges: [done: 0..<7, waiting: 0..<5])
             // Partition 0 read to its last record; partition 1 only to offset 2 (records 3 and 4 still to come).
             for offset in Int64(0)..<5 { load.read(message(done, offset)) }
             for offset in Int64(0)..<3 { load.read(message(waiting, offset)) }
