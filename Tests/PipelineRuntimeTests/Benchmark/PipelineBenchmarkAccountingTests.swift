@@ -22,9 +22,7 @@ struct PipelineBenchmarkAccountingTests {
         let duplicate = #"{"specVersion":"1","type":"push.delivered","messageId":"\#(messageId)","sourceEventId":"bench-0","platform":"fcm","sink":"kafka:push.fcm","occurredAt":"2026-11-20T10:00:00Z"}"#
         try await produce([(messageId, Array(duplicate.utf8))], to: analyticsTopic, kafka: kafka)
 
-        let events = BenchmarkEvents(samples: [try #require(Fixtures.sample("basic-fcm").objectValue)], count: 100)
-        let benchmark = PipelineBenchmark(cluster: cluster, events: events, partitions: 1, registry: builtinRegistry, logger: testLogger) { _, _, _ in }
-        let result = try await benchmark.pipeline()
+        let result = try await benchmark(on: cluster).pipeline()
         #expect(!result.isAccounted, "\(result.accounting)")
         #expect(result.accounting.contains("1 repeated"), "\(result.accounting)")
     }
@@ -41,10 +39,14 @@ struct PipelineBenchmarkAccountingTests {
                 for partition in 0..<partitions { try? kafka.setLeader(of: name, partition: partition, to: nil) }
             }
         }
-        let events = BenchmarkEvents(samples: [try #require(Fixtures.sample("basic-fcm").objectValue)], count: 100)
-        let benchmark = PipelineBenchmark(cluster: cluster, events: events, partitions: 1, registry: builtinRegistry, logger: testLogger) { _, _, _ in }
-        let result = try await benchmark.relay()
+        let result = try await benchmark(on: cluster).relay()
         #expect(!result.isAccounted, "\(result.accounting)")
         #expect(result.accounting.contains("100 records failed"), "\(result.accounting)")
+    }
+
+    /// A benchmark of 100 basic FCM events on one partition of `cluster`.
+    private func benchmark(on cluster: BenchmarkCluster) throws -> PipelineBenchmark {
+        let events = BenchmarkEvents(samples: [try #require(Fixtures.sample("basic-fcm").objectValue)], count: 100)
+        return PipelineBenchmark(cluster: cluster, events: events, partitions: 1, registry: builtinRegistry, logger: testLogger) { _, _, _ in }
     }
 }
