@@ -38,8 +38,8 @@ final class OutputSender: Sendable {
         /// ``OutputSender/isPermanent(_:)``) is failed, not retried.
         case payload(@Sendable (SinkOutcome) -> Void)
         /// A dead letter: one unit of the event is done. One the cluster refuses for its size (the original record
-        /// plus the error headers can pass a limit the original did not) is written again without the original
-        /// value, which stays at its `source.*` position.
+        /// plus the error headers can pass a limit the original did not) is written again smaller, as
+        /// `deadLetterRefused` says; the original stays at its `source.*` position.
         case deadLetter(EventTicket)
         /// A delivered timer notification's timer record: its timer is told, then one unit of the event is done.
         case timerRecord(TimerArming, EventTicket)
