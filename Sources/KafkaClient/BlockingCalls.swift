@@ -1,14 +1,16 @@
-import Dispatch
+import Foundation
 
-/// Runs librdkafka calls that block (sync commit, offset and metadata look-ups) on a dispatch queue of their own,
-/// so they never hold a thread of Swift's cooperative pool.
+/// Runs librdkafka calls that block (sync commit, offset and metadata look-ups, record probes) each on a thread of
+/// its own, so they never hold a thread of Swift's cooperative pool, nor wait behind one another: a concurrent
+/// dispatch queue runs only a few blocks at once on Linux (three on a 2-core machine), so slow calls (record probes
+/// waiting seconds for a fetch) held up every commit and look-up behind them.
 enum BlockingCalls {
-    private static let queue = DispatchQueue(label: "campaign-pipeline.kafka.blocking", attributes: .concurrent)
-
     /// Runs `body` off the cooperative pool and returns its result.
     static func run<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
         await withCheckedContinuation { continuation in
-            queue.async { continuation.resume(returning: body()) }
+            let thread = Thread { continuation.resume(returning: body()) }
+            thread.name = "kafka-blocking-call"
+            thread.start()
         }
     }
 
