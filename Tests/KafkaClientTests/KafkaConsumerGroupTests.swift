@@ -226,16 +226,18 @@ struct KafkaConsumerGroupTests {
     }
 
     /// Work of the reading that is over (a pipeline's tracker not yet retired) may still pause the partition just
-    /// after its revocation; the pause must not hold back the partition's next reading.
+    /// after its revocation, with that reading's generation (as the pipeline does); whether the pause takes effect
+    /// before or after the partition is given back, it must not hold back the partition's next reading.
     @Test("a pause issued just after a revocation does not hold back the partition given back")
     func pauseAfterRevocation() async throws {
         try await withEmbeddedKafka(topics: ["late-pause": 2]) { kafka in
             var listener: Task<Void, Never>?
             let read = try await recordsReadAfterTheGroupSplits(kafka, topic: "late-pause") { first in
+                let generations = Dictionary(uniqueKeysWithValues: first.assignment.map { ($0, first.assignmentGeneration(of: $0)) })
                 listener = Task {
                     for await event in first.events {
                         if case .partitionsRevoked(let partitions) = event {
-                            first.pause(partitions)
+                            for partition in partitions { first.pause([partition], generation: generations[partition]) }
                             return
                         }
                     }
