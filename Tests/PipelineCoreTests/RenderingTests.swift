@@ -252,6 +252,27 @@ struct RenderingTests {
         #expect(error.issues.first?.reason == "template produced a non-string FCM data value for 'adb_count'")
     }
 
+    /// The payload is made in the bytes of the template's object; what the template rendered is still what it gave,
+    /// and still looked up, after the payload's bytes are replaced.
+    @Test func theTemplatesObjectsOutliveThePayloadMadeOfThem() throws {
+        let registry = self.registry.registering(OverreachingTemplate())
+        let custom = #"{"shared":"theirs","extra":"kept"}"#
+        for platform in ["fcm", "apns"] {
+            let request = try PushRequest(json: Array(eventJSON(template: "over", platform: platform, custom: custom).utf8))
+            var notification = try registry.render(request)
+            let rendered = try OverreachingTemplate().render(
+                RenderInput(request: request, platform: request.recipient.platform, content: try #require(request.content).reader(path: FieldPath("content"), personalizer: nil, scratch: RenderScratch()))
+            )
+            #expect(notification.templatePayload == rendered, "\(platform)")
+            let shared = notification.payloadMember("shared")
+            notification.payloadBytes = Array("{}".utf8)
+            #expect(notification.templatePayload == rendered, "\(platform)")
+            #expect(notification.payloadMember("shared") == shared && shared != nil, "\(platform)")
+            #expect(notification.payloadMember("extra") == "kept", "\(platform)")
+            #expect(notification.payloadMember("missing") == nil, "\(platform)")
+        }
+    }
+
     /// An event's `custom` keys are read where they are in it and copied from its bytes: what is written, kept out
     /// (keys the template set, `aps`) and looked up is what the same keys given as an object give, whatever their
     /// spelling (escapes, non-ASCII keys, a key equal to a template's only as a `String`).

@@ -295,6 +295,13 @@ public struct JSONWriter: Sendable {
         return escapes
     }
 
+    /// Empties the writer, keeping its capacity, as a new writer starts (a writer used again for each payload,
+    /// ``RenderScratch``).
+    mutating func removeAll() {
+        bytes.removeAll(keepingCapacity: true)
+        needsComma = false
+    }
+
     /// Takes back the bytes written since `start` (a member whose writer declined it,
     /// ``PayloadObject/set(_:jsonWrittenBy:)-(PayloadObject.MemberName,_)``).
     mutating func removeBytes(from start: Int) {
@@ -410,6 +417,12 @@ public struct JSONWriter: Sendable {
     /// appending an array would count a reference to it.
     mutating func append(copying bytes: Span<UInt8>) {
         self.bytes.append(copying: bytes)
+    }
+
+    /// Inserts `prefix` before the bytes written so far, moving them in place when the capacity allows (an object's
+    /// bytes becoming a payload's, ``PayloadObject/embed(after:then:)``).
+    mutating func insert(prefix: [UInt8]) {
+        bytes.insert(contentsOf: prefix, at: 0)
     }
 
     /// Replaces the bytes in `range` (a value being set again, ``PayloadObject``).

@@ -40,22 +40,17 @@ enum CustomMembers: Sendable {
         }
     }
 
-    /// Writes the members as `"key":value`, separated by commas, with one before the first when `followsMembers`
-    /// (the object being written has members already), leaving out those whose key `taken` has (the template set it)
-    /// and, when `leavesOutAPS`, `aps`. Keys compare as ``reservedKeys()`` compares them.
-    func write(into writer: inout JSONWriter, followsMembers: Bool, leavingOut taken: PayloadObject, leavesOutAPS: Bool) {
-        var needsComma = followsMembers
+    /// The members a payload leaves out: those whose key `taken` has (the template set it) and, when `leavesOutAPS`,
+    /// `aps`. Found before the payload is written, so that `taken`'s bytes can become the payload's.
+    func leftOut(by taken: PayloadObject, leavesOutAPS: Bool) -> LeftOut {
+        var leftOut = LeftOut()
         switch self {
         case .object(let object):
-            for (key, value) in object where !Self.isLeftOut(key, by: taken, leavesOutAPS: leavesOutAPS) {
-                if needsComma { writer.writeRaw(byte: UInt8(ascii: ",")) }
-                needsComma = true
-                writer.write(string: key)
-                writer.writeRaw(byte: UInt8(ascii: ":"))
-                writer.write(value)
+            for (position, key) in object.keys.enumerated() where Self.isLeftOut(key, by: taken, leavesOutAPS: leavesOutAPS) {
+                leftOut.insert(position)
             }
         case .document(let document, let node):
-            document.forEachMember(ofObjectAt: node) { _, key, value in
+            document.forEachMember(ofObjectAt: node) { position, key, _ in
                 let isLeftOut =
                     if document.isPlainASCII(at: key) {
                         document.withUnescapedBytes(ofStringAt: key) { bytes in
@@ -64,13 +59,48 @@ enum CustomMembers: Sendable {
                     } else {
                         Self.isLeftOut(document.string(at: key), by: taken, leavesOutAPS: leavesOutAPS)
                     }
-                guard !isLeftOut else { return }
+                if isLeftOut { leftOut.insert(position) }
+            }
+        }
+        return leftOut
+    }
+
+    /// Writes the members as `"key":value`, separated by commas, with one before the first when `followsMembers`,
+    /// except those in `leftOut`.
+    func write(into writer: inout JSONWriter, followsMembers: Bool, except leftOut: LeftOut) {
+        var needsComma = followsMembers
+        switch self {
+        case .object(let object):
+            for (position, (key, value)) in object.enumerated() where !leftOut.contains(position) {
+                if needsComma { writer.writeRaw(byte: UInt8(ascii: ",")) }
+                needsComma = true
+                writer.write(string: key)
+                writer.writeRaw(byte: UInt8(ascii: ":"))
+                writer.write(value)
+            }
+        case .document(let document, let node):
+            document.forEachMember(ofObjectAt: node) { position, key, value in
+                guard !leftOut.contains(position) else { return }
                 if needsComma { writer.writeRaw(byte: UInt8(ascii: ",")) }
                 needsComma = true
                 document.writeString(at: key, into: &writer)
                 writer.writeRaw(byte: UInt8(ascii: ":"))
                 document.writeString(at: value, into: &writer)
             }
+        }
+    }
+
+    /// Positions of members (0 for the first) a payload leaves out: the first 64 as bits, without an allocation.
+    struct LeftOut {
+        private var first64: UInt64 = 0
+        private var beyond64: [Int] = []
+
+        mutating func insert(_ position: Int) {
+            if position < 64 { first64 |= 1 << UInt64(position) } else { beyond64.append(position) }
+        }
+
+        func contains(_ position: Int) -> Bool {
+            position < 64 ? first64 & (1 << UInt64(position)) != 0 : beyond64.contains(position)
         }
     }
 

@@ -68,8 +68,9 @@ public struct FCMMessage: Sendable, Equatable {
     }
 
     /// Writes a request body: the envelope with the token and the `android` options, the `data` object written by
-    /// `writeData`. Returns the size of the `data` object. The one writer of the FCM wire format: ``encoded()`` and
-    /// the registry (which writes `data` from a template's ``PayloadObject``) both go through it.
+    /// `writeData`. Returns the size of the `data` object. The FCM wire format is written only here and by the
+    /// registry (which makes the body in a template's `data` ``PayloadObject``), both through
+    /// ``writePrefix(token:collapseKey:priority:ttlSeconds:into:)`` and ``suffix``.
     @discardableResult
     static func write(
         token: String,
@@ -79,6 +80,23 @@ public struct FCMMessage: Sendable, Equatable {
         into writer: inout JSONWriter,
         data writeData: (inout JSONWriter) -> Void
     ) -> Int {
+        writePrefix(token: token, collapseKey: collapseKey, priority: priority, ttlSeconds: ttlSeconds, into: &writer)
+        let dataStart = writer.bytes.count
+        writeData(&writer)
+        let dataSize = writer.bytes.count - dataStart
+        writer.writeRaw(suffix)
+        return dataSize
+    }
+
+    /// Writes the body up to its `data` object: the envelope with the token and the `android` options, and
+    /// `"data":`.
+    static func writePrefix(
+        token: String,
+        collapseKey: String?,
+        priority: DeliveryPriority?,
+        ttlSeconds: Int64?,
+        into writer: inout JSONWriter
+    ) {
         writer.writeRaw(#"{"message":{"token":"#)
         writer.write(string: token)
         if collapseKey != nil || priority != nil || ttlSeconds != nil {
@@ -96,10 +114,8 @@ public struct FCMMessage: Sendable, Equatable {
             writer.endObject()
         }
         writer.writeRaw(#","data":"#)
-        let dataStart = writer.bytes.count
-        writeData(&writer)
-        let dataSize = writer.bytes.count - dataStart
-        writer.writeRaw("}}")
-        return dataSize
     }
+
+    /// What follows the `data` object: the ends of `message` and of the body.
+    static let suffix = "}}"
 }

@@ -394,6 +394,67 @@ public struct PayloadObject: Sendable, Equatable {
         return rest
     }
 
+    // MARK: - Becoming a payload
+
+    /// Where an object's members are once its bytes have become a wire payload's (``embed(after:then:)``): their
+    /// places, moved by the bytes written before them. Read against the payload's bytes (``member(_:in:)``).
+    struct Embedded: Sendable {
+        /// The members' places in the payload's bytes.
+        fileprivate let members: [Member]
+        /// Where the members' bytes start in the payload's bytes.
+        fileprivate let start: Int
+        /// Where they end.
+        fileprivate let end: Int
+
+        /// The value of `key` in `payload` (the bytes this was embedded in), read back from them.
+        func member(_ key: String, in payload: [UInt8]) -> JSONValue? {
+            let tag = JSONObject.keyTag(of: key)
+            guard let index = PayloadObject.index(of: members, in: payload, tag: tag, utf8: key.utf8.span, key: { key }) else { return nil }
+            return PayloadObject.value(of: members[index], in: payload)
+        }
+
+        /// The object as it was before it was embedded: its bytes copied out of `payload`.
+        func object(in payload: [UInt8]) -> PayloadObject {
+            var object = PayloadObject(reservingBytes: 0, members: 0)
+            object.writer.append(bytes: Array(payload[start..<end]))
+            let shift = Int32(truncatingIfNeeded: start)
+            object.members = members.map { member in
+                var member = member
+                member.keyStart -= shift
+                member.valueStart -= shift
+                member.end -= shift
+                return member
+            }
+            return object
+        }
+    }
+
+    /// Makes this object's bytes a wire payload in place, without copying them into another array: `prefix` is
+    /// inserted before the members, and `writeRest` appends what follows them. The object is left empty.
+    ///
+    /// The bytes grow in place when their capacity allows (objects that become payloads reserve room for what goes
+    /// around them), and are reallocated once otherwise.
+    ///
+    /// - Returns: the payload's bytes, and where the members are in them.
+    mutating func embed(after prefix: [UInt8], then writeRest: (inout JSONWriter) -> Void) -> (bytes: [UInt8], members: Embedded) {
+        // Moved out, not copied: the array stays uniquely referenced, so it grows in place.
+        var payload = JSONWriter(reservingCapacity: 0)
+        swap(&payload, &writer)
+        var places: [Member] = []
+        swap(&places, &members)
+        let memberBytes = payload.bytes.count
+        payload.insert(prefix: prefix)
+        let shift = Int32(truncatingIfNeeded: prefix.count)
+        for index in places.indices {
+            places[index].keyStart &+= shift
+            places[index].valueStart &+= shift
+            places[index].end &+= shift
+        }
+        payload.resetStreaming()
+        writeRest(&payload)
+        return (payload.bytes, Embedded(members: places, start: prefix.count, end: prefix.count &+ memberBytes))
+    }
+
     // MARK: - Reading members
 
     /// The position of `key` (tagged `tag`) among the members.
@@ -417,12 +478,16 @@ public struct PayloadObject: Sendable, Equatable {
     /// The position of the key tagged `tag` whose UTF-8 is `utf8` (made a `String` by `key` where bytes cannot be
     /// compared: a member's key written with escapes, or a key without a tag).
     private func index(tag: Int, utf8: Span<UInt8>, key: () -> String) -> Int? {
-        let bytes = writer.bytes
+        Self.index(of: members, in: writer.bytes, tag: tag, utf8: utf8, key: key)
+    }
+
+    /// ``index(tag:utf8:key:)`` among `members`, written in `bytes`.
+    private static func index(of members: [Member], in bytes: [UInt8], tag: Int, utf8: Span<UInt8>, key: () -> String) -> Int? {
         let text = bytes.span
         for (index, member) in members.enumerated() where JSONObject.tagsMayMatch(member.tag, tag) {
             if member.keyIsVerbatim, tag != JSONObject.untaggedKey {
                 if Self.keyBytes(of: member, in: text, equal: utf8) { return index }
-            } else if self.key(at: index) == key() {
+            } else if Self.key(of: member, in: bytes) == key() {
                 return index
             }
         }
@@ -440,8 +505,13 @@ public struct PayloadObject: Sendable, Equatable {
 
     /// The key of the member at `index`, read back from the bytes.
     private func key(at index: Int) -> String {
-        var parser = JSONParser(bytes: writer.bytes)
-        parser.offset = Int(members[index].keyStart)
+        Self.key(of: members[index], in: writer.bytes)
+    }
+
+    /// The key of `member`, read back from `bytes`.
+    private static func key(of member: Member, in bytes: [UInt8]) -> String {
+        var parser = JSONParser(bytes: bytes)
+        parser.offset = Int(member.keyStart)
         do throws(JSONParseError) {
             return try parser.parseTaggedString().string
         } catch {
@@ -451,9 +521,13 @@ public struct PayloadObject: Sendable, Equatable {
 
     /// The value of the member at `index`, read back from the bytes.
     private func value(at index: Int) -> JSONValue {
-        let member = members[index]
+        Self.value(of: members[index], in: writer.bytes)
+    }
+
+    /// The value of `member`, read back from `bytes`.
+    private static func value(of member: Member, in bytes: [UInt8]) -> JSONValue {
         do throws(JSONParseError) {
-            return try JSONValue(parsing: writer.bytes[Int(member.valueStart)..<Int(member.end)])
+            return try JSONValue(parsing: bytes[Int(member.valueStart)..<Int(member.end)])
         } catch {
             preconditionFailure("a value this object wrote does not parse at offset \(member.valueStart): \(error)")
         }

@@ -16,6 +16,10 @@ public final class RenderScratch {
     /// Made at the first use, then set up again for each.
     private var reusable: RenderDiagnostics?
 
+    /// The bytes a payload starts with, written here before they are put in front of the template's members (see
+    /// ``PayloadObject/embed(after:then:)``).
+    private var prefix = JSONWriter(reservingCapacity: 0)
+
     /// Creates an empty scratch; its memory is allocated by its first use.
     public init() {}
 
@@ -29,6 +33,21 @@ public final class RenderScratch {
         let diagnostics = RenderDiagnostics(document: document, node: node, path: path, personalizer: personalizer)
         reusable = diagnostics
         return diagnostics
+    }
+}
+
+extension RenderScratch {
+    /// Calls `body` with the scratch's writer for the start of a payload, emptied first, then `use` with what it
+    /// wrote; returns what `use` returns. The writer is taken out of the scratch for the two calls and put back after.
+    func withPrefix<Result>(written body: (inout JSONWriter) -> Void, _ use: ([UInt8]) -> Result) -> Result {
+        var writer = JSONWriter(reservingCapacity: 0)
+        swap(&writer, &prefix)
+        if writer.bytes.capacity < 512 { writer = JSONWriter(reservingCapacity: 1024) }
+        writer.removeAll()
+        body(&writer)
+        let result = use(writer.bytes)
+        prefix = writer
+        return result
     }
 }
 

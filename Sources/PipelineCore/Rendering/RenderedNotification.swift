@@ -10,10 +10,30 @@ public struct RenderedNotification: Sendable {
         var templateID: String
         var platform: Platform
         var messageId: String
-        var templatePayload: TemplatePayload
+        var templateMembers: TemplateMembers
         var payloadBytes: [UInt8]
         var headers: Headers
         var warnings: [RenderWarning]
+    }
+
+    /// What the template rendered, as it is kept: where its members are in the payload's bytes, which were made from
+    /// its object's (``PayloadObject/embed(after:then:)``); objects of their own once those bytes are replaced.
+    enum TemplateMembers: Sendable {
+        /// FCM `data`, in ``payloadBytes``.
+        case fcm(data: PayloadObject.Embedded)
+        /// The APNs `aps` object, and the top-level members in ``payloadBytes``.
+        case apns(aps: PayloadObject, fields: PayloadObject.Embedded)
+        /// The template's payload, with bytes of its own.
+        case template(TemplatePayload)
+
+        /// The template's payload; objects embedded in `payload` are copied out of it.
+        func templatePayload(in payload: [UInt8]) -> TemplatePayload {
+            switch self {
+            case .fcm(let data): .fcm(data: data.object(in: payload))
+            case .apns(let aps, let fields): .apns(aps: aps, fields: fields.object(in: payload))
+            case .template(let templatePayload): templatePayload
+            }
+        }
     }
 
     /// The request headers, as they are kept: an APNs notification's are made from its options when asked for (no
@@ -34,7 +54,7 @@ public struct RenderedNotification: Sendable {
         templateID: String,
         platform: Platform,
         messageId: String,
-        templatePayload: TemplatePayload,
+        templateMembers: TemplateMembers,
         payloadBytes: [UInt8],
         headers: Headers,
         warnings: [RenderWarning]
@@ -42,7 +62,7 @@ public struct RenderedNotification: Sendable {
         storage = SharedFields(
             Fields(
                 request: request, templateID: templateID, platform: platform, messageId: messageId,
-                templatePayload: templatePayload, payloadBytes: payloadBytes, headers: headers, warnings: warnings
+                templateMembers: templateMembers, payloadBytes: payloadBytes, headers: headers, warnings: warnings
             )
         )
     }
@@ -72,14 +92,21 @@ public struct RenderedNotification: Sendable {
     public var payload: PlatformPayload {
         PlatformPayload(decoding: payloadBytes, platform: platform, token: token, headers: headers)
     }
-    /// What the template rendered, before the registry completed it into ``payloadBytes``.
+    /// What the template rendered, before the registry completed it into ``payloadBytes`` (copied out of those
+    /// bytes on each access, for inspection).
     public var templatePayload: TemplatePayload {
-        _read { yield storage.fields.templatePayload }
+        storage.fields.templateMembers.templatePayload(in: storage.fields.payloadBytes)
     }
     /// The exact bytes to send: the FCM request body, or the APNs JSON payload.
     public var payloadBytes: [UInt8] {
         _read { yield storage.fields.payloadBytes }
-        set { storage.update { $0.payloadBytes = newValue } }
+        set {
+            storage.update { fields in
+                // The template's members are read from the bytes being replaced: copied out of them first.
+                fields.templateMembers = .template(fields.templateMembers.templatePayload(in: fields.payloadBytes))
+                fields.payloadBytes = newValue
+            }
+        }
     }
     /// The request headers to send with it (APNs); empty for FCM.
     public var headers: [Header] {
@@ -116,10 +143,16 @@ public struct RenderedNotification: Sendable {
     /// The member `key` of the object the template fills, as sent: FCM `message.data`, or the APNs payload's top
     /// level (other than `aps`). That is the template's member, or else the event's `custom` key of that name.
     public func payloadMember(_ key: String) -> JSONValue? {
-        switch templatePayload {
+        let payload = storage.fields.payloadBytes
+        switch storage.fields.templateMembers {
         case .fcm(let data):
-            return data[key] ?? request.customMembers[key]
+            return data.member(key, in: payload) ?? request.customMembers[key]
         case .apns(_, let fields):
+            guard key != "aps" else { return nil }
+            return fields.member(key, in: payload) ?? request.customMembers[key]
+        case .template(.fcm(let data)):
+            return data[key] ?? request.customMembers[key]
+        case .template(.apns(_, let fields)):
             guard key != "aps" else { return nil }
             return fields[key] ?? request.customMembers[key]
         }

@@ -68,14 +68,14 @@ extension TemplateRegistry {
         reader.warnAboutUnreadKeys(template: renderer.templateID)
         guard !diagnostics.hasIssues else { throw PipelineError(issues: diagnostics.issues) }
 
-        let encoded = try encode(templatePayload, for: request, platform: platform)
+        let encoded = try encode(templatePayload, for: request, platform: platform, scratch: scratch)
         try checkSize(platform: platform, limitedSize: encoded.limitedSize)
         return RenderedNotification(
             request: request,
             templateID: renderer.templateID,
             platform: platform,
             messageId: MessageID.make(eventId: request.eventId, platform: platform),
-            templatePayload: templatePayload,
+            templateMembers: encoded.members,
             payloadBytes: encoded.bytes,
             headers: encoded.headers,
             warnings: diagnostics.recordedWarnings
@@ -90,66 +90,96 @@ extension TemplateRegistry {
     private static let categoryName = PayloadObject.MemberName("category")
     private static let mutableContentName = PayloadObject.MemberName("mutable-content")
 
-    /// Completes the template's part into the wire payload, written straight into its bytes: the token, the
-    /// delivery options (FCM `android` block, APNs headers) and the event's `custom` keys where the template set no
-    /// such key, and on APNs `aps.category` and `aps.mutable-content`. Also returns the size the platform's limit
-    /// applies to (the FCM `data` object, the whole APNs payload) and the request headers.
+    /// Completes the template's part into the wire payload: the token, the delivery options (FCM `android` block,
+    /// APNs headers) and the event's `custom` keys where the template set no such key, and on APNs `aps.category`
+    /// and `aps.mutable-content`. The payload is made in the bytes of the template's object (FCM `data`, the APNs
+    /// top level), not copied into an array of its own: what goes before them is written in `scratch`, then put in
+    /// front (``PayloadObject/embed(after:then:)``). Also returns where the template's members are in it, the size
+    /// the platform's limit applies to (the FCM `data` object, the whole APNs payload) and the request headers.
     private func encode(
-        _ templatePayload: TemplatePayload,
+        _ templatePayload: consuming TemplatePayload,
         for request: PushRequest,
-        platform: Platform
-    ) throws(PipelineError) -> (bytes: [UInt8], limitedSize: Int, headers: RenderedNotification.Headers) {
+        platform: Platform,
+        scratch: RenderScratch
+    ) throws(PipelineError) -> (bytes: [UInt8], members: RenderedNotification.TemplateMembers, limitedSize: Int, headers: RenderedNotification.Headers) {
         let options = request.options
         let ttlSeconds = options.ttl.map { $0.components.seconds }
-        switch (templatePayload, platform) {
-        case (.fcm(let data), .fcm):
+        switch consume templatePayload {
+        case .fcm(var data):
+            guard platform == .fcm else { throw Self.otherPlatform(request, platform) }
             if let key = data.firstNonStringKey {
                 throw PipelineError(.invalidField, at: FieldPath("content"), "template produced a non-string FCM data value for '\(key)'")
             }
-            var writer = JSONWriter(reservingCapacity: data.bytes.count + 384)
-            let dataSize = FCMMessage.write(
-                token: request.recipient.token,
-                collapseKey: options.collapseKey,
-                priority: options.priority,
-                ttlSeconds: ttlSeconds,
-                into: &writer
-            ) { writer in
+            let custom = request.customMembers
+            let leftOut = custom.leftOut(by: data, leavesOutAPS: false)
+            let followsMembers = !data.isEmpty
+            var dataStart = 0
+            var dataEnd = 0
+            let payload = scratch.withPrefix(written: { writer in
+                FCMMessage.writePrefix(
+                    token: request.recipient.token,
+                    collapseKey: options.collapseKey,
+                    priority: options.priority,
+                    ttlSeconds: ttlSeconds,
+                    into: &writer
+                )
+                dataStart = writer.bytes.count
                 writer.writeRaw(byte: UInt8(ascii: "{"))
-                writer.append(bytes: data.bytes)
-                request.customMembers.write(into: &writer, followsMembers: !data.isEmpty, leavingOut: data, leavesOutAPS: false)
-                writer.writeRaw(byte: UInt8(ascii: "}"))
+            }) { prefix in
+                data.embed(after: prefix) { writer in
+                    custom.write(into: &writer, followsMembers: followsMembers, except: leftOut)
+                    writer.writeRaw(byte: UInt8(ascii: "}"))
+                    dataEnd = writer.bytes.count
+                    writer.writeRaw(FCMMessage.suffix)
+                }
             }
-            return (writer.bytes, dataSize, .none)
-        case (.apns(let aps, let fields), .apns):
+            return (payload.bytes, .fcm(data: payload.members), dataEnd - dataStart, .none)
+        case .apns(let aps, var fields):
+            guard platform == .apns else { throw Self.otherPlatform(request, platform) }
             if let collapseId = options.collapseKey, collapseId.utf8.count > 64 {
                 throw PipelineError(.invalidField, at: FieldPath("options", "collapseKey"), "APNs allows at most 64 bytes, found \(collapseId.utf8.count)")
             }
-            var writer = JSONWriter(reservingCapacity: aps.bytes.count + fields.bytes.count + 384)
-            writer.writeRaw(#"{"aps":"#)
-            if aps.contains(Self.categoryName) || aps.contains(Self.mutableContentName) {
-                // Set again in place, where the template put them.
-                var aps = aps
-                aps.set("category", "AEPNotification")
-                aps.set("mutable-content", 1)
-                writer.write(members: aps)
-            } else {
-                writer.writeRaw(byte: UInt8(ascii: "{"))
-                writer.append(bytes: aps.bytes)
-                writer.writeRaw(aps.isEmpty ? #""category":"AEPNotification","mutable-content":1}"# : #","category":"AEPNotification","mutable-content":1}"#)
+            // `aps` is the registry's: a template's own top-level `aps` member is left out (rare: the template's
+            // fields are then kept as they were, and the payload is made of a copy without it).
+            var rendered: TemplatePayload?
+            if fields.contains(Self.apsName) {
+                rendered = .apns(aps: aps, fields: fields)
+                fields = fields.removing("aps")
             }
-            // `aps` is the registry's: a template's own top-level `aps` member is left out.
-            let fields = fields.contains(Self.apsName) ? fields.removing("aps") : fields
-            if !fields.isEmpty {
-                writer.writeRaw(byte: UInt8(ascii: ","))
-                writer.append(bytes: fields.bytes)
+            let leftOut = request.customMembers.leftOut(by: fields, leavesOutAPS: true)
+            let hasFields = !fields.isEmpty
+            let custom = request.customMembers
+            let payload = scratch.withPrefix(written: { writer in
+                writer.writeRaw(#"{"aps":"#)
+                if aps.contains(Self.categoryName) || aps.contains(Self.mutableContentName) {
+                    // Set again in place, where the template put them.
+                    var completed = aps
+                    completed.set("category", "AEPNotification")
+                    completed.set("mutable-content", 1)
+                    writer.write(members: completed)
+                } else {
+                    writer.writeRaw(byte: UInt8(ascii: "{"))
+                    writer.append(bytes: aps.bytes)
+                    writer.writeRaw(aps.isEmpty ? #""category":"AEPNotification","mutable-content":1}"# : #","category":"AEPNotification","mutable-content":1}"#)
+                }
+                if hasFields { writer.writeRaw(byte: UInt8(ascii: ",")) }
+            }) { prefix in
+                fields.embed(after: prefix) { writer in
+                    custom.write(into: &writer, followsMembers: true, except: leftOut)
+                    writer.writeRaw(byte: UInt8(ascii: "}"))
+                }
             }
-            request.customMembers.write(into: &writer, followsMembers: true, leavingOut: fields, leavesOutAPS: true)
-            writer.writeRaw(byte: UInt8(ascii: "}"))
             let expiration = ttlSeconds.map { request.occurredAt.epochSeconds + $0 }
-            return (writer.bytes, writer.bytes.count, .apns(priority: options.priority, expiration: expiration, collapseId: options.collapseKey))
-        default:
-            throw PipelineError(.invalidField, at: FieldPath("recipient", "platform"), "template '\(request.template)' rendered a payload for another platform than \(platform)")
+            return (
+                payload.bytes, rendered.map { .template($0) } ?? .apns(aps: aps, fields: payload.members), payload.bytes.count,
+                .apns(priority: options.priority, expiration: expiration, collapseId: options.collapseKey)
+            )
         }
+    }
+
+    /// The error for a template that rendered for another platform than the event's.
+    private static func otherPlatform(_ request: PushRequest, _ platform: Platform) -> PipelineError {
+        PipelineError(.invalidField, at: FieldPath("recipient", "platform"), "template '\(request.template)' rendered a payload for another platform than \(platform)")
     }
 
     /// `limitedSize`: the FCM `data` object's or the APNs payload's encoded size.
