@@ -1,4 +1,5 @@
 @testable import PipelineCore
+import Synchronization
 import TestSupport
 import Testing
 
@@ -127,5 +128,57 @@ struct RenderScratchTests {
         #expect(reader.object("o")?.string("b") == "y")
         let next = FieldReader(root: scratch.diagnostics(document: document, node: 0, path: FieldPath("content")))
         #expect(next.string("a") == "x")
+    }
+
+    /// The APNs `aps` objects a template took (``StandardFields/apnsAps()``), kept past their renders.
+    final class KeptObjects: Sendable {
+        let aps = Mutex<[PayloadObject]>([])
+    }
+
+    /// A template that builds its APNs payload with ``StandardFields`` and keeps each `aps` object it returns.
+    struct KeepingTemplate: TemplateRenderer {
+        let templateID = "keeping"
+        let kept: KeptObjects
+
+        func render(_ input: RenderInput) throws(PipelineError) -> TemplatePayload {
+            let standard = StandardFields(reading: input.content, platform: input.platform, features: [], guidelines: .apns)
+            let aps = standard.apnsAps()
+            kept.aps.withLock { $0.append(aps) }
+            return .apns(aps: aps, fields: standard.apnsFields(templateType: templateID))
+        }
+    }
+
+    /// A scratch lends the `aps` object to the template and takes it back once it is in the payload, for the next
+    /// render: an object the template kept is not changed by the renders after it, and what a notification says its
+    /// template rendered is what the template returned.
+    @Test func anAPSObjectLentByTheScratchIsNotChangedByLaterRenders() throws {
+        let kept = KeptObjects()
+        let registry = TemplateRegistry([KeepingTemplate(kept: kept)])
+        let scratch = RenderScratch()
+        var notifications: [RenderedNotification] = []
+        for title in ["First", "Second, a longer title than the first", "3"] {
+            let event = eventJSON(template: "keeping", platform: "apns", content: #"{"title":"\#(title)","body":"Body of \#(title)","sound":"s"}"#)
+            guard case .rendered(let notification) = registry.render(eventBytes: Array(event.utf8), scratch: scratch) else {
+                Issue.record("\(title) does not render")
+                return
+            }
+            notifications.append(notification)
+        }
+        // The last render's object is back in the scratch, its memory kept for the next.
+        let spare = scratch.objects.take(reservingBytes: 0, members: 0)
+        #expect(spare.isEmpty && spare.bytes.capacity >= 64)
+        let apsObjects = kept.aps.withLock { $0 }
+        #expect(apsObjects.count == 3)
+        for (index, title) in ["First", "Second, a longer title than the first", "3"].enumerated() {
+            let aps = apsObjects[index]
+            #expect(aps["alert"] == .object(["title": .string(title), "body": .string("Body of \(title)")]), "\(title)")
+            #expect(aps["sound"] == "s")
+            guard case .apns(let renderedAps, _) = notifications[index].templatePayload else {
+                Issue.record("\(title): not an APNs payload")
+                continue
+            }
+            #expect(renderedAps == aps, "\(title)")
+            #expect(String(decoding: notifications[index].payloadBytes, as: UTF8.self).hasPrefix(#"{"aps":{"alert":{"title":"\#(title)","#), "\(title)")
+        }
     }
 }

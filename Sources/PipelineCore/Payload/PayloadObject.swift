@@ -50,6 +50,26 @@ public struct PayloadObject: Sendable, Equatable {
         self.members.reserveCapacity(members)
     }
 
+    /// An object of the members written in `bytes` (`"key":value` pairs separated by commas, as ``bytes`` has them),
+    /// in their order.
+    init(members bytes: ArraySlice<UInt8>) {
+        var text: [UInt8] = [UInt8(ascii: "{")]
+        text.append(contentsOf: bytes)
+        text.append(UInt8(ascii: "}"))
+        do throws(JSONParseError) {
+            guard case .object(let object) = try JSONValue(parsing: text) else { preconditionFailure("members that are not an object's") }
+            self.init(object)
+        } catch {
+            preconditionFailure("members written by an object do not parse at offset \(error.offset): \(error)")
+        }
+    }
+
+    /// Empties the object, keeping the memory of its bytes and members (``PayloadObjectPool``).
+    mutating func removeAll() {
+        writer.removeAll()
+        members.removeAll(keepingCapacity: true)
+    }
+
     /// An object with the members of `object`, in its order.
     public init(_ object: JSONObject) {
         self.init(reservingBytes: 64 * max(object.count, 1), members: object.count)

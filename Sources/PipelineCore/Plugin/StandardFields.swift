@@ -136,6 +136,8 @@ public struct StandardFields: Sendable {
     /// as their nodes (``DocumentText``), so that copying and dropping them counts no reference to it, and
     /// personalized ones are filled from the attributes as they are written.
     private let source: TextSource
+    /// Where ``apnsAps()`` takes its object from: the render's scratch.
+    private let objects: PayloadObjectPool
     /// The text fields, exposed as the ``ContentText`` properties above.
     private var texts = Texts()
     /// `link.type`; `nil` when there is no link.
@@ -163,13 +165,14 @@ public struct StandardFields: Sendable {
         // Made empty, then filled in place: written as one initializer, the fields were built in a temporary and
         // copied out at the end (a retain and a release per field, seen in the compiled code). `content` is
         // borrowed: an initializer's parameters are otherwise the callee's to release (a retain by the caller).
-        self.init(features: features, source: content.textSource)
+        self.init(features: features, source: content.textSource, objects: content.diagnostics.objects)
         read(content, platform: platform, guidelines: guidelines)
     }
 
-    private init(features: Features, source: TextSource) {
+    private init(features: Features, source: TextSource, objects: PayloadObjectPool) {
         self.features = features
         self.source = source
+        self.objects = objects
     }
 
     private mutating func read(_ content: FieldReader, platform: Platform, guidelines: TextGuidelines) {
@@ -297,7 +300,8 @@ public struct StandardFields: Sendable {
         // Room for these four, and `category` and `mutable-content` added by the registry.
         let textBytes = (texts.title?.utf8Count(in: source) ?? 0) + (texts.subtitle?.utf8Count(in: source) ?? 0)
             + (texts.body?.utf8Count(in: source) ?? 0)
-        var aps = PayloadObject(reservingBytes: textBytes + 192, members: 4)
+        // The render's own object, used again for each (the registry hands it back once it is in the payload).
+        var aps = objects.take(reservingBytes: textBytes + 192, members: 4)
         aps.appendNew(keys.alert) { alert in
             alert.member(keys.alertTitle, text: texts.title, from: source)
             alert.member(keys.alertSubtitle, text: texts.subtitle, from: source)

@@ -78,8 +78,12 @@ final class RenderDiagnostics {
     /// The place of the root reader.
     static let rootPlace = 0
 
+    /// The payload objects the render's templates take (``StandardFields``): the scratch's.
+    let objects: PayloadObjectPool
+
     /// Diagnostics for reading the object at `node` of `document`, whose path is `path`.
-    init(document: JSONDocument, node: Int, path: FieldPath, personalizer: Personalizer? = nil) {
+    init(document: JSONDocument, node: Int, path: FieldPath, personalizer: Personalizer? = nil, objects: PayloadObjectPool = PayloadObjectPool()) {
+        self.objects = objects
         self.document = document
         self.rootPath = path
         self.personalizer = personalizer

@@ -20,6 +20,9 @@ public final class RenderScratch {
     /// ``PayloadObject/embed(after:then:)``).
     private var prefix = JSONWriter(reservingCapacity: 0)
 
+    /// The APNs `aps` object, used again for each render (``PayloadObjectPool``).
+    let objects = PayloadObjectPool()
+
     /// Creates an empty scratch; its memory is allocated by its first use.
     public init() {}
 
@@ -30,7 +33,7 @@ public final class RenderScratch {
             diagnostics.reset(document: document, node: node, path: path, personalizer: personalizer)
             return diagnostics
         }
-        let diagnostics = RenderDiagnostics(document: document, node: node, path: path, personalizer: personalizer)
+        let diagnostics = RenderDiagnostics(document: document, node: node, path: path, personalizer: personalizer, objects: objects)
         reusable = diagnostics
         return diagnostics
     }

@@ -21,8 +21,9 @@ public struct RenderedNotification: Sendable {
     enum TemplateMembers: Sendable {
         /// FCM `data`, in ``payloadBytes``.
         case fcm(data: PayloadObject.Embedded)
-        /// The APNs `aps` object, and the top-level members in ``payloadBytes``.
-        case apns(aps: PayloadObject, fields: PayloadObject.Embedded)
+        /// The APNs `aps` members, where they are in ``payloadBytes`` (the template's, copied as they were, without
+        /// the registry's `category` and `mutable-content`), and the top-level members in ``payloadBytes``.
+        case apns(apsBytes: Range<Int>, fields: PayloadObject.Embedded)
         /// The template's payload, with bytes of its own.
         case template(TemplatePayload)
 
@@ -30,7 +31,7 @@ public struct RenderedNotification: Sendable {
         func templatePayload(in payload: [UInt8]) -> TemplatePayload {
             switch self {
             case .fcm(let data): .fcm(data: data.object(in: payload))
-            case .apns(let aps, let fields): .apns(aps: aps, fields: fields.object(in: payload))
+            case .apns(let aps, let fields): .apns(aps: PayloadObject(members: payload[aps]), fields: fields.object(in: payload))
             case .template(let templatePayload): templatePayload
             }
         }

@@ -149,6 +149,9 @@ extension TemplateRegistry {
             let leftOut = request.customMembers.leftOut(by: fields, leavesOutAPS: true)
             let hasFields = !fields.isEmpty
             let custom = request.customMembers
+            // Where the template's `aps` members are in the payload, when they are copied as they are (the usual case):
+            // the object is then handed back to the scratch, and read back from the payload when asked for.
+            var apsBytes: Range<Int>?
             let payload = scratch.withPrefix(written: { writer in
                 writer.writeRaw(#"{"aps":"#)
                 if aps.contains(Self.categoryName) || aps.contains(Self.mutableContentName) {
@@ -159,7 +162,9 @@ extension TemplateRegistry {
                     writer.write(members: completed)
                 } else {
                     writer.writeRaw(byte: UInt8(ascii: "{"))
+                    let start = writer.bytes.count
                     writer.append(bytes: aps.bytes)
+                    apsBytes = start..<writer.bytes.count
                     writer.writeRaw(aps.isEmpty ? #""category":"AEPNotification","mutable-content":1}"# : #","category":"AEPNotification","mutable-content":1}"#)
                 }
                 if hasFields { writer.writeRaw(byte: UInt8(ascii: ",")) }
@@ -170,8 +175,17 @@ extension TemplateRegistry {
                 }
             }
             let expiration = ttlSeconds.map { request.occurredAt.epochSeconds + $0 }
+            let members: RenderedNotification.TemplateMembers
+            if let rendered {
+                members = .template(rendered)
+            } else if let apsBytes {
+                members = .apns(apsBytes: apsBytes, fields: payload.members)
+                scratch.objects.handBack(aps)
+            } else {
+                members = .template(.apns(aps: aps, fields: payload.members.object(in: payload.bytes)))
+            }
             return (
-                payload.bytes, rendered.map { .template($0) } ?? .apns(aps: aps, fields: payload.members), payload.bytes.count,
+                payload.bytes, members, payload.bytes.count,
                 .apns(priority: options.priority, expiration: expiration, collapseId: options.collapseKey)
             )
         }
