@@ -112,7 +112,9 @@ public enum RetryingDelivery {
         stopReason: () -> SinkFailure? = { nil },
         attempt: (Int) async -> SinkFailure?
     ) async -> Result {
-        let start = clock.now()
+        // Set at the first attempt: the deadline counts from there, not from the wait for a permit before it (behind
+        // a backlog, or other recipients' attempts timing out), which is no retrying.
+        var start = Duration.zero
         var attempts = 0
         while true {
             if let permits, !(await permits.acquire()) {
@@ -122,6 +124,7 @@ public enum RetryingDelivery {
                 permits?.release()
                 return .cancelled(reason)
             }
+            if attempts == 0 { start = clock.now() }
             attempts += 1
             let answer = await attempt(attempts)
             permits?.release()

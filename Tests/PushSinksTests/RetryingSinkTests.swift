@@ -231,6 +231,41 @@ struct RetryingSinkTests {
         #expect(failure.detail == "403 InvalidProviderToken")
     }
 
+    /// The deadline counts from a notification's first attempt: waiting for its turn behind other recipients' slow
+    /// attempts (a platform timing out, a long backlog) is not retrying, and must not use the deadline up before the
+    /// notification was ever sent.
+    @Test("the retry deadline counts from the first attempt, not from the wait for a turn before it")
+    func deadlineCountsFromTheFirstAttempt() async throws {
+        let clock = VirtualClock()
+        let otherSubmitted = Mutex(false)
+        let platform = ScriptedPlatform { notification, attempt in
+            if notification.eventId == "event-0" {
+                // A slow attempt, taking the one permit while the other notification waits for it.
+                while !otherSubmitted.withLock({ $0 }) { try? await Task.sleep(for: .milliseconds(2)) }
+                try? await Task.sleep(for: .milliseconds(200))
+                clock.advance(by: .seconds(15 * 60))
+                return nil
+            }
+            return attempt == 1 ? SinkFailure(.unavailable, "503") : nil
+        }
+        let policy = RetryPolicy(initialBackoff: .seconds(1), jitter: 0, deadline: .seconds(600))
+        let sink = RetryingSink(sender: platform, concurrency: 1, policy: policy, clock: clock.retryClock, logger: logger)
+        let log = OutcomeLog()
+        try await running(sink) {
+            let slow = try notification(0, recipient: "a")
+            await sink.submit(slow, completion: log.record(slow.eventId))
+            while platform.attempts.isEmpty { try await Task.sleep(for: .milliseconds(2)) }
+            let waiting = try notification(1, recipient: "b")
+            await sink.submit(waiting, completion: log.record(waiting.eventId))
+            otherSubmitted.withLock { $0 = true }
+            try await log.waitForCount(2)
+        }
+        let outcomes = Dictionary(uniqueKeysWithValues: log.all)
+        #expect(outcomes["event-0"] == .delivered(attempts: 1))
+        #expect(outcomes["event-1"] == .delivered(attempts: 2), "one failed attempt is retried, however long it waited for its turn")
+        #expect(clock.sleeps == [.seconds(1)])
+    }
+
     @Test("final failures are reported once with their reason; retries ran out ends as the last reason")
     func finalFailures() async throws {
         let clock = VirtualClock()
