@@ -226,6 +226,45 @@ struct FCMSinkTests {
         #expect(fcm.sendRequests.isEmpty, "nothing is sent without a token")
     }
 
+    /// Cancelling `run` (the pipeline shutting down) while a send waits for an access token: the exchange is shared
+    /// by every send waiting for a token and may take up to the request timeout, but a send of a cancelled sink
+    /// does not wait for it, so the sink stops at once and the notification is abandoned (sent after a restart).
+    @Test("cancelling run does not wait for a slow token exchange")
+    func cancelWhileExchanging() async throws {
+        let fcm = try await FakeFCM.start()
+        defer { Task { await fcm.shutdown() } }
+        let slowTokens = try await LocalHTTPServer.start(tls: nil, wireProtocol: .http1) { _ in
+            try? await Task.sleep(for: .seconds(20))
+            return .json(200, #"{"access_token":"late","expires_in":3600}"#)
+        }
+        defer { Task { try? await slowTokens.shutdown() } }
+        var configuration = fcm.configuration
+        configuration.tokenURL = "\(slowTokens.baseURL)/token"
+        configuration.connection.requestTimeout = .seconds(30)
+        let sink = try FCMSender.makeSink(configuration, environment: [:], retry: RetryPolicy(), logger: sinkLogger)
+        let outcomes = Outcomes()
+        let running = Task { await sink.run() }
+        let notification = try sample("basic-fcm", 1, token: "t1")
+        await sink.submit(notification, completion: outcomes.completion(for: notification.eventId))
+        let start = ContinuousClock.now
+        while slowTokens.requests.isEmpty {
+            if ContinuousClock.now - start > .seconds(10) { throw HarnessError("no token request arrived") }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        let cancelled = ContinuousClock.now
+        running.cancel()
+        await running.value
+        let took = ContinuousClock.now - cancelled
+        #expect(took < .seconds(5), "run ended \(took) after it was cancelled")
+        try await outcomes.wait(for: 1, timeout: .seconds(30))
+        guard case .abandoned(let reason)? = outcomes[notification.eventId] else {
+            Issue.record("expected abandoned, got \(String(describing: outcomes[notification.eventId]))")
+            return
+        }
+        #expect(reason.code == .unavailable, "\(reason)")
+        #expect(fcm.sendRequests.isEmpty)
+    }
+
     @Test("configuration errors name the setting, never the key material")
     func configurationErrors() throws {
         #expect(throws: SinkConfigurationError(key: "fcm.serviceAccountFile", reason: "required: the service-account JSON key (or fcm.serviceAccountEnv)")) {

@@ -2,11 +2,13 @@ import Foundation
 import NIOHTTP1
 import PipelineCore
 import PushSinks
+import Synchronization
 
 /// OAuth 2.0 access tokens for FCM from a service account: a signed JWT assertion exchanged at the key's
 /// `token_uri`, cached, and refreshed five minutes before it expires (or at half its life when that is shorter).
-/// Concurrent callers share one exchange; while a refresh runs (or after it failed) the cached token is used until
-/// it really expires, so a slow or failing token endpoint does not hold sends up.
+/// Concurrent callers share one exchange (a cancelled caller stops waiting for it at once); while a refresh runs (or
+/// after it failed) the cached token is used until it really expires, so a slow or failing token endpoint does not
+/// hold sends up.
 actor GoogleAccessTokens {
     /// The scope FCM HTTP v1 needs.
     static let scope = "https://www.googleapis.com/auth/firebase.messaging"
@@ -43,7 +45,67 @@ actor GoogleAccessTokens {
             if exchange == nil, nextRefresh.map({ time >= $0 }) ?? true { _ = startExchange() }
             return .success(cached)
         }
-        return await (exchange ?? startExchange()).value
+        return await Self.result(of: exchange ?? startExchange())
+    }
+
+    /// The exchange's result, or, as soon as the calling task is cancelled (the sink shutting down), a failure
+    /// without it: the exchange is shared by every caller waiting for a token and can take up to the request
+    /// timeout, so it goes on for the others, but a cancelled send does not wait for it.
+    private nonisolated static func result(
+        of exchange: Task<Result<AccessToken, SinkFailure>, Never>
+    ) async -> Result<AccessToken, SinkFailure> {
+        let answer = FirstAnswer()
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                answer.wait(continuation)
+                Task { answer.give(await exchange.value) }
+            }
+        } onCancel: {
+            answer.give(.failure(SinkFailure(.unavailable, "cancelled while waiting for an access token (shutting down)")))
+        }
+    }
+
+    /// The first of two answers for one waiting caller (the exchange's result, or its cancellation); the other is
+    /// dropped.
+    private final class FirstAnswer: Sendable {
+        private enum State {
+            case empty
+            case waiting(CheckedContinuation<Result<AccessToken, SinkFailure>, Never>)
+            case answered(Result<AccessToken, SinkFailure>)
+            case done
+        }
+
+        private let state = Mutex(State.empty)
+
+        /// Parks the caller until the first answer, or resumes it at once when that came already.
+        func wait(_ continuation: CheckedContinuation<Result<AccessToken, SinkFailure>, Never>) {
+            let early: Result<AccessToken, SinkFailure>? = state.withLock { state in
+                guard case .answered(let result) = state else {
+                    state = .waiting(continuation)
+                    return nil
+                }
+                state = .done
+                return result
+            }
+            if let early { continuation.resume(returning: early) }
+        }
+
+        /// Gives an answer: the caller's, if it is the first.
+        func give(_ result: Result<AccessToken, SinkFailure>) {
+            let waiting: CheckedContinuation<Result<AccessToken, SinkFailure>, Never>? = state.withLock { state in
+                switch state {
+                case .empty:
+                    state = .answered(result)
+                    return nil
+                case .waiting(let continuation):
+                    state = .done
+                    return continuation
+                case .answered, .done:
+                    return nil
+                }
+            }
+            waiting?.resume(returning: result)
+        }
     }
 
     private func startExchange() -> Task<Result<AccessToken, SinkFailure>, Never> {
