@@ -75,8 +75,9 @@ public enum RetryingDelivery {
         case delivered(attempts: Int)
         /// The last attempt failed with a reason retrying cannot help, or the deadline passed; `attempts` is set.
         case failed(SinkFailure)
-        /// Ended unattempted: the task was cancelled while waiting to retry (the pipeline is shutting down), or
-        /// `stopReason` gave a reason.
+        /// Ended without the platform's last word: the task was cancelled (the pipeline is shutting down) while
+        /// waiting to retry or during an attempt that then failed in a way a retry could help, or `stopReason` gave a
+        /// reason before an attempt.
         case cancelled(SinkFailure)
     }
 
@@ -131,6 +132,9 @@ public enum RetryingDelivery {
             guard var failure = answer else { return .delivered(attempts: attempts) }
             failure.attempts = attempts
             guard failure.isRetryable else { return .failed(failure) }
+            // Cancelled (shutting down) during the attempt, which is then no answer of the platform: there is no next
+            // attempt to wait for, and the deadline does not make it a failure.
+            if Task.isCancelled { return .cancelled(failure) }
             let wait = policy.delay(afterAttempts: attempts, retryAfter: failure.retryAfter, random: random())
             let elapsed = clock.now() - start
             if elapsed + wait > policy.deadline {

@@ -96,6 +96,30 @@ struct RetryPolicyTests {
         #expect(failure.detail.contains("(Retry-After 3600.0 s), past the retry deadline of 600.0 s"), "\(failure.detail)")
     }
 
+    /// The pipeline shutting down cancels the attempt in flight (the HTTP request ends with a cancellation error):
+    /// that is no answer of the platform, and the notification is sent again after the restart, so it must not end
+    /// as failed, even when another wait would pass the deadline; a `push.failed` written then would contradict the
+    /// outcome of the send after the restart.
+    @Test("an attempt interrupted by cancellation ends the delivery as cancelled, also at the deadline")
+    func cancelledAttemptAtTheDeadline() async {
+        let clock = VirtualClock()
+        let policy = RetryPolicy(initialBackoff: .seconds(1), jitter: 0, deadline: .seconds(10))
+        let started = Mutex(false)
+        let task = Task {
+            await RetryingDelivery.run(policy: policy, clock: clock.retryClock, random: { 0 }) { _ in
+                clock.advance(by: .seconds(10))
+                started.withLock { $0 = true }
+                while !Task.isCancelled { try? await Task.sleep(for: .milliseconds(2)) }
+                return SinkFailure(.unavailable, "no answer: cancelled")
+            }
+        }
+        while !started.withLock({ $0 }) { try? await Task.sleep(for: .milliseconds(2)) }
+        task.cancel()
+        let result = await task.value
+        #expect(result == .cancelled(SinkFailure(.unavailable, "no answer: cancelled", attempts: 1)))
+        #expect(clock.sleeps.isEmpty)
+    }
+
     @Test("a cancelled wait ends the delivery as cancelled, not failed")
     func cancellation() async {
         let policy = RetryPolicy(initialBackoff: .seconds(30), deadline: .seconds(600))
