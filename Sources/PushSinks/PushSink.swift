@@ -118,8 +118,8 @@ public struct SinkFailure: Error, Sendable, Equatable, CustomStringConvertible {
     public var tokenInvalidatedAt: Timestamp?
     /// How many attempts were made in all, once the failure is final.
     public var attempts: Int
-    /// For ``Code/throttled``: the limit concerns this recipient's device only (APNs' 429 is per device token), so
-    /// only this recipient's notifications wait, not the sink.
+    /// For ``Code/throttled``: the limit concerns this recipient's device only (APNs' 429 `TooManyRequests` is per
+    /// device token), so only this recipient's notifications wait, not the sink.
     public var concernsOneRecipient: Bool
     /// For ``Code/invalidToken``: the answer shows that the sink's environment, topic and project are right: the
     /// token was known to them and is no longer registered (APNs 410 `Unregistered`, FCM `UNREGISTERED`). A wrong

@@ -152,6 +152,39 @@ struct APNsSinkTests {
         #expect(apns.server.requests.count == errorCase.attempts)
     }
 
+    /// APNs answers 429 for two reasons: `TooManyRequests` is about one device token, and only that recipient waits;
+    /// `TooManyProviderTokenUpdates` is about the provider token every request of the sink carries, so the whole sink
+    /// waits: it counts as throttled, and the pipeline pauses the partitions feeding it.
+    @Test("429 TooManyProviderTokenUpdates throttles the sink; 429 TooManyRequests holds back only its recipient", arguments: [
+        ("TooManyProviderTokenUpdates", SinkState.throttled),
+        ("TooManyRequests", SinkState.ready),
+    ])
+    func throttlingScope(reason: String, stateWhileWaiting expected: SinkState) async throws {
+        let apns = try await FakeAPNs.start()
+        defer { Task { await apns.shutdown() } }
+        apns.answers.script("0badc0de", [Self.reason(429, reason)])
+        let clock = VirtualClock()
+        // The sink's state is read while the notification waits for its retry.
+        let sinkBox = Mutex<RetryingSink<APNsSender>?>(nil)
+        let stateWhileWaiting = Mutex<SinkState?>(nil)
+        let recordingClock = RetryClock(now: clock.retryClock.now) { duration in
+            stateWhileWaiting.withLock { $0 = sinkBox.withLock { $0 }?.state }
+            try await clock.retryClock.sleep(duration)
+        }
+        let policy = RetryPolicy(initialBackoff: .milliseconds(500), jitter: 0, deadline: .seconds(30))
+        let sink = RetryingSink(sender: try APNsSender(apns.configuration, environment: [:]), concurrency: 4, policy: policy, clock: recordingClock, logger: sinkLogger)
+        sinkBox.withLock { $0 = sink }
+        let outcomes = Outcomes()
+        let notification = try sample("basic-apns", 1, token: "0badc0de")
+        try await whileRunning(sink) {
+            await sink.submit(notification, completion: outcomes.completion(for: notification.eventId))
+            try await outcomes.wait(for: 1)
+        }
+        #expect(outcomes[notification.eventId] == .delivered(attempts: 2))
+        #expect(clock.sleeps == [.milliseconds(500)])
+        #expect(stateWhileWaiting.withLock { $0 } == expected)
+    }
+
     @Test("the provider token is reused until the refresh interval, then replaced; APNs' expiry replaces it only after 20 minutes")
     func providerTokenLifetime() throws {
         let key = TestCredentials.makeAPNsKey()

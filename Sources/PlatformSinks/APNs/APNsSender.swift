@@ -124,6 +124,9 @@ public struct APNsSender: PlatformSender {
             return SinkFailure(.payloadTooLarge, detail)
         case (401, _), (403, _):
             return SinkFailure(.auth, detail)
+        case (429, "TooManyProviderTokenUpdates"):
+            // The provider token, which every request carries, was replaced too often: the whole sink waits.
+            return SinkFailure(.throttled, detail, retryAfter: reply.retryAfter())
         case (429, _):
             // TooManyRequests: too many notifications to this one device token.
             return SinkFailure(.throttled, detail, retryAfter: reply.retryAfter(), concernsOneRecipient: true)
