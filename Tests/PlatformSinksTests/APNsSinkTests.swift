@@ -223,6 +223,27 @@ struct APNsSinkTests {
         }
     }
 
+    /// A CA file that is readable but holds no PEM certificate (a DER file, a key) used to be taken at start-up and
+    /// to fail every TLS handshake afterwards: every message retried as `unavailable` until the deadline, then failed.
+    @Test("a CA certificate file without a PEM certificate is refused at start-up, naming the setting")
+    func unusableCertificateFile() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sink-ca-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("ca.pem").path
+        try "not a certificate\n".write(toFile: file, atomically: true, encoding: .utf8)
+        var configuration = APNsSinkConfiguration(keyID: "K", teamID: "T", privateKey: .value(TestCredentials.makeAPNsKey().p8), topic: "t")
+        configuration.connection.caCertificateFile = file
+        do {
+            let sender = try APNsSender(configuration, environment: [:])
+            await sender.shutdown()
+            Issue.record("a CA file without a certificate must be refused")
+        } catch {
+            #expect(error.key == "apns.caCertificateFile")
+            #expect(error.reason.contains(file), "\(error)")
+        }
+    }
+
     /// A request that got no answer names the server, not the device token in its path: the detail goes to logs and
     /// to analytics records.
     @Test("no answer: the detail names the server without the device token")

@@ -58,7 +58,17 @@ final class SinkHTTPClient: Sendable {
             guard FileManager.default.isReadableFile(atPath: file) else {
                 throw SinkConfigurationError(key: "\(configurationKey).caCertificateFile", reason: "cannot read '\(file)'")
             }
-            tls.additionalTrustRoots = [.file(file)]
+            // Read now: a file the TLS library cannot use would otherwise fail every connection, as `unavailable`.
+            let certificates: [NIOSSLCertificate]
+            do {
+                certificates = try NIOSSLCertificate.fromPEMFile(file)
+            } catch {
+                throw SinkConfigurationError(key: "\(configurationKey).caCertificateFile", reason: "'\(file)' is not a PEM certificate file (\(error))")
+            }
+            guard !certificates.isEmpty else {
+                throw SinkConfigurationError(key: "\(configurationKey).caCertificateFile", reason: "'\(file)' holds no PEM certificate")
+            }
+            tls.additionalTrustRoots = [.certificates(certificates)]
         }
         var configuration = HTTPClient.Configuration(
             tlsConfiguration: tls,
