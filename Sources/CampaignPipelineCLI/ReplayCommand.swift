@@ -32,7 +32,8 @@ struct ReplayCommand: AsyncParsableCommand {
             timestamps are searched, which assumes they do not go backwards within a partition), or offsets \
             per partition '0:1200,1:980'. The group must not be the live pipeline's.
 
-            Resumable: interrupt it (Ctrl-C) and run it again with the same --group to continue where it stopped.
+            Resumable: interrupt it (Ctrl-C) and run it again with the same --group to continue where it stopped. \
+            An interrupted replay exits with status 1, so that a script or job does not take it for a finished one.
             """
     )
 
@@ -141,6 +142,16 @@ struct ReplayCommand: AsyncParsableCommand {
         try await pipeline.runUntilSignalled(logger: logger)
         let summary = pipeline.statistics.snapshot
         let outcomes = AnalyticsEvent.Kind.allCases.map { "\($0.rawValue.dropFirst(5)) \(summary.outcomes[$0] ?? 0)" }.joined(separator: ", ")
+        guard pipeline.hasFinishedReplay else {
+            // Stopped by a signal before the range's end: not a success, or a script or job would go on as if the
+            // range had been replayed.
+            Self.report("Interrupted after \(summary.totalIn) records: \(outcomes)")
+            throw CommandError(
+                dryRun
+                    ? "the replay was interrupted before the end of its range; a dry run commits nothing, so run it again to replay the whole range"
+                    : "the replay was interrupted before the end of its range; run it again with --group \(configuration.groupID) to continue where it stopped"
+            )
+        }
         Self.report("Replayed \(summary.totalIn) records: \(outcomes)")
     }
 

@@ -67,6 +67,7 @@ extension CampaignPipeline {
                 progressHandler?(replayProgress(plan, since: start))
             }
             if isDone {
+                replayFinished.store(true, ordering: .releasing)
                 logger.info("Replay complete", metadata: ["records": "\(plan.totalCount)"])
                 stop()
                 return

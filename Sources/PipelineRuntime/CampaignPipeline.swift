@@ -62,6 +62,8 @@ public final class CampaignPipeline: Service {
     private let stopSignal = StopSignal()
     /// What ``status`` reports that the run sets as it goes.
     let runState = Mutex(RunState())
+    /// Whether the replay reached the end of every range with nothing in flight (``hasFinishedReplay``).
+    let replayFinished = Atomic<Bool>(false)
 
     /// Creates a pipeline.
     ///
@@ -125,6 +127,11 @@ public final class CampaignPipeline: Service {
         self.progressHandler = progress
         self.logger = logger
     }
+
+    /// Whether this pipeline, a replay, read every partition's range to its end and finished every event of it
+    /// before it stopped: `false` while it runs, for a replay stopped before (``stop()``, SIGINT, SIGTERM: resume it
+    /// with the same group), and for a streaming pipeline.
+    public var hasFinishedReplay: Bool { replayFinished.load(ordering: .acquiring) }
 
     /// Whether outputs are written (not a dry run).
     var writesOutputs: Bool { !(replay?.isDryRun ?? false) }

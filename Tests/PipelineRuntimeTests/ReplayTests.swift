@@ -200,6 +200,7 @@ struct ReplayTests {
             }
             let firstCount = try await readAll(replayed.topics.analytics, kafka: kafka).count
             #expect(firstCount < 6_000, "interrupted before the end (\(firstCount))")
+            #expect(!first.hasFinishedReplay, "a replay stopped before the end has not finished")
 
             // What the first run committed is where the second starts.
             let check = try KafkaConsumer(configuration: KafkaConsumerConfiguration(bootstrapServers: [kafka.bootstrapServers], groupID: replayed.groupID), logger: testLogger)
@@ -211,10 +212,51 @@ struct ReplayTests {
             let second = CampaignPipeline(configuration: replayed, registry: builtinRegistry, replay: plan, logger: testLogger)
             try await second.run()
             #expect(Int64(second.statistics.snapshot.totalIn) == 6_000 - committedTotal, "the second run starts at the committed offsets")
+            #expect(second.hasFinishedReplay)
 
             let outcomes = try analytics(try await readAll(replayed.topics.analytics, kafka: kafka))
             let messageIds = Set(outcomes.map(\.identity.messageId))
             #expect(messageIds.count == 6_000, "every event in range processed")
+        }
+    }
+
+    /// A backfill run by a script or a job scheduler is judged by its exit status: one stopped by SIGINT or SIGTERM
+    /// before the end of its range has not replayed the range, and must not exit 0 (it used to, printing "Replayed N
+    /// records" as if it had finished), nor leave the user to guess how to continue.
+    @Test("campaign-pipeline replay interrupted by SIGINT exits non-zero, says how to resume, and the resumed run finishes it")
+    func interruptedCommandFails() async throws {
+        let executable = try #require(pipelineExecutable, "campaign-pipeline was not found next to the test bundle; build it first")
+        try await withReplayCluster { kafka, configuration in
+            let total = 12_000
+            try await produce(try events(total, base: Date()), to: configuration.topics.sends, kafka: kafka)
+            let group = "replay-cli-\(UUID().uuidString.prefix(6))"
+            let arguments = ["replay", "--bootstrap-servers", kafka.bootstrapServers, "--from", "beginning", "--group", group]
+            let environment = childEnvironment(["LOG_LEVEL": "warning"])
+            let analyticsTopic = replayConfiguration(configuration).topics.analytics
+
+            let child = try ChildProcess(executable, arguments, environment: environment, name: "interrupted")
+            try await eventually("the replay to start writing outputs", timeout: .seconds(60)) {
+                if !child.process.isRunning { return true }
+                return try await recordCount(analyticsTopic, kafka: kafka) > 0 ? true : nil
+            }
+            let wasRunning = child.process.isRunning
+            kill(child.process.processIdentifier, SIGINT)
+            let status = try await child.waitForExit(timeout: .seconds(60))
+            let written = try await recordCount(analyticsTopic, kafka: kafka)
+            if wasRunning && written < Int64(total) {
+                #expect(status != 0, "an interrupted replay must not exit 0; stdout:\n\(child.stdout)")
+                #expect(child.stderr.contains("interrupted"), "says it was interrupted; stderr:\n\(child.stderrTail())")
+                #expect(child.stderr.contains("--group \(group)"), "says how to resume; stderr:\n\(child.stderrTail())")
+                #expect(!child.stdout.contains("Replayed "), "does not report the range as replayed; stdout:\n\(child.stdout)")
+            } else {
+                #expect(status == 0, "it finished before the signal, so it must have succeeded:\n\(child.stderrTail())")
+            }
+
+            let resumed = try await ChildProcess.run(executable, arguments, environment: environment, timeout: .seconds(120))
+            #expect(resumed.status == 0, "the resumed replay finishes: \(resumed.stderr.suffix(2_000))")
+            #expect(resumed.stdout.contains("Replayed "), "\(resumed.stdout)")
+            let outcomes = try analytics(try await readAll(analyticsTopic, kafka: kafka))
+            #expect(Set(outcomes.map(\.identity.messageId)).count == total, "every event in range processed")
         }
     }
 
