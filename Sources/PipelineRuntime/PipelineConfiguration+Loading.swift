@@ -99,16 +99,29 @@ extension PipelineConfiguration {
 
     /// Refuses a librdkafka property the pipeline sets itself and that a pass-through value would silently
     /// override: `group.id` (set with `kafka.groupId`, `CAMPAIGN_PIPELINE_GROUP` or `--group`). Passed through, it
-    /// would also put a replay, which reads in a group of its own, into the live group, and commit there.
+    /// would also put a replay, which reads in a group of its own, into the live group, and commit there. And
+    /// `bootstrap.servers` or its alias `metadata.broker.list` (set with `kafka.bootstrapServers`,
+    /// `CAMPAIGN_PIPELINE_BOOTSTRAP_SERVERS` or `--bootstrap-servers`): passed through, it would win over all three,
+    /// the flag included, while the logs and `--print-config` named the brokers those gave.
     ///
     /// - Throws: ``ConfigurationError`` naming `key`, where the property was given.
     public static func checkPassThrough(_ property: String, key: String) throws(ConfigurationError) {
-        guard property == "group.id" else { return }
-        throw ConfigurationError(
-            key: key,
-            reason: "the consumer group is set with kafka.groupId, \(EnvironmentKey.group) or --group, not as a librdkafka property "
-                + "(passed through, group.id would override it, and put a replay into the live group)"
-        )
+        switch property {
+        case "group.id":
+            throw ConfigurationError(
+                key: key,
+                reason: "the consumer group is set with kafka.groupId, \(EnvironmentKey.group) or --group, not as a librdkafka property "
+                    + "(passed through, group.id would override it, and put a replay into the live group)"
+            )
+        case "bootstrap.servers", "metadata.broker.list":
+            throw ConfigurationError(
+                key: key,
+                reason: "the brokers are set with kafka.bootstrapServers, \(EnvironmentKey.bootstrapServers) or --bootstrap-servers, not as a "
+                    + "librdkafka property (passed through, \(property) would override them, --bootstrap-servers included)"
+            )
+        default:
+            return
+        }
     }
 
     /// Splits `a:1, b:2` into `["a:1", "b:2"]`.
@@ -139,7 +152,12 @@ extension PipelineConfiguration {
                     case "consumerProperties":
                         consumerProperties = try Self.stringMap(item, path)
                         for property in consumerProperties.keys { try Self.checkPassThrough(property, key: "\(path).\(property)") }
-                    case "producerProperties": producerProperties = try Self.stringMap(item, path)
+                    case "producerProperties":
+                        producerProperties = try Self.stringMap(item, path)
+                        // The producer is in no group: only the brokers can be overridden here.
+                        for property in producerProperties.keys where property != "group.id" {
+                            try Self.checkPassThrough(property, key: "\(path).\(property)")
+                        }
                     default: throw ConfigurationError(key: path, reason: "unknown key")
                     }
                 }

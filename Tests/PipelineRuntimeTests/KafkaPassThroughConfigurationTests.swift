@@ -4,7 +4,8 @@ import PipelineCore
 import Testing
 
 /// librdkafka properties pass through to the clients, except `group.id`, which would override the pipeline's group
-/// (and put a replay, which reads in a group of its own, into the live one).
+/// (and put a replay, which reads in a group of its own, into the live one), and the broker list, which would
+/// override the configured brokers.
 @Suite("Kafka properties passed through")
 struct KafkaPassThroughConfigurationTests {
     @Test("group.id is refused wherever a property can be given, naming where it was")
@@ -21,6 +22,32 @@ struct KafkaPassThroughConfigurationTests {
         }
         let other = try PipelineConfiguration.load(file: nil, environment: ["CAMPAIGN_PIPELINE_KAFKA_SECURITY_PROTOCOL": "ssl"])
         #expect(other.kafkaProperties["security.protocol"] == "ssl")
+    }
+
+    /// Passed through, `bootstrap.servers` (or its librdkafka alias `metadata.broker.list`) won over the brokers of
+    /// every layer: `CAMPAIGN_PIPELINE_KAFKA_BOOTSTRAP_SERVERS=prod:9092` sent a `--bootstrap-servers staging:9092` run
+    /// (or a `replay --deliver`) to prod, while the log and `--print-config` named staging.
+    @Test("bootstrap.servers and metadata.broker.list are refused wherever a property can be given, naming where it was")
+    func brokerListIsRefused() throws {
+        for (property, variable) in [
+            ("bootstrap.servers", "CAMPAIGN_PIPELINE_KAFKA_BOOTSTRAP_SERVERS"), ("metadata.broker.list", "CAMPAIGN_PIPELINE_KAFKA_METADATA_BROKER_LIST"),
+        ] {
+            let fromEnvironment = #expect(throws: ConfigurationError.self, "\(variable)") {
+                try PipelineConfiguration.load(file: nil, environment: [variable: "prod:9092"])
+            }
+            #expect(fromEnvironment?.key == variable)
+            #expect(fromEnvironment?.reason.contains("--bootstrap-servers") == true, "\(String(describing: fromEnvironment))")
+            for section in ["properties", "consumerProperties", "producerProperties"] {
+                let file = try #require(try JSONValue(parsing: Array(#"{"kafka": {"\#(section)": {"\#(property)": "prod:9092"}}}"#.utf8)).objectValue)
+                let fromFile = #expect(throws: ConfigurationError.self, "\(section).\(property)") {
+                    try PipelineConfiguration.load(file: file, environment: [:])
+                }
+                #expect(fromFile?.key == "kafka.\(section).\(property)")
+            }
+            #expect(throws: ConfigurationError.self, "--kafka-property \(property)") {
+                try PipelineConfiguration.checkPassThrough(property, key: "--kafka-property \(property)")
+            }
+        }
     }
 
     @Test("a consumer has every client's properties and the consumers' own, these winning")
