@@ -454,12 +454,14 @@ extension CampaignPipeline {
     }
 
     /// Stores the commit positions that advanced since the last call (the background auto-commit and the final
-    /// commit pick them up). Positions of retired trackers are dropped: their partitions were revoked.
+    /// commit pick them up). Positions of retired trackers are dropped: their partitions were revoked. A dry run
+    /// stores none: a background commit turned on by the configuration's properties would commit them.
     func storeCompletedPositions(of consumer: KafkaConsumer) {
         let trackers = completedTrackers.withLock { trackers in
             defer { trackers = [:] }
             return trackers
         }
+        guard writesOutputs else { return }
         let positions = trackers.values.compactMap { tracker -> KafkaTopicPartitionOffset? in
             // Before the position is read: a later advance queues the tracker again.
             tracker.positionTakenForStore()

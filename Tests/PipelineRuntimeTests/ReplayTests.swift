@@ -312,6 +312,27 @@ struct ReplayTests {
         }
     }
 
+    /// A dry run turned auto-commit off, but `kafka.consumerProperties` passed through after it, so a configuration
+    /// that sets `enable.auto.commit` (librdkafka's default, often written out) made the dry run commit what it
+    /// read: a real replay run afterwards with the same `--group` then resumed past it and skipped those events.
+    @Test("a dry run commits nothing even when the configuration turns auto-commit on")
+    func dryRunCommitsNothingWithAutoCommit() async throws {
+        try await withReplayCluster { kafka, configuration in
+            try await produce(try events(1_000, base: Date()), to: configuration.topics.sends, kafka: kafka)
+            var replayed = replayConfiguration(configuration)
+            replayed.consumerProperties["enable.auto.commit"] = "true"
+            replayed.consumerProperties["auto.commit.interval.ms"] = "100"
+            let plan = ReplayPlan(ranges: try await ranges(.beginning, .end, kafka: kafka, topic: configuration.topics.sends), isDryRun: true)
+            let pipeline = CampaignPipeline(configuration: replayed, registry: builtinRegistry, replay: plan, logger: testLogger)
+            try await pipeline.run()
+            #expect(pipeline.statistics.snapshot.totalIn == 1_000)
+            let check = try KafkaConsumer(configuration: KafkaConsumerConfiguration(bootstrapServers: [kafka.bootstrapServers], groupID: replayed.groupID), logger: testLogger)
+            let committed = try await check.committed(Array(plan.ranges.keys))
+            await check.close()
+            #expect(committed.allSatisfy { $0.offset < 0 }, "no offsets committed: \(committed.filter { $0.offset >= 0 })")
+        }
+    }
+
     @Test("boundaries parse, and bad ones are refused naming the option")
     func boundaryParsing() throws {
         #expect(try ReplayBoundary(parsing: "beginning", option: "--from") == .beginning)
