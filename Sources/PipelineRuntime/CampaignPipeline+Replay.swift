@@ -10,6 +10,7 @@ extension CampaignPipeline {
         let partitions = plan.ranges.keys.sorted { $0.partition < $1.partition }
         let committed = plan.isDryRun ? [] : try await consumer.committed(partitions)
         var resumed = 0
+        var doneBeforeStart: Int64 = 0
         var positions: [KafkaTopicPartitionOffset] = []
         for partition in partitions {
             guard let range = plan.ranges[partition] else { continue }
@@ -20,8 +21,10 @@ extension CampaignPipeline {
             }
             // Records before the start count as done for progress and the end check.
             readPositions.withLock { $0[partition] = start }
+            doneBeforeStart += start - range.lowerBound
             positions.append(KafkaTopicPartitionOffset(topic: partition.topic, partition: partition.partition, offset: start))
         }
+        replayDoneBeforeStart.store(doneBeforeStart, ordering: .relaxed)
         try consumer.assign(positions)
         logger.info(
             "Replay assigned",
@@ -47,7 +50,8 @@ extension CampaignPipeline {
         let elapsed = ContinuousClock.now - start
         return ReplayProgress(
             partitions: partitions,
-            elapsedSeconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            elapsedSeconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18,
+            doneBeforeStart: replayDoneBeforeStart.load(ordering: .relaxed)
         )
     }
 

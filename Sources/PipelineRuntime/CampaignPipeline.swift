@@ -64,6 +64,8 @@ public final class CampaignPipeline: Service {
     let runState = Mutex(RunState())
     /// Whether the replay reached the end of every range with nothing in flight (``hasFinishedReplay``).
     let replayFinished = Atomic<Bool>(false)
+    /// Records of the replay's ranges its group had committed when it started (``ReplayProgress/doneBeforeStart``).
+    let replayDoneBeforeStart = Atomic<Int64>(0)
 
     /// Creates a pipeline.
     ///

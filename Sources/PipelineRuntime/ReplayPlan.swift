@@ -37,13 +37,15 @@ public struct ReplayProgress: Sendable {
     public var partitions: [Partition]
     /// Seconds since the replay started reading.
     public var elapsedSeconds: Double
+    /// Records of ``done`` that an earlier run of the replay's group did (a resumed replay starts after them).
+    public var doneBeforeStart: Int64
 
     /// Records processed in all partitions.
     public var done: Int64 { partitions.reduce(0) { $0 + $1.done } }
     /// Records in all ranges.
     public var total: Int64 { partitions.reduce(0) { $0 + $1.total } }
-    /// Records per second so far.
-    public var rate: Double { elapsedSeconds > 0 ? Double(done) / elapsedSeconds : 0 }
+    /// Records per second this run has processed so far.
+    public var rate: Double { elapsedSeconds > 0 ? Double(max(0, done - doneBeforeStart)) / elapsedSeconds : 0 }
     /// Estimated seconds to go, when the rate is known.
     public var remainingSeconds: Double? { rate > 0 ? Double(total - done) / rate : nil }
 }

@@ -2,6 +2,7 @@ import Foundation
 import KafkaClient
 import PipelineCore
 import PipelineRuntime
+import Synchronization
 import Testing
 
 @Suite("Replaying a range of the sends topic")
@@ -209,9 +210,22 @@ struct ReplayTests {
             let committedTotal = committed.reduce(Int64(0)) { $0 + max(0, $1.offset) }
             #expect(committedTotal > 0)
 
-            let second = CampaignPipeline(configuration: replayed, registry: builtinRegistry, replay: plan, logger: testLogger)
+            let reports = Mutex([ReplayProgress]())
+            let second = CampaignPipeline(
+                configuration: replayed,
+                registry: builtinRegistry,
+                replay: plan,
+                progress: { progress in reports.withLock { $0.append(progress) } },
+                logger: testLogger
+            )
             try await second.run()
             #expect(Int64(second.statistics.snapshot.totalIn) == 6_000 - committedTotal, "the second run starts at the committed offsets")
+            // The records the first run did count as done, but not towards the second's rate (and so its ETA): counted
+            // in, a replay resumed near its end reported a rate many times its own and an ETA of next to nothing.
+            let last = try #require(reports.withLock { $0.last })
+            #expect(last.done == 6_000)
+            let processedAtRate = last.rate * last.elapsedSeconds
+            #expect(abs(processedAtRate - Double(6_000 - committedTotal)) < 1, "rate × elapsed is what this run processed: \(processedAtRate)")
             #expect(second.hasFinishedReplay)
 
             let outcomes = try analytics(try await readAll(replayed.topics.analytics, kafka: kafka))
