@@ -34,6 +34,9 @@ public enum ReplayBoundary: Sendable, Equatable, CustomStringConvertible {
                         reason: "'\(text)' is not 'beginning', 'end', an RFC 3339 time (2026-11-20T10:00:00Z) or partition:offset,… (0:120,1:98)"
                     )
                 }
+                guard offsets[partition] == nil else {
+                    throw ConfigurationError(key: option, reason: "partition \(partition) is given twice in '\(text)'")
+                }
                 offsets[partition] = offset
             }
             guard !offsets.isEmpty else { throw ConfigurationError(key: option, reason: "empty value") }

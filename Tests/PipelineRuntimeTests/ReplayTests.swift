@@ -355,6 +355,10 @@ struct ReplayTests {
         #expect(try ReplayBoundary(parsing: "2026-11-20T10:00:00Z", option: "--from") == .time(Date(timeIntervalSince1970: 1_795_168_800)))
         let error = #expect(throws: ConfigurationError.self) { try ReplayBoundary(parsing: "yesterday", option: "--to") }
         #expect(error?.key == "--to")
+        // A partition named twice used to keep its last offset silently: which one was meant is not known.
+        let twice = #expect(throws: ConfigurationError.self) { try ReplayBoundary(parsing: "0:100,1:200,0:150", option: "--from") }
+        #expect(twice?.key == "--from")
+        #expect(twice?.reason.contains("partition 0") == true, "\(String(describing: twice))")
     }
 
     /// Offsets that name a partition the topic lacks, or end a partition before they start it, are refused naming the
