@@ -127,7 +127,11 @@ struct ReplayCommand: AsyncParsableCommand {
                 "Note: nothing to replay: \(configuration.topics.sends) has no records in this range (\(ranges.count) partitions). Check the topic name (--topic) and the range."
             )
         }
-        Self.report("Group: \(configuration.groupID) (run again with --group \(configuration.groupID) to resume if interrupted)")
+        if dryRun {
+            Self.report("Group: \(configuration.groupID) (a dry run commits nothing: run again, it starts over)")
+        } else {
+            Self.report("Group: \(configuration.groupID) (run again with --group \(configuration.groupID) to resume if interrupted)")
+        }
 
         let display = ProgressDisplay(isTerminal: isatty(STDOUT_FILENO) == 1)
         let pipeline = CampaignPipeline(

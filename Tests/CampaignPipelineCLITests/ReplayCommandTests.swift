@@ -84,4 +84,18 @@ struct ReplayCommandTests {
         #expect(delivering.status == 0, "\(delivering.stderr)")
         #expect(delivering.stdout.contains("expired 2,"), "\(delivering.stdout)")
     }
+
+    /// A dry run commits nothing, and ignores what its group committed before: run again with its --group, it starts
+    /// over. It used to print the same advice to resume with the group as a real replay.
+    @Test("a dry run does not offer to resume with its group")
+    func dryRunOffersNoResume() async throws {
+        let executable = try #require(Paths.executable, "build the campaign-pipeline product first")
+        let (kafka, sampleCount) = try await clusterWithSamples(logger: Self.logger)
+        defer { kafka.shutdown() }
+        let result = try await runProcess(executable, ["replay", "--bootstrap-servers", kafka.bootstrapServers, "--from", "beginning", "--dry-run", "--log-level", "warning"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("Replayed \(sampleCount) records"), "\(result.stdout)")
+        #expect(!result.stdout.contains("resume"), "\(result.stdout)")
+        #expect(result.stdout.contains("commits nothing"), "\(result.stdout)")
+    }
 }
