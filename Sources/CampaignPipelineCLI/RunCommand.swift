@@ -146,8 +146,10 @@ struct KafkaConnectionOptions: ParsableArguments {
     /// The configuration from defaults, the file, the environment and these flags.
     func configuration(environment: [String: String]) throws -> PipelineConfiguration {
         var file: JSONObject?
-        if let path = config ?? environment[PipelineConfiguration.EnvironmentKey.configFile] {
-            file = try ConfigurationFile.read(path)
+        if let path = config {
+            file = try ConfigurationFile.read(path, source: "--config")
+        } else if let path = environment[PipelineConfiguration.EnvironmentKey.configFile] {
+            file = try ConfigurationFile.read(path, source: PipelineConfiguration.EnvironmentKey.configFile)
         }
         var configuration = try PipelineConfiguration.load(file: file, environment: environment)
         if let bootstrapServers { configuration.bootstrapServers = PipelineConfiguration.splitServers(bootstrapServers) }
@@ -159,22 +161,33 @@ struct KafkaConnectionOptions: ParsableArguments {
     }
 }
 
-/// Reads a JSON configuration file with errors that name the file.
+/// Reads a JSON configuration file with errors that name the file, where its path came from (`source`: `--config`
+/// or `CAMPAIGN_PIPELINE_CONFIG`) and, for a syntax error, its line and column.
 enum ConfigurationFile {
-    static func read(_ path: String) throws -> JSONObject {
+    static func read(_ path: String, source: String) throws -> JSONObject {
         guard let data = FileManager.default.contents(atPath: path) else {
-            throw CommandError("--config: cannot read '\(path)'")
+            throw CommandError("\(source): cannot read '\(path)'")
         }
+        let bytes = Array(data)
         let value: JSONValue
-        do {
-            value = try JSONValue(parsing: Array(data))
+        do throws(JSONParseError) {
+            value = try JSONValue(parsing: bytes)
         } catch {
-            throw CommandError("--config: '\(path)' is not valid JSON: \(error)")
+            let (line, column) = position(of: error.offset, in: bytes)
+            throw CommandError("\(source): '\(path)' is not valid JSON: \(error.kind) at line \(line), column \(column)")
         }
         guard let object = value.objectValue else {
-            throw CommandError("--config: '\(path)' must hold a JSON object")
+            throw CommandError("\(source): '\(path)' must hold a JSON object")
         }
         return object
+    }
+
+    /// The line and column (from 1; the column in bytes) of the byte at `offset`.
+    static func position(of offset: Int, in bytes: [UInt8]) -> (line: Int, column: Int) {
+        let before = bytes.prefix(min(max(offset, 0), bytes.count))
+        let line = before.reduce(1) { $1 == UInt8(ascii: "\n") ? $0 + 1 : $0 }
+        let lineStart = before.lastIndex(of: UInt8(ascii: "\n")).map { $0 + 1 } ?? 0
+        return (line, before.count - lineStart + 1)
     }
 }
 

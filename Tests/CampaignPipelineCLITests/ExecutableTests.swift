@@ -40,6 +40,24 @@ struct ExecutableTests {
         #expect(result.stderr.contains("Usage: campaign-pipeline run"), "\(result.stderr)")
     }
 
+    /// The file named by CAMPAIGN_PIPELINE_CONFIG was reported as "--config", a flag the user never gave, and a syntax
+    /// error by its byte offset only, in a file people edit by line.
+    @Test("a configuration file that cannot be used is reported with where its path came from, and a syntax error with its line")
+    func configurationFileErrorsSayWhere() async throws {
+        let executable = try #require(Paths.executable, "campaign-pipeline was not found next to the test bundle")
+        let missing = try await runProcess(executable, ["run", "--print-config"], environment: ["CAMPAIGN_PIPELINE_CONFIG": "/nonexistent/pipeline.json"])
+        #expect(missing.status == 1)
+        #expect(missing.stderr.contains("CAMPAIGN_PIPELINE_CONFIG: cannot read '/nonexistent/pipeline.json'"), "\(missing.stderr)")
+
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("broken-config-\(UUID().uuidString).json")
+        try Data("{\n  \"kafka\": {\n    \"bootstrapServers\": \"a:1\",,\n  }\n}\n".utf8).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let broken = try await runProcess(executable, ["run", "--print-config", "--config", file.path])
+        #expect(broken.status == 1)
+        #expect(broken.stderr.contains("--config: '\(file.path)' is not valid JSON"), "\(broken.stderr)")
+        #expect(broken.stderr.contains("line 3, column 31"), "\(broken.stderr)")
+    }
+
     @Test func listsTemplates() async throws {
         let executable = try #require(Paths.executable, "campaign-pipeline was not found next to the test bundle")
         let result = try await runProcess(executable, ["templates"])
