@@ -63,6 +63,9 @@ struct ReplayCommand: AsyncParsableCommand {
     @OptionGroup var logging: LoggingOptions
 
     func validate() throws {
+        for (option, value) in [("--group", group), ("--topic", topic)] where value?.isEmpty == true {
+            throw ValidationError("\(option) must not be empty")
+        }
         if deliver && dryRun { throw ValidationError("--deliver and --dry-run exclude each other") }
         if !deliver && outputPrefix.isEmpty {
             throw ValidationError("--output-prefix must not be empty: an empty prefix would write to the live topics; use --deliver for that")

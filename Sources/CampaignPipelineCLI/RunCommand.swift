@@ -56,6 +56,7 @@ struct RunCommand: AsyncParsableCommand {
     @OptionGroup var logging: LoggingOptions
 
     func validate() throws {
+        if group?.isEmpty == true { throw ValidationError("--group must not be empty") }
         if let untilIdle, untilIdle <= 0 { throw ValidationError("--until-idle must be a positive number of seconds, not \(untilIdle)") }
         if let metricsPort, !(0...65_535).contains(metricsPort) { throw ValidationError("--metrics-port must be 0 to 65535, not \(metricsPort)") }
     }

@@ -145,7 +145,7 @@ extension PipelineConfiguration {
                         } else {
                             throw ConfigurationError(key: path, reason: "expected a string or an array of strings")
                         }
-                    case "groupId": groupID = try Self.string(item, path)
+                    case "groupId": groupID = try Self.name(item, path)
                     case "properties":
                         kafkaProperties = try Self.stringMap(item, path)
                         for property in kafkaProperties.keys { try Self.checkPassThrough(property, key: "\(path).\(property)") }
@@ -166,14 +166,14 @@ extension PipelineConfiguration {
                     // The key is checked before its value: a misspelt key is reported as such, whatever its value.
                     let path = "topics.\(key)"
                     switch key {
-                    case "sends": topics.sends = try Self.string(item, path)
-                    case "definitions": topics.definitions = try Self.string(item, path)
-                    case "fcm": topics.fcm = try Self.string(item, path)
-                    case "apns": topics.apns = try Self.string(item, path)
-                    case "analytics": topics.analytics = try Self.string(item, path)
-                    case "deadLetters": topics.deadLetters = try Self.string(item, path)
-                    case "timers": topics.timers = try Self.string(item, path)
-                    case "tokens": topics.tokens = try Self.string(item, path)
+                    case "sends": topics.sends = try Self.name(item, path)
+                    case "definitions": topics.definitions = try Self.name(item, path)
+                    case "fcm": topics.fcm = try Self.name(item, path)
+                    case "apns": topics.apns = try Self.name(item, path)
+                    case "analytics": topics.analytics = try Self.name(item, path)
+                    case "deadLetters": topics.deadLetters = try Self.name(item, path)
+                    case "timers": topics.timers = try Self.name(item, path)
+                    case "tokens": topics.tokens = try Self.name(item, path)
                     default:
                         throw ConfigurationError(
                             key: path,
@@ -261,6 +261,13 @@ extension PipelineConfiguration {
 
     static func string(_ value: JSONValue, _ path: String) throws(ConfigurationError) -> String {
         guard let text = value.stringValue else { throw ConfigurationError(key: path, reason: "expected a string, found \(value.typeDescription)") }
+        return text
+    }
+
+    /// A consumer group or topic name: a string, not empty (librdkafka would refuse it later without naming the key).
+    static func name(_ value: JSONValue, _ path: String) throws(ConfigurationError) -> String {
+        let text = try string(value, path)
+        guard !text.isEmpty else { throw ConfigurationError(key: path, reason: "expected a name, found an empty string") }
         return text
     }
 

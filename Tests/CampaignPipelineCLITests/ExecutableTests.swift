@@ -58,6 +58,14 @@ struct ExecutableTests {
         #expect(broken.stderr.contains("line 3, column 31"), "\(broken.stderr)")
     }
 
+    @Test("an empty --group is refused with the subcommand's usage, before anything starts")
+    func emptyGroup() async throws {
+        let executable = try #require(Paths.executable, "campaign-pipeline was not found next to the test bundle")
+        let result = try await runProcess(executable, ["run", "--bootstrap-servers", "127.0.0.1:1", "--group", ""])
+        #expect(result.status == 64, "\(result.stderr)")
+        #expect(result.stderr.contains("--group must not be empty"), "\(result.stderr)")
+    }
+
     @Test func listsTemplates() async throws {
         let executable = try #require(Paths.executable, "campaign-pipeline was not found next to the test bundle")
         let result = try await runProcess(executable, ["templates"])

@@ -41,6 +41,11 @@ struct ReplayCommandTests {
         let group = try await runProcess(executable, base + ["--from", "beginning", "--kafka-property", "group.id=campaign-pipeline"])
         #expect(group.status != 0)
         #expect(group.stderr.contains("--kafka-property group.id"), "\(group.stderr)")
+        for (option, value) in [("--group", ""), ("--topic", "")] {
+            let empty = try await runProcess(executable, base + ["--from", "beginning", option, value])
+            #expect(empty.status == 64, "\(option) '\(value)': \(empty.stderr)")
+            #expect(empty.stderr.contains("\(option) must not be empty"), "\(empty.stderr)")
+        }
         let invalid = try await runProcess(executable, base + ["--from", "beginning", "--dry-run", "--kafka-property", "socket.timeout.ms=soon"])
         #expect(invalid.status != 0)
         #expect(invalid.stderr.contains("socket.timeout.ms"), "\(invalid.stderr)")
