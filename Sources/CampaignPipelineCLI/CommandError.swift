@@ -1,3 +1,5 @@
+import ArgumentParser
+
 /// A failure a command reports in one sentence, without the usage text (which is for mistakes in the
 /// command line itself: those are `ValidationError`s).
 struct CommandError: Error, CustomStringConvertible {
@@ -5,5 +7,15 @@ struct CommandError: Error, CustomStringConvertible {
 
     init(_ description: String) {
         self.description = description
+    }
+}
+
+/// Checks a number of seconds given with `option`: positive, finite and at most about 31 years. The option is parsed
+/// as a `Double`, which also reads `nan`, `inf` and `1e300`, on which the conversion to milliseconds traps.
+///
+/// - Throws: `ValidationError` naming the option and the value.
+func validateSeconds(_ seconds: Double, option: String) throws {
+    guard seconds.isFinite, seconds > 0, seconds <= 1e9 else {
+        throw ValidationError("\(option) must be a positive number of seconds (at most 1e9), not \(seconds)")
     }
 }

@@ -30,6 +30,10 @@ struct DemoCommand: AsyncParsableCommand {
 
     @OptionGroup var logging: LoggingOptions
 
+    func validate() throws {
+        try validateSeconds(idle, option: "--idle")
+    }
+
     func run() async throws {
         var logger = try logging.makeLogger(label: "campaign-pipeline.demo")
         if logging.logLevel == nil && ProcessInfo.processInfo.environment["LOG_LEVEL"] == nil { logger.logLevel = .warning }

@@ -34,7 +34,7 @@ struct ProbeCommand: AsyncParsableCommand {
 
     func validate() throws {
         if let port, !(1...65_535).contains(port) { throw ValidationError("--port must be 1 to 65535, not \(port)") }
-        guard timeout > 0 else { throw ValidationError("--timeout must be a positive number of seconds, not \(timeout)") }
+        try validateSeconds(timeout, option: "--timeout")
     }
 
     func run() async throws {

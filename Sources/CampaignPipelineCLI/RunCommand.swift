@@ -57,7 +57,7 @@ struct RunCommand: AsyncParsableCommand {
 
     func validate() throws {
         if group?.isEmpty == true { throw ValidationError("--group must not be empty") }
-        if let untilIdle, untilIdle <= 0 { throw ValidationError("--until-idle must be a positive number of seconds, not \(untilIdle)") }
+        if let untilIdle { try validateSeconds(untilIdle, option: "--until-idle") }
         if let metricsPort, !(0...65_535).contains(metricsPort) { throw ValidationError("--metrics-port must be 0 to 65535, not \(metricsPort)") }
     }
 

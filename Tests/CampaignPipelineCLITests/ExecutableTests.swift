@@ -66,6 +66,23 @@ struct ExecutableTests {
         #expect(result.stderr.contains("--group must not be empty"), "\(result.stderr)")
     }
 
+    /// A number of seconds is parsed as a `Double`, which also reads `nan`, `inf` and `1e300`: converted to
+    /// milliseconds they trapped ("Double value cannot be converted to Int64"), killing the process with SIGILL.
+    @Test("a number of seconds that is not finite, or too large, is refused naming the option", arguments: ["nan", "inf", "1e300", "0"])
+    func secondsAreChecked(_ value: String) async throws {
+        let executable = try #require(Paths.executable, "campaign-pipeline was not found next to the test bundle")
+        for arguments in [
+            ["run", "--bootstrap-servers", "127.0.0.1:1", "--print-config", "--until-idle", value],
+            ["probe", "--port", "1", "--timeout", value],
+            ["demo", "--config-directory", "/nonexistent", "--idle", value],
+        ] {
+            let option = arguments[arguments.count - 2]
+            let result = try await runProcess(executable, arguments)
+            #expect(result.status == 64, "\(arguments): \(result.stderr.prefix(300))")
+            #expect(result.stderr.contains("\(option) must be a positive number of seconds"), "\(arguments): \(result.stderr.prefix(300))")
+        }
+    }
+
     @Test func listsTemplates() async throws {
         let executable = try #require(Paths.executable, "campaign-pipeline was not found next to the test bundle")
         let result = try await runProcess(executable, ["templates"])
