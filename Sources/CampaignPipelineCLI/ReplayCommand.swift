@@ -30,7 +30,8 @@ struct ReplayCommand: AsyncParsableCommand {
             terminates even while producers keep writing), an RFC 3339 time (the first record at or after it; \
             --from is included, --to excluded; where the broker's time index cannot be used, the records' \
             timestamps are searched, which assumes they do not go backwards within a partition), or offsets \
-            per partition '0:1200,1:980'. The group must not be the live pipeline's.
+            per partition '0:1200,1:980' (offsets in --from replay only the partitions they name, and offsets \
+            in --to may then name only those). The group must not be the live pipeline's.
 
             Resumable: interrupt it (Ctrl-C) and run it again with the same --group to continue where it stopped. \
             An interrupted replay exits with status 1, so that a script or job does not take it for a finished one.

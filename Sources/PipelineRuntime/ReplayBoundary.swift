@@ -54,7 +54,7 @@ public enum ReplayBoundary: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// Resolves `from` and `to` into offset ranges of every partition of `topic` (or of the partitions an offset
-    /// `from` names), clamped to what the partitions hold now. Times are looked up with
+    /// `from` names; an offset `to` may then name only those), clamped to what the partitions hold now. Times are looked up with
     /// ``KafkaConsumer/offsets(forTimestamp:in:strategy:timeout:)``, which also works on brokers whose time index
     /// cannot be trusted.
     public static func resolve(
@@ -77,6 +77,13 @@ public enum ReplayBoundary: Sendable, Equatable, CustomStringConvertible {
                     if let end = ends[partition], end < start {
                         throw ConfigurationError(key: "--to", reason: "partition \(partition) ends at offset \(end), before --from's \(start)")
                     }
+                }
+                // Ignored, it would leave the partitions --from names to run to their ends.
+                for partition in ends.keys.sorted() where starts[partition] == nil {
+                    throw ConfigurationError(
+                        key: "--to",
+                        reason: "partition \(partition), which --from does not replay (it names \(starts.keys.sorted().map(String.init).joined(separator: ",")))"
+                    )
                 }
             }
             partitions = partitions.filter { starts[$0.partition] != nil }

@@ -373,6 +373,8 @@ struct ReplayTests {
                 (.offsets([count: 0]), .end, "--from", "no partition \(count)"),
                 (.beginning, .offsets([0: 3, count + 2: 1]), "--to", "no partition \(count + 2)"),
                 (.offsets([0: 5]), .offsets([0: 2]), "--to", "partition 0 ends at offset 2, before --from's 5"),
+                // Replayed, partition 0 would have run to its end: --to's offset was meant for a partition --from left out.
+                (.offsets([0: 1]), .offsets([1: 3]), "--to", "partition 1, which --from does not replay"),
             ]
             for (from, to, key, says) in cases {
                 let error = await #expect(throws: ConfigurationError.self, "\(from) .. \(to)") {
