@@ -133,7 +133,7 @@ struct KafkaConnectionOptions: ParsableArguments {
 
     func validate() throws {
         for property in kafkaProperties {
-            guard let name = property.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).first, property.contains("=") else {
+            guard let name = property.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).first, !name.isEmpty, property.contains("=") else {
                 throw ValidationError("--kafka-property '\(property)': expected name=value")
             }
             do {
@@ -155,7 +155,8 @@ struct KafkaConnectionOptions: ParsableArguments {
         var configuration = try PipelineConfiguration.load(file: file, environment: environment)
         if let bootstrapServers { configuration.bootstrapServers = PipelineConfiguration.splitServers(bootstrapServers) }
         for property in kafkaProperties {
-            let parts = property.split(separator: "=", maxSplits: 1)
+            // Checked by `validate()`: a name, then `=`.
+            let parts = property.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             configuration.kafkaProperties[String(parts[0])] = parts.count > 1 ? String(parts[1]) : ""
         }
         return configuration

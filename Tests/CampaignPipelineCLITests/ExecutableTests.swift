@@ -83,6 +83,15 @@ struct ExecutableTests {
         }
     }
 
+    /// `=x` passed the check (which split keeping the empty name) and was then read as the property `x`.
+    @Test("a --kafka-property without a name is refused")
+    func kafkaPropertyWithoutName() async throws {
+        let executable = try #require(Paths.executable, "campaign-pipeline was not found next to the test bundle")
+        let result = try await runProcess(executable, ["run", "--bootstrap-servers", "127.0.0.1:1", "--print-config", "--kafka-property", "=lz4"])
+        #expect(result.status == 64, "\(result.stderr)")
+        #expect(result.stderr.contains("--kafka-property '=lz4': expected name=value"), "\(result.stderr)")
+    }
+
     @Test func listsTemplates() async throws {
         let executable = try #require(Paths.executable, "campaign-pipeline was not found next to the test bundle")
         let result = try await runProcess(executable, ["templates"])
