@@ -71,6 +71,7 @@ extension PipelineConfiguration {
         }
         try configuration.applySinkEnvironment(environment)
         try configuration.sinks.validate()
+        try configuration.topics.validate()
         return configuration
     }
 

@@ -33,6 +33,30 @@ public struct PipelineConfiguration: Sendable, Equatable {
         /// Every topic, for checks and for creating them on the embedded broker.
         public var all: [String] { [sends, definitions, fcm, apns, analytics, deadLetters, timers, tokens] }
 
+        /// Checks that no topic the pipeline writes is one it reads (`sends`, `definitions`): what it wrote there
+        /// would be read back as input, without end. The timers topic, read and written, is no other topic either. The
+        /// two payload topics may be one.
+        ///
+        /// - Throws: ``ConfigurationError`` naming the output topic's key and the input it collides with.
+        public func validate() throws(ConfigurationError) {
+            let inputs = [("sends", sends), ("definitions", definitions)]
+            let outputs = [("fcm", fcm), ("apns", apns), ("analytics", analytics), ("deadLetters", deadLetters), ("tokens", tokens), ("timers", timers)]
+            if sends == definitions {
+                throw ConfigurationError(key: "topics.definitions", reason: "'\(definitions)' is also topics.sends")
+            }
+            for (role, name) in outputs {
+                for (input, inputName) in inputs where name == inputName {
+                    throw ConfigurationError(
+                        key: "topics.\(role)",
+                        reason: "'\(name)' is also topics.\(input): the pipeline would read what it writes there as input"
+                    )
+                }
+                if role != "timers", name == timers {
+                    throw ConfigurationError(key: "topics.\(role)", reason: "'\(name)' is also topics.timers, which holds only pending timer expiries")
+                }
+            }
+        }
+
         /// A copy with `prefix` before every output topic name (the inputs keep their names).
         public func prefixingOutputs(with prefix: String) -> Topics {
             var copy = self

@@ -20,4 +20,23 @@ struct ConfigurationNamesTests {
         #expect(error?.key == key, "\(json): \(error.map(String.init(describing:)) ?? "no error")")
         #expect(error?.reason.contains("empty") == true, "\(json): \(error.map(String.init(describing:)) ?? "no error")")
     }
+
+    /// The pipeline reads what it writes to an input topic: analytics or dead letters written to the sends topic would
+    /// come back as sends, be rejected, and write more of themselves, without end. Such a configuration was accepted.
+    @Test(
+        "an output topic named like an input topic is refused, naming both roles",
+        arguments: [("analytics", "sends"), ("deadLetters", "sends"), ("fcm", "definitions"), ("timers", "sends"), ("tokens", "definitions")]
+    )
+    func outputsDifferFromInputs(output: String, input: String) throws {
+        let json = #"{"topics": {"\#(output)": "campaign.\#(input)"}}"#
+        let file = try #require(try JSONValue(parsing: Array(json.utf8)).objectValue)
+        let error = #expect(throws: ConfigurationError.self, "\(json)") {
+            try PipelineConfiguration.load(file: file, environment: [:])
+        }
+        #expect(error?.key == "topics.\(output)", "\(json): \(error.map(String.init(describing:)) ?? "no error")")
+        #expect(error?.reason.contains("topics.\(input)") == true, "\(json): \(error.map(String.init(describing:)) ?? "no error")")
+        // The two payload topics may be one (a consumer of both platforms' payloads).
+        let shared = try #require(try JSONValue(parsing: Array(#"{"topics": {"fcm": "push.all", "apns": "push.all"}}"#.utf8)).objectValue)
+        #expect(try PipelineConfiguration.load(file: shared, environment: [:]).topics.fcm == "push.all")
+    }
 }
