@@ -216,11 +216,12 @@ let package = Package(
         .testTarget(
             name: "CampaignPipelineCLITests",
             dependencies: [
-                "CampaignPipelineCLI", "PipelineCore", "KafkaClient", "TestSupport", "campaign-pipeline",
+                "CampaignPipelineCLI", "PipelineCore", "KafkaClient", "TestSupport", "campaign-pipeline", "MetricsEndpoint", "PipelineRuntime",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
     ]

@@ -232,13 +232,20 @@ extension CampaignPipeline {
     /// Runs the pipeline in a service group until it ends by itself or SIGTERM/SIGINT asks it to shut down gracefully;
     /// `services` (the metrics endpoint) run beside it and stop with it.
     func runUntilSignalled(logger: Logger, alongside services: [any Service] = []) async throws {
-        let group = ServiceGroup(
-            configuration: ServiceGroupConfiguration(
-                services: [.init(service: self, successTerminationBehavior: .gracefullyShutdownGroup)] + services.map { .init(service: $0) },
-                gracefulShutdownSignals: [.sigterm, .sigint],
-                logger: logger
-            )
-        )
-        try await group.run()
+        try await signalledServiceGroup(running: self, alongside: services, logger: logger).run()
     }
+}
+
+/// The service group `run` and `replay` run `main` (the pipeline) in: it ends when `main` returns, and SIGTERM or
+/// SIGINT shut it down gracefully. `services` (the metrics endpoint) come first in the group, which shuts its
+/// services down in reverse order: they are asked to stop only once `main` has drained and returned, so `/readyz`
+/// answers `not ready: stopping` and `/metrics` shows the drain while it lasts.
+func signalledServiceGroup(running main: any Service, alongside services: [any Service], logger: Logger) -> ServiceGroup {
+    ServiceGroup(
+        configuration: ServiceGroupConfiguration(
+            services: services.map { .init(service: $0) } + [.init(service: main, successTerminationBehavior: .gracefullyShutdownGroup)],
+            gracefulShutdownSignals: [.sigterm, .sigint],
+            logger: logger
+        )
+    )
 }

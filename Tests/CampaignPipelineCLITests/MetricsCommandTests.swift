@@ -1,10 +1,15 @@
 import AsyncHTTPClient
+@testable import CampaignPipelineCLI
 import Foundation
 import KafkaClient
 import Logging
+import MetricsEndpoint
 import NIOCore
 import NIOHTTP1
 import PipelineCore
+import PipelineRuntime
+import ServiceLifecycle
+import Synchronization
 import Testing
 
 @Suite("campaign-pipeline run --metrics-port")
@@ -100,4 +105,58 @@ struct MetricsCommandTests {
         #expect(after.status == 1, "nothing answers once the run ended")
         #expect(after.stderr.hasPrefix("no answer from http://127.0.0.1:\(port)/readyz: "), "\(after.stderr)")
     }
+
+    @Test("on SIGTERM the endpoint keeps answering while the pipeline drains: /readyz says stopping, then it closes")
+    func endpointOutlivesTheDrain() async throws {
+        let pipeline = DrainingService()
+        let server = MetricsServer(
+            host: "127.0.0.1",
+            port: 0,
+            logger: Self.logger,
+            readiness: { pipeline.isDraining.withLock { $0 } ? .notReady("stopping") : .ready }
+        ) { "" }
+        try await server.listen()
+        let port = try #require(server.boundPort)
+        pipeline.port.withLock { $0 = port }
+        let group = signalledServiceGroup(running: pipeline, alongside: [server], logger: Self.logger)
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { try await group.run() }
+            #expect(await askOnNewConnection(port: port, path: "/readyz") == "200 ready\n")
+            // What SIGTERM does.
+            await group.triggerGracefulShutdown()
+            try await tasks.waitForAll()
+        }
+        // Asked during the drain, as an orchestrator's readiness probe asks while the instance stops.
+        #expect(pipeline.answer.withLock { $0 } == "503 not ready: stopping\n")
+        // The group ended with the pipeline, and the endpoint with it.
+        #expect(await askOnNewConnection(port: port, path: "/healthz", timeout: .seconds(1)) == nil)
+    }
+}
+
+/// Stands in for the pipeline in its service group: on graceful shutdown it drains, and meanwhile asks the metrics
+/// endpoint's readiness check.
+private final class DrainingService: Service {
+    let port = Mutex<Int>(0)
+    let isDraining = Mutex(false)
+    let answer = Mutex<String?>(nil)
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        isDraining.withLock { $0 = true }
+        let answer = await askOnNewConnection(port: port.withLock { $0 }, path: "/readyz")
+        self.answer.withLock { $0 = answer }
+    }
+}
+
+/// `GET path` on 127.0.0.1:`port` over a connection of its own, as a probe of an orchestrator or `campaign-pipeline
+/// probe` asks: the status code and the body, or nil when nothing answers.
+private func askOnNewConnection(port: Int, path: String, timeout: TimeAmount = .seconds(5)) async -> String? {
+    let client = HTTPClient(eventLoopGroupProvider: .singleton)
+    var answer: String?
+    do {
+        let response = try await client.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)\(path)"), timeout: timeout)
+        answer = "\(response.status.code) " + String(buffer: try await response.body.collect(upTo: 1 << 10))
+    } catch {}
+    try? await client.shutdown()
+    return answer
 }
