@@ -5,7 +5,10 @@
 set -euo pipefail
 log="$1"
 root="$(cd "$(dirname "$0")/.." && pwd)"
-if grep -E "^(${root}/)?(Sources|Plugins|Tests|Benchmarks/Sources|Benchmarks/Benchmarks)/[^:]+:[0-9]+:[0-9]+: warning:" "$log" | sort -u; then
+# The root as a literal in the pattern: a checkout's path may hold characters the pattern would read otherwise
+# (`a+b` matched only `ab`, `aab`, ..., and the warnings of a checkout at /src/a+b went unseen).
+root_pattern="$(printf '%s' "$root" | sed 's/[][\\.*^$+?(){}|]/\\&/g')"
+if grep -E "^(${root_pattern}/)?(Sources|Plugins|Tests|Benchmarks/Sources|Benchmarks/Benchmarks)/[^:]+:[0-9]+:[0-9]+: warning:" "$log" | sort -u; then
     echo "error: the build shows warnings in our code (above); fix them" >&2
     exit 1
 fi
