@@ -4,7 +4,8 @@
 #   scripts/check-warnings.sh build.log
 set -euo pipefail
 log="$1"
-root="$(cd "$(dirname "$0")/.." && pwd)"
+# The physical path (-P): the compiler names files by it, also when the checkout is reached through a symbolic link.
+root="$(cd "$(dirname "$0")/.." && pwd -P)"
 # The root as a literal in the pattern: a checkout's path may hold characters the pattern would read otherwise
 # (`a+b` matched only `ab`, `aab`, ..., and the warnings of a checkout at /src/a+b went unseen).
 root_pattern="$(printf '%s' "$root" | sed 's/[][\\.*^$+?(){}|]/\\&/g')"
