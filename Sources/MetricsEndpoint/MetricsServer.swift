@@ -9,7 +9,8 @@ import Synchronization
 /// A small HTTP/1.1 server for the pipeline's operators: `GET /metrics` (the Prometheus text of ``PrometheusText``),
 /// `GET /healthz` (`ok` while the process runs: liveness) and `GET /readyz` (200 `ready` while the pipeline consumes
 /// in its group, 503 with the reason otherwise: readiness). Everything else is 404 (405 for other methods on those
-/// paths).
+/// paths). A connection that sends nothing for ``idleTimeout`` is closed: a client that went away without closing it,
+/// or that opens connections and never asks anything, does not keep them (and their file descriptors) for good.
 ///
 /// A swift-service-lifecycle `Service`: it listens until graceful shutdown, then closes its listener.
 ///
@@ -25,22 +26,27 @@ public final class MetricsServer: Service {
     private let logger: Logger
     private let metrics: @Sendable () -> String
     private let readiness: @Sendable () -> CampaignPipeline.Readiness
+    /// How long a connection may send nothing (no request, or the rest of one) before it is closed.
+    public let idleTimeout: Duration
     private let bound = Mutex<Int?>(nil)
     private let listener = Mutex<(any Channel)?>(nil)
 
     /// A server that will listen on `host`:`port` (port 0: any free port, see ``boundPort``) and answer
     /// `/metrics` with what `metrics` returns at each request, and `/readyz` as `readiness` says (always ready when
-    /// not given).
+    /// not given). A connection that sends nothing for `idleTimeout` (90 s: longer than the usual scrape intervals,
+    /// so a scraper's kept-alive connection is reused) is closed.
     public init(
         host: String,
         port: Int,
         logger: Logger,
+        idleTimeout: Duration = .seconds(90),
         readiness: @escaping @Sendable () -> CampaignPipeline.Readiness = { .ready },
         metrics: @escaping @Sendable () -> String
     ) {
         self.host = host
         self.port = port
         self.logger = logger
+        self.idleTimeout = idleTimeout
         self.readiness = readiness
         self.metrics = metrics
     }
@@ -78,12 +84,15 @@ public final class MetricsServer: Service {
     private func bind() async throws -> any Channel {
         let metrics = self.metrics
         let readiness = self.readiness
+        let idleTimeout = TimeAmount(self.idleTimeout)
         return try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 64)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline()
+                    // After the decoder: bytes that never make a whole request do not count as reading.
+                    try channel.pipeline.syncOperations.addHandler(IdleStateHandler(readTimeout: idleTimeout))
                     try channel.pipeline.syncOperations.addHandler(MetricsHTTPHandler(metrics: metrics, readiness: readiness))
                 }
             }
@@ -122,6 +131,15 @@ private final class MetricsHTTPHandler: ChannelInboundHandler {
             self.head = nil
             respond(to: head, context: context)
         }
+    }
+
+    /// Closes a connection the ``IdleStateHandler`` found idle.
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        guard event is IdleStateHandler.IdleStateEvent else {
+            context.fireUserInboundEventTriggered(event)
+            return
+        }
+        context.close(promise: nil)
     }
 
     private func respond(to head: HTTPRequestHead, context: ChannelHandlerContext) {

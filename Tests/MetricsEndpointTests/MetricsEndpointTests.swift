@@ -3,6 +3,7 @@ import Logging
 @testable import MetricsEndpoint
 import NIOCore
 import NIOHTTP1
+import NIOPosix
 import PipelineCore
 @testable import PipelineRuntime
 import ServiceLifecycle
@@ -96,6 +97,30 @@ struct MetricsEndpointTests {
         statistics.recordInput(template: "ban\"ner\n", platform: nil)  // a plugin's id as odd as can be
         let text = PrometheusText.render(statistics.snapshot)
         #expect(text.contains(#"campaign_pipeline_events_total{template="ban\"ner\n",platform="unknown"} 1"#), "\(text)")
+    }
+
+    @Test("a connection that sends nothing, or not a whole request, is closed after the idle timeout")
+    func idleConnectionsAreClosed() async throws {
+        let server = MetricsServer(host: "127.0.0.1", port: 0, logger: Self.logger, idleTimeout: .milliseconds(300)) { "" }
+        try await server.listen()
+        let group = ServiceGroup(services: [server], logger: Self.logger)
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { try await group.run() }
+            let port = try #require(server.boundPort)
+            for bytes in ["", "GET /metrics HTTP/1.1\r\nHost: x\r\n"] {
+                let connection = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                    .connect(host: "127.0.0.1", port: port).get()
+                if !bytes.isEmpty { try await connection.writeAndFlush(connection.allocator.buffer(string: bytes)).get() }
+                // Closed by the server well within 5 s (else closed here, after them).
+                let closedByServer = Mutex(false)
+                connection.closeFuture.whenComplete { _ in closedByServer.withLock { $0 = true } }
+                for _ in 0..<100 where !closedByServer.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(50)) }
+                #expect(closedByServer.withLock { $0 }, "a connection that sent \(bytes.isEmpty ? "nothing" : "part of a request") stayed open")
+                try? await connection.close()
+            }
+            await group.triggerGracefulShutdown()
+            try await tasks.waitForAll()
+        }
     }
 
     @Test("GET /metrics, /healthz and /readyz over HTTP while the service runs; 404 and 405 otherwise; stops on shutdown")
