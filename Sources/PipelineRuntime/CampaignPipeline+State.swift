@@ -121,9 +121,10 @@ extension CampaignPipeline {
     /// `idle` without interruption.
     func stopWhenIdle(for idle: Duration, consumer: KafkaConsumer, sender: OutputSender) async {
         var idleSince: ContinuousClock.Instant?
+        var unreadable = UnreadableEnds()
         while !Task.isCancelled {
             try? await Task.sleep(for: .milliseconds(250))
-            if await isIdle(consumer: consumer, sender: sender) {
+            if await isIdle(consumer: consumer, sender: sender, unreadable: &unreadable) {
                 let since = idleSince ?? .now
                 idleSince = since
                 if ContinuousClock.now - since >= idle {
@@ -137,7 +138,10 @@ extension CampaignPipeline {
         }
     }
 
-    private func isIdle(consumer: KafkaConsumer, sender: OutputSender) async -> Bool {
+    /// Whether every assigned sends partition has been read to its end with nothing in flight. A partition whose
+    /// position stays short of the high watermark is asked, now and then (`unreadable`), whether anything readable
+    /// is left: a topic written by transactional producers ends in a transaction marker, which no consumer is given.
+    private func isIdle(consumer: KafkaConsumer, sender: OutputSender, unreadable: inout UnreadableEnds) async -> Bool {
         let assigned = consumer.assignment.filter { $0.topic == configuration.topics.sends }
         let inFlight = totalInFlight()
         guard !assigned.isEmpty, inFlight == 0, sender.pendingRetries == 0 else {
@@ -162,11 +166,45 @@ extension CampaignPipeline {
                 let offset = committed[partition] ?? -1
                 position = offset >= 0 ? offset : marks.low
             }
-            if (position ?? 0) < marks.high {
-                logger.debug("Not idle", metadata: ["partition": "\(partition)", "position": "\(position ?? -1)", "high": "\(marks.high)"])
+            if let position, position < marks.high,
+                await !hasNothingReadable(from: position, before: marks.high, in: partition, consumer: consumer, unreadable: &unreadable)
+            {
+                logger.debug("Not idle", metadata: ["partition": "\(partition)", "position": "\(position)", "high": "\(marks.high)"])
                 return false
             }
         }
         return true
+    }
+
+    /// Whether `partition` holds nothing this consumer can read from `position` before `end`: only transaction
+    /// markers or aborted records (``KafkaConsumer/remainder(from:before:in:timeout:)``), asked once the position
+    /// stayed put for a while, and remembered until the position or the end moves.
+    private func hasNothingReadable(
+        from position: Int64,
+        before end: Int64,
+        in partition: KafkaTopicPartition,
+        consumer: KafkaConsumer,
+        unreadable: inout UnreadableEnds
+    ) async -> Bool {
+        if unreadable.readThrough[partition] == position..<end { return true }
+        guard unreadable.stalls.isDue(partition, at: position, now: .now) else { return false }
+        do {
+            if try await consumer.remainder(from: position, before: end, in: partition, timeout: .seconds(5)) == .nothingReadable {
+                unreadable.readThrough[partition] = position..<end
+                return true
+            }
+        } catch {
+            logger.debug("Could not look for the partition's next record", metadata: ["partition": "\(partition)", "error": "\(error)"])
+        }
+        unreadable.stalls.checkLater(partition, now: .now)
+        return false
+    }
+
+    /// What ``stopWhenIdle(for:consumer:sender:)`` knows of the partitions that stay short of their high watermark.
+    struct UnreadableEnds {
+        /// When each is next asked what is left to read.
+        var stalls = PartitionStalls(firstWait: .seconds(1))
+        /// The offsets found to hold nothing readable, by partition.
+        var readThrough: [KafkaTopicPartition: Range<Int64>] = [:]
     }
 }
