@@ -111,8 +111,10 @@ public final class FakeFCM: Sendable {
         var configuration = FCMSinkConfiguration(serviceAccount: .value(serviceAccountJSON))
         configuration.baseURL = server.baseURL
         configuration.connection.caCertificateFile = caCertificateFile
-        configuration.connection.requestTimeout = .seconds(5)
-        configuration.connection.connectTimeout = .seconds(2)
+        // Generous: in the parallel test run on two cores a connection to this local server once took over 2 s, and
+        // the attempt that timed out was retried, one more than the tests count.
+        configuration.connection.requestTimeout = .seconds(30)
+        configuration.connection.connectTimeout = .seconds(30)
         return configuration
     }
 
@@ -196,8 +198,10 @@ public final class FakeAPNs: Sendable {
         var configuration = APNsSinkConfiguration(keyID: keyID, teamID: teamID, privateKey: .value(p8), topic: topic)
         configuration.baseURL = server.baseURL
         configuration.connection.caCertificateFile = caCertificateFile
-        configuration.connection.requestTimeout = .seconds(5)
-        configuration.connection.connectTimeout = .seconds(2)
+        // Generous: in the parallel test run on two cores a connection to this local server once took over 2 s, and
+        // the attempt that timed out was retried, one more than the tests count.
+        configuration.connection.requestTimeout = .seconds(30)
+        configuration.connection.connectTimeout = .seconds(30)
         return configuration
     }
 
