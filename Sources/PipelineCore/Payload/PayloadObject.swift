@@ -452,8 +452,8 @@ public struct PayloadObject: Sendable, Equatable {
     /// Makes this object's bytes a wire payload in place, without copying them into another array: `prefix` is
     /// inserted before the members, and `writeRest` appends what follows them. The object is left empty.
     ///
-    /// The bytes grow in place when their capacity allows (objects that become payloads reserve room for what goes
-    /// around them), and are reallocated once otherwise.
+    /// The bytes grow in place when their capacity allows (``StandardFields``' objects reserve more than their members
+    /// usually take), and are reallocated once otherwise.
     ///
     /// - Returns: the payload's bytes, and where the members are in them.
     mutating func embed(after prefix: [UInt8], then writeRest: (inout JSONWriter) -> Void) -> (bytes: [UInt8], members: Embedded) {

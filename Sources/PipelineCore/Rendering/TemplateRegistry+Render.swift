@@ -146,9 +146,9 @@ extension TemplateRegistry {
                 rendered = .apns(aps: aps, fields: fields)
                 fields = fields.removing("aps")
             }
-            let leftOut = request.customMembers.leftOut(by: fields, leavesOutAPS: true)
-            let hasFields = !fields.isEmpty
             let custom = request.customMembers
+            let leftOut = custom.leftOut(by: fields, leavesOutAPS: true)
+            let hasFields = !fields.isEmpty
             // Where the template's `aps` members are in the payload, when they are copied as they are (the usual case):
             // the object is then handed back to the scratch, and read back from the payload when asked for.
             var apsBytes: Range<Int>?
