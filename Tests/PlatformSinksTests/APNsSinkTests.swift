@@ -167,10 +167,7 @@ struct APNsSinkTests {
         // The sink's state is read while the notification waits for its retry.
         let sinkBox = Mutex<RetryingSink<APNsSender>?>(nil)
         let stateWhileWaiting = Mutex<SinkState?>(nil)
-        let recordingClock = RetryClock(now: clock.retryClock.now) { duration in
-            stateWhileWaiting.withLock { $0 = sinkBox.withLock { $0 }?.state }
-            try await clock.retryClock.sleep(duration)
-        }
+        let recordingClock = clock.retryClock { stateWhileWaiting.withLock { $0 = sinkBox.withLock { $0 }?.state } }
         let policy = RetryPolicy(initialBackoff: .milliseconds(500), jitter: 0, deadline: .seconds(30))
         let sink = RetryingSink(sender: try APNsSender(apns.configuration, environment: [:]), concurrency: 4, policy: policy, clock: recordingClock, logger: sinkLogger)
         sinkBox.withLock { $0 = sink }

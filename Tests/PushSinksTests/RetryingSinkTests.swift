@@ -328,10 +328,7 @@ struct RetryingSinkTests {
         // anyway), so a per-device limit that wrongly throttled the sink shows here.
         let sinkBox = Mutex<RetryingSink<ScriptedPlatform>?>(nil)
         let stateWhileWaiting = Mutex<SinkState?>(nil)
-        let recordingClock = RetryClock(now: clock.retryClock.now) { duration in
-            stateWhileWaiting.withLock { $0 = sinkBox.withLock { $0 }?.state }
-            try await clock.retryClock.sleep(duration)
-        }
+        let recordingClock = clock.retryClock { stateWhileWaiting.withLock { $0 = sinkBox.withLock { $0 }?.state } }
         let platform = ScriptedPlatform { notification, attempt in
             attempt == 1 ? SinkFailure(.throttled, "429 TooManyRequests", retryAfter: .seconds(5), concernsOneRecipient: true) : nil
         }

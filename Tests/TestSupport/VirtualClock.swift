@@ -20,9 +20,16 @@ package final class VirtualClock: Sendable {
     }
 
     package var retryClock: RetryClock {
+        retryClock(beforeEachSleep: {})
+    }
+
+    /// ``retryClock`` that calls `beforeEachSleep` as each wait begins: a test reads there what holds while a
+    /// notification waits for its retry (its sink's state).
+    package func retryClock(beforeEachSleep: @escaping @Sendable () -> Void) -> RetryClock {
         RetryClock(
             now: { self.state.withLock { $0.now } },
             sleep: { duration in
+                beforeEachSleep()
                 try Task.checkCancellation()
                 self.state.withLock { state in
                     state.sleeps.append(duration)
