@@ -54,6 +54,64 @@ struct APNsSinkTests {
         #expect(abs(issuedAt - Int(Date().timeIntervalSince1970)) < 60)
     }
 
+    /// APNs ends connections with a GOAWAY frame (maintenance, a certificate change). The streams it announces as
+    /// processed are answered on the old connection; the ones above its last stream id were never processed and
+    /// must be sent again, on a new connection, and so must everything submitted after it: each notification ends
+    /// delivered once, none is lost or counted failed.
+    @Test("a GOAWAY mid-flight: announced streams are answered, the unprocessed ones and later sends go on a new connection")
+    func goAwayMidFlight() async throws {
+        let apns = try await FakeAPNs.start()
+        defer { Task { await apns.shutdown() } }
+        let policy = RetryPolicy(initialBackoff: .milliseconds(100), maxBackoff: .milliseconds(400), deadline: .seconds(60))
+        let sink = try APNsSender.makeSink(apns.configuration, environment: [:], retry: policy, logger: sinkLogger)
+        let outcomes = Outcomes()
+        let notifications = try (0..<40).map { try sample("basic-apns", $0, token: String(format: "%064x", $0 + 1)) }
+        let before = notifications.prefix(20)
+        let after = notifications.suffix(20)
+        apns.gate.close()
+        let announced = try await whileRunning(sink) {
+            for notification in before {
+                await sink.submit(notification, completion: outcomes.completion(for: notification.eventId))
+            }
+            let start = ContinuousClock.now
+            while apns.server.requests.count < before.count {
+                guard ContinuousClock.now - start < .seconds(30) else { throw HarnessError("only \(apns.server.requests.count) of 20 requests arrived") }
+                try await Task.sleep(for: .milliseconds(5))
+            }
+            let announced = try await apns.server.goAway(leavingUnprocessed: 5)
+            apns.gate.open()
+            for notification in after {
+                await sink.submit(notification, completion: outcomes.completion(for: notification.eventId))
+            }
+            try await outcomes.wait(for: notifications.count)
+            return announced
+        }
+
+        #expect(announced.count == 1, "one connection was open: \(announced)")
+        let lastStream = try #require(announced[1])
+        let requests = apns.server.requests
+        let unprocessed = Set(requests.filter { $0.connectionID == 1 && ($0.streamID ?? 0) > lastStream }.map(\.path))
+        #expect(unprocessed.count == 5, "the GOAWAY left the last five streams out: \(requests.map { ($0.connectionID, $0.streamID ?? -1) })")
+        #expect(apns.server.connectionsAccepted == 2, "a new connection after the GOAWAY")
+        for notification in notifications {
+            let path = "/3/device/\(notification.token)"
+            // Answered once: on the first connection within the announced streams, or on the new connection.
+            let answered = requests.filter { $0.path == path && ($0.connectionID != 1 || ($0.streamID ?? 0) <= lastStream) }
+            #expect(answered.count == 1, "\(notification.eventId) answered \(answered.count) times")
+        }
+        for notification in before {
+            let expected: SinkOutcome = .delivered(attempts: unprocessed.contains("/3/device/\(notification.token)") ? 2 : 1)
+            #expect(outcomes[notification.eventId] == expected, "\(notification.eventId)")
+        }
+        for notification in after {
+            // Sent while the GOAWAY may still be on its way to the client: a stream opened on the old connection
+            // after it is refused unprocessed (the server never sees it), and the attempt is made again.
+            let outcome = outcomes[notification.eventId]
+            #expect(outcome == .delivered(attempts: 1) || outcome == .delivered(attempts: 2), "\(notification.eventId): \(String(describing: outcome))")
+            #expect(requests.filter { $0.path == "/3/device/\(notification.token)" }.allSatisfy { $0.connectionID == 2 }, "sent after the GOAWAY: on the new connection")
+        }
+    }
+
     @Test("headers from delivery options: priority, expiration and collapse id")
     func optionHeaders() async throws {
         let apns = try await FakeAPNs.start()

@@ -60,16 +60,26 @@ final class HTTP2StreamHandler: ChannelInboundHandler {
             default: headers.append((name: name, value: value))
             }
         }
+        let streamID = (try? context.channel.syncOptions?.getOption(HTTP2StreamChannelOptions.streamID)).map { Int($0) }
         let request = RecordedRequest(
             method: method,
             path: path,
             headers: headers,
             body: body,
             httpVersion: "HTTP/2",
-            connectionID: connectionID
+            connectionID: connectionID,
+            streamID: streamID
         )
         let boundContext = NIOLoopBound(context, eventLoop: context.eventLoop)
+        let core = self.core
+        let connectionID = self.connectionID
         core.dispatch(request, on: context.eventLoop) { response in
+            // A stream above the last one a GOAWAY promised to process was, by HTTP/2's rules, never processed:
+            // it gets no answer (the client has already given it up and may send it again).
+            if let streamID, core.isBeyondGoAway(streamID: streamID, connectionID: connectionID) {
+                boundContext.value.close(promise: nil)
+                return
+            }
             Self.write(response, context: boundContext.value)
         }
     }

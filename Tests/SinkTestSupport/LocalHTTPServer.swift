@@ -118,6 +118,18 @@ public final class LocalHTTPServer: Sendable {
         try await core.listen(port: core.port)
     }
 
+    /// Ends every open HTTP/2 connection gracefully, as APNs does: sends a GOAWAY frame announcing as processed every
+    /// stream received so far on the connection but its last `unprocessed` ones. Those get no answer (their streams
+    /// are closed when their handlers finish); the others are answered as usual. The server keeps listening.
+    ///
+    /// - Parameter unprocessed: How many of each connection's last streams the GOAWAY leaves out.
+    /// - Returns: The last stream id announced, per connection id.
+    /// - Throws: Errors from writing the frame.
+    @discardableResult
+    public func goAway(leavingUnprocessed unprocessed: Int = 0) async throws -> [Int: Int] {
+        try await core.goAway(leavingUnprocessed: unprocessed)
+    }
+
     /// Stops the server for good, like ``stop()``; later calls do nothing.
     ///
     /// - Throws: Errors from closing the listening socket.

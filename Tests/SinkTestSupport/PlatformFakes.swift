@@ -165,6 +165,8 @@ public final class FakeAPNs: Sendable {
     public let topic = "com.example.campaigns"
     /// Answers per device token (default 200).
     public let answers: ScriptedAnswers
+    /// Holds every answer back while closed (open at the start).
+    public let gate: AnswerGate
 
     /// Starts the server with a fresh certificate written into a temporary directory of its own, which
     /// ``shutdown()`` removes.
@@ -174,18 +176,21 @@ public final class FakeAPNs: Sendable {
         let identity = try TestTLSIdentity.makeLocalhost()
         let caFile = try writeTrustRoot(identity)
         let answers = ScriptedAnswers(fallback: StubResponse(status: 200))
+        let gate = AnswerGate()
         let server = try await LocalHTTPServer.start(tls: identity, wireProtocol: .http2) { request in
             guard request.method == "POST", request.path.hasPrefix("/3/device/") else {
                 return .json(404, #"{"reason":"BadPath"}"#)
             }
             if responseDelay > .zero { try? await Task.sleep(for: responseDelay) }
+            await gate.pass()
             return answers.next(for: String(request.path.dropFirst("/3/device/".count)))
         }
-        return FakeAPNs(server: server, caCertificateFile: caFile, answers: answers)
+        return FakeAPNs(server: server, caCertificateFile: caFile, answers: answers, gate: gate)
     }
 
-    private init(server: LocalHTTPServer, caCertificateFile: String, answers: ScriptedAnswers) {
+    private init(server: LocalHTTPServer, caCertificateFile: String, answers: ScriptedAnswers, gate: AnswerGate) {
         self.server = server
+        self.gate = gate
         self.caCertificateFile = caCertificateFile
         let key = TestCredentials.makeAPNsKey()
         self.p8 = key.p8
@@ -209,6 +214,39 @@ public final class FakeAPNs: Sendable {
     public func shutdown() async {
         try? await server.shutdown()
         removeTrustRoot(caCertificateFile)
+    }
+}
+
+/// Holds a fake platform's answers back while closed, to keep requests in flight until a test has done something
+/// to them (a GOAWAY). Open at the start.
+public final class AnswerGate: Sendable {
+    private let state = Mutex<(isOpen: Bool, waiting: [CheckedContinuation<Void, Never>])>((true, []))
+
+    /// Holds back the answers of requests from now on.
+    public func close() {
+        state.withLock { $0.isOpen = false }
+    }
+
+    /// Lets every held answer and every later one go.
+    public func open() {
+        let waiting = state.withLock { state in
+            state.isOpen = true
+            defer { state.waiting = [] }
+            return state.waiting
+        }
+        for continuation in waiting { continuation.resume() }
+    }
+
+    /// Returns at once while open; while closed, once the gate opens.
+    func pass() async {
+        await withCheckedContinuation { continuation in
+            let mayPass = state.withLock { state in
+                if state.isOpen { return true }
+                state.waiting.append(continuation)
+                return false
+            }
+            if mayPass { continuation.resume() }
+        }
     }
 }
 

@@ -15,6 +15,8 @@ public struct RecordedRequest: Sendable {
     /// Ids count up from 1 in the order the server accepted connections; all streams of one HTTP/2
     /// connection share its id.
     public var connectionID: Int
+    /// The HTTP/2 stream the request came on (odd, increasing on a connection); nil for HTTP/1.
+    public var streamID: Int?
 
     /// Makes a recorded request; the server makes these, tests rarely need to.
     ///
@@ -25,13 +27,15 @@ public struct RecordedRequest: Sendable {
     ///   - body: The body bytes.
     ///   - httpVersion: "HTTP/1.1" or "HTTP/2".
     ///   - connectionID: The id of the connection.
+    ///   - streamID: The HTTP/2 stream, or nil for HTTP/1.
     public init(
         method: String,
         path: String,
         headers: [(name: String, value: String)],
         body: [UInt8],
         httpVersion: String,
-        connectionID: Int
+        connectionID: Int,
+        streamID: Int? = nil
     ) {
         self.method = method
         self.path = path
@@ -39,6 +43,7 @@ public struct RecordedRequest: Sendable {
         self.body = body
         self.httpVersion = httpVersion
         self.connectionID = connectionID
+        self.streamID = streamID
     }
 
     /// The first value of a header.

@@ -20,6 +20,10 @@ final class ServerCore: Sendable {
         var connectionsAccepted = 0
         var inFlight = 0
         var peakInFlight = 0
+        /// The highest HTTP/2 stream received on each connection.
+        var highestStreamID: [Int: Int] = [:]
+        /// The last stream id each connection's GOAWAY announced (the streams the server processes).
+        var goAwayLastStreamID: [Int: Int] = [:]
     }
 
     let sslContext: NIOSSLContext?
@@ -118,6 +122,31 @@ final class ServerCore: Sendable {
         try await stop()
     }
 
+    /// Sends a GOAWAY frame on every open HTTP/2 connection, announcing as processed every stream received on it
+    /// but its last `unprocessed` ones; returns the last stream id announced per connection.
+    func goAway(leavingUnprocessed unprocessed: Int) async throws -> [Int: Int] {
+        let announced = state.withLock { state -> [(any Channel, Int, Int)] in
+            state.openConnections.map { connectionID, channel in
+                let highest = state.highestStreamID[connectionID] ?? 0
+                let last = max(0, highest - 2 * unprocessed)
+                state.goAwayLastStreamID[connectionID] = last
+                return (channel, connectionID, last)
+            }
+        }
+        var result: [Int: Int] = [:]
+        for (channel, connectionID, last) in announced {
+            let frame = HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: HTTP2StreamID(last), errorCode: .noError, opaqueData: nil))
+            try await channel.writeAndFlush(frame)
+            result[connectionID] = last
+        }
+        return result
+    }
+
+    /// Whether `streamID` of the connection is above the last stream its GOAWAY announced.
+    func isBeyondGoAway(streamID: Int, connectionID: Int) -> Bool {
+        state.withLock { state in state.goAwayLastStreamID[connectionID].map { streamID > $0 } ?? false }
+    }
+
     // MARK: - Connections
 
     /// Sets up a newly accepted connection's pipeline. Runs on the connection's event loop.
@@ -175,6 +204,9 @@ final class ServerCore: Sendable {
     ) {
         state.withLock { state in
             state.requests.append(request)
+            if let streamID = request.streamID {
+                state.highestStreamID[request.connectionID] = max(state.highestStreamID[request.connectionID] ?? 0, streamID)
+            }
             state.inFlight += 1
             state.peakInFlight = max(state.peakInFlight, state.inFlight)
         }
