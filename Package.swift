@@ -151,7 +151,13 @@ let package = Package(
 
         // MARK: - Tests
 
-        .testTarget(name: "KafkaClientTests", dependencies: ["KafkaClient"]),
+        .testTarget(name: "KafkaClientTests", dependencies: ["KafkaClient", "KafkaWireTestSupport"]),
+        // Transaction markers written over the Kafka protocol: the embedded broker writes none of its own.
+        .target(
+            name: "KafkaWireTestSupport",
+            dependencies: [.product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")],
+            path: "Tests/KafkaWireTestSupport"
+        ),
         .target(
             name: "TestSupport",
             dependencies: ["PipelineCore", "PushSinks", .product(name: "Logging", package: "swift-log")],
@@ -196,7 +202,7 @@ let package = Package(
             name: "PipelineRuntimeTests",
             dependencies: [
                 "PipelineRuntime", "PipelineCore", "KafkaClient", "PushSinks", "PlatformSinks", "BasicTemplate", "CarouselTemplate",
-                "TimerTemplate", "TestSupport", "SinkTestSupport",
+                "TimerTemplate", "TestSupport", "SinkTestSupport", "KafkaWireTestSupport",
             ]
         ),
         .testTarget(

@@ -1,5 +1,6 @@
 import Foundation
 @testable import KafkaClient
+import KafkaWireTestSupport
 import Testing
 
 @Suite("Consumer groups, commits and positions")
@@ -116,8 +117,8 @@ struct KafkaConsumerGroupTests {
         }
     }
 
-    /// A replay asks this when its consumer stops short of a range's end. (The mock cluster writes no transaction
-    /// markers and keeps no open transactions back, so only the first two answers can be shown here.)
+    /// A replay asks this when its consumer stops short of a range's end. (The mock cluster keeps no open
+    /// transactions back, so the third answer cannot be shown here; markers are, in the next test.)
     @Test("what is left to read in an offset range: its first record, or nothing past the last record")
     func remainderOfRange() async throws {
         try await withEmbeddedKafka(topics: ["probed": 1]) { kafka in
@@ -129,6 +130,32 @@ struct KafkaConsumerGroupTests {
             #expect(try await consumer.remainder(from: 9, before: 10, in: partition) == .record(offset: 9))
             #expect(try await consumer.remainder(from: 10, before: 12, in: partition) == .nothingReadable, "offsets past the last record hold none")
             #expect(try await consumer.remainder(from: 4, before: 4, in: partition) == .nothingReadable, "an empty range holds none")
+            await consumer.close()
+        }
+    }
+
+    /// On a real cluster a committed or aborted transaction ends in a marker, an offset no consumer is given; the
+    /// mock writes none, so the test writes them over the Kafka protocol (`TransactionMarkers`).
+    @Test("transaction markers: consumers read through them, and what is left of a range ending in one is nothing")
+    func transactionMarkers() async throws {
+        try await withEmbeddedKafka(topics: ["marked": 1]) { kafka in
+            let partition = KafkaTopicPartition(topic: "marked", partition: 0)
+            _ = try await produceNumbered(3, to: "marked", kafka: kafka)
+            #expect(try await TransactionMarkers.append(.commit, topic: "marked", partition: 0, bootstrapServers: kafka.bootstrapServers) == 3)
+            _ = try await produceNumbered(2, to: "marked", kafka: kafka, startingAt: 3)
+            #expect(try await TransactionMarkers.append(.abort, topic: "marked", partition: 0, bootstrapServers: kafka.bootstrapServers) == 6)
+
+            var configuration = consumerConfiguration(kafka, group: nil)
+            configuration.properties["check.crcs"] = "true"  // the written batches are well-formed
+            let consumer = try KafkaConsumer(configuration: configuration, logger: testLogger)
+            #expect(try await consumer.watermarks(topic: "marked", partition: 0).high == 7, "the markers take offsets 3 and 6")
+            try consumer.assign([KafkaTopicPartitionOffset(topic: "marked", partition: 0, offset: KafkaOffset.beginning)])
+            let received = try await collect(5, from: consumer, timeout: .seconds(15))
+            #expect(received.map(\.offset) == [0, 1, 2, 4, 5], "every record, no marker")
+            #expect(received.map { String(decoding: $0.value ?? [], as: UTF8.self) } == (0..<5).map { "value-\($0)" })
+            #expect(try await consumer.remainder(from: 3, before: 7, in: partition) == .record(offset: 4), "a marker is skipped")
+            #expect(try await consumer.remainder(from: 6, before: 7, in: partition) == .nothingReadable, "a range ending in a marker")
+            #expect(try await consumer.remainder(from: 3, before: 4, in: partition) == .nothingReadable, "a range of one marker")
             await consumer.close()
         }
     }
