@@ -1,5 +1,6 @@
 import Foundation
 import KafkaClient
+import KafkaWireTestSupport
 import PipelineCore
 import Testing
 
@@ -64,6 +65,31 @@ struct DefinitionsFollowerTests {
             #expect(follower.hasCaughtUp(since: written))
             #expect(!follower.hasCaughtUp(since: Date()), "a send written now may name a definition the catch-up did not see")
             #expect(!follower.hasCaughtUp(since: nil), "a send of unknown time waits")
+            await consumer.close()
+        }
+    }
+
+    /// A definitions topic that transactional producers write ends in a transaction marker, which the folding
+    /// consumer is never given: the catch-up must find that nothing readable is left rather than wait it out (10 s per
+    /// send naming an unknown campaign) and give up.
+    @Test("a catch-up reads through transaction markers at the end of the topic")
+    func catchUpThroughMarkers() async throws {
+        try await withPipelineCluster(partitions: 2) { kafka, configuration in
+            let topic = configuration.topics.definitions
+            let defined = #"{"type":"campaign.defined","campaignId":"c","version":1,"content":{"title":"t","body":"b"},"occurredAt":"2026-11-20T10:00:00Z"}"#
+            let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(bootstrapServers: [kafka.bootstrapServers]), logger: testLogger)
+            _ = try await producer.send(KafkaProducerRecord(topic: topic, partition: 0, value: Array(defined.utf8)))
+            await producer.close()
+            // Partition 0: the definition, then a commit marker; partition 1: an abort marker alone.
+            try await TransactionMarkers.append(.commit, topic: topic, partition: 0, bootstrapServers: kafka.bootstrapServers)
+            try await TransactionMarkers.append(.abort, topic: topic, partition: 1, bootstrapServers: kafka.bootstrapServers)
+            let consumer = try KafkaConsumer(configuration: configuration.consumerConfiguration(groupID: nil), logger: testLogger)
+            let follower = DefinitionsFollower(consumer: consumer, topic: topic, partitionCount: 2, timeout: .seconds(30))
+            follower.folded(partition: 0, offset: 0)  // what the state consumer reads
+            let started = ContinuousClock.now
+            #expect(await follower.catchUp(logger: testLogger) == .reachedEnd)
+            #expect(ContinuousClock.now - started < .seconds(20), "read through, not waited out: \(ContinuousClock.now - started)")
+            #expect(follower.hasCaughtUp(since: Date().addingTimeInterval(-60)))
             await consumer.close()
         }
     }

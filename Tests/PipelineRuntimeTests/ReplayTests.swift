@@ -1,5 +1,6 @@
 import Foundation
 import KafkaClient
+import KafkaWireTestSupport
 import PipelineCore
 import PipelineRuntime
 import Synchronization
@@ -152,14 +153,17 @@ struct ReplayTests {
     }
 
     /// On a topic transactional producers write, each partition's high watermark sits past a transaction marker,
-    /// an offset no consumer is given. The mock cluster writes no markers, so the ranges here run two offsets past
-    /// the end: the consumer is given nothing there, as it would be at markers.
-    @Test("a range ending in offsets with no readable record (transaction markers) still ends, with every event processed")
-    func rangeEndingInUnreadableOffsets() async throws {
+    /// an offset no consumer is given (the markers are written over the Kafka protocol: the mock writes none).
+    @Test("a range ending in transaction markers still ends, with every event processed")
+    func rangeEndingInTransactionMarkers() async throws {
         try await withReplayCluster { kafka, configuration in
             try await produce(try events(300, base: Date()), to: configuration.topics.sends, kafka: kafka)
+            for partition in Int32(0)..<6 {
+                try await TransactionMarkers.append(.commit, topic: configuration.topics.sends, partition: partition, bootstrapServers: kafka.bootstrapServers)
+            }
             let ranges = try await ranges(.beginning, .end, kafka: kafka, topic: configuration.topics.sends)
-            let plan = ReplayPlan(ranges: ranges.mapValues { $0.lowerBound..<($0.upperBound + 2) })
+            #expect(ranges.count == 6 && ranges.values.allSatisfy { $0.count > 1 }, "every partition ends in a marker after its records")
+            let plan = ReplayPlan(ranges: ranges)
             let replay = CampaignPipeline(configuration: replayConfiguration(configuration), registry: builtinRegistry, replay: plan, logger: testLogger)
             // Whether the replay had to be stopped.
             let timedOut = try await withThrowingTaskGroup(of: Bool.self) { group in

@@ -1,13 +1,14 @@
 import Foundation
 import KafkaClient
+import KafkaWireTestSupport
 import PipelineCore
 import Testing
 
 @testable import PipelineRuntime
 
 /// The start-up fold of the state topics waits for each partition's end offset. A topic that transactional
-/// producers write ends in a transaction marker, which no consumer is given; the mock cluster writes none, so here
-/// the ends lie two offsets past the last record, where the consumer is given nothing either.
+/// producers write ends in a transaction marker, which no consumer is given (written here over the Kafka protocol:
+/// the mock cluster writes none).
 @Suite("Loading the campaign state at start-up", .timeLimit(.minutes(1)))
 struct StateLoadTests {
     @Test("a partition whose end holds nothing readable counts as read; one with a record still to read does not")
@@ -21,7 +22,11 @@ struct StateLoadTests {
                 }
             }
             await producer.close()
+            // Partition 0 ends in two markers after its five records.
+            try await TransactionMarkers.append(.commit, topic: topic, partition: 0, bootstrapServers: kafka.bootstrapServers)
+            try await TransactionMarkers.append(.abort, topic: topic, partition: 0, bootstrapServers: kafka.bootstrapServers)
             let consumer = try KafkaConsumer(configuration: configuration.consumerConfiguration(groupID: nil), logger: testLogger)
+            #expect(try await consumer.watermarks(topic: topic, partition: 0).high == 7)
             let done = KafkaTopicPartition(topic: topic, partition: 0)
             let waiting = KafkaTopicPartition(topic: topic, partition: 1)
             let load = StateLoad(ranges: [done: 0..<7, waiting: 0..<5])

@@ -1,0 +1,58 @@
+import Foundation
+import KafkaClient
+import KafkaWireTestSupport
+import PipelineCore
+import PipelineRuntime
+import Testing
+
+/// Topics written by transactional producers end in transaction markers, offsets no consumer is given. The mock
+/// cluster writes none, so these tests write them over the Kafka protocol (``TransactionMarkers``).
+@Suite("Topics that end in transaction markers", .timeLimit(.minutes(3)))
+struct TransactionMarkerTests {
+    /// Every topic the pipeline reads ends in markers: the state topics folded at start-up (the timers topic holds
+    /// nothing but markers), the definitions topic a send of an unknown campaign makes the table catch up with, and
+    /// the sends topic `--until-idle` waits to have read to its end.
+    @Test("run --until-idle over topics ending in markers starts, processes every send and stops by itself")
+    func untilIdleThroughMarkers() async throws {
+        try await withPipelineCluster(partitions: 3) { kafka, configuration in
+            let factory = try EventFactory()
+            let topics = configuration.topics
+            let defined: JSONObject = [
+                "type": "campaign.defined", "campaignId": "spring", "version": 1, "template": "basic",
+                "content": ["title": "Spring", "body": "Sale"], "occurredAt": .string(EventFactory.rfc3339(Date().addingTimeInterval(-60))),
+            ]
+            try await produce([("spring", JSONValue.object(defined).encoded())], to: topics.definitions, kafka: kafka)
+
+            var sends: [(key: String, value: [UInt8])] = (0..<60).map { index in
+                let recipient = "user-\(index)"
+                let event = factory.event(EventFactory.kinds[index % EventFactory.kinds.count], id: "event-\(index)", recipient: recipient)
+                return (recipient, JSONValue.object(event).encoded())
+            }
+            var byReference = factory.event("basic-fcm", id: "by-reference", recipient: "user-ref").setting(["campaignId"], to: "spring")
+            byReference["content"] = nil
+            var unknown = factory.event("basic-fcm", id: "unknown-campaign", recipient: "user-ghost").setting(["campaignId"], to: "ghost")
+            unknown["content"] = nil
+            sends.append(("user-ref", JSONValue.object(byReference).encoded()))
+            sends.append(("user-ghost", JSONValue.object(unknown).encoded()))
+            try await produce(sends, to: topics.sends, kafka: kafka)
+
+            for topic in [topics.sends, topics.definitions, topics.timers] {
+                for partition in Int32(0)..<3 {
+                    try await TransactionMarkers.append(.commit, topic: topic, partition: partition, bootstrapServers: kafka.bootstrapServers)
+                }
+            }
+
+            let pipeline = CampaignPipeline(configuration: configuration, registry: builtinRegistry, logger: testLogger)
+            try await runUntilIdle(pipeline, timeout: .seconds(90))
+
+            let outcomes = try await analyticsRecords(configuration, kafka: kafka).map(\.event)
+            let byEvent = Dictionary(grouping: outcomes) { $0.identity.eventId ?? "" }
+            #expect(byEvent.count == sends.count, "one outcome per send: \(byEvent.count) of \(sends.count)")
+            #expect((0..<60).allSatisfy { byEvent["event-\($0)"]?.first?.kind == .delivered })
+            #expect(byEvent["by-reference"]?.first?.kind == .delivered, "the definition was folded at start-up")
+            let rejected = try #require(byEvent["unknown-campaign"]?.first)
+            #expect(rejected.kind == .rejected, "\(rejected.kind)")
+            #expect(rejected.reasonDetail?.contains("ghost") == true, "\(rejected.reasonDetail ?? "")")
+        }
+    }
+}
