@@ -14,7 +14,9 @@ extension KafkaConsumer {
     }
 
     /// For each partition, the offset of the first record whose timestamp is at or after `timestamp`, or the
-    /// partition's end offset when there is none. Seek or assign to the result to start reading there.
+    /// partition's end offset when there is none. Seek or assign to the result to start reading there. (Where the
+    /// offsets just before that record hold none, transaction markers or aborted records, the result may be the
+    /// first of them: reading from there gives the same records.)
     ///
     /// Some brokers (librdkafka's mock cluster among them) answer a lookup by time with the end offset;
     /// ``OffsetLookupStrategy/automatic`` notices and falls back to a binary search over record timestamps,
@@ -234,15 +236,43 @@ private final class RecordProbe {
             }
         }
         if offset > watermarks.low {
-            // The record just before must be older than the target. Probing offset - 1 reads it (or, across a
-            // gap, a record at or after `offset`, which proves nothing is in between).
-            if let before = try record(atOrAfter: offset - 1, end: watermarks.high, in: partition),
-                before.offset < offset, before.timestamp >= target
-            {
+            // The last record before it must be older than the target (timestamps do not decrease).
+            if let before = try lastRecord(before: offset, from: watermarks.low, in: partition), before.timestamp >= target {
                 return false
             }
         }
         return true
+    }
+
+    /// The last record this consumer can read before `offset` (and at or after `low`), or `nil` when there is none.
+    ///
+    /// Usually the record at `offset - 1`: one probe. Transaction markers and aborted records hold none, so after
+    /// them it is further back: the distance doubles until a probe finds a record, then the offsets between that
+    /// record and the part known to hold none are halved until it is the last.
+    func lastRecord(before offset: Int64, from low: Int64, in partition: KafkaTopicPartition) throws(KafkaError) -> (offset: Int64, timestamp: Int64)? {
+        // Offsets from `empty` up to `offset` hold nothing readable.
+        var empty = offset
+        var distance: Int64 = 1
+        var last: (offset: Int64, timestamp: Int64)
+        while true {
+            let from = max(low, offset - distance)
+            if let found = try record(atOrAfter: from, end: empty, in: partition) {
+                last = found
+                break
+            }
+            guard from > low else { return nil }
+            empty = from
+            distance *= 2
+        }
+        while last.offset + 1 < empty {
+            let middle = last.offset + 1 + (empty - last.offset - 1) / 2
+            if let found = try record(atOrAfter: middle, end: empty, in: partition) {
+                last = found
+            } else {
+                empty = middle
+            }
+        }
+        return last
     }
 
     /// The first offset whose record's timestamp is at or after `target` (the high watermark when none is).

@@ -202,6 +202,33 @@ struct KafkaConsumerGroupTests {
         }
     }
 
+    /// The mock cluster answers a lookup by time with the end offset. On a topic that ends in transaction markers
+    /// the offset just before that answer holds no record, so checking only that offset took the wrong answer for a
+    /// right one: the last record before the answer, further back, is the one that must be older than the target.
+    @Test("offsets-for-times is not fooled by a wrong broker answer that follows transaction markers")
+    func offsetsForTimesBeforeMarkers() async throws {
+        try await withEmbeddedKafka(topics: ["timed-marked": 1]) { kafka in
+            let base = Date(timeIntervalSince1970: 1_800_000_000)
+            // Offsets 0-4: records stamped base + 0…4 s; 5-7: markers; 8-12: records stamped base + 5…9 s; 13-15: markers.
+            for half in 0..<2 {
+                _ = try await produceNumbered(5, to: "timed-marked", kafka: kafka, startingAt: half * 5) { base.addingTimeInterval(Double($0)) }
+                for _ in 0..<3 {
+                    try await TransactionMarkers.append(.commit, topic: "timed-marked", partition: 0, bootstrapServers: kafka.bootstrapServers)
+                }
+            }
+            let consumer = try KafkaConsumer(configuration: consumerConfiguration(kafka, group: nil), logger: testLogger)
+            let partition = KafkaTopicPartition(topic: "timed-marked", partition: 0)
+            #expect(try await consumer.watermarks(topic: "timed-marked", partition: 0).high == 16)
+            // At base + 4.5 s, offset 5: the first offset after the last older record (reading from 5 or from 8, the
+            // first newer record, gives the same records).
+            for (seconds, expected) in [(-5.0, Int64(0)), (0, 0), (4.5, 5), (7, 10), (9, 12), (9.5, 16), (100, 16)] {
+                let found = try await consumer.offsets(forTimestamp: base.addingTimeInterval(seconds), in: [partition])
+                #expect(found.map(\.offset) == [expected], "base + \(seconds) s")
+            }
+            await consumer.close()
+        }
+    }
+
     @Test("pausing a partition stops its records; resuming continues where it stopped")
     func pauseAndResume() async throws {
         try await withEmbeddedKafka(topics: ["paused": 2]) { kafka in
