@@ -12,7 +12,7 @@ struct TransactionMarkerTests {
     /// Every topic the pipeline reads ends in markers: the state topics folded at start-up (the timers topic holds
     /// nothing but markers), the definitions topic a send of an unknown campaign makes the table catch up with, and
     /// the sends topic `--until-idle` waits to have read to its end.
-    @Test("run --until-idle over topics ending in markers starts, processes every send and stops by itself")
+    @Test("run --until-idle over topics with markers starts, processes every send, commits past them and stops by itself")
     func untilIdleThroughMarkers() async throws {
         try await withPipelineCluster(partitions: 3) { kafka, configuration in
             let factory = try EventFactory()
@@ -34,7 +34,12 @@ struct TransactionMarkerTests {
             unknown["content"] = nil
             sends.append(("user-ref", JSONValue.object(byReference).encoded()))
             sends.append(("user-ghost", JSONValue.object(unknown).encoded()))
-            try await produce(sends, to: topics.sends, kafka: kafka)
+            // Markers between the sends too: the offsets of a partition's records are not consecutive.
+            try await produce(Array(sends[..<31]), to: topics.sends, kafka: kafka)
+            for partition in Int32(0)..<3 {
+                try await TransactionMarkers.append(.commit, topic: topics.sends, partition: partition, bootstrapServers: kafka.bootstrapServers)
+            }
+            try await produce(Array(sends[31...]), to: topics.sends, kafka: kafka)
 
             for topic in [topics.sends, topics.definitions, topics.timers] {
                 for partition in Int32(0)..<3 {
@@ -44,6 +49,19 @@ struct TransactionMarkerTests {
 
             let pipeline = CampaignPipeline(configuration: configuration, registry: builtinRegistry, logger: testLogger)
             try await runUntilIdle(pipeline, timeout: .seconds(90))
+
+            // Committed past every record (the final marker, at the high watermark's offset before, may be left):
+            // a restart has nothing to read again.
+            let consumer = try KafkaConsumer(configuration: configuration.consumerConfiguration(groupID: configuration.groupID), logger: testLogger)
+            let committed = try await consumer.committed((0..<3).map { KafkaTopicPartition(topic: topics.sends, partition: $0) })
+            for position in committed {
+                let high = try await consumer.watermarks(topic: topics.sends, partition: position.partition).high
+                #expect(position.offset >= high - 1, "partition \(position.partition): committed \(position.offset), high watermark \(high)")
+            }
+            await consumer.close()
+            let again = CampaignPipeline(configuration: configuration, registry: builtinRegistry, logger: testLogger)
+            try await runUntilIdle(again, timeout: .seconds(90))
+            #expect(again.statistics.snapshot.totalIn == 0, "nothing read again")
 
             let outcomes = try await analyticsRecords(configuration, kafka: kafka).map(\.event)
             let byEvent = Dictionary(grouping: outcomes) { $0.identity.eventId ?? "" }
