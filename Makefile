@@ -1,7 +1,10 @@
 # The two commands a fresh machine needs:
 #   make run    build, start the embedded broker, load the sample events, run the pipeline until idle, summarize
 #   make test   build (no warnings allowed in our code), run every test, then the benchmarks as a smoke test
-# Both install the system packages they need (librdkafka-dev; kcat for the tests) when missing.
+# Both install the system packages they need (librdkafka-dev, libjemalloc-dev, pkg-config; kcat for the tests) when
+# missing (scripts/ensure-deps.sh).
+# Also: make broker (an embedded broker with the pipeline's topics, until Ctrl-C; it prints its bootstrap address),
+# make build, make clean.
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eo pipefail -c
