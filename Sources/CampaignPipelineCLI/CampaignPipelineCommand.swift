@@ -7,7 +7,7 @@ public import ArgumentParser
 public struct CampaignPipelineCommand: AsyncParsableCommand {
     public static let configuration = CommandConfiguration(
         commandName: "campaign-pipeline",
-        abstract: "Render campaign events into FCM and APNs payloads and deliver them through Kafka.",
+        abstract: "Render campaign events into FCM and APNs payloads and deliver them (Kafka payload topics, FCM, APNs).",
         discussion: """
             Reads push.requested events from Kafka, renders each with a registered template plugin \
             (basic, carousel, timer), writes the payloads to the platform sinks and reports every \

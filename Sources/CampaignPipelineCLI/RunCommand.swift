@@ -14,11 +14,13 @@ struct RunCommand: AsyncParsableCommand {
         abstract: "Consume campaign events from Kafka, render them and deliver the payloads (the streaming deployment).",
         discussion: """
             Reads push.requested events from the sends topic in a consumer group, renders each with its \
-            template plugin, writes FCM and APNs payloads to their Kafka topics and one terminal analytics \
-            event per message to the analytics topic. Events that cannot be rendered go to the dead-letter \
-            topic. A source offset is committed only after every output derived from it is acknowledged, \
-            so killing the process at any moment loses nothing. Run more instances with the same --group \
-            to scale out; SIGINT or SIGTERM stops gracefully (drain, commit, close).
+            template plugin, hands the FCM and APNs payloads to their platform's sinks (by default the Kafka \
+            payload topics; FCM HTTP v1 and APNs themselves when sinks.fcm and sinks.apns name them) and writes \
+            one terminal analytics event per message to the analytics topic. Events that cannot be rendered go \
+            to the dead-letter topic. A source offset is committed only after every sink has answered for it \
+            and every output derived from it is acknowledged, so killing the process at any moment loses \
+            nothing. Run more instances with the same --group to scale out; SIGINT or SIGTERM stops \
+            gracefully (drain, commit, close).
 
             Configuration, later sources winning: defaults, the --config file (or CAMPAIGN_PIPELINE_CONFIG), \
             the environment (CAMPAIGN_PIPELINE_BOOTSTRAP_SERVERS, CAMPAIGN_PIPELINE_GROUP, and CAMPAIGN_PIPELINE_KAFKA_<NAME> \
