@@ -347,4 +347,21 @@ struct RenderingTests {
         #expect(throws: PipelineError.self) { try registry.renderer(named: "t\(count)") }
         #expect(throws: PipelineError.self) { try registry.renderer(named: "T0") }
     }
+
+    /// A plugin whose alias is a shipped template's id takes that name; the shipped template, left with no name,
+    /// is no longer listed (`campaign-pipeline templates` listed it, though no event could reach it).
+    @Test("a template whose every name a later one took is no longer registered")
+    func templateLeftWithoutNames() throws {
+        struct Named: TemplateRenderer {
+            let templateID: String
+            let aliases: [String]
+            func render(_ input: RenderInput) throws(PipelineError) -> TemplatePayload { .fcm(data: [:]) }
+        }
+        var registry = TemplateRegistry([Named(templateID: "basic", aliases: []), Named(templateID: "carousel", aliases: ["car"])])
+        registry.register(Named(templateID: "banner", aliases: ["basic", "car"]))
+        #expect(registry.renderers.map(\.templateID) == ["carousel", "banner"], "carousel keeps its id")
+        #expect(try registry.renderer(named: "basic").templateID == "banner")
+        #expect(try registry.renderer(named: "car").templateID == "banner")
+        #expect(try registry.renderer(named: "carousel").templateID == "carousel")
+    }
 }

@@ -9,7 +9,8 @@
 ///
 /// A value type: build it once, then share it freely (it is `Sendable`). Registering a template
 /// whose id or alias is already taken replaces the earlier owner of that name, so an application
-/// can override a shipped template.
+/// can override a shipped template; one left with no name of its own (its id and every alias taken)
+/// is no longer registered, and ``renderers`` no longer lists it.
 public struct TemplateRegistry: Sendable {
     private var renderersByID: [String: any TemplateRenderer] = [:]
     private var idsByName: [String: String] = [:]
@@ -40,6 +41,10 @@ public struct TemplateRegistry: Sendable {
         renderersByID[id] = renderer
         idsByName[id] = id
         for alias in renderer.aliases { idsByName[alias] = id }
+        // A template whose every name a later one took can no longer be reached.
+        let reachable = Set(idsByName.values)
+        order.removeAll { !reachable.contains($0) }
+        renderersByID = renderersByID.filter { reachable.contains($0.key) }
         names = []
         renderersByName = []
         for (name, id) in idsByName {
