@@ -14,24 +14,53 @@ struct LoggingOptions: ParsableArguments {
     )
     var logLevel: String?
 
-    /// Refuses an unknown `--log-level` while the arguments are parsed, so the message comes with the subcommand's
-    /// usage.
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Log line format: text, or json (one JSON object per line, for log collectors; env LOG_FORMAT). Default text.",
+            valueName: "format"
+        )
+    )
+    var logFormat: String?
+
+    /// The formats of ``logFormat``.
+    enum Format: String, CaseIterable {
+        /// swift-log's text lines: time, level, label, metadata, source, message.
+        case text
+        /// One JSON object per line (``JSONLogHandler``).
+        case json
+    }
+
+    /// Refuses an unknown `--log-level` or `--log-format` while the arguments are parsed, so the message comes with
+    /// the subcommand's usage.
     func validate() throws {
         if let logLevel, Logger.Level(rawValue: logLevel.lowercased()) == nil {
             throw ValidationError("--log-level: '\(logLevel)' is not one of trace, debug, info, notice, warning, error, critical")
         }
+        if let logFormat, Format(rawValue: logFormat.lowercased()) == nil {
+            throw ValidationError("--log-format: '\(logFormat)' is not one of text, json")
+        }
     }
 
     /// Bootstraps swift-log once (to stderr) and returns the root logger.
-    func makeLogger(label: String) throws -> Logger {
-        let text = logLevel ?? ProcessInfo.processInfo.environment["LOG_LEVEL"] ?? "info"
+    func makeLogger(label: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws -> Logger {
+        let text = logLevel ?? environment["LOG_LEVEL"] ?? "info"
         guard let level = Logger.Level(rawValue: text.lowercased()) else {
             throw CommandError("LOG_LEVEL: '\(text)' is not one of trace, debug, info, notice, warning, error, critical")
         }
-        LoggingBootstrap.once()
+        LoggingBootstrap.once(format: try format(environment: environment))
         var logger = Logger(label: label)
         logger.logLevel = level
         return logger
+    }
+
+    /// The format asked for: `--log-format`, else `LOG_FORMAT`, else text.
+    func format(environment: [String: String]) throws -> Format {
+        let text = logFormat ?? environment["LOG_FORMAT"] ?? "text"
+        guard let format = Format(rawValue: text.lowercased()) else {
+            throw CommandError("LOG_FORMAT: '\(text)' is not one of text, json")
+        }
+        return format
     }
 }
 
@@ -39,18 +68,22 @@ struct LoggingOptions: ParsableArguments {
 enum LoggingBootstrap {
     private static let done = Mutex(false)
 
-    /// The handler of every logger: standard error, with text from events escaped (``EscapingLogHandler``).
-    static func handler(label: String) -> any LogHandler {
-        EscapingLogHandler(StreamLogHandler.standardError(label: label))
+    /// The handler of every logger, on standard error: text with the text from events escaped
+    /// (``EscapingLogHandler``), or JSON lines (``JSONLogHandler``).
+    static func handler(label: String, format: LoggingOptions.Format = .text) -> any LogHandler {
+        switch format {
+        case .text: EscapingLogHandler(StreamLogHandler.standardError(label: label))
+        case .json: JSONLogHandler(label: label)
+        }
     }
 
-    static func once() {
+    static func once(format: LoggingOptions.Format = .text) {
         let first = done.withLock { done in
             defer { done = true }
             return !done
         }
         if first {
-            LoggingSystem.bootstrap(handler(label:))
+            LoggingSystem.bootstrap { label in handler(label: label, format: format) }
         }
     }
 }

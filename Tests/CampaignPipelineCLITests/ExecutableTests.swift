@@ -1,5 +1,6 @@
 import TestSupport
 import Foundation
+import PipelineCore
 import Testing
 
 @Suite("The built campaign-pipeline executable")
@@ -38,6 +39,26 @@ struct ExecutableTests {
         #expect(result.status == 64, "\(result.stderr)")
         #expect(result.stderr.contains("--log-level: 'verbose' is not one of trace, debug"), "\(result.stderr)")
         #expect(result.stderr.contains("Usage: campaign-pipeline run"), "\(result.stderr)")
+    }
+
+    @Test("--log-format json writes every log line on standard error as JSON; an unknown format is refused")
+    func jsonLogFormat() async throws {
+        let executable = try #require(Paths.executable, "campaign-pipeline was not found next to the test bundle")
+        // A broker whose "parent" is not its parent stops at once, after logging that it ran.
+        let result = try await runProcess(executable, ["broker", "--parent-pid", "1", "--log-format", "json"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let lines = result.stderr.split(separator: "\n")
+        #expect(!lines.isEmpty)
+        let messages = try lines.map { line in try JSONObject(parsing: Array(line.utf8))["message"]?.stringValue ?? "" }
+        #expect(messages.contains("Embedded broker running"), "\(result.stderr)")
+        #expect(messages.contains("Embedded broker stopped"), "\(result.stderr)")
+
+        let refused = try await runProcess(executable, ["broker", "--log-format", "yaml"])
+        #expect(refused.status == 64, "\(refused.stderr)")
+        #expect(refused.stderr.contains("--log-format: 'yaml' is not one of text, json"), "\(refused.stderr)")
+        let fromEnvironment = try await runProcess(executable, ["broker", "--parent-pid", "1"], environment: ["LOG_FORMAT": "xml"])
+        #expect(fromEnvironment.status != 0)
+        #expect(fromEnvironment.stderr.contains("LOG_FORMAT: 'xml' is not one of text, json"), "\(fromEnvironment.stderr)")
     }
 
     /// The file named by CAMPAIGN_PIPELINE_CONFIG was reported as "--config", a flag the user never gave, and a syntax

@@ -1,5 +1,8 @@
 @testable import CampaignPipelineCLI
+import Foundation
 import Logging
+import PipelineCore
+import Synchronization
 import Testing
 import TestSupport
 
@@ -30,5 +33,40 @@ struct LoggingTests {
         #expect(metadata["nested"] == .dictionary(["ids": .array([.string(#"a\u{1B}[31m"#), .string(#"b\u{2028}c"#)])]))
         #expect(metadata["number"] == .string("42"))
         #expect(!message.contains("\n") && !"\(metadata)".contains("\n"))
+    }
+
+    @Test("--log-format json: one JSON object per line with time, level, label, source, message and metadata")
+    func jsonLines() throws {
+        let lines = Mutex<[[UInt8]]>([])
+        var handler = JSONLogHandler(label: "campaign-pipeline") { line in lines.withLock { $0.append(line) } }
+        handler[metadataKey: "instance"] = "a"
+        let logger = Logger(label: "campaign-pipeline") { _ in handler }
+        logger.warning(
+            "Event rejected: template 'x\nFAKE error: line'",
+            metadata: ["reason": "bad \"field\"", "nested": ["ids": ["1", "2"]], "count": "\(3)", "instance": "b"]
+        )
+        logger.info("Started")
+        let written = lines.withLock { $0 }
+        #expect(written.count == 2)
+        for line in written {
+            #expect(line.last == UInt8(ascii: "\n") && line.dropLast().allSatisfy { $0 != UInt8(ascii: "\n") }, "one line each")
+        }
+        let first = try JSONObject(parsing: Array(written[0].dropLast()))
+        #expect(first.keys == ["timestamp", "level", "label", "source", "message", "metadata"])
+        #expect(first["level"] == "warning")
+        #expect(first["label"] == "campaign-pipeline")
+        #expect(first["source"] == "CampaignPipelineCLITests")
+        #expect(first["message"] == "Event rejected: template 'x\nFAKE error: line'", "the text, escaped only as JSON escapes it")
+        let metadata = try #require(first["metadata"]?.objectValue)
+        #expect(metadata.keys == ["count", "instance", "nested", "reason"], "sorted")
+        #expect(metadata["instance"] == "b", "the event's metadata wins over the logger's")
+        #expect(metadata["nested"] == .object(["ids": .array(["1", "2"])]))
+        #expect(metadata["reason"] == "bad \"field\"")
+        let time = try #require(first["timestamp"]?.stringValue)
+        let stamped = try Timestamp(rfc3339: time)
+        #expect(abs(Double(stamped.secondsSince1970) - Date().timeIntervalSince1970) < 60, "\(time)")
+        let second = try JSONObject(parsing: Array(written[1].dropLast()))
+        #expect(second["message"] == "Started")
+        #expect(second["metadata"] == .object(["instance": "a"]))
     }
 }

@@ -1,0 +1,83 @@
+import Foundation
+import Logging
+import PipelineCore
+import Synchronization
+
+/// Writes each log event as one line of JSON, for log collectors (`--log-format json`):
+///
+/// ```json
+/// {"timestamp":"2026-11-26T10:00:00.123Z","level":"warning","label":"campaign-pipeline","source":"PipelineRuntime","message":"Event rejected","metadata":{"eventId":"e-1","reason":"…"}}
+/// ```
+///
+/// `metadata` (the logger's, its provider's and the event's, the event's winning) is left out when empty; its keys
+/// are sorted. Text from events is escaped as JSON escapes it, so a line break in it cannot forge a line.
+struct JSONLogHandler: LogHandler {
+    let label: String
+    var logLevel: Logger.Level = .info
+    var metadata: Logger.Metadata = [:]
+    var metadataProvider: Logger.MetadataProvider?
+    private let write: @Sendable ([UInt8]) -> Void
+
+    /// - Parameter write: takes each line, its newline included (standard error by default).
+    init(label: String, metadataProvider: Logger.MetadataProvider? = nil, write: @escaping @Sendable ([UInt8]) -> Void = Self.standardError) {
+        self.label = label
+        self.metadataProvider = metadataProvider
+        self.write = write
+    }
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        var merged = metadata
+        if let provided = metadataProvider?.get() { merged.merge(provided) { $1 } }
+        if let own = event.metadata { merged.merge(own) { $1 } }
+        var writer = JSONWriter(reservingCapacity: 256)
+        writer.beginObject()
+        writer.member("timestamp", timestamp: Self.now())
+        writer.member("level", event.level.rawValue)
+        writer.member("label", label)
+        writer.member("source", event.source)
+        writer.member("message", event.message.description)
+        if !merged.isEmpty {
+            writer.key("metadata")
+            writer.write(Self.json(merged))
+        }
+        writer.endObject()
+        var line = writer.bytes
+        line.append(UInt8(ascii: "\n"))
+        write(line)
+    }
+
+    /// Metadata as a JSON object, its keys sorted.
+    static func json(_ metadata: Logger.Metadata) -> JSONValue {
+        var object = JSONObject()
+        for (key, value) in metadata.sorted(by: { $0.key < $1.key }) { object[key] = json(value) }
+        return .object(object)
+    }
+
+    static func json(_ value: Logger.Metadata.Value) -> JSONValue {
+        switch value {
+        case .string(let text): .string(text)
+        case .stringConvertible(let convertible): .string(convertible.description)
+        case .dictionary(let metadata): json(metadata)
+        case .array(let values): .array(values.map(json))
+        }
+    }
+
+    /// The time now, to the millisecond.
+    private static func now() -> Timestamp {
+        let milliseconds = Int64((Date().timeIntervalSince1970 * 1000).rounded(.down))
+        let seconds = milliseconds >= 0 ? milliseconds / 1000 : (milliseconds - 999) / 1000
+        return Timestamp(secondsSince1970: seconds, nanoseconds: Int32(milliseconds - seconds * 1000) * 1_000_000)
+    }
+
+    private static let standardErrorLock = Mutex(())
+
+    /// Writes a line to standard error, one line at a time.
+    @Sendable static func standardError(_ line: [UInt8]) {
+        standardErrorLock.withLock { _ in FileHandle.standardError.write(Data(line)) }
+    }
+}
