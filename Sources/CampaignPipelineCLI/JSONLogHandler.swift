@@ -76,8 +76,10 @@ struct JSONLogHandler: LogHandler {
 
     private static let standardErrorLock = Mutex(())
 
-    /// Writes a line to standard error, one line at a time.
+    /// Writes a line to standard error, one line at a time. A line that cannot be written (a full disk, an error
+    /// of the device) is lost, as with swift-log's `StreamLogHandler`: `FileHandle.write(_:)` would trap instead,
+    /// stopping the service on its next log line.
     @Sendable static func standardError(_ line: [UInt8]) {
-        standardErrorLock.withLock { _ in FileHandle.standardError.write(Data(line)) }
+        standardErrorLock.withLock { _ in try? FileHandle.standardError.write(contentsOf: line) }
     }
 }

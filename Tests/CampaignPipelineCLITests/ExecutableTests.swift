@@ -61,6 +61,32 @@ struct ExecutableTests {
         #expect(fromEnvironment.stderr.contains("LOG_FORMAT: 'xml' is not one of text, json"), "\(fromEnvironment.stderr)")
     }
 
+    /// A standard error that cannot be written (a full disk, here /dev/full) must cost the log lines, not the
+    /// process: `FileHandle.write(_:)` traps on a failed write, where the text format's stdio writes just fail.
+    @Test(
+        "--log-format json on a standard error that cannot be written: the lines are lost, the process runs on",
+        .enabled(if: FileManager.default.isWritableFile(atPath: "/dev/full"))
+    )
+    func jsonLogsOnAFullDevice() async throws {
+        let executable = try #require(Paths.executable, "campaign-pipeline was not found next to the test bundle")
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = ["broker", "--parent-pid", "1", "--log-format", "json"]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: "/dev/full"))
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            process.terminationHandler = { _ in continuation.resume() }
+            do {
+                try process.run()
+            } catch {
+                process.terminationHandler = nil
+                continuation.resume(throwing: error)
+            }
+        }
+        #expect(process.terminationReason == .exit, "ended by signal \(process.terminationStatus)")
+        #expect(process.terminationStatus == 0)
+    }
+
     /// The file named by CAMPAIGN_PIPELINE_CONFIG was reported as "--config", a flag the user never gave, and a syntax
     /// error by its byte offset only, in a file people edit by line.
     @Test("a configuration file that cannot be used is reported with where its path came from, and a syntax error with its line")
