@@ -6,7 +6,7 @@ import Synchronization
 /// Writes each log event as one line of JSON, for log collectors (`--log-format json`):
 ///
 /// ```json
-/// {"timestamp":"2026-11-26T10:00:00.123Z","level":"warning","label":"campaign-pipeline","source":"PipelineRuntime","message":"Event rejected","metadata":{"eventId":"e-1","reason":"…"}}
+/// {"timestamp":"2026-11-26T10:00:00.120Z","level":"warning","label":"campaign-pipeline","source":"PipelineRuntime","message":"Event rejected","metadata":{"eventId":"e-1","reason":"…"}}
 /// ```
 ///
 /// `metadata` (the logger's, its provider's and the event's, the event's winning) is left out when empty; its keys
@@ -36,7 +36,7 @@ struct JSONLogHandler: LogHandler {
         if let own = event.metadata { merged.merge(own) { $1 } }
         var writer = JSONWriter(reservingCapacity: 256)
         writer.beginObject()
-        writer.member("timestamp", timestamp: Self.now())
+        writer.member("timestamp", Self.timestamp(Date()))
         writer.member("level", event.level.rawValue)
         writer.member("label", label)
         writer.member("source", event.source)
@@ -67,11 +67,16 @@ struct JSONLogHandler: LogHandler {
         }
     }
 
-    /// The time now, to the millisecond.
-    private static func now() -> Timestamp {
-        let milliseconds = Int64((Date().timeIntervalSince1970 * 1000).rounded(.down))
+    /// `date` to the millisecond, always with three fraction digits (`2026-11-26T10:00:00.120Z`, not `…00.12Z`, and
+    /// `…00.000Z` on the second): every line's time has the same layout, which collectors parsing a fixed format
+    /// read, and the lines sort by time as text (`…00Z` sorted after `…00.5Z`).
+    static func timestamp(_ date: Date) -> String {
+        let milliseconds = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
         let seconds = milliseconds >= 0 ? milliseconds / 1000 : (milliseconds - 999) / 1000
-        return Timestamp(secondsSince1970: seconds, nanoseconds: Int32(milliseconds - seconds * 1000) * 1_000_000)
+        let fraction = String(milliseconds - seconds * 1000)
+        var text = Timestamp(secondsSince1970: seconds).rfc3339  // no fraction: `…:SSZ`
+        text.removeLast()
+        return text + "." + String(repeating: "0", count: 3 - fraction.count) + fraction + "Z"
     }
 
     private static let standardErrorLock = Mutex(())

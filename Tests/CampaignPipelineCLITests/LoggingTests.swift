@@ -69,4 +69,17 @@ struct LoggingTests {
         #expect(second["message"] == "Started")
         #expect(second["metadata"] == .object(["instance": "a"]))
     }
+
+    /// The time was written as Timestamp writes it, with the fraction's trailing zeros dropped: `…00.12Z`, and `…00Z`
+    /// on the second, so the lines had no fixed layout and did not sort by time as text.
+    @Test("JSON lines: the time has three fraction digits on every line")
+    func jsonTimestampMilliseconds() throws {
+        let second = Date(timeIntervalSince1970: 1_800_000_000)
+        #expect(JSONLogHandler.timestamp(second) == "2027-01-15T08:00:00.000Z")
+        #expect(JSONLogHandler.timestamp(second.addingTimeInterval(0.5)) == "2027-01-15T08:00:00.500Z")
+        #expect(JSONLogHandler.timestamp(second.addingTimeInterval(0.125)) == "2027-01-15T08:00:00.125Z")
+        #expect(JSONLogHandler.timestamp(second.addingTimeInterval(0.015625)) == "2027-01-15T08:00:00.015Z", "to the millisecond, down")
+        let parsed = try Timestamp(rfc3339: JSONLogHandler.timestamp(second.addingTimeInterval(0.5)))
+        #expect(parsed == Timestamp(secondsSince1970: 1_800_000_000, nanoseconds: 500_000_000))
+    }
 }
