@@ -9,8 +9,8 @@ import Synchronization
 /// {"timestamp":"2026-11-26T10:00:00.120Z","level":"warning","label":"campaign-pipeline","source":"PipelineRuntime","message":"Event rejected","metadata":{"eventId":"e-1","reason":"…"}}
 /// ```
 ///
-/// `metadata` (the logger's, its provider's and the event's, the event's winning) is left out when empty; its keys
-/// are sorted. Text from events is escaped as JSON escapes it, so a line break in it cannot forge a line.
+/// `metadata` (the logger's, its provider's and the event's, the event's winning, then the error a log call names as
+/// `error.message` and `error.type`, as `StreamLogHandler` shows it) is left out when empty; its keys are sorted. Text from events is escaped as JSON escapes it, so a line break in it cannot forge a line.
 struct JSONLogHandler: LogHandler {
     let label: String
     var logLevel: Logger.Level = .info
@@ -34,6 +34,11 @@ struct JSONLogHandler: LogHandler {
         var merged = metadata
         if let provided = metadataProvider?.get() { merged.merge(provided) { $1 } }
         if let own = event.metadata { merged.merge(own) { $1 } }
+        if let error = event.error {
+            // As swift-log's StreamLogHandler shows it.
+            merged["error.message"] = "\(error)"
+            merged["error.type"] = "\(String(reflecting: type(of: error)))"
+        }
         var writer = JSONWriter(reservingCapacity: 256)
         writer.beginObject()
         writer.member("timestamp", Self.timestamp(Date()))

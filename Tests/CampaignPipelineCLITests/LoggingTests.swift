@@ -82,4 +82,22 @@ struct LoggingTests {
         let parsed = try Timestamp(rfc3339: JSONLogHandler.timestamp(second.addingTimeInterval(0.5)))
         #expect(parsed == Timestamp(secondsSince1970: 1_800_000_000, nanoseconds: 500_000_000))
     }
+
+    /// swift-log 1.16 hands a log call's `error:` to the handler apart from the metadata (`LogEvent.error`);
+    /// StreamLogHandler, the text format, shows it as `error.message` and `error.type`, and the JSON lines dropped it.
+    @Test("JSON lines: the error a log call names is written, as the text format shows it")
+    func jsonLinesShowTheError() throws {
+        struct Refused: Error, CustomStringConvertible {
+            var description: String { "refused by \"the broker\"" }
+        }
+        let lines = Mutex<[[UInt8]]>([])
+        let handler = JSONLogHandler(label: "campaign-pipeline") { line in lines.withLock { $0.append(line) } }
+        let logger = Logger(label: "campaign-pipeline") { _ in handler }
+        logger.error("Commit failed", error: Refused(), metadata: ["partition": "3"])
+        let line = try #require(lines.withLock { $0 }.first)
+        let metadata = try #require(try JSONObject(parsing: Array(line.dropLast()))["metadata"]?.objectValue)
+        #expect(metadata["error.message"] == "refused by \"the broker\"")
+        #expect(metadata["error.type"]?.stringValue?.hasSuffix("Refused") == true, "\(String(describing: metadata["error.type"]))")
+        #expect(metadata["partition"] == "3")
+    }
 }
