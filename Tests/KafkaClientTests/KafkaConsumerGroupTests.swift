@@ -160,6 +160,23 @@ struct KafkaConsumerGroupTests {
         }
     }
 
+    /// `TransactionMarkers.append` tries each bootstrap server in turn; a broker it could not reach ended the call
+    /// with that error, before the broker that leads the partition was asked.
+    @Test("a transaction marker is written by the leader even when a bootstrap server before it is unreachable")
+    func transactionMarkerPastAnUnreachableBroker() async throws {
+        try await withEmbeddedKafka(topics: ["marked-past": 1]) { kafka in
+            let servers = "127.0.0.1:1,\(kafka.bootstrapServers)"
+            let offset = try await TransactionMarkers.append(.commit, topic: "marked-past", partition: 0, bootstrapServers: servers, timeout: .seconds(5))
+            #expect(offset == 0)
+            let consumer = try KafkaConsumer(configuration: consumerConfiguration(kafka, group: nil), logger: testLogger)
+            #expect(try await consumer.watermarks(topic: "marked-past", partition: 0).high == 1)
+            await consumer.close()
+            await #expect(throws: TransactionMarkerError.self) {
+                try await TransactionMarkers.append(.commit, topic: "marked-past", partition: 0, bootstrapServers: "127.0.0.1:1", timeout: .seconds(5))
+            }
+        }
+    }
+
     @Test("offsets-for-times and seek start at the first record at or after a timestamp")
     func offsetsForTimesAndSeek() async throws {
         try await withEmbeddedKafka(topics: ["timed": 2]) { kafka in

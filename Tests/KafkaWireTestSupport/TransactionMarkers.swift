@@ -23,6 +23,7 @@ public enum TransactionMarkers {
     ///   - kind: a commit or an abort marker.
     ///   - bootstrapServers: the cluster's brokers, `host:port` separated by commas.
     ///   - producerID: the producer the marker ends a transaction of.
+    ///   - timeout: how long each broker has to connect and answer.
     /// - Returns: the marker's offset.
     /// - Throws: ``TransactionMarkerError`` naming the broker and the error when no broker took it.
     @discardableResult
@@ -31,7 +32,8 @@ public enum TransactionMarkers {
         topic: String,
         partition: Int32,
         bootstrapServers: String,
-        producerID: Int64 = 7_000
+        producerID: Int64 = 7_000,
+        timeout: Duration = .seconds(10)
     ) async throws -> Int64 {
         let request = produceRequest(topic: topic, partition: partition, batch: controlBatch(kind, producerID: producerID))
         var failures: [String] = []
@@ -40,10 +42,15 @@ public enum TransactionMarkers {
                 throw TransactionMarkerError("'\(server)' is not host:port")
             }
             let host = String(server[..<colon])
-            let response = try await exchange(request, host: host, port: port)
-            let (errorCode, baseOffset) = try parseProduceResponse(response)
-            if errorCode == 0 { return baseOffset }
-            failures.append("\(server): Kafka error \(errorCode)")
+            do {
+                let response = try await exchange(request, host: host, port: port, timeout: timeout)
+                let (errorCode, baseOffset) = try parseProduceResponse(response)
+                if errorCode == 0 { return baseOffset }
+                failures.append("\(server): Kafka error \(errorCode)")
+            } catch {
+                // A broker that is down or does not answer: the leader may be another.
+                failures.append("\(server): \(error)")
+            }
         }
         throw TransactionMarkerError("no broker took the marker for \(topic) [\(partition)]: \(failures.joined(separator: "; "))")
     }
@@ -130,14 +137,20 @@ public enum TransactionMarkers {
         return (errorCode, baseOffset)
     }
 
-    /// Sends `request` to a broker and returns its response, without the size prefix.
-    static func exchange(_ request: ByteBuffer, host: String, port: Int) async throws -> ByteBuffer {
+    /// Sends `request` to a broker and returns its response, without the size prefix. The connection is closed
+    /// (and the exchange fails) when the broker has not answered within `timeout`.
+    static func exchange(_ request: ByteBuffer, host: String, port: Int, timeout: Duration) async throws -> ByteBuffer {
         let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .connectTimeout(TimeAmount(timeout))
             .connect(host: host, port: port) { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
                 }
             }
+        let deadline = channel.channel.eventLoop.scheduleTask(in: TimeAmount(timeout)) {
+            channel.channel.close(promise: nil)
+        }
+        defer { deadline.cancel() }
         return try await channel.executeThenClose { inbound, outbound in
             try await outbound.write(request)
             var received = ByteBuffer()
