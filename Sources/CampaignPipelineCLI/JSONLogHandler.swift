@@ -10,7 +10,8 @@ import Synchronization
 /// ```
 ///
 /// `metadata` (the logger's, its provider's and the event's, the event's winning, then the error a log call names as
-/// `error.message` and `error.type`, as `StreamLogHandler` shows it) is left out when empty; its keys are sorted. Text from events is escaped as JSON escapes it, so a line break in it cannot forge a line.
+/// `error.message` and `error.type`, as `StreamLogHandler` shows it) is left out when empty; its keys are sorted.
+/// Text from events is escaped as JSON escapes it, so a line break in it cannot forge a line.
 struct JSONLogHandler: LogHandler {
     let label: String
     var logLevel: Logger.Level = .info

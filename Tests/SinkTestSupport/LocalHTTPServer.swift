@@ -124,7 +124,7 @@ public final class LocalHTTPServer: Sendable {
     ///
     /// - Parameter unprocessed: How many of each connection's last streams the GOAWAY leaves out.
     /// - Returns: The last stream id announced, per connection id.
-    /// - Throws: Errors from writing the frame.
+    /// - Throws: ``SinkTestSupportError`` on an HTTP/1.1 server, or errors from writing the frame.
     @discardableResult
     public func goAway(leavingUnprocessed unprocessed: Int = 0) async throws -> [Int: Int] {
         try await core.goAway(leavingUnprocessed: unprocessed)

@@ -125,6 +125,7 @@ final class ServerCore: Sendable {
     /// Sends a GOAWAY frame on every open HTTP/2 connection, announcing as processed every stream received on it
     /// but its last `unprocessed` ones; returns the last stream id announced per connection.
     func goAway(leavingUnprocessed unprocessed: Int) async throws -> [Int: Int] {
+        guard wireProtocol == .http2 else { throw SinkTestSupportError("GOAWAY is an HTTP/2 frame: this server speaks HTTP/1.1") }
         let announced = state.withLock { state -> [(any Channel, Int, Int)] in
             state.openConnections.map { connectionID, channel in
                 let highest = state.highestStreamID[connectionID] ?? 0
