@@ -102,6 +102,14 @@ struct EscapingLogHandler<Inner: LogHandler>: LogHandler {
         var escaped = event
         escaped.message = "\(Self.escaped(event.message.description))"
         escaped.metadata = event.metadata.map(Self.escaped)
+        if let error = event.error {
+            // The keys `StreamLogHandler` shows an error under, escaped like the rest.
+            var metadata = escaped.metadata ?? [:]
+            metadata["error.message"] = .string(Self.escaped("\(error)"))
+            metadata["error.type"] = .string(Self.escaped(String(reflecting: type(of: error))))
+            escaped.metadata = metadata
+            escaped.error = nil
+        }
         inner.log(event: escaped)
     }
 

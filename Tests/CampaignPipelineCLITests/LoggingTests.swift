@@ -35,6 +35,20 @@ struct LoggingTests {
         #expect(!message.contains("\n") && !"\(metadata)".contains("\n"))
     }
 
+    @Test("the error a log call names is escaped too, under error.message and error.type")
+    func errorEscaped() {
+        struct Failure: Error, CustomStringConvertible {
+            var description: String { "bad\nFAKE critical: forged" }
+        }
+        let recorder = LogRecorder()
+        let logger = Logger(label: "test") { _ in EscapingLogHandler(recorder.handler()) }
+        logger.error("Send failed", error: Failure())
+        let lines = recorder.lines
+        #expect(lines.count == 1)
+        #expect(lines.first?.metadata["error.message"] == .string(#"bad\nFAKE critical: forged"#))
+        #expect(lines.first?.metadata["error.type"]?.description.hasSuffix("Failure") == true)
+    }
+
     @Test("--log-format json: one JSON object per line with time, level, label, source, message and metadata")
     func jsonLines() throws {
         let lines = Mutex<[[UInt8]]>([])
