@@ -360,13 +360,7 @@ extension CampaignPipeline {
                     case .duration(let seconds): eventOrWallTime(delivery.occurredAt).adding(seconds: seconds)
                     }
                 let pending = TimerBook.PendingTimer(identity: delivery.identity, expiresAt: expiresAt, partition: delivery.partition)
-                let record = KafkaProducerRecord(
-                    topic: configuration.topics.timers,
-                    partition: pending.partition,
-                    key: Array(pending.identity.messageId.utf8),
-                    value: TimerBook.encode(pending),
-                    headers: timerRecordHeaders
-                )
+                let record = timerRecord(pending)
                 let timerArming = TimerArming(pending, in: timers)
                 arming = timerArming
                 second = OutputSender.Output(record: record, acknowledgement: .timerRecord(timerArming, ticket))

@@ -43,23 +43,32 @@ extension CampaignPipeline {
         )
     }
 
-    /// Keeps folding new definitions and timer records while the pipeline runs.
-    func keepFoldingState(from consumer: KafkaConsumer, definitions: DefinitionsFollower) async {
+    /// Keeps folding new definitions and timer records while the pipeline runs; `sender` writes a timer record again
+    /// when a tombstone this pipeline wrote landed after it (``TimerBook/remove(messageId:retiring:)``).
+    func keepFoldingState(from consumer: KafkaConsumer, definitions: DefinitionsFollower, sender: OutputSender) async {
         do {
             var iterator = consumer.messages.makeAsyncIterator()
             while let batch = try await iterator.nextBatch() {
-                for message in batch { applyState(message, definitions: definitions) }
+                for message in batch { applyState(message, definitions: definitions, sender: sender) }
             }
         } catch {
             logger.error("Reading campaign state failed; the campaign table stops changing", metadata: ["error": "\(error)"])
         }
     }
 
-    private func applyState(_ message: KafkaConsumerMessage, definitions: DefinitionsFollower) {
+    /// Folds one record of a state topic. `sender` (`nil` during the start-up fold, when nothing has fired here yet)
+    /// writes again a newer timer that a tombstone of this pipeline's landed after.
+    private func applyState(_ message: KafkaConsumerMessage, definitions: DefinitionsFollower, sender: OutputSender? = nil) {
         defer { if message.topic == definitions.topic { definitions.folded(partition: message.partition, offset: message.offset) } }
         if message.topic == configuration.topics.timers {
             guard let value = message.value, !value.isEmpty else {
-                timers.remove(messageId: String(decoding: message.key ?? [], as: UTF8.self))
+                let messageId = String(decoding: message.key ?? [], as: UTF8.self)
+                // The tombstone retires only the timer it names: a newer one of the message, whose record it may have
+                // landed after (the event was delivered again as its first timer fired), stays, and is written again
+                // after it when this pipeline wrote the tombstone, so that compaction keeps it.
+                if let newer = timers.remove(messageId: messageId, retiring: TimerBook.retiredDueTime(of: message.headers)), let sender {
+                    sender.sendNow(OutputSender.Output(record: timerRecord(newer)) { _ in })
+                }
                 return
             }
             // Written by this pipeline, which scheduled it when it wrote it.
@@ -99,12 +108,7 @@ extension CampaignPipeline {
             guard !owned.isEmpty else { continue }
             for timer in timers.takeDue(at: .now(), in: owned) {
                 let expired = AnalyticsEvent(kind: .expired, identity: timer.identity, occurredAt: .now(), cause: .timer)
-                let tombstone = KafkaProducerRecord(
-                    topic: topics.timers,
-                    partition: timer.partition,
-                    key: Array(timer.identity.messageId.utf8),
-                    value: nil
-                )
+                let tombstone = TimerBook.tombstone(of: timer, topic: topics.timers)
                 let record = analyticsRecord(expired)
                 // The tombstone only once the expiry is written: until then, a restart fires the timer again.
                 sender.sendNow(
@@ -115,6 +119,18 @@ extension CampaignPipeline {
                 )
             }
         }
+    }
+
+    /// The record of a pending timer on the timers topic: keyed by its message id, in its partition, with this
+    /// pipeline's `writer` header.
+    func timerRecord(_ timer: TimerBook.PendingTimer) -> KafkaProducerRecord {
+        KafkaProducerRecord(
+            topic: configuration.topics.timers,
+            partition: timer.partition,
+            key: Array(timer.identity.messageId.utf8),
+            value: TimerBook.encode(timer),
+            headers: timerRecordHeaders
+        )
     }
 
     /// Stops the pipeline once every assigned partition has been read to its end, with nothing in flight, for

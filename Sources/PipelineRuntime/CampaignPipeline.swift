@@ -216,7 +216,7 @@ public final class CampaignPipeline: Service {
             }
             group.addTask { await self.followSinkStates(sinks, consumer: consumer) }
             group.addTask { await self.keepStoringCompletedPositions(of: consumer) }
-            group.addTask { await self.keepFoldingState(from: stateConsumer, definitions: definitions) }
+            group.addTask { await self.keepFoldingState(from: stateConsumer, definitions: definitions, sender: sender) }
             group.addTask { await self.followAssignments(of: consumer) }
             if let replay {
                 group.addTask { await self.stopWhenReplayed(replay, consumer: consumer) }

@@ -1,4 +1,5 @@
 import HeapModule
+import KafkaClient
 import PipelineCore
 import Synchronization
 
@@ -64,8 +65,10 @@ final class TimerBook: Sendable {
         var parked: [Int32: [DueEntry]] = [:]
         /// How many entries ``parked`` holds (some may be stale: removed or rescheduled since).
         var parkedCount = 0
-        /// Fired here and not yet seen tombstoned, so a late read of the timer record does not bring it back.
-        var fired: Set<TimerKey> = []
+        /// Fired here and not yet seen tombstoned, with the due time of the timer that fired: a late read of that
+        /// timer's record does not bring it back, while a newer timer of the message (its event delivered again) is
+        /// scheduled. The tombstone this book wrote for it is recognised when it is read back.
+        var fired: [TimerKey: Timestamp] = [:]
     }
 
     private let state = Mutex(State())
@@ -75,11 +78,13 @@ final class TimerBook: Sendable {
     /// Entries parked for partitions owned elsewhere (for tests: they must not pile up).
     var parkedCount: Int { state.withLock { $0.parkedCount } }
 
-    /// Adds or replaces a timer (from a delivery, or folded from the topic).
+    /// Adds or replaces a timer (from a delivery, or folded from the topic). A timer that fired here is not brought
+    /// back by its record read late; another timer of the same message (a delivery of the event read again) is
+    /// scheduled.
     func schedule(_ timer: PendingTimer) {
         state.withLock { state in
             let key = TimerKey(timer.identity.messageId)
-            guard !state.fired.contains(key) else { return }
+            guard state.fired[key] != timer.expiresAt else { return }
             let previous = state.pending.updateValue(Boxed(timer), forKey: key)?.timer
             if previous?.expiresAt != timer.expiresAt || previous?.partition != timer.partition {
                 state.due.insert(DueEntry(expiresAt: timer.expiresAt, key: key))
@@ -93,12 +98,28 @@ final class TimerBook: Sendable {
         }
     }
 
-    /// Applies a tombstone read from the topic.
-    func remove(messageId: String) {
+    /// Applies a tombstone read from the topic. `retiring` is the due time of the timer the tombstone retires (its
+    /// `expiresAt` header; `nil` for a tombstone without one, which retires whatever timer the message has).
+    ///
+    /// A message's event can be delivered again (read again after a crash or a rebalance) around the time its first
+    /// timer fires, so the new timer's record can reach the topic before the first timer's tombstone. That tombstone
+    /// retires only the timer it names: a newer pending timer stays.
+    ///
+    /// - Returns: the timer to write to the topic again: the message's newer pending timer, when the tombstone is one
+    ///   this book wrote (it fired the timer the tombstone retires) and it landed after that newer timer's record,
+    ///   which compaction would otherwise delete. `nil` otherwise.
+    @discardableResult
+    func remove(messageId: String, retiring: Timestamp? = nil) -> PendingTimer? {
         state.withLock { state in
             let key = TimerKey(messageId)
-            state.pending[key] = nil
-            state.fired.remove(key)
+            let firedHere = state.fired[key]
+            // The tombstone of the timer that fired here has come back: a late read of that timer's record is over.
+            if retiring == nil || firedHere == retiring { state.fired[key] = nil }
+            guard let retiring, let pending = state.pending[key]?.timer, pending.expiresAt != retiring else {
+                state.pending[key] = nil
+                return nil
+            }
+            return firedHere == retiring ? pending : nil
         }
     }
 
@@ -122,7 +143,7 @@ final class TimerBook: Sendable {
                     continue
                 }
                 state.pending[next.key] = nil
-                state.fired.insert(next.key)
+                state.fired[next.key] = timer.expiresAt
                 due.append(timer)
             }
             // Timers parked here are tombstoned by their owner; drop those entries before they pile up.
@@ -138,6 +159,27 @@ final class TimerBook: Sendable {
             }
             return due
         }
+    }
+
+    /// The header of a timer's tombstone that names the due time of the timer it retires (RFC 3339), so that a
+    /// newer timer of the same message, written before it, is not retired with it (``remove(messageId:retiring:)``).
+    static let retiresHeader = "expiresAt"
+
+    /// The tombstone of a fired timer: keyed by its message id, in its partition, naming its due time.
+    static func tombstone(of timer: PendingTimer, topic: String) -> KafkaProducerRecord {
+        KafkaProducerRecord(
+            topic: topic,
+            partition: timer.partition,
+            key: Array(timer.identity.messageId.utf8),
+            value: nil,
+            headers: [KafkaHeader(key: retiresHeader, string: timer.expiresAt.rfc3339)]
+        )
+    }
+
+    /// The due time a tombstone's headers say it retires; `nil` when it names none (or not readably).
+    static func retiredDueTime(of headers: [KafkaHeader]) -> Timestamp? {
+        guard let header = headers.last(where: { $0.key == retiresHeader }), let value = header.value else { return nil }
+        return try? Timestamp(rfc3339: String(decoding: value, as: UTF8.self))
     }
 
     /// The record value stored on the timers topic.

@@ -221,6 +221,61 @@ struct PipelineAcceptanceTests {
         }
     }
 
+    @Test("a timer's tombstone that lands after a newer timer of the same message retires only the timer it names")
+    func lateTombstoneKeepsNewerTimer() async throws {
+        // What the chaos soak (scripts/chaos-soak.sh) left on the timers topic: an instance fired a message's timer
+        // while the message's send, read again after a rebalance, was delivered again; the new delivery's timer
+        // record reached the topic before the first timer's tombstone, which is written once the expiry is
+        // acknowledged. That tombstone removed the newer timer too: its countdown never ended in push.expired.
+        try await withPipelineCluster(partitions: 6) { kafka, configuration in
+            let messageId = MessageID.make(eventId: "timer-redelivered", platform: .fcm)
+            let now = Timestamp(Date())
+            let fired = now.adding(seconds: -60)
+            let newer = now.adding(seconds: 8)
+            func timerRecord(_ expiresAt: Timestamp) -> KafkaProducerRecord {
+                let value = #"{"messageId":"\#(messageId)","sourceEventId":"timer-redelivered","campaignId":"spring-sale","recipientId":"user-redelivered","platform":"fcm","template":"timer","expiresAt":"\#(expiresAt.rfc3339)"}"#
+                return KafkaProducerRecord(
+                    topic: configuration.topics.timers,
+                    partition: 2,
+                    key: Array(messageId.utf8),
+                    value: Array(value.utf8),
+                    headers: [KafkaHeader(key: "writer", string: "another-instance")]
+                )
+            }
+            let tombstone = KafkaProducerRecord(
+                topic: configuration.topics.timers,
+                partition: 2,
+                key: Array(messageId.utf8),
+                value: nil,
+                headers: [KafkaHeader(key: "expiresAt", string: fired.rfc3339)]
+            )
+            let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(bootstrapServers: [kafka.bootstrapServers]), logger: testLogger)
+            // In topic order: the timer that fired, the newer timer, then the tombstone of the one that fired.
+            for record in [timerRecord(fired), timerRecord(newer), tombstone] { _ = try await producer.send(record) }
+            await producer.close()
+
+            var running = configuration
+            running.untilIdle = nil
+            let pipeline = CampaignPipeline(configuration: running, registry: builtinRegistry, logger: testLogger)
+            let records = try await whileRunning(pipeline) {
+                _ = try await eventually("the newer timer to expire", timeout: clusterTimeout) {
+                    try await analyticsRecords(configuration, kafka: kafka)
+                        .first { $0.event.identity.messageId == messageId && $0.event.kind == .expired }
+                }
+                // Long enough for a second firing to show (the timer loop wakes every 200 ms).
+                try await Task.sleep(for: .seconds(2))
+                return try await analyticsRecords(configuration, kafka: kafka)
+            }
+            let expired = records.filter { $0.event.identity.messageId == messageId && $0.event.kind == .expired }
+            try #require(expired.count == 1, "exactly one push.expired, found \(expired.count)")
+            #expect(expired[0].event.cause == .timer)
+            #expect(
+                expired[0].event.occurredAt.seconds >= newer.seconds - 0.5,
+                "fired at \(expired[0].event.occurredAt), the newer timer's countdown ends at \(newer)"
+            )
+        }
+    }
+
     // MARK: - 5. Campaign state
 
     @Test("campaign definitions and cancellations decide sends, and definitions are kept current while running")

@@ -1,3 +1,4 @@
+import KafkaClient
 import PipelineCore
 @testable import PipelineRuntime
 import Testing
@@ -43,6 +44,43 @@ struct TimerBookTests {
         #expect(book.takeDue(at: Self.start.adding(seconds: 2), in: [0]).count == 1)
         book.schedule(Self.timer("m", in: 1))
         #expect(book.count == 0)
+    }
+
+    @Test("a newer timer of a message whose timer fired here is scheduled: its event was delivered again")
+    func newerTimerAfterFiring() {
+        let book = TimerBook()
+        book.schedule(Self.timer("m", in: 1))
+        #expect(book.takeDue(at: Self.start.adding(seconds: 2), in: [0]).count == 1)
+        // The send, read again after a rebalance, is delivered again before the first timer's tombstone is read back.
+        book.schedule(Self.timer("m", in: 10))
+        #expect(book.count == 1, "the new delivery's countdown is pending")
+        #expect(book.takeDue(at: Self.start.adding(seconds: 11), in: [0]).map(\.expiresAt) == [Self.start.adding(seconds: 10)])
+    }
+
+    @Test("a tombstone retires only the timer it names; one written here that lands after a newer timer asks for it again")
+    func tombstoneRetiresTheTimerItNames() {
+        let book = TimerBook()
+        book.schedule(Self.timer("m", in: 1))
+        #expect(book.takeDue(at: Self.start.adding(seconds: 2), in: [0]).count == 1)
+        book.schedule(Self.timer("m", in: 10))
+        // This book's tombstone of the timer due at +1 s, read back after the newer timer's record.
+        let again = book.remove(messageId: "m", retiring: Self.start.adding(seconds: 1))
+        #expect(again == Self.timer("m", in: 10), "the newer timer is written again after the tombstone")
+        #expect(book.count == 1)
+        // Another instance's tombstone of an older timer keeps the newer one, and asks nothing of this book.
+        #expect(book.remove(messageId: "m", retiring: Self.start.adding(seconds: 5)) == nil)
+        #expect(book.count == 1)
+        // The tombstone of the newer timer itself, or one that names no timer, retires it.
+        #expect(book.remove(messageId: "m", retiring: Self.start.adding(seconds: 10)) == nil)
+        #expect(book.count == 0)
+        book.schedule(Self.timer("n", in: 1))
+        book.remove(messageId: "n")
+        #expect(book.count == 0)
+        // A tombstone's header round-trips the due time it names exactly (nanoseconds included).
+        let due = Timestamp(secondsSince1970: 1_795_688_216, nanoseconds: 827_198_028)
+        let tombstone = TimerBook.tombstone(of: TimerBook.PendingTimer(identity: Self.timer("m", in: 0).identity, expiresAt: due, partition: 3), topic: "t")
+        #expect(tombstone.value == nil && tombstone.partition == 3)
+        #expect(TimerBook.retiredDueTime(of: tombstone.headers) == due)
     }
 
     @Test("a due timer of a partition owned elsewhere waits until its partition is owned here")
