@@ -13,7 +13,8 @@
 # Settings (environment): SOAK_EVENTS, SOAK_SECONDS (production time), SOAK_SEED, SOAK_INSTANCES (3), SOAK_BIN (the
 # built executable; default: release if built, else debug), SOAK_DIR (work directory, kept; default a new one under
 # /tmp), SOAK_BROKERS (3), SOAK_PARTITIONS (6), SOAK_ASSIGNMENT (librdkafka partition.assignment.strategy, default
-# range,roundrobin; cooperative-sticky tries incremental rebalancing). Needs kcat and python3.
+# range,roundrobin; cooperative-sticky tries incremental rebalancing), SOAK_SKIP_KINDS (kinds of event not to
+# generate, comma-separated, e.g. ttl-soon; see KINDS in scripts/chaos_soak.py). Needs kcat and python3.
 set -uo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd -P)
@@ -109,7 +110,7 @@ for slot in $(seq 1 "$instances"); do start_instance "$slot"; done
 log "started $instances instances in group $group"
 
 # 3. Produce while the chaos runs.
-python3 "$helper" generate --count "$events" --seconds "$seconds" --seed "$seed" --manifest "$dir/manifest.jsonl" \
+python3 "$helper" generate --count "$events" --seconds "$seconds" --seed "$seed" --manifest "$dir/manifest.jsonl" --skip-kinds "${SOAK_SKIP_KINDS:-}" \
     | kcat -b "$bootstrap" -t campaign.sends -P -K $'\t' -X linger.ms=5 2> "$dir/logs/producer.log" &
 producer_pid=$!
 RANDOM=$seed

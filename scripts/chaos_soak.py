@@ -195,7 +195,11 @@ def generate(args):
     rng = random.Random(args.seed)
     recipients = [(f"r{index:04d}", "fcm" if index % 2 == 0 else "apns") for index in range(args.recipients)]
     sequence = collections.Counter()
-    kinds = [kind for kind, weight in KINDS for _ in range(weight)]
+    skipped = set(filter(None, args.skip_kinds.split(",")))
+    unknown = skipped - {kind for kind, _ in KINDS}
+    if unknown:
+        sys.exit(f"chaos_soak.py: --skip-kinds names no kind of event: {', '.join(sorted(unknown))}")
+    kinds = [kind for kind, weight in KINDS if kind not in skipped for _ in range(weight)]
     start = time.time()
     out = sys.stdout.buffer
     with open(args.manifest, "w") as manifest:
@@ -495,6 +499,7 @@ def main():
     gen.add_argument("--recipients", type=int, default=150)
     gen.add_argument("--seed", type=int, default=1)
     gen.add_argument("--manifest", required=True)
+    gen.add_argument("--skip-kinds", default="", help="comma-separated kinds of event not to generate")
     chk = sub.add_parser("check")
     chk.add_argument("--dir", required=True)
     chk.add_argument("--manifest", required=True)
