@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Chaos soak of the real executables: an embedded broker, three `campaign-pipeline run` instances in one consumer
 # group, a few thousand mixed events produced with kcat over about a minute while instances are SIGKILLed,
-# SIGTERMed and restarted at random, then a final instance run until idle, then a check of the topics (read back with
-# kcat) against the contract: every event has a terminal outcome, never two different ones, no outcome of an unknown
-# event, timer expiries after their delivery and at most once (a crash may repeat one), per-recipient payload order,
-# dead letters naming the field. Prints a summary; exits 1 on a violation, 2 when the soak itself could not run.
+# SIGTERMed and restarted, or stalled (SIGSTOP past the session timeout, then SIGCONT) at random, then a final
+# instance run until idle, then a check of the topics (read back with kcat) against the contract: every event has a
+# terminal outcome, never two different ones, no outcome of an unknown event, timer expiries after their delivery and
+# at most once (a crash may repeat one), per-recipient payload order, dead letters naming the field. Prints a summary; exits 1 on a violation, 2 when the soak itself could not run.
 #
 #   scripts/chaos-soak.sh                         # defaults: 3000 events over 60 s, seed from the clock
 #   SOAK_EVENTS=5000 SOAK_SECONDS=90 SOAK_SEED=7 scripts/chaos-soak.sh
@@ -14,7 +14,8 @@
 # built executable; default: release if built, else debug), SOAK_DIR (work directory, kept; default a new one under
 # /tmp), SOAK_BROKERS (3), SOAK_PARTITIONS (6), SOAK_ASSIGNMENT (librdkafka partition.assignment.strategy, default
 # range,roundrobin; cooperative-sticky tries incremental rebalancing), SOAK_SKIP_KINDS (kinds of event not to
-# generate, comma-separated, e.g. ttl-soon; see KINDS in scripts/chaos_soak.py). Needs kcat and python3.
+# generate, comma-separated, e.g. ttl-soon; see KINDS in scripts/chaos_soak.py), SOAK_STALLS (percent of the chaos
+# actions that stall an instance instead of stopping it; 20). Needs kcat and python3.
 set -uo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd -P)
@@ -25,6 +26,7 @@ instances=${SOAK_INSTANCES:-3}
 brokers=${SOAK_BROKERS:-3}
 partitions=${SOAK_PARTITIONS:-6}
 assignment=${SOAK_ASSIGNMENT:-range,roundrobin}
+stalls=${SOAK_STALLS:-20}
 bin=${SOAK_BIN:-}
 if [[ -z $bin ]]; then
     if [[ -x $root/.build/release/campaign-pipeline ]]; then bin=$root/.build/release/campaign-pipeline; else bin=$root/.build/debug/campaign-pipeline; fi
@@ -113,6 +115,13 @@ log "started $instances instances in group $group"
 python3 "$helper" generate --count "$events" --seconds "$seconds" --seed "$seed" --manifest "$dir/manifest.jsonl" --skip-kinds "${SOAK_SKIP_KINDS:-}" \
     | kcat -b "$bootstrap" -t campaign.sends -P -K $'\t' -X linger.ms=5 2> "$dir/logs/producer.log" &
 producer_pid=$!
+# Halfway through, a campaign is defined; the generator's sends of it follow (they render its stored content).
+(
+    sleep "$(python3 -c "print($seconds / 2)")"
+    printf 'soak-late\t{"type":"campaign.defined","campaignId":"soak-late","version":1,"template":"carousel","occurredAt":"%s","content":{"title":"Defined late","body":"While the soak ran.","items":[{"image":"https://example.com/1.png","text":"1","uri":"https://example.com/1"},{"image":"https://example.com/2.png","text":"2","uri":"https://example.com/2"},{"image":"https://example.com/3.png","text":"3","uri":"https://example.com/3"}]}}\n' \
+        "$(python3 -c 'import datetime; print((datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(seconds=1)).strftime("%Y-%m-%dT%H:%M:%S.%fZ"))')" \
+        | kcat -b "$bootstrap" -t campaign.definitions -P -K $'\t'
+) &
 RANDOM=$seed
 chaos_end=$(( SECONDS + ${seconds%.*} + 5 ))
 while (( SECONDS < chaos_end )); do
@@ -128,7 +137,20 @@ while (( SECONDS < chaos_end )); do
             record died "$other" "$pid"; pids[$other]=; start_instance "$other"
         fi
     done
-    if (( RANDOM % 10 < 6 )); then signal=SIGKILL; else signal=SIGTERM; fi
+    roll=$(( RANDOM % 100 ))
+    if (( roll < stalls )); then
+        # A stall (a long GC pause, a frozen VM): longer than the session timeout, so the group moves the
+        # instance's partitions away while it cannot notice; then it goes on where it stopped.
+        pid=${pids[$slot]}
+        log "SIGSTOP instance $slot (pid $pid) for 9 s"
+        record SIGSTOP "$slot" "$pid"
+        kill -STOP "$pid" 2> /dev/null
+        sleep 9
+        record SIGCONT "$slot" "$pid"
+        kill -CONT "$pid" 2> /dev/null
+        continue
+    fi
+    if (( roll < stalls + (100 - stalls) * 6 / 10 )); then signal=SIGKILL; else signal=SIGTERM; fi
     log "$signal instance $slot (pid ${pids[$slot]})"
     stop_instance "$slot" "$signal"
     sleep "$(( RANDOM % 3 )).$(( RANDOM % 10 ))"

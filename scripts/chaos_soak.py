@@ -97,6 +97,8 @@ KINDS = [
     ("campaign-ref", 8),
     ("campaign-cancelled", 4),
     ("campaign-missing-version", 1),
+    # A campaign defined halfway through (scripts/chaos-soak.sh writes it then): sends of it follow the definition.
+    ("campaign-late", 4),
     ("broken-title", 2),
     ("broken-template", 2),
     ("broken-color", 2),
@@ -150,6 +152,9 @@ def make_event(kind, event_id, recipient, platform, seq, now, rng):
         event = base_event(event_id, recipient, platform, "basic", now)
         event["campaignId"] = "soak-stored"
         event["recipient"]["attributes"] = {"firstName": recipient}
+    elif kind == "campaign-late":
+        event = base_event(event_id, recipient, platform, "carousel", now)
+        event["campaignId"] = "soak-late"
     elif kind == "campaign-cancelled":
         event = base_event(event_id, recipient, platform, "basic", now)
         event["campaignId"] = "soak-cancelled"
@@ -211,6 +216,9 @@ def generate(args):
                 out.flush()
                 time.sleep(pause)
             kind = kinds[index % len(kinds)] if index < len(kinds) else rng.choice(kinds)
+            # The late campaign is defined at half time (plus a second's margin): before that, a basic send instead.
+            if kind == "campaign-late" and time.time() < start + args.seconds / 2 + 1:
+                kind = "basic"
             recipient, platform = rng.choice(recipients)
             seq = sequence[recipient]
             sequence[recipient] += 1
