@@ -103,7 +103,7 @@ final class TimerBook: Sendable {
     ///
     /// A message's event can be delivered again (read again after a crash or a rebalance) around the time its first
     /// timer fires, so the new timer's record can reach the topic before the first timer's tombstone. That tombstone
-    /// retires only the timer it names: a newer pending timer stays.
+    /// retires only the timer it names (or an earlier one): a pending timer due later, a newer countdown, stays.
     ///
     /// - Returns: the timer to write to the topic again: the message's newer pending timer, when the tombstone is one
     ///   this book wrote (it fired the timer the tombstone retires) and it landed after that newer timer's record,
@@ -115,7 +115,7 @@ final class TimerBook: Sendable {
             let firedHere = state.fired[key]
             // The tombstone of the timer that fired here has come back: a late read of that timer's record is over.
             if retiring == nil || firedHere == retiring { state.fired[key] = nil }
-            guard let retiring, let pending = state.pending[key]?.timer, pending.expiresAt != retiring else {
+            guard let retiring, let pending = state.pending[key]?.timer, pending.expiresAt > retiring else {
                 state.pending[key] = nil
                 return nil
             }

@@ -76,6 +76,9 @@ struct TimerBookTests {
         book.schedule(Self.timer("n", in: 1))
         book.remove(messageId: "n")
         #expect(book.count == 0)
+        book.schedule(Self.timer("o", in: 1))
+        #expect(book.remove(messageId: "o", retiring: Self.start.adding(seconds: 2)) == nil)
+        #expect(book.count == 0, "a tombstone retires an earlier timer than the one it names too")
         // A tombstone's header round-trips the due time it names exactly (nanoseconds included).
         let due = Timestamp(secondsSince1970: 1_795_688_216, nanoseconds: 827_198_028)
         let tombstone = TimerBook.tombstone(of: TimerBook.PendingTimer(identity: Self.timer("m", in: 0).identity, expiresAt: due, partition: 3), topic: "t")
