@@ -47,7 +47,8 @@ func produce(_ values: [(key: String, value: [UInt8])], to topic: String, kafka:
     for result in results { _ = try result.get() }
 }
 
-/// Every record of a topic at the moment of the call.
+/// Every record of a topic at the moment of the call. It reads each partition up to its high watermark's last
+/// offset, so a topic ending in a transaction marker (``TransactionMarkers``) keeps it waiting: not for those.
 func readAll(_ topic: String, kafka: EmbeddedKafka) async throws -> [KafkaConsumerMessage] {
     let consumer = try KafkaConsumer(
         configuration: KafkaConsumerConfiguration(bootstrapServers: [kafka.bootstrapServers], groupID: nil),
