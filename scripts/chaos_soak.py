@@ -494,6 +494,10 @@ def check(args):
         if len(found) > args.show:
             print(f"       ... {len(found) - args.show} more")
     total = sum(len(v) for v in report.violations.values())
+    rejudged = report.violations.get("two-outcomes", [])
+    if rejudged and total == len(rejudged) and all("ttl-soon" in d or "timer-ends-soon" in d for d in rejudged):
+        print("  (every violation is a send judged again after a crash or rebalance, the limitation README 'Known limitations'")
+        print("   describes; SOAK_SKIP_KINDS=ttl-soon,timer-ends-soon leaves those sends out)")
     print(f"RESULT: {'FAIL' if total else 'PASS'} ({total} violation(s))")
     return 1 if total else 0
 
