@@ -17,7 +17,13 @@ RUN apt-get update \
 COPY --from=build /campaign-pipeline /usr/local/bin/campaign-pipeline
 COPY Config /etc/campaign-pipeline
 USER nobody
-# The metrics endpoint's port when CAMPAIGN_PIPELINE_METRICS_PORT or --metrics-port sets it (off by default).
+# The metrics endpoint (/metrics, /healthz, /readyz; README "Operations") is on in the image, on 9464: the health
+# check below asks it. `docker run -e CAMPAIGN_PIPELINE_METRICS_PORT= --no-healthcheck …` turns both off.
+ENV CAMPAIGN_PIPELINE_METRICS_PORT=9464
 EXPOSE 9464
+# Alive while the process answers /healthz (`probe --live`; the image has no curl). Readiness, which a rollout or
+# docker-compose's depends_on wants, is `campaign-pipeline probe`. Only `run` serves the endpoint: run the other
+# subcommands (replay, broker, …) with --no-healthcheck.
+HEALTHCHECK --interval=15s --timeout=5s --start-period=30s --retries=3 CMD ["campaign-pipeline", "probe", "--live"]
 ENTRYPOINT ["campaign-pipeline"]
 CMD ["run", "--config", "/etc/campaign-pipeline/pipeline.json"]
