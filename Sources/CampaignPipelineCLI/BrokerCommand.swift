@@ -43,7 +43,10 @@ struct BrokerCommand: AsyncParsableCommand {
     var parsedTopics: [(name: String, partitions: Int32)] {
         get throws {
             try extraTopics.map { spec in
-                guard let colon = spec.lastIndex(of: ":") else { return (spec, partitions) }
+                guard let colon = spec.lastIndex(of: ":") else {
+                    guard !spec.isEmpty else { throw ValidationError("--topic: expected name or name:partitions, not an empty name") }
+                    return (spec, partitions)
+                }
                 let name = String(spec[..<colon])
                 guard !name.isEmpty, let count = Int32(spec[spec.index(after: colon)...]), count >= 1 else {
                     throw ValidationError("--topic \(spec): expected name or name:partitions with a positive number")

@@ -87,6 +87,16 @@ struct ExecutableTests {
         #expect(process.terminationStatus == 0)
     }
 
+    @Test("broker --topic with an empty name is refused with the usage, before a broker starts")
+    func emptyBrokerTopic() async throws {
+        let executable = try #require(Paths.executable, "campaign-pipeline was not found next to the test bundle")
+        for spec in ["", ":3"] {
+            let result = try await runProcess(executable, ["broker", "--parent-pid", "1", "--topic", spec])  // exits at once if it starts
+            #expect(result.status == 64, "\(spec): \(result.stderr)")
+            #expect(result.stderr.contains("--topic"), "\(result.stderr)")
+        }
+    }
+
     /// The file named by CAMPAIGN_PIPELINE_CONFIG was reported as "--config", a flag the user never gave, and a syntax
     /// error by its byte offset only, in a file people edit by line.
     @Test("a configuration file that cannot be used is reported with where its path came from, and a syntax error with its line")
