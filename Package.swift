@@ -224,6 +224,7 @@ let package = Package(
             name: "CampaignPipelineCLITests",
             dependencies: [
                 "CampaignPipelineCLI", "PipelineCore", "KafkaClient", "TestSupport", "campaign-pipeline", "MetricsEndpoint", "PipelineRuntime",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -44,19 +44,26 @@ struct LoggingOptions: ParsableArguments {
 
     /// Bootstraps swift-log once (to stderr) and returns the root logger.
     func makeLogger(label: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws -> Logger {
-        let text = logLevel ?? environment["LOG_LEVEL"] ?? "info"
-        guard let level = Logger.Level(rawValue: text.lowercased()) else {
-            throw CommandError("LOG_LEVEL: '\(text)' is not one of trace, debug, info, notice, warning, error, critical")
-        }
+        let level = try level(environment: environment)
         LoggingBootstrap.once(format: try format(environment: environment))
         var logger = Logger(label: label)
         logger.logLevel = level
         return logger
     }
 
-    /// The format asked for: `--log-format`, else `LOG_FORMAT`, else text.
+    /// The level asked for: `--log-level`, else `LOG_LEVEL` (empty counts as unset, as the configuration's variables
+    /// do), else info.
+    func level(environment: [String: String]) throws -> Logger.Level {
+        let text = logLevel ?? environment["LOG_LEVEL"].flatMap { $0.isEmpty ? nil : $0 } ?? "info"
+        guard let level = Logger.Level(rawValue: text.lowercased()) else {
+            throw CommandError("LOG_LEVEL: '\(text)' is not one of trace, debug, info, notice, warning, error, critical")
+        }
+        return level
+    }
+
+    /// The format asked for: `--log-format`, else `LOG_FORMAT` (empty counts as unset), else text.
     func format(environment: [String: String]) throws -> Format {
-        let text = logFormat ?? environment["LOG_FORMAT"] ?? "text"
+        let text = logFormat ?? environment["LOG_FORMAT"].flatMap { $0.isEmpty ? nil : $0 } ?? "text"
         guard let format = Format(rawValue: text.lowercased()) else {
             throw CommandError("LOG_FORMAT: '\(text)' is not one of text, json")
         }

@@ -1,3 +1,4 @@
+import ArgumentParser
 @testable import CampaignPipelineCLI
 import Foundation
 import Logging
@@ -33,6 +34,17 @@ struct LoggingTests {
         #expect(metadata["nested"] == .dictionary(["ids": .array([.string(#"a\u{1B}[31m"#), .string(#"b\u{2028}c"#)])]))
         #expect(metadata["number"] == .string("42"))
         #expect(!message.contains("\n") && !"\(metadata)".contains("\n"))
+    }
+
+    @Test("LOG_LEVEL and LOG_FORMAT set but empty mean their defaults, as the configuration's variables do")
+    func emptyVariablesAreUnset() throws {
+        let options = try LoggingOptions.parse([])
+        #expect(try options.format(environment: ["LOG_FORMAT": ""]) == .text)
+        #expect(try options.format(environment: ["LOG_FORMAT": "JSON"]) == .json)
+        #expect(throws: (any Error).self) { try options.format(environment: ["LOG_FORMAT": "xml"]) }
+        #expect(try options.level(environment: ["LOG_LEVEL": ""]) == .info)
+        #expect(try options.level(environment: ["LOG_LEVEL": "debug"]) == .debug)
+        #expect(throws: (any Error).self) { try options.level(environment: ["LOG_LEVEL": "loud"]) }
     }
 
     @Test("the error a log call names is escaped too, under error.message and error.type")
