@@ -66,7 +66,12 @@ extension CampaignPipeline {
                 // The tombstone retires only the timer it names: a newer one of the message, whose record it may have
                 // landed after (the event was delivered again as its first timer fired), stays, and is written again
                 // after it when this pipeline wrote the tombstone, so that compaction keeps it.
-                if let newer = timers.remove(messageId: messageId, retiring: TimerBook.retiredDueTime(of: message.headers)), let sender {
+                let newer = timers.remove(
+                    messageId: messageId,
+                    retiring: TimerBook.retiredDueTime(of: message.headers),
+                    writtenHere: message.headers.contains(timerRecordHeaders[0])
+                )
+                if let newer, let sender {
                     sender.sendNow(OutputSender.Output(record: timerRecord(newer)) { _ in })
                 }
                 return
@@ -108,7 +113,7 @@ extension CampaignPipeline {
             guard !owned.isEmpty else { continue }
             for timer in timers.takeDue(at: .now(), in: owned) {
                 let expired = AnalyticsEvent(kind: .expired, identity: timer.identity, occurredAt: .now(), cause: .timer)
-                let tombstone = TimerBook.tombstone(of: timer, topic: topics.timers)
+                let tombstone = TimerBook.tombstone(of: timer, topic: topics.timers, writer: timerRecordHeaders)
                 let record = analyticsRecord(expired)
                 // The tombstone only once the expiry is written: until then, a restart fires the timer again.
                 sender.sendNow(

@@ -105,21 +105,27 @@ final class TimerBook: Sendable {
     /// timer fires, so the new timer's record can reach the topic before the first timer's tombstone. That tombstone
     /// retires only the timer it names (or an earlier one): a pending timer due later, a newer countdown, stays.
     ///
+    /// - Parameters:
+    ///   - writtenHere: the tombstone carries this pipeline's `writer` header. Which book wrote it is told by the
+    ///     header, not by which timers fired here: a timer can fire on two instances while its partition moves, and
+    ///     the other one's tombstone, read first, must not stand for this one's, which can land later.
+    ///   - now: the time of reading; a newer timer already due then is not asked for again (see below).
     /// - Returns: the timer to write to the topic again: the message's newer pending timer, when the tombstone is one
-    ///   this book wrote (it fired the timer the tombstone retires) and it landed after that newer timer's record,
-    ///   which compaction would otherwise delete. `nil` otherwise.
+    ///   this book wrote and it landed after that newer timer's record, which compaction would otherwise delete. `nil`
+    ///   otherwise, and also when the newer timer is due at `now`: its owner fires it (or has, when this book read its
+    ///   own tombstone late, a stall or a lagging read), and a record written again after that timer's own tombstone
+    ///   would bring it back to fire a second time.
     @discardableResult
-    func remove(messageId: String, retiring: Timestamp? = nil) -> PendingTimer? {
+    func remove(messageId: String, retiring: Timestamp? = nil, writtenHere: Bool = false, at now: Timestamp = .now()) -> PendingTimer? {
         state.withLock { state in
             let key = TimerKey(messageId)
-            let firedHere = state.fired[key]
             // The tombstone of the timer that fired here has come back: a late read of that timer's record is over.
-            if retiring == nil || firedHere == retiring { state.fired[key] = nil }
+            if retiring == nil || state.fired[key] == retiring { state.fired[key] = nil }
             guard let retiring, let pending = state.pending[key]?.timer, pending.expiresAt > retiring else {
                 state.pending[key] = nil
                 return nil
             }
-            return firedHere == retiring ? pending : nil
+            return writtenHere && pending.expiresAt > now ? pending : nil
         }
     }
 
@@ -165,14 +171,15 @@ final class TimerBook: Sendable {
     /// newer timer of the same message, written before it, is not retired with it (``remove(messageId:retiring:)``).
     static let retiresHeader = "expiresAt"
 
-    /// The tombstone of a fired timer: keyed by its message id, in its partition, naming its due time.
-    static func tombstone(of timer: PendingTimer, topic: String) -> KafkaProducerRecord {
+    /// The tombstone of a fired timer: keyed by its message id, in its partition, naming its due time, with the
+    /// `writer` header of the pipeline that fired it (`writer`), which recognises it when it reads it back.
+    static func tombstone(of timer: PendingTimer, topic: String, writer: [KafkaHeader] = []) -> KafkaProducerRecord {
         KafkaProducerRecord(
             topic: topic,
             partition: timer.partition,
             key: Array(timer.identity.messageId.utf8),
             value: nil,
-            headers: [KafkaHeader(key: retiresHeader, string: timer.expiresAt.rfc3339)]
+            headers: [KafkaHeader(key: retiresHeader, string: timer.expiresAt.rfc3339)] + writer
         )
     }
 

@@ -1,7 +1,7 @@
 import Foundation
 import KafkaClient
 import PipelineCore
-import PipelineRuntime
+@testable import PipelineRuntime
 import Testing
 
 /// The acceptance tests of the streaming pipeline. Serialized: most of them run a Kafka cluster and pipelines, and
@@ -273,6 +273,62 @@ struct PipelineAcceptanceTests {
                 expired[0].event.occurredAt.seconds >= newer.seconds - 0.5,
                 "fired at \(expired[0].event.occurredAt), the newer timer's countdown ends at \(newer)"
             )
+        }
+    }
+
+    @Test("a timer's tombstone this pipeline wrote that lands after a newer timer of the message is followed by that timer's record again")
+    func ownLateTombstoneWritesNewerTimerAgain() async throws {
+        // This pipeline fired a message's first timer (due a minute ago) and tombstoned it; the send, read again, was
+        // delivered again meanwhile and its newer timer's record landed before that tombstone. Compaction keeps a
+        // key's last record: the pipeline writes the newer timer again after its tombstone.
+        try await withPipelineCluster(partitions: 6) { kafka, configuration in
+            let messageId = MessageID.make(eventId: "timer-rewritten", platform: .fcm)
+            let now = Timestamp(Date())
+            let fired = now.adding(seconds: -60)
+            let newer = now.adding(seconds: 8)
+            let value = #"{"messageId":"\#(messageId)","sourceEventId":"timer-rewritten","campaignId":"spring-sale","recipientId":"user-rewritten","platform":"fcm","template":"timer","expiresAt":"\#(newer.rfc3339)"}"#
+            let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(bootstrapServers: [kafka.bootstrapServers]), logger: testLogger)
+            _ = try await producer.send(
+                KafkaProducerRecord(
+                    topic: configuration.topics.timers,
+                    partition: 2,
+                    key: Array(messageId.utf8),
+                    value: Array(value.utf8),
+                    headers: [KafkaHeader(key: "writer", string: "another-instance")]
+                )
+            )
+
+            var running = configuration
+            running.untilIdle = nil
+            let pipeline = CampaignPipeline(configuration: running, registry: builtinRegistry, logger: testLogger)
+            let writer = pipeline.timerRecordHeaders[0]
+            let last = try await whileRunning(pipeline) {
+                // Folded at start-up, and the state topics followed while running (a tombstone read in the start-up
+                // fold, before anything fired, is one no running pipeline wrote).
+                _ = try await eventually("the newer timer folded and the pipeline consuming", timeout: clusterTimeout) {
+                    pipeline.timers.count == 1 && pipeline.status.phase == .consuming ? true : nil
+                }
+                // The tombstone of the timer this pipeline fired, as it writes it: after the newer timer's record.
+                _ = try await producer.send(
+                    TimerBook.tombstone(
+                        of: TimerBook.PendingTimer(
+                            identity: MessageIdentity(messageId: messageId, eventId: "timer-rewritten", campaignId: "spring-sale", recipientId: "user-rewritten", platform: .fcm, template: "timer"),
+                            expiresAt: fired,
+                            partition: 2
+                        ),
+                        topic: configuration.topics.timers,
+                        writer: pipeline.timerRecordHeaders
+                    )
+                )
+                return try await eventually("the newer timer written again after the tombstone", timeout: clusterTimeout) {
+                    let records = try await readAll(configuration.topics.timers, kafka: kafka).filter { $0.key == Array(messageId.utf8) }
+                    return records.count >= 3 ? records.last : nil
+                }
+            }
+            await producer.close()
+            #expect(last.partition == 2)
+            #expect(last.headers.contains(writer), "written by the pipeline that wrote the tombstone")
+            #expect(last.value.flatMap { TimerBook.decode($0, partition: 2) }?.expiresAt == newer, "the newer timer, last for its key")
         }
     }
 

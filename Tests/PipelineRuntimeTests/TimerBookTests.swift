@@ -64,7 +64,7 @@ struct TimerBookTests {
         #expect(book.takeDue(at: Self.start.adding(seconds: 2), in: [0]).count == 1)
         book.schedule(Self.timer("m", in: 10))
         // This book's tombstone of the timer due at +1 s, read back after the newer timer's record.
-        let again = book.remove(messageId: "m", retiring: Self.start.adding(seconds: 1))
+        let again = book.remove(messageId: "m", retiring: Self.start.adding(seconds: 1), writtenHere: true, at: Self.start.adding(seconds: 2))
         #expect(again == Self.timer("m", in: 10), "the newer timer is written again after the tombstone")
         #expect(book.count == 1)
         // Another instance's tombstone of an older timer keeps the newer one, and asks nothing of this book.
@@ -84,6 +84,44 @@ struct TimerBookTests {
         let tombstone = TimerBook.tombstone(of: TimerBook.PendingTimer(identity: Self.timer("m", in: 0).identity, expiresAt: due, partition: 3), topic: "t")
         #expect(tombstone.value == nil && tombstone.partition == 3)
         #expect(TimerBook.retiredDueTime(of: tombstone.headers) == due)
+        // It carries its writer's header, which tells the writer its own tombstone when it reads it back.
+        let writer = KafkaHeader(key: "writer", string: "this-instance")
+        let written = TimerBook.tombstone(of: TimerBook.PendingTimer(identity: Self.timer("m", in: 0).identity, expiresAt: due, partition: 3), topic: "t", writer: [writer])
+        #expect(written.headers.contains(writer) && TimerBook.retiredDueTime(of: written.headers) == due)
+    }
+
+    @Test("the timer fired on two instances: only this book's own tombstone asks for the newer timer again, read after the other's")
+    func ownTombstoneIsToldByItsWriter() {
+        // The partition moved while the timer due at +1 s came due: it fired here and on its new owner, and each
+        // wrote a tombstone naming it. The send, read again, was delivered again: a newer timer, due at +10 s.
+        let book = TimerBook()
+        book.schedule(Self.timer("m", in: 1))
+        #expect(book.takeDue(at: Self.start.adding(seconds: 2), in: [0]).count == 1)
+        book.schedule(Self.timer("m", in: 10))
+        let read = Self.start.adding(seconds: 3)
+        // The other instance's tombstone comes first: it lands after the newer record, but its writer rewrites that.
+        #expect(book.remove(messageId: "m", retiring: Self.start.adding(seconds: 1), writtenHere: false, at: read) == nil)
+        // This book's own, later in the topic: after the other's rewrite too, so the newer timer is written again.
+        #expect(
+            book.remove(messageId: "m", retiring: Self.start.adding(seconds: 1), writtenHere: true, at: read) == Self.timer("m", in: 10),
+            "this book's own tombstone landed after the newer timer's record: written again after it"
+        )
+        #expect(book.count == 1)
+    }
+
+    @Test("a newer timer already due when this book reads its tombstone back is not written again")
+    func dueNewerTimerIsNotWrittenAgain() {
+        // This book read its tombstone of the +1 s timer late (stalled): the newer timer, due at +10 s, has come due
+        // meanwhile, and its owner fired it and tombstoned it. Written again now, after that tombstone, it would
+        // come back in every book and fire a second time.
+        let book = TimerBook()
+        book.schedule(Self.timer("m", in: 1))
+        #expect(book.takeDue(at: Self.start.adding(seconds: 2), in: [0]).count == 1)
+        book.schedule(Self.timer("m", in: 10))
+        #expect(book.remove(messageId: "m", retiring: Self.start.adding(seconds: 1), writtenHere: true, at: Self.start.adding(seconds: 11)) == nil)
+        #expect(book.count == 1, "still pending here until its own tombstone is read")
+        #expect(book.remove(messageId: "m", retiring: Self.start.adding(seconds: 10)) == nil)
+        #expect(book.count == 0)
     }
 
     @Test("a due timer of a partition owned elsewhere waits until its partition is owned here")
