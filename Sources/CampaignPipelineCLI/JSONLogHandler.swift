@@ -35,11 +35,7 @@ struct JSONLogHandler: LogHandler {
         var merged = metadata
         if let provided = metadataProvider?.get() { merged.merge(provided) { $1 } }
         if let own = event.metadata { merged.merge(own) { $1 } }
-        if let error = event.error {
-            // As swift-log's StreamLogHandler shows it.
-            merged["error.message"] = "\(error)"
-            merged["error.type"] = "\(String(reflecting: type(of: error)))"
-        }
+        if let error = event.error { merged.merge(.describing(error)) { $1 } }
         var writer = JSONWriter(reservingCapacity: 256)
         writer.beginObject()
         writer.member("timestamp", Self.timestamp(Date()))

@@ -110,11 +110,8 @@ struct EscapingLogHandler<Inner: LogHandler>: LogHandler {
         escaped.message = "\(Self.escaped(event.message.description))"
         escaped.metadata = event.metadata.map(Self.escaped)
         if let error = event.error {
-            // The keys `StreamLogHandler` shows an error under, escaped like the rest.
-            var metadata = escaped.metadata ?? [:]
-            metadata["error.message"] = .string(Self.escaped("\(error)"))
-            metadata["error.type"] = .string(Self.escaped(String(reflecting: type(of: error))))
-            escaped.metadata = metadata
+            // Under the keys `StreamLogHandler` shows it with, escaped like the rest.
+            escaped.metadata = (escaped.metadata ?? [:]).merging(Self.escaped(.describing(error))) { $1 }
             escaped.error = nil
         }
         inner.log(event: escaped)
@@ -171,5 +168,12 @@ struct EscapingLogHandler<Inner: LogHandler>: LogHandler {
 
     private static func isControl(_ scalar: Unicode.Scalar) -> Bool {
         scalar.value < 0x20 || scalar.value == 0x7F || (0x80...0x9F).contains(scalar.value) || scalar == "\u{2028}" || scalar == "\u{2029}"
+    }
+}
+
+extension Logger.Metadata {
+    /// A log call's error as swift-log's `StreamLogHandler` shows it: `error.message` and `error.type`.
+    static func describing(_ error: any Error) -> Logger.Metadata {
+        ["error.message": "\(error)", "error.type": "\(String(reflecting: type(of: error)))"]
     }
 }
