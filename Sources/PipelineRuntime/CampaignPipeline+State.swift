@@ -61,6 +61,7 @@ extension CampaignPipeline {
     private func applyState(_ message: KafkaConsumerMessage, definitions: DefinitionsFollower, sender: OutputSender? = nil) {
         defer { if message.topic == definitions.topic { definitions.folded(partition: message.partition, offset: message.offset) } }
         if message.topic == configuration.topics.timers {
+            let writtenHere = message.headers.contains(timerRecordHeaders[0])
             guard let value = message.value, !value.isEmpty else {
                 let messageId = String(decoding: message.key ?? [], as: UTF8.self)
                 // The tombstone retires only the timer it names: a newer one of the message, whose record it may have
@@ -69,7 +70,7 @@ extension CampaignPipeline {
                 let newer = timers.remove(
                     messageId: messageId,
                     retiring: TimerBook.retiredDueTime(of: message.headers),
-                    writtenHere: message.headers.contains(timerRecordHeaders[0])
+                    writtenHere: writtenHere
                 )
                 if let newer, let sender {
                     sender.sendNow(OutputSender.Output(record: timerRecord(newer)) { _ in })
@@ -77,7 +78,7 @@ extension CampaignPipeline {
                 return
             }
             // Written by this pipeline, which scheduled it when it wrote it.
-            if message.headers.contains(timerRecordHeaders[0]) { return }
+            if writtenHere { return }
             if let timer = TimerBook.decode(value, partition: message.partition) {
                 timers.schedule(timer)
             } else {
