@@ -228,30 +228,15 @@ struct PipelineAcceptanceTests {
         // record reached the topic before the first timer's tombstone, which is written once the expiry is
         // acknowledged. That tombstone removed the newer timer too: its countdown never ended in push.expired.
         try await withPipelineCluster(partitions: 6) { kafka, configuration in
-            let messageId = MessageID.make(eventId: "timer-redelivered", platform: .fcm)
             let now = Timestamp(Date())
-            let fired = now.adding(seconds: -60)
-            let newer = now.adding(seconds: 8)
-            func timerRecord(_ expiresAt: Timestamp) -> KafkaProducerRecord {
-                let value = #"{"messageId":"\#(messageId)","sourceEventId":"timer-redelivered","campaignId":"spring-sale","recipientId":"user-redelivered","platform":"fcm","template":"timer","expiresAt":"\#(expiresAt.rfc3339)"}"#
-                return KafkaProducerRecord(
-                    topic: configuration.topics.timers,
-                    partition: 2,
-                    key: Array(messageId.utf8),
-                    value: Array(value.utf8),
-                    headers: [KafkaHeader(key: "writer", string: "another-instance")]
-                )
-            }
-            let tombstone = KafkaProducerRecord(
-                topic: configuration.topics.timers,
-                partition: 2,
-                key: Array(messageId.utf8),
-                value: nil,
-                headers: [KafkaHeader(key: "expiresAt", string: fired.rfc3339)]
-            )
+            let fired = Self.pendingTimer("timer-redelivered", expiresAt: now.adding(seconds: -60))
+            let newer = Self.pendingTimer("timer-redelivered", expiresAt: now.adding(seconds: 8))
+            let messageId = fired.identity.messageId
+            let topic = configuration.topics.timers
+            let tombstone = TimerBook.tombstone(of: fired, topic: topic)
             let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(bootstrapServers: [kafka.bootstrapServers]), logger: testLogger)
             // In topic order: the timer that fired, the newer timer, then the tombstone of the one that fired.
-            for record in [timerRecord(fired), timerRecord(newer), tombstone] { _ = try await producer.send(record) }
+            for record in [Self.timerRecord(fired, topic: topic), Self.timerRecord(newer, topic: topic), tombstone] { _ = try await producer.send(record) }
             await producer.close()
 
             var running = configuration
@@ -270,8 +255,8 @@ struct PipelineAcceptanceTests {
             try #require(expired.count == 1, "exactly one push.expired, found \(expired.count)")
             #expect(expired[0].event.cause == .timer)
             #expect(
-                expired[0].event.occurredAt.seconds >= newer.seconds - 0.5,
-                "fired at \(expired[0].event.occurredAt), the newer timer's countdown ends at \(newer)"
+                expired[0].event.occurredAt.seconds >= newer.expiresAt.seconds - 0.5,
+                "fired at \(expired[0].event.occurredAt), the newer timer's countdown ends at \(newer.expiresAt)"
             )
         }
     }
@@ -282,21 +267,12 @@ struct PipelineAcceptanceTests {
         // delivered again meanwhile and its newer timer's record landed before that tombstone. Compaction keeps a
         // key's last record: the pipeline writes the newer timer again after its tombstone.
         try await withPipelineCluster(partitions: 6) { kafka, configuration in
-            let messageId = MessageID.make(eventId: "timer-rewritten", platform: .fcm)
             let now = Timestamp(Date())
-            let fired = now.adding(seconds: -60)
-            let newer = now.adding(seconds: 8)
-            let value = #"{"messageId":"\#(messageId)","sourceEventId":"timer-rewritten","campaignId":"spring-sale","recipientId":"user-rewritten","platform":"fcm","template":"timer","expiresAt":"\#(newer.rfc3339)"}"#
+            let fired = Self.pendingTimer("timer-rewritten", expiresAt: now.adding(seconds: -60))
+            let newer = Self.pendingTimer("timer-rewritten", expiresAt: now.adding(seconds: 8))
+            let messageId = fired.identity.messageId
             let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(bootstrapServers: [kafka.bootstrapServers]), logger: testLogger)
-            _ = try await producer.send(
-                KafkaProducerRecord(
-                    topic: configuration.topics.timers,
-                    partition: 2,
-                    key: Array(messageId.utf8),
-                    value: Array(value.utf8),
-                    headers: [KafkaHeader(key: "writer", string: "another-instance")]
-                )
-            )
+            _ = try await producer.send(Self.timerRecord(newer, topic: configuration.topics.timers))
 
             var running = configuration
             running.untilIdle = nil
@@ -309,17 +285,7 @@ struct PipelineAcceptanceTests {
                     pipeline.timers.count == 1 && pipeline.status.phase == .consuming ? true : nil
                 }
                 // The tombstone of the timer this pipeline fired, as it writes it: after the newer timer's record.
-                _ = try await producer.send(
-                    TimerBook.tombstone(
-                        of: TimerBook.PendingTimer(
-                            identity: MessageIdentity(messageId: messageId, eventId: "timer-rewritten", campaignId: "spring-sale", recipientId: "user-rewritten", platform: .fcm, template: "timer"),
-                            expiresAt: fired,
-                            partition: 2
-                        ),
-                        topic: configuration.topics.timers,
-                        writer: pipeline.timerRecordHeaders
-                    )
-                )
+                _ = try await producer.send(TimerBook.tombstone(of: fired, topic: configuration.topics.timers, writer: pipeline.timerRecordHeaders))
                 return try await eventually("the newer timer written again after the tombstone", timeout: clusterTimeout) {
                     let records = try await readAll(configuration.topics.timers, kafka: kafka).filter { $0.key == Array(messageId.utf8) }
                     return records.count >= 3 ? records.last : nil
@@ -328,8 +294,32 @@ struct PipelineAcceptanceTests {
             await producer.close()
             #expect(last.partition == 2)
             #expect(last.headers.contains(writer), "written by the pipeline that wrote the tombstone")
-            #expect(last.value.flatMap { TimerBook.decode($0, partition: 2) }?.expiresAt == newer, "the newer timer, last for its key")
+            #expect(last.value.flatMap { TimerBook.decode($0, partition: 2) }?.expiresAt == newer.expiresAt, "the newer timer, last for its key")
         }
+    }
+
+    /// A pending timer of the FCM message of `eventId` (campaign spring-sale), in partition 2 of the timers topic.
+    static func pendingTimer(_ eventId: String, expiresAt: Timestamp) -> TimerBook.PendingTimer {
+        let identity = MessageIdentity(
+            messageId: MessageID.make(eventId: eventId, platform: .fcm),
+            eventId: eventId,
+            campaignId: "spring-sale",
+            recipientId: "user-\(eventId)",
+            platform: .fcm,
+            template: "timer"
+        )
+        return TimerBook.PendingTimer(identity: identity, expiresAt: expiresAt, partition: 2)
+    }
+
+    /// `timer`'s record as another instance of the pipeline writes it.
+    static func timerRecord(_ timer: TimerBook.PendingTimer, topic: String) -> KafkaProducerRecord {
+        KafkaProducerRecord(
+            topic: topic,
+            partition: timer.partition,
+            key: Array(timer.identity.messageId.utf8),
+            value: TimerBook.encode(timer),
+            headers: [KafkaHeader(key: "writer", string: "another-instance")]
+        )
     }
 
     // MARK: - 5. Campaign state

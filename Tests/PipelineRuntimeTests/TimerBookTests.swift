@@ -12,6 +12,16 @@ struct TimerBookTests {
         return TimerBook.PendingTimer(identity: identity, expiresAt: start.adding(seconds: seconds), partition: partition)
     }
 
+    /// A book that fired message m's timer due at +1 s, then scheduled m's newer timer, due at +10 s (its send, read
+    /// again after a rebalance or a crash, was delivered again).
+    static func firedThenDeliveredAgain() -> TimerBook {
+        let book = TimerBook()
+        book.schedule(timer("m", in: 1))
+        #expect(book.takeDue(at: start.adding(seconds: 2), in: [0]).count == 1)
+        book.schedule(timer("m", in: 10))
+        return book
+    }
+
     @Test("due timers come out earliest first; the others stay pending")
     func dueInOrder() {
         let book = TimerBook()
@@ -59,10 +69,7 @@ struct TimerBookTests {
 
     @Test("a tombstone retires only the timer it names; one written here that lands after a newer timer asks for it again")
     func tombstoneRetiresTheTimerItNames() {
-        let book = TimerBook()
-        book.schedule(Self.timer("m", in: 1))
-        #expect(book.takeDue(at: Self.start.adding(seconds: 2), in: [0]).count == 1)
-        book.schedule(Self.timer("m", in: 10))
+        let book = Self.firedThenDeliveredAgain()
         // This book's tombstone of the timer due at +1 s, read back after the newer timer's record.
         let again = book.remove(messageId: "m", retiring: Self.start.adding(seconds: 1), writtenHere: true, at: Self.start.adding(seconds: 2))
         #expect(again == Self.timer("m", in: 10), "the newer timer is written again after the tombstone")
@@ -94,10 +101,7 @@ struct TimerBookTests {
     func ownTombstoneIsToldByItsWriter() {
         // The partition moved while the timer due at +1 s came due: it fired here and on its new owner, and each
         // wrote a tombstone naming it. The send, read again, was delivered again: a newer timer, due at +10 s.
-        let book = TimerBook()
-        book.schedule(Self.timer("m", in: 1))
-        #expect(book.takeDue(at: Self.start.adding(seconds: 2), in: [0]).count == 1)
-        book.schedule(Self.timer("m", in: 10))
+        let book = Self.firedThenDeliveredAgain()
         let read = Self.start.adding(seconds: 3)
         // The other instance's tombstone comes first: it lands after the newer record, but its writer rewrites that.
         #expect(book.remove(messageId: "m", retiring: Self.start.adding(seconds: 1), writtenHere: false, at: read) == nil)
@@ -114,10 +118,7 @@ struct TimerBookTests {
         // This book read its tombstone of the +1 s timer late (stalled): the newer timer, due at +10 s, has come due
         // meanwhile, and its owner fired it and tombstoned it. Written again now, after that tombstone, it would
         // come back in every book and fire a second time.
-        let book = TimerBook()
-        book.schedule(Self.timer("m", in: 1))
-        #expect(book.takeDue(at: Self.start.adding(seconds: 2), in: [0]).count == 1)
-        book.schedule(Self.timer("m", in: 10))
+        let book = Self.firedThenDeliveredAgain()
         #expect(book.remove(messageId: "m", retiring: Self.start.adding(seconds: 1), writtenHere: true, at: Self.start.adding(seconds: 11)) == nil)
         #expect(book.count == 1, "still pending here until its own tombstone is read")
         #expect(book.remove(messageId: "m", retiring: Self.start.adding(seconds: 10)) == nil)
