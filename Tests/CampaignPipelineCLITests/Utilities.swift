@@ -53,11 +53,13 @@ struct ProcessResult {
 }
 
 /// Runs `executable` with `arguments`, feeding `input` on standard input, with `environment` added to this
-/// process's. The blocking reads and the wait run on a dispatch queue, so a long child never holds one of the (two,
-/// on this machine) cooperative threads that every other test needs.
+/// process's. The blocking reads and the wait run on a thread of their own. Not on a dispatch queue: on Linux the
+/// global queues and Swift's cooperative pool share one pool of threads, which grows by about one thread a second
+/// while its threads are blocked, so a few dozen children at once (the parallel test run) held every other test's
+/// tasks back for a minute.
 func runProcess(_ executable: URL, _ arguments: [String], input: [UInt8] = [], environment: [String: String] = [:]) async throws -> ProcessResult {
     try await withCheckedThrowingContinuation { continuation in
-        DispatchQueue.global().async {
+        Thread.detachNewThread {
             continuation.resume(with: Result { try runProcessBlocking(executable, arguments, input: input, environment: environment) })
         }
     }

@@ -41,11 +41,12 @@ struct KafkaInteropTests {
     }
 }
 
-/// Runs kcat and returns its standard output; fails the test when kcat is missing or fails. It waits on a
-/// dispatch queue, not on a cooperative thread other tests need.
+/// Runs kcat and returns its standard output; fails the test when kcat is missing or fails. It waits on a thread of
+/// its own: not on a cooperative thread other tests need, nor on a dispatch queue, whose threads on Linux are the
+/// cooperative pool's too.
 func runKcat(_ arguments: [String], input: String? = nil) async throws -> String {
     try await withCheckedThrowingContinuation { continuation in
-        DispatchQueue.global().async {
+        Thread.detachNewThread {
             continuation.resume(with: Result { try runKcatBlocking(arguments, input: input) })
         }
     }
