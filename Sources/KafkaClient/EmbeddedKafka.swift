@@ -18,6 +18,7 @@ public final class EmbeddedKafka: Sendable {
 
     private let handle: RDKafkaHandle
     private let cluster: Mutex<Cluster>
+    private let calls: MockClusterCalls
     /// The number of brokers in the cluster (ids 1...brokerCount).
     public let brokerCount: Int
     /// The `host:port,...` list clients connect to.
@@ -43,6 +44,7 @@ public final class EmbeddedKafka: Sendable {
         self.cluster = Mutex(Cluster(pointer: cluster))
         self.brokerCount = brokers
         self.bootstrapServers = String(cString: rd_kafka_mock_cluster_bootstraps(cluster))
+        self.calls = MockClusterCalls(bootstrapServers: bootstrapServers)
     }
 
     deinit {
@@ -91,7 +93,7 @@ public final class EmbeddedKafka: Sendable {
     public func shutdown() {
         cluster.withLock { cluster in
             if let pointer = cluster.pointer {
-                rd_kafka_mock_cluster_destroy(pointer)
+                calls.destroy(pointer, keepingAlive: handle)
                 cluster.pointer = nil
             }
         }
@@ -100,7 +102,9 @@ public final class EmbeddedKafka: Sendable {
     private func withCluster(
         _ body: (OpaquePointer) -> rd_kafka_resp_err_t
     ) throws(KafkaError) -> rd_kafka_resp_err_t {
-        let code: Int32? = cluster.withLock { cluster in cluster.pointer.map { body($0).rawValue } }
+        let code: Int32? = cluster.withLock { cluster in
+            cluster.pointer.map { pointer in calls.run { body(pointer).rawValue } }
+        }
         guard let code else {
             throw KafkaError(code: .embeddedBrokerFailed, message: "the embedded broker was shut down")
         }
