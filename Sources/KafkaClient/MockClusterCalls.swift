@@ -4,6 +4,12 @@ import Synchronization
 
 #if canImport(Glibc)
 import Glibc
+
+private let streamSocketType = Int32(SOCK_STREAM.rawValue)
+#elseif canImport(Darwin)
+import Darwin
+
+private let streamSocketType = SOCK_STREAM
 #endif
 
 /// Commands to an embedded cluster's thread, and its destruction, without waiting for the thread's one-second tick.
@@ -37,7 +43,7 @@ struct MockClusterCalls: Sendable {
             while true {
                 usleep(Self.intervalMicroseconds)
                 if finished.isSet { return }
-                for port in ports { Self.connect(toLoopbackPort: port) }
+                for port in ports { Self.knock(onLoopbackPort: port) }
             }
         }
         waker.name = "embedded-broker-wake-up"
@@ -61,7 +67,7 @@ struct MockClusterCalls: Sendable {
         destroyer.name = "embedded-broker-destroy"
         destroyer.start()
         // Each connection taken also wakes the cluster's thread, should it have missed the command.
-        while !finished.isSet, ports.contains(where: { Self.connect(toLoopbackPort: $0) }) {
+        while !finished.isSet, ports.contains(where: { Self.knock(onLoopbackPort: $0) }) {
             usleep(Self.intervalMicroseconds / 5)
         }
     }
@@ -70,17 +76,17 @@ struct MockClusterCalls: Sendable {
     /// broker that is down refuses it; the kernel completes the handshake for one that is up, whose listener then
     /// wakes its thread.
     @discardableResult
-    private static func connect(toLoopbackPort port: UInt16) -> Bool {
-        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard socket >= 0 else { return false }
-        defer { close(socket) }
+    private static func knock(onLoopbackPort port: UInt16) -> Bool {
+        let descriptor = socket(AF_INET, streamSocketType, 0)
+        guard descriptor >= 0 else { return false }
+        defer { close(descriptor) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = port.bigEndian
         address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
         let result = withUnsafePointer(to: &address) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { generic in
-                Glibc.connect(socket, generic, socklen_t(MemoryLayout<sockaddr_in>.size))
+                connect(descriptor, generic, socklen_t(MemoryLayout<sockaddr_in>.size))
             }
         }
         return result == 0
