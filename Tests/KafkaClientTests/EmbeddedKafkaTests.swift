@@ -24,8 +24,9 @@ struct EmbeddedKafkaTests {
             }
         }
         #expect(results.failures.withLock { $0 }.isEmpty)
-        // The tick is one second; a woken thread answers within milliseconds, a busy machine's scheduling aside.
-        #expect(results.slowest.withLock { $0 } < .milliseconds(800), "the slowest of 100 topic creations")
+        // Without the wake-ups, 21 to 58 of them waited for the one-second tick; a woken thread answers within
+        // milliseconds, but the parallel test run's load can make one take a second.
+        #expect(results.secondOrMore < 5, "topic creations of 100 that took a second or more")
     }
 
     /// The destroy command missed its wake-up as often as other commands, and librdkafka's destruction then joins an
@@ -35,10 +36,11 @@ struct EmbeddedKafkaTests {
         let results = Results()
         // Four threads at once, as in the parallel test run: the missed wake-ups need a busy machine.
         await onFourThreads { _ in
-            for _ in 0..<10 { results.record { try Self.createAndShutDown() } }
+            for _ in 0..<25 { results.record { try Self.createAndShutDown() } }
         }
         #expect(results.failures.withLock { $0 }.isEmpty)
-        #expect(results.slowest.withLock { $0 } < .milliseconds(800), "the slowest of 40 shutdowns")
+        // Without the wake-ups, 22 to 25 of them waited for the tick.
+        #expect(results.secondOrMore < 4, "shutdowns of 100 that took a second or more")
     }
 
     /// Starts a two-broker cluster, creates a topic, shuts the cluster down and checks that its brokers are gone;
@@ -87,15 +89,18 @@ struct EmbeddedKafkaTests {
         }
     }
 
-    /// The slowest of timed calls made from several threads, and the errors they threw.
+    /// How long timed calls made from several threads took, and the errors they threw.
     private final class Results: Sendable {
-        let slowest = Mutex<Duration>(.zero)
+        let durations = Mutex<[Duration]>([])
         let failures = Mutex<[String]>([])
+
+        /// How many calls took a second or more: a command that waited for the cluster's tick.
+        var secondOrMore: Int { durations.withLock { $0.filter { $0 >= .seconds(1) }.count } }
 
         func record(_ call: () throws -> Duration) {
             do {
                 let took = try call()
-                slowest.withLock { $0 = max($0, took) }
+                durations.withLock { $0.append(took) }
             } catch {
                 failures.withLock { $0.append("\(error)") }
             }
