@@ -44,7 +44,7 @@ extension CampaignPipeline {
     }
 
     /// Keeps folding new definitions and timer records while the pipeline runs; `sender` writes a timer record again
-    /// when a tombstone this pipeline wrote landed after it (``TimerBook/remove(messageId:retiring:)``).
+    /// when a tombstone this pipeline wrote landed after it (``TimerBook/remove(messageId:retiring:writtenHere:at:)``).
     func keepFoldingState(from consumer: KafkaConsumer, definitions: DefinitionsFollower, sender: OutputSender) async {
         do {
             var iterator = consumer.messages.makeAsyncIterator()
@@ -127,16 +127,9 @@ extension CampaignPipeline {
         }
     }
 
-    /// The record of a pending timer on the timers topic: keyed by its message id, in its partition, with this
-    /// pipeline's `writer` header.
+    /// The record of a pending timer on the timers topic, with this pipeline's `writer` header.
     func timerRecord(_ timer: TimerBook.PendingTimer) -> KafkaProducerRecord {
-        KafkaProducerRecord(
-            topic: configuration.topics.timers,
-            partition: timer.partition,
-            key: Array(timer.identity.messageId.utf8),
-            value: TimerBook.encode(timer),
-            headers: timerRecordHeaders
-        )
+        TimerBook.record(of: timer, topic: configuration.topics.timers, writer: timerRecordHeaders)
     }
 
     /// Stops the pipeline once every assigned partition has been read to its end, with nothing in flight, for

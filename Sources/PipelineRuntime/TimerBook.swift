@@ -168,8 +168,21 @@ final class TimerBook: Sendable {
     }
 
     /// The header of a timer's tombstone that names the due time of the timer it retires (RFC 3339), so that a
-    /// newer timer of the same message, written before it, is not retired with it (``remove(messageId:retiring:)``).
+    /// newer timer of the same message, written before it, is not retired with it
+    /// (``remove(messageId:retiring:writtenHere:at:)``).
     static let retiresHeader = "expiresAt"
+
+    /// The record of a pending timer: keyed by its message id, in its partition, with the `writer` header of the
+    /// pipeline that writes it (`writer`), which does not apply its own records again when it reads them back.
+    static func record(of timer: PendingTimer, topic: String, writer: [KafkaHeader]) -> KafkaProducerRecord {
+        KafkaProducerRecord(
+            topic: topic,
+            partition: timer.partition,
+            key: Array(timer.identity.messageId.utf8),
+            value: encode(timer),
+            headers: writer
+        )
+    }
 
     /// The tombstone of a fired timer: keyed by its message id, in its partition, naming its due time, with the
     /// `writer` header of the pipeline that fired it (`writer`), which recognises it when it reads it back.

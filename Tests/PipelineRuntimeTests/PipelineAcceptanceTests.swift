@@ -228,9 +228,7 @@ struct PipelineAcceptanceTests {
         // record reached the topic before the first timer's tombstone, which is written once the expiry is
         // acknowledged. That tombstone removed the newer timer too: its countdown never ended in push.expired.
         try await withPipelineCluster(partitions: 6) { kafka, configuration in
-            let now = Timestamp(Date())
-            let fired = Self.pendingTimer("timer-redelivered", expiresAt: now.adding(seconds: -60))
-            let newer = Self.pendingTimer("timer-redelivered", expiresAt: now.adding(seconds: 8))
+            let (fired, newer) = Self.firedAndNewerTimers("timer-redelivered")
             let messageId = fired.identity.messageId
             let topic = configuration.topics.timers
             let tombstone = TimerBook.tombstone(of: fired, topic: topic)
@@ -267,9 +265,7 @@ struct PipelineAcceptanceTests {
         // delivered again meanwhile and its newer timer's record landed before that tombstone. Compaction keeps a
         // key's last record: the pipeline writes the newer timer again after its tombstone.
         try await withPipelineCluster(partitions: 6) { kafka, configuration in
-            let now = Timestamp(Date())
-            let fired = Self.pendingTimer("timer-rewritten", expiresAt: now.adding(seconds: -60))
-            let newer = Self.pendingTimer("timer-rewritten", expiresAt: now.adding(seconds: 8))
+            let (fired, newer) = Self.firedAndNewerTimers("timer-rewritten")
             let messageId = fired.identity.messageId
             let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(bootstrapServers: [kafka.bootstrapServers]), logger: testLogger)
             _ = try await producer.send(Self.timerRecord(newer, topic: configuration.topics.timers))
@@ -311,15 +307,16 @@ struct PipelineAcceptanceTests {
         return TimerBook.PendingTimer(identity: identity, expiresAt: expiresAt, partition: 2)
     }
 
+    /// Two timers of one message: the first, which fired a minute ago, and a newer one due in 8 s (its send was
+    /// delivered again).
+    static func firedAndNewerTimers(_ eventId: String) -> (fired: TimerBook.PendingTimer, newer: TimerBook.PendingTimer) {
+        let now = Timestamp(Date())
+        return (pendingTimer(eventId, expiresAt: now.adding(seconds: -60)), pendingTimer(eventId, expiresAt: now.adding(seconds: 8)))
+    }
+
     /// `timer`'s record as another instance of the pipeline writes it.
     static func timerRecord(_ timer: TimerBook.PendingTimer, topic: String) -> KafkaProducerRecord {
-        KafkaProducerRecord(
-            topic: topic,
-            partition: timer.partition,
-            key: Array(timer.identity.messageId.utf8),
-            value: TimerBook.encode(timer),
-            headers: [KafkaHeader(key: "writer", string: "another-instance")]
-        )
+        TimerBook.record(of: timer, topic: topic, writer: [KafkaHeader(key: "writer", string: "another-instance")])
     }
 
     // MARK: - 5. Campaign state
