@@ -58,11 +58,8 @@ struct TimerBookTests {
 
     @Test("a newer timer of a message whose timer fired here is scheduled: its event was delivered again")
     func newerTimerAfterFiring() {
-        let book = TimerBook()
-        book.schedule(Self.timer("m", in: 1))
-        #expect(book.takeDue(at: Self.start.adding(seconds: 2), in: [0]).count == 1)
         // The send, read again after a rebalance, is delivered again before the first timer's tombstone is read back.
-        book.schedule(Self.timer("m", in: 10))
+        let book = Self.firedThenDeliveredAgain()
         #expect(book.count == 1, "the new delivery's countdown is pending")
         #expect(book.takeDue(at: Self.start.adding(seconds: 11), in: [0]).map(\.expiresAt) == [Self.start.adding(seconds: 10)])
     }
@@ -88,12 +85,13 @@ struct TimerBookTests {
         #expect(book.count == 0, "a tombstone retires an earlier timer than the one it names too")
         // A tombstone's header round-trips the due time it names exactly (nanoseconds included).
         let due = Timestamp(secondsSince1970: 1_795_688_216, nanoseconds: 827_198_028)
-        let tombstone = TimerBook.tombstone(of: TimerBook.PendingTimer(identity: Self.timer("m", in: 0).identity, expiresAt: due, partition: 3), topic: "t")
+        let fired = TimerBook.PendingTimer(identity: Self.timer("m", in: 0).identity, expiresAt: due, partition: 3)
+        let tombstone = TimerBook.tombstone(of: fired, topic: "t")
         #expect(tombstone.value == nil && tombstone.partition == 3)
         #expect(TimerBook.retiredDueTime(of: tombstone.headers) == due)
         // It carries its writer's header, which tells the writer its own tombstone when it reads it back.
         let writer = KafkaHeader(key: "writer", string: "this-instance")
-        let written = TimerBook.tombstone(of: TimerBook.PendingTimer(identity: Self.timer("m", in: 0).identity, expiresAt: due, partition: 3), topic: "t", writer: [writer])
+        let written = TimerBook.tombstone(of: fired, topic: "t", writer: [writer])
         #expect(written.headers.contains(writer) && TimerBook.retiredDueTime(of: written.headers) == due)
     }
 

@@ -154,12 +154,10 @@ struct EventFactory {
         }
     }
 
-    /// `date` in RFC 3339, to the millisecond. Written by ``Timestamp``: an `ISO8601DateFormatter` made per event
-    /// (ICU's set-up) cost the tests that make thousands of events seconds of a cooperative thread.
+    /// `date` in RFC 3339, as ``Timestamp`` writes it: an `ISO8601DateFormatter` made per event (ICU's set-up) cost
+    /// the tests that make thousands of events seconds of a cooperative thread.
     static func rfc3339(_ date: Date) -> String {
-        let milliseconds = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
-        let seconds = milliseconds >= 0 ? milliseconds / 1000 : (milliseconds - 999) / 1000
-        return Timestamp(secondsSince1970: seconds, nanoseconds: Int32(milliseconds - seconds * 1000) * 1_000_000).rfc3339
+        Timestamp(date).rfc3339
     }
 }
 
