@@ -1,5 +1,4 @@
 import Foundation
-import Glibc
 import KafkaClient
 import Synchronization
 import Testing
@@ -43,18 +42,26 @@ struct EmbeddedKafkaTests {
         #expect(results.secondOrMore < 4, "shutdowns of 100 that took a second or more")
     }
 
-    /// Starts a two-broker cluster, creates a topic, shuts the cluster down and checks that its brokers are gone;
-    /// returns how long the shutdown took.
+    /// Starts a two-broker cluster, creates a topic, shuts the cluster down and checks that its brokers' listeners are
+    /// gone; returns how long the shutdown took.
+    ///
+    /// The listeners are told apart by their sockets' inodes, not by their ports: a port freed by the shutdown can be
+    /// bound at once by another cluster started by a thread or test running beside this one.
     private static func createAndShutDown() throws -> Duration {
         let kafka = try EmbeddedKafka(brokers: 2, logger: testLogger)
         try kafka.createTopic("topic", partitions: 2)
+        let ports = Set(kafka.bootstrapServers.split(separator: ",").compactMap { $0.split(separator: ":").last.flatMap { UInt16($0) } })
+        let listeners = try listeningSockets().filter { ports.contains($0.port) }
+        guard Set(listeners.map(\.port)) == ports else {
+            throw KafkaError(code: .embeddedBrokerFailed, message: "no listener found for some of \(kafka.bootstrapServers)")
+        }
         let start = ContinuousClock.now
         kafka.shutdown()
         let took = ContinuousClock.now - start
-        for server in kafka.bootstrapServers.split(separator: ",") {
-            guard let port = server.split(separator: ":").last.flatMap({ UInt16($0) }), !takesConnections(port) else {
-                throw KafkaError(code: .embeddedBrokerFailed, message: "\(server) still takes connections after the shutdown")
-            }
+        let stillListening = try listeningSockets().intersection(listeners)
+        guard stillListening.isEmpty else {
+            let servers = stillListening.map { "127.0.0.1:\($0.port)" }.sorted().joined(separator: ", ")
+            throw KafkaError(code: .embeddedBrokerFailed, message: "\(servers) still listening after the shutdown")
         }
         return took
     }
@@ -76,17 +83,27 @@ struct EmbeddedKafkaTests {
         }
     }
 
-    /// Whether something listens on `port` of the loopback address.
-    private static func takesConnections(_ port: UInt16) -> Bool {
-        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(socket) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
-        return withUnsafePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+    /// A listening TCP socket on the IPv4 loopback address: its port and its inode, which no other socket shares.
+    private struct Listener: Hashable {
+        let port: UInt16
+        let inode: UInt64
+    }
+
+    /// The listening TCP sockets on 127.0.0.1, read from `/proc/net/tcp` (a line per socket: its local address as
+    /// hexadecimal `address:port`, its state, `0A` for listening, and its inode in the tenth column).
+    private static func listeningSockets() throws -> Set<Listener> {
+        let table = try String(contentsOfFile: "/proc/net/tcp", encoding: .utf8)
+        var listeners = Set<Listener>()
+        for line in table.split(separator: "\n").dropFirst() {
+            let columns = line.split(separator: " ")
+            guard columns.count > 9, columns[3] == "0A" else { continue }
+            let local = columns[1].split(separator: ":")
+            guard local.count == 2, local[0] == "0100007F", let port = UInt16(local[1], radix: 16),
+                let inode = UInt64(columns[9])
+            else { continue }
+            listeners.insert(Listener(port: port, inode: inode))
         }
+        return listeners
     }
 
     /// How long timed calls made from several threads took, and the errors they threw.
