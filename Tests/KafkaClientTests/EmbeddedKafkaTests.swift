@@ -90,9 +90,12 @@ struct EmbeddedKafkaTests {
     }
 
     /// The listening TCP sockets on 127.0.0.1, read from `/proc/net/tcp` (a line per socket: its local address as
-    /// hexadecimal `address:port`, its state, `0A` for listening, and its inode in the tenth column).
+    /// hexadecimal `address:port`, its state, `0A` for listening, and its inode in the tenth column). The file is read
+    /// to its end: `String(contentsOfFile:)` reads only its first page, about 25 sockets.
     private static func listeningSockets() throws -> Set<Listener> {
-        let table = try String(contentsOfFile: "/proc/net/tcp", encoding: .utf8)
+        let file = try FileHandle(forReadingFrom: URL(fileURLWithPath: "/proc/net/tcp"))
+        defer { try? file.close() }
+        let table = String(decoding: try file.readToEnd() ?? Data(), as: UTF8.self)
         var listeners = Set<Listener>()
         for line in table.split(separator: "\n").dropFirst() {
             let columns = line.split(separator: " ")
