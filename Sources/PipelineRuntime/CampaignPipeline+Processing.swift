@@ -6,16 +6,35 @@ import PushSinks
 import Synchronization
 
 extension CampaignPipeline {
-    /// Decides a batch (partitions in parallel when the batch is large) and queues the outputs in read order.
-    func process(
+    /// A batch decided, to be emitted once the records of the instants it was judged at are acknowledged.
+    struct DecidedBatch: Sendable {
+        let records: [KafkaConsumerMessage]
+        /// One per record; `nil` for a record left undecided (the pipeline stopped while it waited).
+        var decisions: [EventProcessor.Decision?]
+        /// The acknowledgements of the batch's decision times records, when it wrote any.
+        let recorded: AcknowledgementCountdown?
+    }
+
+    /// Decides a batch (partitions in parallel when the batch is large). In streaming, each record is judged at the
+    /// instant it was judged at before (read again after a crash or a rebalance), otherwise now; the records of
+    /// those instants are sent before the decisions are made, and ``emit(_:consumer:sender:completion:)`` waits for
+    /// them. `nil` when the pipeline stopped before the instants of a new reading could be read: nothing of the
+    /// batch is emitted, so nothing of it is committed.
+    func decide(
         _ batch: [KafkaConsumerMessage],
         consumer: KafkaConsumer,
-        sender: OutputSender,
-        completion: EventCompletion,
-        definitions: DefinitionsFollower
-    ) async {
+        decisionsSender: OutputSender?,
+        followers: StateFollowers
+    ) async -> DecidedBatch? {
         let table = campaigns.withLock { $0 }
         let now = decisionTime()
+        var judgedAt: [Timestamp]?
+        var recorded: AcknowledgementCountdown?
+        if let timersFollower = followers.timers, let decisionsSender, let now {
+            guard await readDecisionTimes(of: batch, follower: timersFollower) else { return nil }
+            (judgedAt, recorded) = await judge(batch, at: now, consumer: consumer, sender: decisionsSender)
+        }
+        let instants = judgedAt
         let processor = self.processor
         var decisions = [EventProcessor.Decision?](repeating: nil, count: batch.count)
         let byPartition = Dictionary(grouping: batch.indices, by: { batch[$0].partition })
@@ -26,7 +45,7 @@ extension CampaignPipeline {
                     group.addTask {
                         let scratch = RenderScratch()
                         return indices.map { index in
-                            (index, Self.decide(batch, at: index, processor: processor, campaigns: table, now: now, scratch: scratch))
+                            (index, Self.decide(batch, at: index, processor: processor, campaigns: table, now: instants?[index] ?? now, scratch: scratch))
                         }
                     }
                 }
@@ -37,10 +56,27 @@ extension CampaignPipeline {
         } else {
             let scratch = RenderScratch()
             for index in batch.indices {
-                decisions[index] = Self.decide(batch, at: index, processor: processor, campaigns: table, now: now, scratch: scratch)
+                decisions[index] = Self.decide(batch, at: index, processor: processor, campaigns: table, now: instants?[index] ?? now, scratch: scratch)
             }
         }
-        await decideAgainOnceDefinitionsAreRead(batch, &decisions, now: now, definitions: definitions)
+        await decideAgainOnceDefinitionsAreRead(batch, &decisions, now: now, instants: instants, definitions: followers.definitions)
+        return DecidedBatch(records: batch, decisions: decisions, recorded: recorded)
+    }
+
+    /// Queues the outputs of a decided batch in read order, once the records of the instants it was judged at are
+    /// acknowledged (or ``decisionTimesWait`` passed: logged).
+    func emit(_ decided: consuming DecidedBatch, consumer: KafkaConsumer, sender: OutputSender, completion: EventCompletion) async {
+        if let recorded = decided.recorded, !(await recorded.wait(atMost: Self.decisionTimesWait)) {
+            unwrittenDecisionTimesWarning.log(
+                to: logger,
+                metadata: [
+                    "topic": "\(configuration.topics.timers)",
+                    "detail": "a send of this batch read again after a crash or a rebalance can be judged again",
+                ]
+            )
+        }
+        let batch = decided.records
+        var decisions = decided.decisions
         // Records of partitions revoked meanwhile are left to their new owner.
         let assigned = consumer.assignment
         let routes = activeRoutes.withLock { $0 }
@@ -92,7 +128,8 @@ extension CampaignPipeline {
         _ batch: [KafkaConsumerMessage],
         _ decisions: inout [EventProcessor.Decision?],
         now: Timestamp?,
-        definitions: DefinitionsFollower
+        instants: [Timestamp]?,
+        definitions: StateTopicFollower
     ) async {
         let waiting = decisions.indices.filter {
             if case .awaitingDefinition? = decisions[$0] { true } else { false }
@@ -112,7 +149,84 @@ extension CampaignPipeline {
         let table = campaigns.withLock { $0 }
         let scratch = RenderScratch()
         for index in waiting {
-            decisions[index] = Self.decide(batch, at: index, processor: processor, campaigns: table, now: now, scratch: scratch)
+            decisions[index] = Self.decide(batch, at: index, processor: processor, campaigns: table, now: instants?[index] ?? now, scratch: scratch)
+        }
+    }
+
+    /// How long a batch's outputs wait for its decision times records before going ahead without them.
+    static let decisionTimesWait: Duration = .seconds(5)
+
+    /// Waits, when `batch` holds records of a new reading of a partition (assigned here, or assigned again), until
+    /// the partition of the timers topic is folded to its end: the instants its records were judged at before (by
+    /// another instance, or before a restart) are then known. `false` when the pipeline stops meanwhile: nothing
+    /// of the batch is emitted, so nothing of it is committed.
+    private func readDecisionTimes(of batch: [KafkaConsumerMessage], follower: StateTopicFollower) async -> Bool {
+        let read = decisionTimesRead.withLock { $0 }
+        var readings: [KafkaTopicPartition: Int] = [:]
+        var previous: (partition: Int32, generation: Int)?
+        for message in batch where previous?.partition != message.partition || previous?.generation != message.assignmentGeneration {
+            previous = (message.partition, message.assignmentGeneration)
+            let partition = message.topicPartition
+            if read[partition] != message.assignmentGeneration { readings[partition] = message.assignmentGeneration }
+        }
+        guard !readings.isEmpty else { return true }
+        // Gave up (logged): its records are judged now, as before decision times were kept.
+        if case .cancelled = await follower.catchUp(partitions: Set(readings.keys.map(\.partition)), logger: logger) { return false }
+        decisionTimesRead.withLock { read in
+            for (partition, generation) in readings { read[partition] = max(read[partition] ?? generation, generation) }
+        }
+        return true
+    }
+
+    /// The instant each record of `batch` is judged at (``DecisionTimes/judge(_:of:now:)``), and the records of the
+    /// partitions whose decision times changed, sent: their acknowledgements, to wait for before the outputs.
+    /// Only partitions read here now are judged this way: a record written for a partition another instance owns
+    /// would give it instants it never judged at.
+    private func judge(
+        _ batch: [KafkaConsumerMessage],
+        at now: Timestamp,
+        consumer: KafkaConsumer,
+        sender: OutputSender
+    ) async -> ([Timestamp], AcknowledgementCountdown?) {
+        var instants = [Timestamp](repeating: now, count: batch.count)
+        var byPartition: [Int32: [Int]] = [:]
+        for index in batch.indices { byPartition[batch[index].partition, default: []].append(index) }
+        var changed: [Int32] = []
+        for (partition, indices) in byPartition.sorted(by: { $0.key < $1.key }) {
+            let first = batch[indices[0]]
+            guard consumer.isReading(first.topicPartition, generation: first.assignmentGeneration) else { continue }
+            let (judged, didChange) = decisionTimes.judge(indices.map { batch[$0].offset }, of: partition, now: now)
+            for (index, instant) in zip(indices, judged) { instants[index] = instant }
+            if didChange { changed.append(partition) }
+        }
+        guard !changed.isEmpty else { return (instants, nil) }
+        // A partition whose earlier record is still not acknowledged is not waited for: this one cannot come first.
+        let awaited = changed.filter { !decisionTimes.isLagging($0, by: Self.decisionTimesWait) }
+        let countdown = AcknowledgementCountdown(count: awaited.count)
+        for partition in changed {
+            let isAwaited = awaited.contains(partition)
+            let record = decisionTimes.record(of: partition, topic: configuration.topics.timers, writer: timerRecordHeaders)
+            decisionTimes.sent(partition)
+            await sender.send(
+                OutputSender.Output(record: record) { [decisionTimes] _ in
+                    decisionTimes.acknowledged(partition)
+                    if isAwaited { countdown.acknowledge() }
+                }
+            )
+        }
+        return (instants, countdown)
+    }
+
+    /// Every second, drops the decision times of the sends partitions read here that the group committed past.
+    func keepTrimmingDecisionTimes(of consumer: KafkaConsumer) async {
+        let topic = configuration.topics.sends
+        while !Task.isCancelled {
+            try? await Task.sleep(for: .seconds(1))
+            let owned = consumer.assignment.filter { $0.topic == topic }
+            guard !owned.isEmpty, let committed = try? await consumer.committed(Array(owned)) else { continue }
+            for position in committed where position.offset >= 0 {
+                decisionTimes.committed(position.offset, of: position.partition)
+            }
         }
     }
 

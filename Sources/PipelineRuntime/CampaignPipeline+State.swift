@@ -9,7 +9,7 @@ extension CampaignPipeline {
     func foldState(
         from consumer: KafkaConsumer,
         partitions: (definitions: Int32, timers: Int32),
-        definitions: DefinitionsFollower
+        followers: StateFollowers
     ) async throws {
         let topics = configuration.topics
         let all =
@@ -27,7 +27,7 @@ extension CampaignPipeline {
                 var iterator = consumer.messages.makeAsyncIterator()
                 while !progress.isDone, let batch = try await iterator.nextBatch() {
                     for message in batch {
-                        self.applyState(message, definitions: definitions)
+                        self.applyState(message, followers: followers)
                         progress.read(message)
                     }
                 }
@@ -45,11 +45,11 @@ extension CampaignPipeline {
 
     /// Keeps folding new definitions and timer records while the pipeline runs; `sender` writes a timer record again
     /// when a tombstone this pipeline wrote landed after it (``TimerBook/remove(messageId:retiring:writtenHere:at:)``).
-    func keepFoldingState(from consumer: KafkaConsumer, definitions: DefinitionsFollower, sender: OutputSender) async {
+    func keepFoldingState(from consumer: KafkaConsumer, followers: StateFollowers, sender: OutputSender) async {
         do {
             var iterator = consumer.messages.makeAsyncIterator()
             while let batch = try await iterator.nextBatch() {
-                for message in batch { applyState(message, definitions: definitions, sender: sender) }
+                for message in batch { applyState(message, followers: followers, sender: sender) }
             }
         } catch {
             logger.error("Reading campaign state failed; the campaign table stops changing", metadata: ["error": "\(error)"])
@@ -58,10 +58,29 @@ extension CampaignPipeline {
 
     /// Folds one record of a state topic. `sender` (`nil` during the start-up fold, when nothing has fired here yet)
     /// writes again a newer timer that a tombstone of this pipeline's landed after.
-    private func applyState(_ message: KafkaConsumerMessage, definitions: DefinitionsFollower, sender: OutputSender? = nil) {
-        defer { if message.topic == definitions.topic { definitions.folded(partition: message.partition, offset: message.offset) } }
+    private func applyState(_ message: KafkaConsumerMessage, followers: StateFollowers, sender: OutputSender? = nil) {
+        defer {
+            if message.topic == followers.definitions.topic {
+                followers.definitions.folded(partition: message.partition, offset: message.offset)
+            } else if let timersFollower = followers.timers, message.topic == timersFollower.topic {
+                timersFollower.folded(partition: message.partition, offset: message.offset)
+            }
+        }
         if message.topic == configuration.topics.timers {
             let writtenHere = message.headers.contains(timerRecordHeaders[0])
+            if message.key == DecisionTimes.recordKey {
+                // This pipeline's own are in its decision times already.
+                guard !writtenHere else { return }
+                if let ranges = DecisionTimes.decode(message.value ?? []) {
+                    decisionTimes.merge(ranges, of: message.partition)
+                } else if !(message.value ?? []).isEmpty {
+                    unreadableTimerWarning.log(
+                        to: logger,
+                        metadata: ["topic": "\(message.topic)", "partition": "\(message.partition)", "offset": "\(message.offset)"]
+                    )
+                }
+                return
+            }
             guard let value = message.value, !value.isEmpty else {
                 let messageId = String(decoding: message.key ?? [], as: UTF8.self)
                 // The tombstone retires only the timer it names: a newer one of the message, whose record it may have

@@ -35,6 +35,14 @@ public final class CampaignPipeline: Service {
 
     let campaigns = Mutex(CampaignTable())
     let timers = TimerBook()
+    /// The instants sends were judged at, kept on the timers topic (streaming only: ``keepsDecisionTimes``).
+    let decisionTimes = DecisionTimes()
+    /// Per partition of the sends topic, the assignment generation whose reading has caught up with the partition's
+    /// decision times on the timers topic.
+    let decisionTimesRead = Mutex([KafkaTopicPartition: Int]())
+    /// Decision times records not written within ``decisionTimesWait`` (a state topic partition without a leader);
+    /// the outputs go ahead without them.
+    let unwrittenDecisionTimesWarning = RepeatedWarning("Decision times not yet written; outputs go ahead")
     /// The `writer` header of the timer records this pipeline writes: they are in ``timers`` already, so reading
     /// them back (the state consumer reads the whole timers topic) skips them.
     /// (Bytes, not text: the header is compared with each record's, whose values are bytes.)
@@ -138,6 +146,14 @@ public final class CampaignPipeline: Service {
     /// Whether outputs are written (not a dry run).
     var writesOutputs: Bool { !(replay?.isDryRun ?? false) }
 
+    /// Whether the instants sends are judged at are kept on the timers topic (``DecisionTimes``), so that a send read
+    /// again after a crash or a rebalance is judged as it was first: streaming on the wall clock. (A replay keeps
+    /// none: by event time its judging never changes, and it does not use the timers topic.)
+    var keepsDecisionTimes: Bool {
+        guard replay == nil, writesOutputs, case .wallClock = decisionClock else { return false }
+        return true
+    }
+
     /// Asks a running pipeline to stop: it stops fetching, drains, commits and returns from ``run()``.
     public func stop() {
         stopSignal.fire()
@@ -159,11 +175,14 @@ public final class CampaignPipeline: Service {
         )
         let producer = try makeProducer()
         let stateConsumer = try KafkaConsumer(configuration: configuration.consumerConfiguration(groupID: nil), logger: logger)
-        let definitions: DefinitionsFollower
+        let followers: StateFollowers
         do {
             let partitions = try await checkTopics(using: stateConsumer)
-            definitions = DefinitionsFollower(consumer: stateConsumer, topic: configuration.topics.definitions, partitionCount: partitions.definitions)
-            try await foldState(from: stateConsumer, partitions: partitions, definitions: definitions)
+            followers = StateFollowers(
+                definitions: StateTopicFollower(consumer: stateConsumer, topic: configuration.topics.definitions, partitionCount: partitions.definitions),
+                timers: keepsDecisionTimes ? StateTopicFollower(consumer: stateConsumer, topic: configuration.topics.timers, partitionCount: partitions.timers) : nil
+            )
+            try await foldState(from: stateConsumer, partitions: partitions, followers: followers)
         } catch {
             await stateConsumer.close()
             await producer.close(timeout: .seconds(1))
@@ -187,6 +206,9 @@ public final class CampaignPipeline: Service {
         var sendsConfiguration = configuration.consumerConfiguration(groupID: configuration.groupID)
         if !writesOutputs { sendsConfiguration.isAutoCommitEnabled = false }
         let consumer: KafkaConsumer
+        // The decision times records go on a producer of their own that sends at once (no `linger.ms`): a batch's
+        // outputs wait for them.
+        var decisionsProducer: KafkaProducer?
         do {
             consumer = try KafkaConsumer(configuration: sendsConfiguration, logger: logger)
             do {
@@ -195,6 +217,7 @@ public final class CampaignPipeline: Service {
                 } else {
                     try consumer.subscribe(topics: [configuration.topics.sends])
                 }
+                if keepsDecisionTimes { decisionsProducer = try makeProducer(lingering: false) }
             } catch {
                 await consumer.close()
                 throw error
@@ -205,18 +228,27 @@ public final class CampaignPipeline: Service {
             await producer.close(timeout: .seconds(1))
             throw error
         }
+        let decisionsSender = decisionsProducer.map {
+            OutputSender(producer: $0, statistics: statistics, backoff: configuration.retryBackoff, maxBackoff: configuration.maxRetryBackoff, logger: logger)
+        }
         logger.info("Consuming", metadata: ["topic": "\(configuration.topics.sends)", "group": "\(configuration.groupID)"])
         runState.withLock { $0.phase = .consuming }
 
         var failure: (any Error)?
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await sender.runRetries() }
+            if let decisionsSender {
+                group.addTask { await decisionsSender.runRetries() }
+            }
             for sink in sinks {
                 group.addTask { await sink.run() }
             }
             group.addTask { await self.followSinkStates(sinks, consumer: consumer) }
             group.addTask { await self.keepStoringCompletedPositions(of: consumer) }
-            group.addTask { await self.keepFoldingState(from: stateConsumer, definitions: definitions, sender: sender) }
+            group.addTask { await self.keepFoldingState(from: stateConsumer, followers: followers, sender: sender) }
+            if keepsDecisionTimes {
+                group.addTask { await self.keepTrimmingDecisionTimes(of: consumer) }
+            }
             group.addTask { await self.followAssignments(of: consumer) }
             if let replay {
                 group.addTask { await self.stopWhenReplayed(replay, consumer: consumer) }
@@ -228,7 +260,7 @@ public final class CampaignPipeline: Service {
             }
             do {
                 try await withGracefulShutdownHandler {
-                    try await self.processUntilStopped(consumer: consumer, sender: sender, definitions: definitions)
+                    try await self.processUntilStopped(consumer: consumer, sender: sender, decisionsSender: decisionsSender, followers: followers)
                 } onGracefulShutdown: {
                     self.logger.info("Shutdown requested: stopping reads, draining in-flight work, committing")
                     self.stopSignal.fire()
@@ -251,6 +283,7 @@ public final class CampaignPipeline: Service {
             group.cancelAll()
         }
         await producer.close(timeout: .seconds(5))
+        await decisionsProducer?.close(timeout: .seconds(5))
         // The trackers hold the run's completion, which holds the pipeline and its consumer: let them go with the run.
         progress.withLock { $0 = [:] }
         completedTrackers.withLock { $0 = [:] }
@@ -367,10 +400,16 @@ public final class CampaignPipeline: Service {
 
     // MARK: - Clients
 
-    private func makeProducer() throws(KafkaError) -> KafkaProducer {
+    /// A producer with the configuration's properties; one not `lingering` sends each record at once, whatever
+    /// `linger.ms` the properties set.
+    private func makeProducer(lingering: Bool = true) throws(KafkaError) -> KafkaProducer {
         var producerConfiguration = KafkaProducerConfiguration(bootstrapServers: configuration.bootstrapServers)
         producerConfiguration.messageTimeout = configuration.messageTimeout
         producerConfiguration.properties = configuration.kafkaProperties.merging(configuration.producerProperties) { $1 }
+        if !lingering {
+            producerConfiguration.linger = .zero
+            for key in ["linger.ms", "queue.buffering.max.ms"] { producerConfiguration.properties[key] = nil }
+        }
         return try KafkaProducer(configuration: producerConfiguration, logger: logger)
     }
 
@@ -416,14 +455,41 @@ public final class CampaignPipeline: Service {
     }
 
     /// Processes events until asked to stop. Cancelling the reading task wakes it when no records arrive.
-    private func processUntilStopped(consumer: KafkaConsumer, sender: OutputSender, definitions: DefinitionsFollower) async throws {
+    private func processUntilStopped(
+        consumer: KafkaConsumer,
+        sender: OutputSender,
+        decisionsSender: OutputSender?,
+        followers: StateFollowers
+    ) async throws {
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
                 let completion = EventCompletion { [self] tracker in self.positionAdvanced(in: tracker, consumer: consumer) }
                 var iterator = consumer.messages.makeAsyncIterator()
-                while !Task.isCancelled, let batch = try await iterator.nextBatch() {
-                    await self.process(batch, consumer: consumer, sender: sender, completion: completion, definitions: definitions)
+                // A batch is emitted while the next ones are read and decided: its emission waits for the records of
+                // the instants it was judged at, and for the previous batch's emission (outputs stay in read order).
+                // At most ``emittingBatches`` batches wait to be emitted while another is decided.
+                // Every emission has ended when this task does, whatever ends it (draining and the final commit come
+                // after): a cancelled or failed reading cancels them first.
+                var emitting: [Task<Void, Never>] = []
+                do {
+                    while !Task.isCancelled, let batch = try await iterator.nextBatch() {
+                        guard let decided = await self.decide(batch, consumer: consumer, decisionsSender: decisionsSender, followers: followers) else { continue }
+                        let previous = emitting.last
+                        emitting.append(
+                            Task {
+                                await previous?.value
+                                await self.emit(decided, consumer: consumer, sender: sender, completion: completion)
+                            }
+                        )
+                        if emitting.count > Self.emittingBatches { await Self.waitPassingOnCancellation(emitting.removeFirst()) }
+                    }
+                } catch {
+                    for task in emitting { task.cancel() }
+                    for task in emitting { await task.value }
+                    throw error
                 }
+                if Task.isCancelled { for task in emitting { task.cancel() } }
+                for task in emitting { await Self.waitPassingOnCancellation(task) }
             }
             group.addTask {
                 await self.stopSignal.wait()
@@ -431,6 +497,20 @@ public final class CampaignPipeline: Service {
             // Whichever ends first (a stop request, the end of the records, an error) ends both.
             defer { group.cancelAll() }
             try await group.next()
+        }
+    }
+
+    /// How many decided batches can wait to be emitted (each for its decision times records and the batch before it)
+    /// while the next one is decided.
+    static let emittingBatches = 2
+
+    /// Waits for `task` to end, cancelling it if the waiting task is cancelled.
+    private static func waitPassingOnCancellation(_ task: Task<Void, Never>?) async {
+        guard let task else { return }
+        await withTaskCancellationHandler {
+            await task.value
+        } onCancel: {
+            task.cancel()
         }
     }
 
@@ -512,6 +592,13 @@ public final class CampaignPipeline: Service {
         case .eventTime: nil
         }
     }
+}
+
+/// The followers of the pipeline's state topics, to wait until the state has read them to their end.
+struct StateFollowers: Sendable {
+    let definitions: StateTopicFollower
+    /// `nil` when no decision times are kept (a replay, a dry run).
+    let timers: StateTopicFollower?
 }
 
 /// Why the pipeline could not start.

@@ -7,7 +7,7 @@ import Testing
 @testable import PipelineRuntime
 
 @Suite("Sends that name a campaign defined an instant before them")
-struct DefinitionsFollowerTests {
+struct StateTopicFollowerTests {
     /// The campaign table is folded by a consumer of its own, which can be behind the sends (here working through a
     /// burst of 100,000 other definitions). A send by reference whose definition it has not read yet waits for it
     /// to read the topic to its end, instead of being rejected for good and dead-lettered.
@@ -58,7 +58,7 @@ struct DefinitionsFollowerTests {
     func catchUpCountsForEarlierSends() async throws {
         try await withPipelineCluster(partitions: 3) { kafka, configuration in
             let consumer = try KafkaConsumer(configuration: configuration.consumerConfiguration(groupID: nil), logger: testLogger)
-            let follower = DefinitionsFollower(consumer: consumer, topic: configuration.topics.definitions, partitionCount: 3)
+            let follower = StateTopicFollower(consumer: consumer, topic: configuration.topics.definitions, partitionCount: 3)
             let written = Date().addingTimeInterval(-10)
             #expect(!follower.hasCaughtUp(since: written), "no catch-up yet")
             #expect(await follower.catchUp(logger: testLogger) == .reachedEnd)
@@ -84,12 +84,32 @@ struct DefinitionsFollowerTests {
             try await TransactionMarkers.append(.commit, topic: topic, partition: 0, bootstrapServers: kafka.bootstrapServers)
             try await TransactionMarkers.append(.abort, topic: topic, partition: 1, bootstrapServers: kafka.bootstrapServers)
             let consumer = try KafkaConsumer(configuration: configuration.consumerConfiguration(groupID: nil), logger: testLogger)
-            let follower = DefinitionsFollower(consumer: consumer, topic: topic, partitionCount: 2, timeout: .seconds(30))
+            let follower = StateTopicFollower(consumer: consumer, topic: topic, partitionCount: 2, timeout: .seconds(30))
             follower.folded(partition: 0, offset: 0)  // what the state consumer reads
             let started = ContinuousClock.now
             #expect(await follower.catchUp(logger: testLogger) == .reachedEnd)
             #expect(ContinuousClock.now - started < .seconds(20), "read through, not waited out: \(ContinuousClock.now - started)")
             #expect(follower.hasCaughtUp(since: Date().addingTimeInterval(-60)))
+            await consumer.close()
+        }
+    }
+
+    /// A new reading of a sends partition waits only for its own timers partition, not for the others.
+    @Test("a catch-up of some partitions waits for those only, and does not count as the whole topic's")
+    func catchUpOfSomePartitions() async throws {
+        try await withPipelineCluster(partitions: 2) { kafka, configuration in
+            let topic = configuration.topics.timers
+            let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(bootstrapServers: [kafka.bootstrapServers]), logger: testLogger)
+            for partition: Int32 in [0, 1] {
+                _ = try await producer.send(KafkaProducerRecord(topic: topic, partition: partition, key: Array("k".utf8), value: Array("{}".utf8)))
+            }
+            await producer.close()
+            let consumer = try KafkaConsumer(configuration: configuration.consumerConfiguration(groupID: nil), logger: testLogger)
+            let follower = StateTopicFollower(consumer: consumer, topic: topic, partitionCount: 2, timeout: .seconds(2))
+            follower.folded(partition: 1, offset: 0)  // partition 0 is not read
+            #expect(await follower.catchUp(partitions: [1], logger: testLogger) == .reachedEnd)
+            #expect(!follower.hasCaughtUp(since: Date().addingTimeInterval(-60)), "only the whole topic's catch-up counts for sends")
+            #expect(await follower.catchUp(partitions: [0, 1], logger: testLogger) == .gaveUp)
             await consumer.close()
         }
     }
@@ -103,7 +123,7 @@ struct DefinitionsFollowerTests {
             try await produce([("c", Array(defined.utf8))], to: configuration.topics.definitions, kafka: kafka)
             let consumer = try KafkaConsumer(configuration: configuration.consumerConfiguration(groupID: nil), logger: testLogger)
             // Nothing folds the topic here: the catch-up waits until cancelled.
-            let follower = DefinitionsFollower(consumer: consumer, topic: configuration.topics.definitions, partitionCount: 1)
+            let follower = StateTopicFollower(consumer: consumer, topic: configuration.topics.definitions, partitionCount: 1)
             let waiting = Task { await follower.catchUp(logger: testLogger) }
             try await Task.sleep(for: .seconds(1))
             waiting.cancel()

@@ -3,15 +3,18 @@ import KafkaClient
 import Logging
 import Synchronization
 
-/// How far the campaign table has read the definitions topic, and a way to wait until it has read all of it.
+/// How far the pipeline's state has read one of its state topics (campaign definitions, timers), and a way to wait
+/// until it has read all of it.
 ///
-/// The table is folded by a consumer of its own, which follows the definitions topic a fetch or more behind the
-/// sends. A send that names a campaign the table does not know (defined an instant before the send, or while the
-/// table works through a burst of definitions) waits for ``catchUp(logger:)`` instead of being rejected for good.
-final class DefinitionsFollower: Sendable {
+/// The state is folded by a consumer of its own, which follows the state topics a fetch or more behind the sends.
+/// A send that names a campaign the table does not know (defined an instant before the send, or while the table
+/// works through a burst of definitions) waits for ``catchUp(partitions:logger:)`` of the definitions topic instead
+/// of being rejected for good; a new reading of a sends partition waits for that of its timers partition, where the
+/// instants its records were judged at before are kept (``DecisionTimes``).
+final class StateTopicFollower: Sendable {
     /// The state consumer that folds the topic.
     private let consumer: KafkaConsumer
-    /// The definitions topic.
+    /// The state topic followed.
     let topic: String
     private let partitionCount: Int32
     /// The longest a catch-up waits, asking the broker included.
@@ -19,7 +22,8 @@ final class DefinitionsFollower: Sendable {
     /// Per partition, the offset after the last record folded, or after offsets found to hold nothing readable
     /// (transaction markers) at the end.
     private let positions = Mutex([Int32: Int64]())
-    /// When the last catch-up that reached the end began: the table holds every definition written before then.
+    /// When the last catch-up of every partition that reached the end began: the state holds every record written
+    /// before then.
     private let caughtUpAt = Mutex<Date?>(nil)
 
     /// How long a partition's position stays put short of its end before it is checked for unreadable offsets
@@ -36,12 +40,12 @@ final class DefinitionsFollower: Sendable {
         self.timeout = timeout
     }
 
-    /// Notes that the record at `offset` of `partition` has been folded into the table.
+    /// Notes that the record at `offset` of `partition` has been folded into the state.
     func folded(partition: Int32, offset: Int64) {
         positions.withLock { $0[partition] = max($0[partition] ?? 0, offset + 1) }
     }
 
-    /// Whether the table has read the definitions topic to its end since a send written at `written` (its record's
+    /// Whether the state has read the topic to its end since a send written at `written` (its record's
     /// timestamp; `nil` when unknown): a definition written before the send is in it, and waiting cannot help.
     func hasCaughtUp(since written: Date?) -> Bool {
         guard let written, let caughtUpAt = caughtUpAt.withLock({ $0 }) else { return false }
@@ -50,7 +54,7 @@ final class DefinitionsFollower: Sendable {
 
     /// How a catch-up ended.
     enum CatchUp {
-        /// The table has read every partition to the end the broker had when the catch-up began.
+        /// The state has read every partition asked for to the end the broker had when the catch-up began.
         case reachedEnd
         /// ``timeout`` passed, or the broker did not answer (logged).
         case gaveUp
@@ -58,12 +62,12 @@ final class DefinitionsFollower: Sendable {
         case cancelled
     }
 
-    /// Waits until the table has folded every partition of the definitions topic up to the end the broker has now,
-    /// or until ``timeout`` passed (logged), or the task is cancelled.
-    func catchUp(logger: Logger) async -> CatchUp {
+    /// Waits until the state has folded `partitions` of the topic (every partition when `nil`) up to the end the
+    /// broker has now, or until ``timeout`` passed (logged), or the task is cancelled.
+    func catchUp(partitions: Set<Int32>? = nil, logger: Logger) async -> CatchUp {
         let started = Date()
         let deadline = ContinuousClock.now + timeout
-        guard var targets = await ends(before: deadline, logger: logger) else { return Task.isCancelled ? .cancelled : .gaveUp }
+        guard var targets = await ends(of: partitions, before: deadline, logger: logger) else { return Task.isCancelled ? .cancelled : .gaveUp }
         var stalls = PartitionStalls(firstWait: Self.stallCheck, longestWait: .seconds(2))
         while !targets.isEmpty {
             let now = ContinuousClock.now
@@ -71,7 +75,7 @@ final class DefinitionsFollower: Sendable {
             guard now < deadline else {
                 let folded = positions.withLock { $0 }
                 logger.warning(
-                    "The campaign table did not catch up with the definitions topic in time",
+                    "The pipeline's state did not catch up with a state topic in time",
                     metadata: [
                         "topic": "\(topic)",
                         "behind": "\(targets.map { "\($0.key):\(folded[$0.key] ?? $0.value.start)<\($0.value.end)" }.sorted().joined(separator: ","))",
@@ -101,7 +105,7 @@ final class DefinitionsFollower: Sendable {
                 do { try await Task.sleep(for: .milliseconds(5)) } catch { return .cancelled }
             }
         }
-        caughtUpAt.withLock { $0 = max($0 ?? started, started) }
+        if partitions == nil { caughtUpAt.withLock { $0 = max($0 ?? started, started) } }
         return .reachedEnd
     }
 
@@ -111,16 +115,16 @@ final class DefinitionsFollower: Sendable {
         var end: Int64
     }
 
-    /// The partitions whose end (asked of the broker, all at once) lies past what the table has folded; `nil` when
-    /// the broker did not answer in time.
-    private func ends(before deadline: ContinuousClock.Instant, logger: Logger) async -> [Int32: Target]? {
+    /// The partitions of `partitions` (every partition when `nil`) whose end (asked of the broker, all at once) lies
+    /// past what the state has folded; `nil` when the broker did not answer in time.
+    private func ends(of partitions: Set<Int32>?, before deadline: ContinuousClock.Instant, logger: Logger) async -> [Int32: Target]? {
         let folded = positions.withLock { $0 }
         let timeout = deadline - ContinuousClock.now
         let consumer = self.consumer
         let topic = self.topic
         do {
             return try await withThrowingTaskGroup(of: (Int32, KafkaWatermarks).self) { group in
-                for partition in 0..<partitionCount {
+                for partition in 0..<partitionCount where partitions?.contains(partition) ?? true {
                     group.addTask { (partition, try await consumer.watermarks(topic: topic, partition: partition, timeout: timeout)) }
                 }
                 var targets: [Int32: Target] = [:]
@@ -133,7 +137,7 @@ final class DefinitionsFollower: Sendable {
                 return targets
             }
         } catch {
-            logger.warning("Could not read the definitions topic's end offsets", metadata: ["topic": "\(topic)", "error": "\(error)"])
+            logger.warning("Could not read a state topic's end offsets", metadata: ["topic": "\(topic)", "error": "\(error)"])
             return nil
         }
     }

@@ -1,0 +1,258 @@
+import KafkaClient
+import PipelineCore
+import Synchronization
+
+/// The instants the streaming pipeline judged its sends at (expiry, cancellations, timers), per partition of the
+/// sends topic, so that a send read again after a crash or a rebalance is judged as it was at its first reading.
+///
+/// Before a batch's outputs are written, the offsets it judged and the instant it judged them at are written to the
+/// send's partition of the timers topic, under the key ``recordKey``: a record holds every range of the partition
+/// not yet known to be committed, the ranges its writer took from earlier owners included, so the latest record
+/// (the one compaction keeps) has them all. Every instance folds the timers topic, and the owner of a partition
+/// reads it to its end before judging records of a new reading of the partition, so a record read again finds the
+/// instant of its first judging. Where records disagree about an offset, the first one read wins: it is the instant
+/// the offset's outputs were written for (``merge(_:of:)``).
+///
+/// Instants are reused within ``granularity`` of each other, so that consecutive batches extend one range instead
+/// of adding one each: a record holds a few ranges for the seconds between a judging and its commit.
+final class DecisionTimes: Sendable {
+    /// Offsets `first...last` of a partition, judged at `decidedAt`.
+    struct Range: Sendable, Equatable {
+        var first: Int64
+        var last: Int64
+        var decidedAt: Timestamp
+    }
+
+    /// The key of the decision times records on the timers topic (never a message id, which is a UUID).
+    static let recordKey = Array("~decision-times".utf8)
+
+    /// How close to the partition's last instant a new batch is judged at that same instant (100 ms).
+    static let granularityNanoseconds: Int64 = 100_000_000
+
+    private struct Partition {
+        /// By offset, not overlapping.
+        var ranges: [Range] = []
+        /// The offset the group committed for the partition, last seen: ranges before it are no longer needed.
+        var committed: Int64 = 0
+    }
+
+    private let state = Mutex([Int32: Partition]())
+    /// Per partition, when each record written and not yet acknowledged was sent (oldest first).
+    private let unacknowledged = Mutex([Int32: [ContinuousClock.Instant]]())
+
+    /// Ranges of `partition` (for tests and for the record).
+    func ranges(of partition: Int32) -> [Range] {
+        state.withLock { $0[partition]?.ranges ?? [] }
+    }
+
+    /// The instant each record at `offsets` (increasing) of `partition` is judged at: the instant it was judged at
+    /// before, when a range holds it, otherwise `now`, or the partition's last instant when that is within
+    /// ``granularityNanoseconds`` of `now` and the offset comes after its range. The offsets not held before are
+    /// added to the ranges.
+    ///
+    /// - Returns: the instants, one per offset, and whether the ranges changed (a record must then be written
+    ///   before the outputs of the offsets are).
+    func judge(_ offsets: [Int64], of partition: Int32, now: Timestamp) -> (instants: [Timestamp], changed: Bool) {
+        state.withLock { state in
+            var entry = state[partition] ?? Partition()
+            var instants: [Timestamp] = []
+            instants.reserveCapacity(offsets.count)
+            var changed = false
+            for offset in offsets {
+                if let held = Self.index(holding: offset, in: entry.ranges) {
+                    instants.append(entry.ranges[held].decidedAt)
+                    continue
+                }
+                changed = true
+                if var last = entry.ranges.last, offset > last.last, Self.isWithinGranularity(last.decidedAt, of: now) {
+                    last.last = offset
+                    entry.ranges[entry.ranges.count - 1] = last
+                    instants.append(last.decidedAt)
+                } else {
+                    let range = Range(first: offset, last: offset, decidedAt: now)
+                    let position = entry.ranges.firstIndex { $0.first > offset } ?? entry.ranges.count
+                    entry.ranges.insert(range, at: position)
+                    instants.append(now)
+                }
+            }
+            state[partition] = entry
+            return (instants, changed)
+        }
+    }
+
+    /// Adds the ranges of a record written by another instance (or by an earlier run of this one), where they hold
+    /// offsets no range holds yet: the instant an offset was first recorded at is the one its outputs were written
+    /// for. (A record extends its writer's last range as later batches are judged at the same instant, so a range
+    /// read again can be partly known already.)
+    func merge(_ ranges: [Range], of partition: Int32) {
+        state.withLock { state in
+            var entry = state[partition] ?? Partition()
+            for range in ranges where range.last >= entry.committed {
+                for piece in Self.uncovered(range, by: entry.ranges) {
+                    let position = entry.ranges.firstIndex { $0.first > piece.first } ?? entry.ranges.count
+                    entry.ranges.insert(piece, at: position)
+                }
+            }
+            state[partition] = entry
+        }
+    }
+
+    /// The parts of `range` that none of `ranges` (by offset, not overlapping) holds.
+    static func uncovered(_ range: Range, by ranges: [Range]) -> [Range] {
+        var pieces: [Range] = []
+        var next = range.first
+        for held in ranges where held.last >= range.first && held.first <= range.last {
+            if held.first > next { pieces.append(Range(first: next, last: held.first - 1, decidedAt: range.decidedAt)) }
+            next = max(next, held.last + 1)
+        }
+        if next <= range.last { pieces.append(Range(first: next, last: range.last, decidedAt: range.decidedAt)) }
+        return pieces
+    }
+
+    /// Notes the offset the group committed for `partition`: the ranges wholly before it are dropped.
+    func committed(_ offset: Int64, of partition: Int32) {
+        state.withLock { state in
+            var entry = state[partition] ?? Partition()
+            entry.committed = max(entry.committed, offset)
+            entry.ranges.removeAll { $0.last < entry.committed }
+            state[partition] = entry
+        }
+    }
+
+    /// Notes that a record of `partition` was sent.
+    func sent(_ partition: Int32, at instant: ContinuousClock.Instant = .now) {
+        unacknowledged.withLock { $0[partition, default: []].append(instant) }
+    }
+
+    /// Notes that a record of `partition` was acknowledged (they are acknowledged in the order they were sent:
+    /// one partition of one topic).
+    func acknowledged(_ partition: Int32) {
+        unacknowledged.withLock { pending in
+            guard var sent = pending[partition], !sent.isEmpty else { return }
+            sent.removeFirst()
+            pending[partition] = sent.isEmpty ? nil : sent
+        }
+    }
+
+    /// Whether a record of `partition` sent more than `limit` before `now` is still not acknowledged: a later one
+    /// is not waited for, it cannot be acknowledged before.
+    func isLagging(_ partition: Int32, by limit: Duration, now: ContinuousClock.Instant = .now) -> Bool {
+        unacknowledged.withLock { pending in
+            guard let oldest = pending[partition]?.first else { return false }
+            return now - oldest > limit
+        }
+    }
+
+    /// The record of `partition`'s ranges on `topic` (the timers topic), with this pipeline's `writer` header.
+    func record(of partition: Int32, topic: String, writer: [KafkaHeader]) -> KafkaProducerRecord {
+        KafkaProducerRecord(topic: topic, partition: partition, key: Self.recordKey, value: Self.encode(ranges(of: partition)), headers: writer)
+    }
+
+    /// `{"ranges":[{"first":0,"last":41,"decidedAt":"2026-11-26T15:00:00.123456789Z"},...]}`.
+    static func encode(_ ranges: [Range]) -> [UInt8] {
+        var writer = JSONWriter(reservingCapacity: 32 + 80 * ranges.count)
+        writer.beginObject()
+        writer.key("ranges")
+        writer.beginArray()
+        for range in ranges {
+            writer.nextElement()
+            writer.beginObject()
+            writer.key("first")
+            writer.write(.int(Int(range.first)))
+            writer.key("last")
+            writer.write(.int(Int(range.last)))
+            writer.member("decidedAt", timestamp: range.decidedAt)
+            writer.endObject()
+        }
+        writer.endArray()
+        writer.endObject()
+        return writer.bytes
+    }
+
+    /// Reads a decision times record back; `nil` when it is not one (a range with a field missing or wrong, or
+    /// ending before it starts).
+    static func decode(_ bytes: [UInt8]) -> [Range]? {
+        guard let root = try? JSONValue(parsing: bytes).objectValue, let elements = root["ranges"]?.arrayValue else { return nil }
+        var ranges: [Range] = []
+        ranges.reserveCapacity(elements.count)
+        for element in elements {
+            guard let object = element.objectValue,
+                case .int(let first)? = object["first"],
+                case .int(let last)? = object["last"],
+                first <= last,
+                let text = object["decidedAt"]?.stringValue,
+                let decidedAt = try? Timestamp(rfc3339: text)
+            else { return nil }
+            ranges.append(Range(first: Int64(first), last: Int64(last), decidedAt: decidedAt))
+        }
+        return ranges
+    }
+
+    /// The index of the range that holds `offset`, if any (the ranges are few: a linear search from the end, where
+    /// the offsets read now are).
+    private static func index(holding offset: Int64, in ranges: [Range]) -> Int? {
+        guard let last = ranges.last, offset <= last.last else { return nil }
+        return ranges.lastIndex { $0.first <= offset && offset <= $0.last }
+    }
+
+    private static func isWithinGranularity(_ instant: Timestamp, of now: Timestamp) -> Bool {
+        let difference = (now.secondsSince1970 - instant.secondsSince1970) * 1_000_000_000 + Int64(now.nanoseconds - instant.nanoseconds)
+        return difference >= 0 && difference < granularityNanoseconds
+    }
+}
+
+/// Counts acknowledgements down to zero, and lets one task wait for that, for at most a given time.
+final class AcknowledgementCountdown: Sendable {
+    private struct State {
+        var remaining: Int
+        var waiter: CheckedContinuation<Void, Never>?
+    }
+
+    private let state: Mutex<State>
+
+    init(count: Int) {
+        state = Mutex(State(remaining: count))
+    }
+
+    /// One more acknowledgement; the waiter resumes at the last.
+    func acknowledge() {
+        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            state.remaining -= 1
+            guard state.remaining <= 0 else { return nil }
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume()
+    }
+
+    /// Waits until every acknowledgement came, or `limit` passed, or the task is cancelled; whether they all came.
+    func wait(atMost limit: Duration) async -> Bool {
+        if state.withLock({ $0.remaining <= 0 }) { return true }
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.waitForAll() }
+            group.addTask { try? await Task.sleep(for: limit) }
+            await group.next()
+            group.cancelAll()
+        }
+        return state.withLock { $0.remaining <= 0 }
+    }
+
+    private func waitForAll() async {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let resumeNow = state.withLock { state in
+                    if state.remaining <= 0 || Task.isCancelled { return true }
+                    state.waiter = continuation
+                    return false
+                }
+                if resumeNow { continuation.resume() }
+            }
+        } onCancel: {
+            let waiter = state.withLock { state in
+                defer { state.waiter = nil }
+                return state.waiter
+            }
+            waiter?.resume()
+        }
+    }
+}

@@ -1,0 +1,123 @@
+import Foundation
+import KafkaClient
+import PipelineCore
+@testable import PipelineRuntime
+import Testing
+
+@Suite("Decision times: the instants sends were judged at")
+struct DecisionTimesTests {
+    private let start = Timestamp(secondsSince1970: 1_800_000_000, nanoseconds: 0)
+
+    private func later(_ milliseconds: Int64) -> Timestamp {
+        Timestamp(secondsSince1970: start.secondsSince1970 + milliseconds / 1_000, nanoseconds: Int32(milliseconds % 1_000) * 1_000_000)
+    }
+
+    @Test("new offsets are judged now; offsets judged before keep their instant, and change nothing")
+    func offsetsReadAgainKeepTheirInstant() {
+        let times = DecisionTimes()
+        let first = times.judge([10, 11, 12], of: 0, now: start)
+        #expect(first.instants == [start, start, start] && first.changed)
+        let again = times.judge([11, 12], of: 0, now: later(5_000))
+        #expect(again.instants == [start, start])
+        #expect(!again.changed, "nothing new to write for offsets already held")
+        let mixed = times.judge([12, 13], of: 0, now: later(5_000))
+        #expect(mixed.instants == [start, later(5_000)] && mixed.changed)
+        #expect(times.ranges(of: 0) == [.init(first: 10, last: 12, decidedAt: start), .init(first: 13, last: 13, decidedAt: later(5_000))])
+        #expect(times.ranges(of: 1).isEmpty, "partitions are apart")
+    }
+
+    @Test("batches within 100 ms of the partition's last instant extend its range at that instant; later ones start a range")
+    func batchesCloseTogetherShareARange() {
+        let times = DecisionTimes()
+        _ = times.judge([0, 1], of: 3, now: start)
+        #expect(times.judge([2, 5], of: 3, now: later(99)).instants == [start, start])
+        #expect(times.ranges(of: 3) == [.init(first: 0, last: 5, decidedAt: start)])
+        #expect(times.judge([6], of: 3, now: later(100)).instants == [later(100)])
+        #expect(times.ranges(of: 3).count == 2)
+        // A clock that went back starts a range of its own rather than judging at a later instant.
+        #expect(times.judge([7], of: 3, now: later(50)).instants == [later(50)])
+    }
+
+    @Test("ranges the group committed past are dropped, and none before the committed offset are taken from a record")
+    func committedRangesAreDropped() {
+        let times = DecisionTimes()
+        _ = times.judge([0, 1], of: 0, now: start)
+        _ = times.judge([2, 3], of: 0, now: later(1_000))
+        times.committed(2, of: 0)
+        #expect(times.ranges(of: 0) == [.init(first: 2, last: 3, decidedAt: later(1_000))])
+        times.committed(1, of: 0)
+        #expect(times.ranges(of: 0).count == 1, "a committed offset never goes back")
+        times.merge([.init(first: 0, last: 1, decidedAt: start), .init(first: 4, last: 4, decidedAt: start)], of: 0)
+        #expect(times.ranges(of: 0).map(\.first) == [2, 4])
+        times.committed(4, of: 0)
+        #expect(times.ranges(of: 0) == [.init(first: 4, last: 4, decidedAt: start)], "a range is kept while its last offset is not committed")
+    }
+
+    @Test("a record merged in adds only the offsets no range holds: the first instant recorded for an offset stays")
+    func firstRecordedInstantWins() {
+        let times = DecisionTimes()
+        times.merge([.init(first: 0, last: 4, decidedAt: start)], of: 0)
+        // The writer extended its range at the same instant: only 5...9 are new.
+        times.merge([.init(first: 0, last: 9, decidedAt: start)], of: 0)
+        #expect(times.ranges(of: 0) == [.init(first: 0, last: 4, decidedAt: start), .init(first: 5, last: 9, decidedAt: start)])
+        // A late record of another writer with another instant for offsets held already changes nothing there.
+        times.merge([.init(first: 3, last: 12, decidedAt: later(700))], of: 0)
+        #expect(times.ranges(of: 0).last == .init(first: 10, last: 12, decidedAt: later(700)))
+        #expect(times.judge([4, 9, 11], of: 0, now: later(9_000)).instants == [start, start, later(700)])
+        #expect(DecisionTimes.uncovered(.init(first: 0, last: 20, decidedAt: start), by: times.ranges(of: 0)) == [.init(first: 13, last: 20, decidedAt: start)])
+    }
+
+    @Test("a record holds every range of its partition and reads back the same; anything else is not one")
+    func recordsRoundTrip() throws {
+        let times = DecisionTimes()
+        _ = times.judge([7, 8], of: 2, now: Timestamp(secondsSince1970: 1_800_000_000, nanoseconds: 123_456_789))
+        _ = times.judge([9], of: 2, now: later(3_000))
+        let record = times.record(of: 2, topic: "campaign.timers", writer: [])
+        #expect(record.topic == "campaign.timers" && record.partition == 2 && record.key == DecisionTimes.recordKey)
+        let text = String(decoding: record.value ?? [], as: UTF8.self)
+        #expect(text.hasPrefix(#"{"ranges":[{"first":7,"last":8,"decidedAt":"2027-01-15T08:00:00.123456789Z"}"#), "\(text)")
+        #expect(DecisionTimes.decode(record.value ?? []) == times.ranges(of: 2))
+        #expect(DecisionTimes.decode(Array(#"{"ranges":[]}"#.utf8)) == [])
+        for text in [
+            "", "[]", #"{"ranges":{}}"#, #"{"ranges":[{"first":1,"last":2}]}"#,
+            #"{"ranges":[{"first":3,"last":2,"decidedAt":"2026-11-26T15:00:00Z"}]}"#,
+            #"{"ranges":[{"first":"1","last":2,"decidedAt":"2026-11-26T15:00:00Z"}]}"#,
+            #"{"ranges":[{"first":1,"last":2,"decidedAt":"yesterday"}]}"#,
+        ] {
+            #expect(DecisionTimes.decode(Array(text.utf8)) == nil, "\(text)")
+        }
+    }
+
+    @Test("a record not acknowledged for longer than the wait marks its partition as lagging until it is")
+    func lagging() {
+        let times = DecisionTimes()
+        let sentAt = ContinuousClock.now
+        times.sent(1, at: sentAt)
+        times.sent(1, at: sentAt + .seconds(1))
+        #expect(!times.isLagging(1, by: .seconds(5), now: sentAt + .seconds(5)))
+        #expect(times.isLagging(1, by: .seconds(5), now: sentAt + .seconds(6)))
+        #expect(!times.isLagging(0, by: .seconds(5), now: sentAt + .seconds(6)))
+        times.acknowledged(1)
+        #expect(!times.isLagging(1, by: .seconds(5), now: sentAt + .seconds(6)))
+        #expect(times.isLagging(1, by: .seconds(5), now: sentAt + .seconds(7)))
+        times.acknowledged(1)
+        #expect(!times.isLagging(1, by: .seconds(5), now: sentAt + .seconds(60)))
+    }
+
+    @Test("a countdown returns once every acknowledgement came, or when the limit passes")
+    func countdown() async {
+        #expect(await AcknowledgementCountdown(count: 0).wait(atMost: .seconds(10)))
+        let countdown = AcknowledgementCountdown(count: 2)
+        let acknowledging = Task {
+            try? await Task.sleep(for: .milliseconds(50))
+            countdown.acknowledge()
+            countdown.acknowledge()
+        }
+        let started = ContinuousClock.now
+        #expect(await countdown.wait(atMost: .seconds(30)))
+        #expect(ContinuousClock.now - started < .seconds(20))
+        await acknowledging.value
+        let short = AcknowledgementCountdown(count: 1)
+        #expect(!(await short.wait(atMost: .milliseconds(100))))
+    }
+}

@@ -1,0 +1,108 @@
+import Foundation
+import KafkaClient
+import PipelineCore
+@testable import PipelineRuntime
+import PushSinks
+import Synchronization
+import Testing
+
+/// A sink that takes each notification, runs `beforeAnswering`, then gives it up as a sink whose credentials are
+/// refused does: the pipeline stops with the send uncommitted, as a crash after sending would leave it.
+private final class RefusingSink: PushSink {
+    let kind = "refusing"
+    let name = "refusing"
+    private let beforeAnswering: @Sendable () async -> Void
+    private let taken = Mutex<[String]>([])
+
+    init(beforeAnswering: @escaping @Sendable () async -> Void) {
+        self.beforeAnswering = beforeAnswering
+    }
+
+    /// The event ids of the notifications taken, in order.
+    var submitted: [String] { taken.withLock { $0 } }
+
+    func submit(
+        _ notification: RenderedNotification,
+        isCancelled: @escaping @Sendable () -> Bool,
+        completion: @escaping @Sendable (SinkOutcome) -> Void
+    ) async {
+        taken.withLock { $0.append(notification.request.eventId) }
+        await beforeAnswering()
+        completion(.abandoned(SinkFailure(.auth, "refused for the test")))
+    }
+}
+
+@Suite("Sends read again are judged at the instant of their first reading", .timeLimit(.minutes(3)))
+struct PipelineDecisionTimesTests {
+    /// Judged again when read again, a send delivered shortly before its `expiresAt` also ended `push.expired`: two
+    /// terminal outcomes, the payload already on its way.
+    @Test("a send taken by a sink, then read again after its expiresAt, is delivered again instead of expiring")
+    func readAgainAfterItsExpiry() async throws {
+        try await withPipelineCluster(partitions: 1) { kafka, base in
+            var first = base
+            first.untilIdle = nil
+            first.sinks.routes = [.fcm: ["refusing"], .apns: ["refusing"]]
+            let timers = base.topics.timers
+            let recordedWhenTaken = Mutex<Bool?>(nil)
+            // When the sink takes the notification, the instant it was judged at is on the timers topic already.
+            let sink = RefusingSink {
+                let records = (try? await readAll(timers, kafka: kafka)) ?? []
+                let recorded = records.contains { $0.key == DecisionTimes.recordKey && (DecisionTimes.decode($0.value ?? [])?.contains { $0.first <= 0 && 0 <= $0.last } ?? false) }
+                recordedWhenTaken.withLock { $0 = recorded }
+            }
+            let pipeline = CampaignPipeline(configuration: first, registry: builtinRegistry, sinks: [sink], logger: testLogger)
+            let running = Task { try await pipeline.run() }
+            try await eventually("joined", timeout: clusterTimeout) { pipeline.status.hasJoinedGroup && pipeline.status.assignedPartitions == 1 ? true : nil }
+            let expiresAt = Date().addingTimeInterval(3)
+            let factory = try EventFactory()
+            let event = factory.event("basic-fcm", id: "ttl-soon", recipient: "user-T").setting(["expiresAt"], to: .string(Timestamp(expiresAt).rfc3339))
+            try await produce([("user-T", JSONValue.object(event).encoded())], to: base.topics.sends, kafka: kafka)
+            await #expect(throws: PipelineRuntimeError.self) { try await running.value }
+            #expect(sink.submitted == ["ttl-soon"])
+            #expect(recordedWhenTaken.withLock { $0 } == true, "the decision times record was written before the sink took the notification")
+
+            try await Task.sleep(for: .seconds(max(0, expiresAt.timeIntervalSinceNow) + 0.5))
+            let again = CampaignPipeline(configuration: base, registry: builtinRegistry, logger: testLogger)
+            try await runUntilIdle(again)
+            let outcomes = try await analyticsRecords(base, kafka: kafka).map(\.event)
+            #expect(outcomes.map(\.kind) == [.delivered], "\(outcomes.map { "\($0.kind.rawValue) \($0.cause?.rawValue ?? "")" })")
+            #expect(try await readAll(base.topics.fcm, kafka: kafka).count == 1)
+        }
+    }
+
+    /// The instants of a record written by another instance (the partition's previous owner) hold for the offsets
+    /// it names, and for no other.
+    @Test("the instants another instance recorded are used for the offsets they hold, and only for those")
+    func instantsRecordedElsewhere() async throws {
+        try await withPipelineCluster(partitions: 1) { kafka, configuration in
+            let factory = try EventFactory()
+            let expiredAt = Timestamp(Date().addingTimeInterval(-60))
+            let inputs = ["judged-before", "never-judged"].map { id in
+                let event = factory.event("basic-fcm", id: id, recipient: "user-\(id)").setting(["expiresAt"], to: .string(expiredAt.rfc3339))
+                return ("user-\(id)", JSONValue.object(event).encoded())
+            }
+            try await produce(inputs, to: configuration.topics.sends, kafka: kafka)
+            // Offset 0 was judged two minutes ago, before it expired; offset 1 never was.
+            let judgedAt = Timestamp(Date().addingTimeInterval(-120))
+            let record = KafkaProducerRecord(
+                topic: configuration.topics.timers,
+                partition: 0,
+                key: DecisionTimes.recordKey,
+                value: DecisionTimes.encode([.init(first: 0, last: 0, decidedAt: judgedAt)]),
+                headers: [KafkaHeader(key: "writer", string: "another-instance")]
+            )
+            let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(bootstrapServers: [kafka.bootstrapServers]), logger: testLogger)
+            _ = try await producer.send(record)
+            await producer.close()
+
+            let pipeline = CampaignPipeline(configuration: configuration, registry: builtinRegistry, logger: testLogger)
+            try await runUntilIdle(pipeline)
+            let outcomes = Dictionary(
+                try await analyticsRecords(configuration, kafka: kafka).map { ($0.event.identity.eventId ?? "", $0.event) },
+                uniquingKeysWith: { first, _ in first }
+            )
+            #expect(outcomes["judged-before"]?.kind == .delivered)
+            #expect(outcomes["never-judged"]?.kind == .expired && outcomes["never-judged"]?.cause == .ttl)
+        }
+    }
+}
