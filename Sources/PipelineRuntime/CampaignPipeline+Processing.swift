@@ -64,9 +64,11 @@ extension CampaignPipeline {
     }
 
     /// Queues the outputs of a decided batch in read order, once the records of the instants it was judged at are
-    /// acknowledged (or ``decisionTimesWait`` passed: logged).
+    /// acknowledged (or ``decisionTimesWait`` passed: logged). A batch whose records are not acknowledged when the
+    /// pipeline stops is not emitted: it is read again, and judged at those instants, if they were written.
     func emit(_ decided: consuming DecidedBatch, consumer: KafkaConsumer, sender: OutputSender, completion: EventCompletion) async {
         if let recorded = decided.recorded, !(await recorded.wait(atMost: Self.decisionTimesWait)) {
+            if Task.isCancelled { return }
             unwrittenDecisionTimesWarning.log(
                 to: logger,
                 metadata: [

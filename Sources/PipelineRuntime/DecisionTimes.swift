@@ -13,8 +13,8 @@ import Synchronization
 /// instant of its first judging. Where records disagree about an offset, the first one read wins: it is the instant
 /// the offset's outputs were written for (``merge(_:of:)``).
 ///
-/// Instants are reused within ``granularity`` of each other, so that consecutive batches extend one range instead
-/// of adding one each: a record holds a few ranges for the seconds between a judging and its commit.
+/// Instants are reused within ``granularityNanoseconds`` of each other, so that consecutive batches extend one range
+/// instead of adding one each: a record holds a few ranges for the seconds between a judging and its commit.
 final class DecisionTimes: Sendable {
     /// Offsets `first...last` of a partition, judged at `decidedAt`.
     struct Range: Sendable, Equatable {
