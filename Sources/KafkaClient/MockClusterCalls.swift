@@ -68,7 +68,7 @@ struct MockClusterCalls: Sendable {
         destroyer.start()
         // Each connection taken also wakes the cluster's thread, should it have missed the command.
         while !finished.isSet, ports.contains(where: { Self.knock(onLoopbackPort: $0) }) {
-            usleep(Self.intervalMicroseconds / 5)
+            usleep(Self.intervalMicroseconds)
         }
     }
 
