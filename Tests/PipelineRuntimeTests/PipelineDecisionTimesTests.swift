@@ -53,7 +53,8 @@ struct PipelineDecisionTimesTests {
             let pipeline = CampaignPipeline(configuration: first, registry: builtinRegistry, sinks: [sink], logger: testLogger)
             let running = Task { try await pipeline.run() }
             try await eventually("joined", timeout: clusterTimeout) { pipeline.status.hasJoinedGroup && pipeline.status.assignedPartitions == 1 ? true : nil }
-            let expiresAt = Date().addingTimeInterval(3)
+            // Far enough ahead that the first reading, however slow the parallel test run makes it, comes before.
+            let expiresAt = Date().addingTimeInterval(8)
             let factory = try EventFactory()
             let event = factory.event("basic-fcm", id: "ttl-soon", recipient: "user-T").setting(["expiresAt"], to: .string(Timestamp(expiresAt).rfc3339))
             try await produce([("user-T", JSONValue.object(event).encoded())], to: base.topics.sends, kafka: kafka)
