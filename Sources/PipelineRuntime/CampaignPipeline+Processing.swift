@@ -28,16 +28,17 @@ extension CampaignPipeline {
     ) async -> DecidedBatch? {
         let table = campaigns.withLock { $0 }
         let now = decisionTime()
+        // The batch's indices by partition, in read order within each.
+        let byPartition = Dictionary(grouping: batch.indices, by: { batch[$0].partition })
         var judgedAt: [Timestamp]?
         var recorded: AcknowledgementCountdown?
         if let timersFollower = followers.timers, let decisionsSender, let now {
             guard await readDecisionTimes(of: batch, follower: timersFollower) else { return nil }
-            (judgedAt, recorded) = await judge(batch, at: now, consumer: consumer, sender: decisionsSender)
+            (judgedAt, recorded) = await judge(batch, byPartition: byPartition, at: now, consumer: consumer, sender: decisionsSender)
         }
         let instants = judgedAt
         let processor = self.processor
         var decisions = [EventProcessor.Decision?](repeating: nil, count: batch.count)
-        let byPartition = Dictionary(grouping: batch.indices, by: { batch[$0].partition })
         // Each worker (task) decides its events with one scratch (see `RenderScratch`).
         if batch.count >= 64, byPartition.count > 1 {
             await withTaskGroup(of: [(Int, EventProcessor.Decision)].self) { group in
@@ -180,19 +181,18 @@ extension CampaignPipeline {
         return true
     }
 
-    /// The instant each record of `batch` is judged at (``DecisionTimes/judge(_:of:now:)``), and the records of the
-    /// partitions whose decision times changed, sent: their acknowledgements, to wait for before the outputs.
-    /// Only partitions read here now are judged this way: a record written for a partition another instance owns
-    /// would give it instants it never judged at.
+    /// The instant each record of `batch` (whose indices by partition are `byPartition`) is judged at
+    /// (``DecisionTimes/judge(_:of:now:)``), and the records of the partitions whose decision times changed, sent:
+    /// their acknowledgements, to wait for before the outputs. Only partitions read here now are judged this way: a
+    /// record written for a partition another instance owns would give it instants it never judged at.
     private func judge(
         _ batch: [KafkaConsumerMessage],
+        byPartition: [Int32: [Int]],
         at now: Timestamp,
         consumer: KafkaConsumer,
         sender: OutputSender
     ) async -> ([Timestamp], AcknowledgementCountdown?) {
         var instants = [Timestamp](repeating: now, count: batch.count)
-        var byPartition: [Int32: [Int]] = [:]
-        for index in batch.indices { byPartition[batch[index].partition, default: []].append(index) }
         var changed: [Int32] = []
         for (partition, indices) in byPartition.sorted(by: { $0.key < $1.key }) {
             let first = batch[indices[0]]

@@ -201,58 +201,31 @@ final class DecisionTimes: Sendable {
     }
 }
 
-/// Counts acknowledgements down to zero, and lets one task wait for that, for at most a given time.
+/// Counts acknowledgements down to zero, and lets a task wait for that, for at most a given time.
 final class AcknowledgementCountdown: Sendable {
-    private struct State {
-        var remaining: Int
-        var waiter: CheckedContinuation<Void, Never>?
-    }
-
-    private let state: Mutex<State>
+    private let remaining: Atomic<Int>
+    /// Fired at the last acknowledgement.
+    private let done = StopSignal()
 
     init(count: Int) {
-        state = Mutex(State(remaining: count))
+        remaining = Atomic(count)
+        if count <= 0 { done.fire() }
     }
 
-    /// One more acknowledgement; the waiter resumes at the last.
+    /// One more acknowledgement; waiters resume at the last.
     func acknowledge() {
-        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
-            state.remaining -= 1
-            guard state.remaining <= 0 else { return nil }
-            defer { state.waiter = nil }
-            return state.waiter
-        }
-        waiter?.resume()
+        if remaining.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 { done.fire() }
     }
 
     /// Waits until every acknowledgement came, or `limit` passed, or the task is cancelled; whether they all came.
     func wait(atMost limit: Duration) async -> Bool {
-        if state.withLock({ $0.remaining <= 0 }) { return true }
+        if done.isFired { return true }
         await withTaskGroup(of: Void.self) { group in
-            group.addTask { await self.waitForAll() }
+            group.addTask { await self.done.wait() }
             group.addTask { try? await Task.sleep(for: limit) }
             await group.next()
             group.cancelAll()
         }
-        return state.withLock { $0.remaining <= 0 }
-    }
-
-    private func waitForAll() async {
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let resumeNow = state.withLock { state in
-                    if state.remaining <= 0 || Task.isCancelled { return true }
-                    state.waiter = continuation
-                    return false
-                }
-                if resumeNow { continuation.resume() }
-            }
-        } onCancel: {
-            let waiter = state.withLock { state in
-                defer { state.waiter = nil }
-                return state.waiter
-            }
-            waiter?.resume()
-        }
+        return done.isFired
     }
 }
