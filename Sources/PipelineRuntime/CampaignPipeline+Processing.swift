@@ -219,16 +219,11 @@ extension CampaignPipeline {
         return (instants, countdown)
     }
 
-    /// Every second, drops the decision times of the sends partitions read here that the group committed past.
+    /// Every second, drops the decision times the group committed past (``DecisionTimes/trim(committedOf:askingThrough:)``).
     func keepTrimmingDecisionTimes(of consumer: KafkaConsumer) async {
-        let topic = configuration.topics.sends
         while !Task.isCancelled {
             try? await Task.sleep(for: .seconds(1))
-            let owned = consumer.assignment.filter { $0.topic == topic }
-            guard !owned.isEmpty, let committed = try? await consumer.committed(Array(owned)) else { continue }
-            for position in committed where position.offset >= 0 {
-                decisionTimes.committed(position.offset, of: position.partition)
-            }
+            await decisionTimes.trim(committedOf: configuration.topics.sends, askingThrough: consumer)
         }
     }
 

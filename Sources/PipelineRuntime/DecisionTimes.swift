@@ -119,6 +119,20 @@ final class DecisionTimes: Sendable {
         }
     }
 
+    /// Drops the ranges the group committed past, for every partition of `topic` (the sends topic) ranges are kept
+    /// of or `consumer` reads: those of partitions other instances own, taken from their records, included, or they
+    /// would pile up (a range per partition every ``granularityNanoseconds`` while it is read) until the instance
+    /// came to own them. Gives up quietly when the cluster does not answer (tried again on the next call).
+    func trim(committedOf topic: String, askingThrough consumer: KafkaConsumer) async {
+        let owned = consumer.assignment.filter { $0.topic == topic }.map(\.partition)
+        let kept = state.withLock { state in state.compactMap { $0.value.ranges.isEmpty ? nil : $0.key } }
+        let partitions = Set(owned).union(kept).sorted().map { KafkaTopicPartition(topic: topic, partition: $0) }
+        guard !partitions.isEmpty, let committed = try? await consumer.committed(partitions) else { return }
+        for position in committed where position.offset >= 0 {
+            self.committed(position.offset, of: position.partition)
+        }
+    }
+
     /// Notes that a record of `partition` was sent.
     func sent(_ partition: Int32, at instant: ContinuousClock.Instant = .now) {
         unacknowledged.withLock { $0[partition, default: []].append(instant) }

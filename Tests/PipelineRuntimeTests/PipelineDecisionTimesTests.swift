@@ -106,4 +106,27 @@ struct PipelineDecisionTimesTests {
             #expect(outcomes["never-judged"]?.kind == .expired && outcomes["never-judged"]?.cause == .ttl)
         }
     }
+
+    /// Every instance folds every partition's records; a partition it does not read is trimmed too, or its ranges
+    /// would pile up (one per 100 ms of reading) for as long as another instance owns it.
+    @Test("ranges of a partition another instance reads are dropped once the group commits past them")
+    func rangesOfOthersPartitionsAreTrimmed() async throws {
+        try await withPipelineCluster(partitions: 2) { kafka, configuration in
+            let sends = configuration.topics.sends
+            let instant = Timestamp(Date())
+            let times = DecisionTimes()
+            times.merge([.init(first: 0, last: 9, decidedAt: instant), .init(first: 10, last: 19, decidedAt: instant)], of: 1)
+            // Partition 1's owner commits it at 10.
+            let owner = try KafkaConsumer(configuration: configuration.consumerConfiguration(groupID: configuration.groupID), logger: testLogger)
+            try owner.assign([KafkaTopicPartitionOffset(topic: sends, partition: 1, offset: 0)])
+            try await owner.commit([KafkaTopicPartitionOffset(topic: sends, partition: 1, offset: 10)])
+            await owner.close()
+            // This instance reads no partition of the topic.
+            let reader = try KafkaConsumer(configuration: configuration.consumerConfiguration(groupID: configuration.groupID), logger: testLogger)
+            #expect(reader.assignment.isEmpty)
+            await times.trim(committedOf: sends, askingThrough: reader)
+            #expect(times.ranges(of: 1) == [.init(first: 10, last: 19, decidedAt: instant)])
+            await reader.close()
+        }
+    }
 }
