@@ -161,7 +161,9 @@ extension CampaignPipeline {
 
     /// Waits, when `batch` holds records of a new reading of a partition (assigned here, or assigned again), until
     /// the partition of the timers topic is folded to its end: the instants its records were judged at before (by
-    /// another instance, or before a restart) are then known. `false` when the pipeline stops meanwhile: nothing
+    /// another instance, or before a restart) are then known. This instance's own records of an earlier reading are
+    /// waited for first (at most ``decisionTimesWait``), and its sends are then judged at the instants of the records
+    /// in the topic's order (``DecisionTimes/adoptLogged(_:)``). `false` when the pipeline stops meanwhile: nothing
     /// of the batch is emitted, so nothing of it is committed.
     private func readDecisionTimes(of batch: [KafkaConsumerMessage], follower: StateTopicFollower) async -> Bool {
         let read = decisionTimesRead.withLock { $0 }
@@ -173,8 +175,19 @@ extension CampaignPipeline {
             if read[partition] != message.assignmentGeneration { readings[partition] = message.assignmentGeneration }
         }
         guard !readings.isEmpty else { return true }
-        // Gave up (logged): its records are judged now, as before decision times were kept.
-        if case .cancelled = await follower.catchUp(partitions: Set(readings.keys.map(\.partition)), logger: logger) { return false }
+        let partitions = Set(readings.keys.map(\.partition))
+        let acknowledged = await decisionTimes.waitForAcknowledgements(of: partitions, atMost: Self.decisionTimesWait)
+        switch await follower.catchUp(partitions: partitions, logger: logger) {
+        case .cancelled:
+            return false
+        case .reachedEnd where acknowledged:
+            decisionTimes.adoptLogged(partitions)
+        case .reachedEnd, .gaveUp:
+            // What was read is used, and what the instance judged itself is kept: a record still on its way, or not
+            // read, could otherwise hold an instant this instance no longer knows. (Gave up, logged: the records of
+            // the partition not known are judged now, as before decision times were kept.)
+            break
+        }
         decisionTimesRead.withLock { read in
             for (partition, generation) in readings { read[partition] = max(read[partition] ?? generation, generation) }
         }

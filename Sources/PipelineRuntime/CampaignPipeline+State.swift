@@ -69,10 +69,8 @@ extension CampaignPipeline {
         if message.topic == configuration.topics.timers {
             let writtenHere = message.headers.contains(timerRecordHeaders[0])
             if message.key == DecisionTimes.recordKey {
-                // This pipeline's own are in its decision times already.
-                guard !writtenHere else { return }
                 if let ranges = DecisionTimes.decode(message.value ?? []) {
-                    decisionTimes.merge(ranges, of: message.partition)
+                    decisionTimes.merge(ranges, of: message.partition, writtenHere: writtenHere)
                 } else if !(message.value ?? []).isEmpty {
                     unreadableTimerWarning.log(
                         to: logger,

@@ -11,7 +11,13 @@ import Synchronization
 /// (the one compaction keeps) has them all. Every instance folds the timers topic, and the owner of a partition
 /// reads it to its end before judging records of a new reading of the partition, so a record read again finds the
 /// instant of its first judging. Where records disagree about an offset, the first one read wins: it is the instant
-/// the offset's outputs were written for (``merge(_:of:)``).
+/// the offset's outputs were written for (``merge(_:of:writtenHere:)``).
+///
+/// An instance's own records are folded too, into the partition's logged ranges: the instants in the order
+/// the topic holds them, as every other instance reads them. When the instance starts a new reading of a partition, it
+/// waits for its own records of the partition to be acknowledged, reads the topic to its end, and judges from those
+/// (``adoptLogged(_:)``): a record of its earlier reading that landed after the next owner's (sent before a revocation,
+/// for a batch then never emitted) does not make it judge at an instant nobody else uses.
 ///
 /// Instants are reused within ``granularityNanoseconds`` of each other, so that consecutive batches extend one range
 /// instead of adding one each: a record holds a few ranges for the seconds between a judging and its commit.
@@ -30,8 +36,11 @@ final class DecisionTimes: Sendable {
     static let granularityNanoseconds: Int64 = 100_000_000
 
     private struct Partition {
-        /// By offset, not overlapping.
+        /// The instants sends are judged at here: by offset, not overlapping.
         var ranges: [Range] = []
+        /// The ranges of the records on the topic, this instance's own included, folded in the order the topic
+        /// holds them (by offset, not overlapping).
+        var logged: [Range] = []
         /// The offset the group committed for the partition, last seen: ranges before it are no longer needed.
         var committed: Int64 = 0
     }
@@ -43,6 +52,11 @@ final class DecisionTimes: Sendable {
     /// Ranges of `partition` (for tests and for the record).
     func ranges(of partition: Int32) -> [Range] {
         state.withLock { $0[partition]?.ranges ?? [] }
+    }
+
+    /// Logged ranges of `partition`: those of the records read, in the topic's order (for tests).
+    func logged(of partition: Int32) -> [Range] {
+        state.withLock { $0[partition]?.logged ?? [] }
     }
 
     /// The instant each record at `offsets` (increasing) of `partition` is judged at: the instant it was judged at
@@ -80,20 +94,40 @@ final class DecisionTimes: Sendable {
         }
     }
 
-    /// Adds the ranges of a record written by another instance (or by an earlier run of this one), where they hold
-    /// offsets no range holds yet: the instant an offset was first recorded at is the one its outputs were written
-    /// for. (A record extends its writer's last range as later batches are judged at the same instant, so a range
-    /// read again can be partly known already.)
-    func merge(_ ranges: [Range], of partition: Int32) {
+    /// Folds the ranges of a record read from the topic, where they hold offsets no range holds yet: the instant
+    /// an offset was first recorded at is the one its outputs were written for. (A record extends its writer's last
+    /// range as later batches are judged at the same instant, so a range read again can be partly known already.)
+    /// A record of another instance (or of an earlier run of this one) is added to the instants judged here too; one
+    /// written here (`writtenHere`) only to the logged ones, its ranges being judged here already.
+    func merge(_ ranges: [Range], of partition: Int32, writtenHere: Bool = false) {
         state.withLock { state in
             var entry = state[partition] ?? Partition()
             for range in ranges where range.last >= entry.committed {
-                for piece in Self.uncovered(range, by: entry.ranges) {
-                    let position = entry.ranges.firstIndex { $0.first > piece.first } ?? entry.ranges.count
-                    entry.ranges.insert(piece, at: position)
-                }
+                Self.add(range, to: &entry.logged)
+                if !writtenHere { Self.add(range, to: &entry.ranges) }
             }
             state[partition] = entry
+        }
+    }
+
+    /// Judges the sends of `partitions` at the instants of the records on the topic from now on, dropping those
+    /// judged here that no record read holds (the start of a new reading of them, once this instance's own records
+    /// are acknowledged and the topic is read to its end).
+    func adoptLogged(_ partitions: some Sequence<Int32>) {
+        state.withLock { state in
+            for partition in partitions {
+                guard var entry = state[partition] else { continue }
+                entry.ranges = entry.logged
+                state[partition] = entry
+            }
+        }
+    }
+
+    /// Adds the parts of `range` that `ranges` does not hold to it.
+    private static func add(_ range: Range, to ranges: inout [Range]) {
+        for piece in uncovered(range, by: ranges) {
+            let position = ranges.firstIndex { $0.first > piece.first } ?? ranges.count
+            ranges.insert(piece, at: position)
         }
     }
 
@@ -115,6 +149,7 @@ final class DecisionTimes: Sendable {
             var entry = state[partition] ?? Partition()
             entry.committed = max(entry.committed, offset)
             entry.ranges.removeAll { $0.last < entry.committed }
+            entry.logged.removeAll { $0.last < entry.committed }
             state[partition] = entry
         }
     }
@@ -125,7 +160,9 @@ final class DecisionTimes: Sendable {
     /// came to own them. Gives up quietly when the cluster does not answer (tried again on the next call).
     func trim(committedOf topic: String, askingThrough consumer: KafkaConsumer) async {
         let owned = consumer.assignment.filter { $0.topic == topic }.map(\.partition)
-        let kept = state.withLock { state in state.compactMap { $0.value.ranges.isEmpty ? nil : $0.key } }
+        let kept = state.withLock { state in
+            state.compactMap { $0.value.ranges.isEmpty && $0.value.logged.isEmpty ? nil : $0.key }
+        }
         let partitions = Set(owned).union(kept).sorted().map { KafkaTopicPartition(topic: topic, partition: $0) }
         guard !partitions.isEmpty, let committed = try? await consumer.committed(partitions) else { return }
         for position in committed where position.offset >= 0 {
@@ -145,6 +182,18 @@ final class DecisionTimes: Sendable {
             guard var sent = pending[partition], !sent.isEmpty else { return }
             sent.removeFirst()
             pending[partition] = sent.isEmpty ? nil : sent
+        }
+    }
+
+    /// Waits until every record of `partitions` sent so far is acknowledged, at most `limit` (checking every 10 ms:
+    /// this runs only when a partition's reading starts). `false` when some still are not.
+    func waitForAcknowledgements(of partitions: Set<Int32>, atMost limit: Duration) async -> Bool {
+        let deadline = ContinuousClock.now + limit
+        while true {
+            let pending = unacknowledged.withLock { pending in partitions.contains { pending[$0] != nil } }
+            guard pending else { return true }
+            guard ContinuousClock.now < deadline, !Task.isCancelled else { return false }
+            try? await Task.sleep(for: .milliseconds(10))
         }
     }
 

@@ -120,4 +120,55 @@ struct DecisionTimesTests {
         let short = AcknowledgementCountdown(count: 1)
         #expect(!(await short.wait(atMost: .milliseconds(100))))
     }
+
+    /// The race this guards against: a record sent for a batch that was then never emitted (its partition revoked
+    /// meanwhile) lands after the next owner's record for the same offsets; every other instance takes the next
+    /// owner's instants (the first on the topic), so this one must too when the partition comes back to it.
+    @Test("on a new reading, sends are judged at the instants in the topic's order, this instance's own late record losing")
+    func newReadingAdoptsTheTopicsOrder() {
+        let times = DecisionTimes()
+        _ = times.judge([10, 11, 12], of: 0, now: start)  // its record on its way when the partition is revoked
+        times.merge([.init(first: 10, last: 14, decidedAt: later(3_000))], of: 0)  // the next owner's, first on the topic
+        times.merge([.init(first: 10, last: 12, decidedAt: start)], of: 0, writtenHere: true)  // this one's, landing after
+        #expect(times.ranges(of: 0) == [.init(first: 10, last: 12, decidedAt: start), .init(first: 13, last: 14, decidedAt: later(3_000))])
+        #expect(times.logged(of: 0) == [.init(first: 10, last: 14, decidedAt: later(3_000))], "the topic's order: the next owner's first")
+        times.adoptLogged([0, 5])
+        #expect(times.judge([10, 13, 15], of: 0, now: later(9_000)).instants == [later(3_000), later(3_000), later(9_000)])
+        #expect(times.ranges(of: 5).isEmpty && times.logged(of: 5).isEmpty, "a partition never read stays empty")
+    }
+
+    @Test("this instance's own records, read back in order, leave its instants as they were when it reads a partition anew")
+    func ownRecordsReadBackChangeNothing() {
+        let times = DecisionTimes()
+        _ = times.judge([0, 1], of: 2, now: start)
+        let first = times.ranges(of: 2)
+        times.merge(first, of: 2, writtenHere: true)
+        _ = times.judge([2], of: 2, now: later(2_000))
+        times.merge(times.ranges(of: 2), of: 2, writtenHere: true)
+        times.merge([.init(first: 2, last: 3, decidedAt: later(4_000))], of: 2)  // a late record of an earlier owner
+        let judged = times.ranges(of: 2)
+        #expect(judged.map(\.decidedAt) == [start, later(2_000), later(4_000)])
+        times.adoptLogged([2])
+        #expect(times.ranges(of: 2) == judged)
+        times.committed(2, of: 2)
+        #expect(times.logged(of: 2) == times.ranges(of: 2), "the committed offset trims both")
+        #expect(times.ranges(of: 2).first?.first == 2)
+    }
+
+    @Test("waiting for this instance's records of some partitions returns once they are acknowledged, or at the limit")
+    func waitingForOwnRecords() async {
+        let times = DecisionTimes()
+        #expect(await times.waitForAcknowledgements(of: [0], atMost: .milliseconds(1)))
+        times.sent(0)
+        times.sent(1)
+        #expect(await times.waitForAcknowledgements(of: [2], atMost: .milliseconds(1)), "other partitions are not waited for")
+        #expect(!(await times.waitForAcknowledgements(of: [0, 2], atMost: .milliseconds(50))))
+        let acknowledging = Task {
+            try? await Task.sleep(for: .milliseconds(50))
+            times.acknowledged(0)
+        }
+        #expect(await times.waitForAcknowledgements(of: [0], atMost: .seconds(30)))
+        await acknowledging.value
+        #expect(!(await times.waitForAcknowledgements(of: [0, 1], atMost: .milliseconds(20))))
+    }
 }
