@@ -246,6 +246,9 @@ public final class CampaignPipeline: Service {
             group.addTask { await self.followSinkStates(sinks, consumer: consumer) }
             group.addTask { await self.keepStoringCompletedPositions(of: consumer) }
             group.addTask { await self.keepFoldingState(from: stateConsumer, followers: followers, sender: sender) }
+            // The state consumer is in no group: its events are only the errors it logs itself. Read, so that they
+            // do not pile up in the stream's buffer for as long as the pipeline runs (broker restarts, outages).
+            group.addTask { for await _ in stateConsumer.events {} }
             if keepsDecisionTimes {
                 group.addTask { await self.keepTrimmingDecisionTimes(of: consumer) }
             }

@@ -67,7 +67,7 @@ public struct CampaignTable: Sendable {
     /// after that cancellation (a new definition reopens a campaign).
     public func isCancelled(_ campaignId: String, asOf instant: Timestamp) -> Bool {
         guard let history = campaigns[campaignId] else { return false }
-        guard let cancelledAt = history.cancellations.filter({ $0 <= instant }).max() else { return false }
+        guard let cancelledAt = history.cancellations.lazy.filter({ $0 <= instant }).max() else { return false }
         return !history.definitions.contains { $0.definedAt > cancelledAt && $0.definedAt <= instant }
     }
 
