@@ -34,7 +34,7 @@ extension CampaignPipeline {
         var recorded: AcknowledgementCountdown?
         if let timersFollower = followers.timers, let decisionsSender, let now {
             guard await readDecisionTimes(of: batch, follower: timersFollower) else { return nil }
-            (judgedAt, recorded) = await judge(batch, byPartition: byPartition, at: now, consumer: consumer, sender: decisionsSender)
+            (judgedAt, recorded) = judge(batch, byPartition: byPartition, at: now, consumer: consumer, sender: decisionsSender)
         }
         let instants = judgedAt
         let processor = self.processor
@@ -204,7 +204,7 @@ extension CampaignPipeline {
         at now: Timestamp,
         consumer: KafkaConsumer,
         sender: OutputSender
-    ) async -> ([Timestamp], AcknowledgementCountdown?) {
+    ) -> ([Timestamp], AcknowledgementCountdown?) {
         var instants = [Timestamp](repeating: now, count: batch.count)
         var changed: [Int32] = []
         for (partition, indices) in byPartition.sorted(by: { $0.key < $1.key }) {
@@ -215,21 +215,24 @@ extension CampaignPipeline {
             if didChange { changed.append(partition) }
         }
         guard !changed.isEmpty else { return (instants, nil) }
-        // A partition whose earlier record is still not acknowledged is not waited for: this one cannot come first.
+        // A partition whose record has not landed for longer than the wait (no leader) is not waited for.
         let awaited = changed.filter { !decisionTimes.isLagging($0, by: Self.decisionTimesWait) }
         let countdown = AcknowledgementCountdown(count: awaited.count)
-        for partition in changed {
-            let isAwaited = awaited.contains(partition)
-            let record = decisionTimes.record(of: partition, topic: configuration.topics.timers, writer: timerRecordHeaders)
-            decisionTimes.sent(partition)
-            await sender.send(
-                OutputSender.Output(record: record) { [decisionTimes] _ in
-                    decisionTimes.acknowledged(partition)
-                    if isAwaited { countdown.acknowledge() }
-                }
-            )
+        for partition in changed where decisionTimes.recordNeeded(for: partition, acknowledging: awaited.contains(partition) ? countdown : nil) {
+            sendDecisionTimesRecord(of: partition, sender: sender)
         }
         return (instants, countdown)
+    }
+
+    /// Sends the record of `partition`'s decision times, and the next one when the ranges changed while it was in
+    /// flight (``DecisionTimes/recordLanded(_:now:)``). Never waits: it also runs in a delivery callback.
+    private func sendDecisionTimesRecord(of partition: Int32, sender: OutputSender) {
+        let record = decisionTimes.record(of: partition, topic: configuration.topics.timers, writer: timerRecordHeaders)
+        sender.sendNow(
+            OutputSender.Output(record: record) { [self] _ in
+                if decisionTimes.recordLanded(partition) { sendDecisionTimesRecord(of: partition, sender: sender) }
+            }
+        )
     }
 
     /// Every second, drops the decision times the group committed past (``DecisionTimes/trim(committedOf:askingThrough:)``).

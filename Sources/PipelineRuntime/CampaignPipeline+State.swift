@@ -12,6 +12,7 @@ extension CampaignPipeline {
         followers: StateFollowers
     ) async throws {
         let topics = configuration.topics
+        if followers.timers != nil { await learnCommittedOffsets(sendsPartitionCount: partitions.timers) }
         let all =
             (0..<partitions.definitions).map { KafkaTopicPartition(topic: topics.definitions, partition: $0) }
             + (0..<partitions.timers).map { KafkaTopicPartition(topic: topics.timers, partition: $0) }
@@ -41,6 +42,20 @@ extension CampaignPipeline {
             "Campaign state loaded",
             metadata: ["campaigns": "\(campaigns.withLock { $0.count })", "pendingTimers": "\(timers.count)"]
         )
+    }
+
+    /// Notes the group's committed offsets of the sends topic in the decision times, before the timers topic is
+    /// folded: the ranges before them are then not kept, so that a long history of records on the topic (compaction
+    /// keeps a partition's last record only once its segment is closed) folds in time and memory linear in it.
+    private func learnCommittedOffsets(sendsPartitionCount count: Int32) async {
+        do throws(KafkaError) {
+            // In the group, subscribed to nothing: it only asks.
+            let member = try KafkaConsumer(configuration: configuration.consumerConfiguration(groupID: configuration.groupID), logger: logger)
+            await decisionTimes.trim(committedOf: configuration.topics.sends, askingThrough: member, also: 0..<count)
+            await member.close()
+        } catch {
+            logger.warning("Could not ask the group's committed offsets before reading the timers topic", metadata: ["error": "\(error)"])
+        }
     }
 
     /// Keeps folding new definitions and timer records while the pipeline runs; `sender` writes a timer record again

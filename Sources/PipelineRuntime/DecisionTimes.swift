@@ -46,8 +46,20 @@ final class DecisionTimes: Sendable {
     }
 
     private let state = Mutex([Int32: Partition]())
-    /// Per partition, when each record written and not yet acknowledged was sent (oldest first).
-    private let unacknowledged = Mutex([Int32: [ContinuousClock.Instant]]())
+    /// A partition's record in flight.
+    private struct Flight {
+        /// When it was sent.
+        var sentAt: ContinuousClock.Instant
+        /// The countdowns it acknowledges when it lands.
+        var acknowledging: [AcknowledgementCountdown]
+        /// Whether the ranges changed since it was made: a newer record is sent when it lands.
+        var isStale = false
+        /// The countdowns that newer record acknowledges.
+        var waitingForNext: [AcknowledgementCountdown] = []
+    }
+
+    /// Per partition, the record in flight (none when absent).
+    private let flights = Mutex([Int32: Flight]())
 
     /// Ranges of `partition` (for tests and for the record).
     func ranges(of partition: Int32) -> [Range] {
@@ -123,11 +135,23 @@ final class DecisionTimes: Sendable {
         }
     }
 
-    /// Adds the parts of `range` that `ranges` does not hold to it.
+    /// Adds the parts of `range` that `ranges` does not hold to it. A part that continues a range at the same
+    /// instant extends it (a writer's records extend its last range batch after batch: a range per record would make
+    /// the fold of a partition's records quadratic).
     private static func add(_ range: Range, to ranges: inout [Range]) {
         for piece in uncovered(range, by: ranges) {
-            let position = ranges.firstIndex { $0.first > piece.first } ?? ranges.count
-            ranges.insert(piece, at: position)
+            var position = ranges.firstIndex { $0.first > piece.first } ?? ranges.count
+            if position > 0, ranges[position - 1].last + 1 == piece.first, ranges[position - 1].decidedAt == piece.decidedAt {
+                position -= 1
+                ranges[position].last = piece.last
+            } else {
+                ranges.insert(piece, at: position)
+            }
+            let next = position + 1
+            if next < ranges.count, ranges[position].last + 1 == ranges[next].first, ranges[next].decidedAt == ranges[position].decidedAt {
+                ranges[position].last = ranges[next].last
+                ranges.remove(at: next)
+            }
         }
     }
 
@@ -143,23 +167,30 @@ final class DecisionTimes: Sendable {
         return pieces
     }
 
-    /// Notes the offset the group committed for `partition`: the ranges wholly before it are dropped.
+    /// Notes the offset the group committed for `partition`: the ranges are cut to the offsets from it on.
     func committed(_ offset: Int64, of partition: Int32) {
         state.withLock { state in
             var entry = state[partition] ?? Partition()
             entry.committed = max(entry.committed, offset)
-            entry.ranges.removeAll { $0.last < entry.committed }
-            entry.logged.removeAll { $0.last < entry.committed }
+            Self.cut(&entry.ranges, before: entry.committed)
+            Self.cut(&entry.logged, before: entry.committed)
             state[partition] = entry
         }
+    }
+
+    /// Drops the offsets of `ranges` before `offset`.
+    private static func cut(_ ranges: inout [Range], before offset: Int64) {
+        ranges.removeAll { $0.last < offset }
+        if let first = ranges.first, first.first < offset { ranges[0].first = offset }
     }
 
     /// Drops the ranges the group committed past, for every partition of `topic` (the sends topic) ranges are kept
     /// of or `consumer` reads: those of partitions other instances own, taken from their records, included, or they
     /// would pile up (a range per partition every ``granularityNanoseconds`` while it is read) until the instance
     /// came to own them. Gives up quietly when the cluster does not answer (tried again on the next call).
-    func trim(committedOf topic: String, askingThrough consumer: KafkaConsumer) async {
-        let owned = consumer.assignment.filter { $0.topic == topic }.map(\.partition)
+    /// `also` adds partitions to ask for (all of them before the start-up fold, when none is held or read yet).
+    func trim(committedOf topic: String, askingThrough consumer: KafkaConsumer, also: some Sequence<Int32> = []) async {
+        let owned = consumer.assignment.filter { $0.topic == topic }.map(\.partition) + Array(also)
         let kept = state.withLock { state in
             state.compactMap { $0.value.ranges.isEmpty && $0.value.logged.isEmpty ? nil : $0.key }
         }
@@ -170,39 +201,61 @@ final class DecisionTimes: Sendable {
         }
     }
 
-    /// Notes that a record of `partition` was sent.
-    func sent(_ partition: Int32, at instant: ContinuousClock.Instant = .now) {
-        unacknowledged.withLock { $0[partition, default: []].append(instant) }
-    }
-
-    /// Notes that a record of `partition` was acknowledged (they are acknowledged in the order they were sent:
-    /// one partition of one topic).
-    func acknowledged(_ partition: Int32) {
-        unacknowledged.withLock { pending in
-            guard var sent = pending[partition], !sent.isEmpty else { return }
-            sent.removeFirst()
-            pending[partition] = sent.isEmpty ? nil : sent
+    /// Notes that the ranges of `partition` changed and must be on the topic before the outputs judged with them
+    /// are written, and `countdown` (if any) is to be acknowledged once a record holding them landed. At most one
+    /// record of a partition is in flight: each holds every range, so the changes made while one is in flight go in
+    /// one newer record, sent when it lands (``recordLanded(_:now:)``), however long the partition has no leader.
+    ///
+    /// - Returns: whether a record is to be sent now (none was in flight; it now is).
+    func recordNeeded(for partition: Int32, acknowledging countdown: AcknowledgementCountdown?, now: ContinuousClock.Instant = .now) -> Bool {
+        flights.withLock { flights in
+            if var flight = flights[partition] {
+                flight.isStale = true
+                if let countdown { flight.waitingForNext.append(countdown) }
+                flights[partition] = flight
+                return false
+            }
+            flights[partition] = Flight(sentAt: now, acknowledging: countdown.map { [$0] } ?? [])
+            return true
         }
     }
 
-    /// Waits until every record of `partitions` sent so far is acknowledged, at most `limit` (checking every 10 ms:
-    /// this runs only when a partition's reading starts). `false` when some still are not.
+    /// Notes that the record in flight of `partition` landed, and acknowledges the countdowns it held.
+    ///
+    /// - Returns: whether a newer record is to be sent now (the ranges changed while it was in flight; that one is
+    ///   then in flight, for the countdowns that waited for it).
+    func recordLanded(_ partition: Int32, now: ContinuousClock.Instant = .now) -> Bool {
+        let (landed, sendsAgain) = flights.withLock { flights -> ([AcknowledgementCountdown], Bool) in
+            guard let flight = flights[partition] else { return ([], false) }
+            if flight.isStale {
+                flights[partition] = Flight(sentAt: now, acknowledging: flight.waitingForNext)
+                return (flight.acknowledging, true)
+            }
+            flights[partition] = nil
+            return (flight.acknowledging, false)
+        }
+        for countdown in landed { countdown.acknowledge() }
+        return sendsAgain
+    }
+
+    /// Waits until no record of `partitions` is in flight or due, at most `limit` (checking every 10 ms: this runs
+    /// only when a partition's reading starts). `false` when some still are.
     func waitForAcknowledgements(of partitions: Set<Int32>, atMost limit: Duration) async -> Bool {
         let deadline = ContinuousClock.now + limit
         while true {
-            let pending = unacknowledged.withLock { pending in partitions.contains { pending[$0] != nil } }
+            let pending = flights.withLock { flights in partitions.contains { flights[$0] != nil } }
             guard pending else { return true }
             guard ContinuousClock.now < deadline, !Task.isCancelled else { return false }
             try? await Task.sleep(for: .milliseconds(10))
         }
     }
 
-    /// Whether a record of `partition` sent more than `limit` before `now` is still not acknowledged: a later one
-    /// is not waited for, it cannot be acknowledged before.
+    /// Whether the record of `partition` in flight was sent more than `limit` before `now`: the outputs of later
+    /// changes do not wait for the records that follow it.
     func isLagging(_ partition: Int32, by limit: Duration, now: ContinuousClock.Instant = .now) -> Bool {
-        unacknowledged.withLock { pending in
-            guard let oldest = pending[partition]?.first else { return false }
-            return now - oldest > limit
+        flights.withLock { flights in
+            guard let flight = flights[partition] else { return false }
+            return now - flight.sentAt > limit
         }
     }
 

@@ -57,9 +57,9 @@ struct DecisionTimesTests {
     func firstRecordedInstantWins() {
         let times = DecisionTimes()
         times.merge([.init(first: 0, last: 4, decidedAt: start)], of: 0)
-        // The writer extended its range at the same instant: only 5...9 are new.
+        // The writer extended its range at the same instant: 5...9 are new, and extend the range held.
         times.merge([.init(first: 0, last: 9, decidedAt: start)], of: 0)
-        #expect(times.ranges(of: 0) == [.init(first: 0, last: 4, decidedAt: start), .init(first: 5, last: 9, decidedAt: start)])
+        #expect(times.ranges(of: 0) == [.init(first: 0, last: 9, decidedAt: start)])
         // A late record of another writer with another instant for offsets held already changes nothing there.
         times.merge([.init(first: 3, last: 12, decidedAt: later(700))], of: 0)
         #expect(times.ranges(of: 0).last == .init(first: 10, last: 12, decidedAt: later(700)))
@@ -88,20 +88,51 @@ struct DecisionTimesTests {
         }
     }
 
-    @Test("a record not acknowledged for longer than the wait marks its partition as lagging until it is")
-    func lagging() {
+    /// The fold of a partition's records was quadratic: each record extending its writer's range added a range.
+    @Test("records that extend their writer's range batch after batch fold into one range, whatever their number")
+    func extendingRecordsFoldIntoOneRange() {
+        let times = DecisionTimes()
+        for last in stride(from: Int64(0), to: 10_000, by: 10) {
+            times.merge([.init(first: 0, last: last + 9, decidedAt: start)], of: 0)
+        }
+        #expect(times.ranges(of: 0) == [.init(first: 0, last: 9_999, decidedAt: start)])
+        #expect(times.logged(of: 0) == times.ranges(of: 0))
+        // A gap filled at the instant of both sides joins them; at another instant it stays apart.
+        times.merge([.init(first: 10_010, last: 10_019, decidedAt: start)], of: 0)
+        times.merge([.init(first: 10_000, last: 10_009, decidedAt: start)], of: 0)
+        #expect(times.ranges(of: 0) == [.init(first: 0, last: 10_019, decidedAt: start)])
+        times.merge([.init(first: 10_030, last: 10_039, decidedAt: start), .init(first: 10_020, last: 10_029, decidedAt: later(1))], of: 0)
+        #expect(times.ranges(of: 0).count == 3)
+        // The group's committed offset cuts a range it falls in.
+        times.committed(5_000, of: 0)
+        #expect(times.ranges(of: 0).first == .init(first: 5_000, last: 10_019, decidedAt: start))
+        #expect(times.logged(of: 0) == times.ranges(of: 0))
+    }
+
+    @Test("one record of a partition is in flight: the changes made meanwhile go in one newer record when it lands")
+    func oneRecordInFlight() async {
         let times = DecisionTimes()
         let sentAt = ContinuousClock.now
-        times.sent(1, at: sentAt)
-        times.sent(1, at: sentAt + .seconds(1))
+        let first = AcknowledgementCountdown(count: 1)
+        #expect(times.recordNeeded(for: 1, acknowledging: first, now: sentAt), "none in flight: sent now")
+        let waiting = (0..<3).map { _ in AcknowledgementCountdown(count: 1) }
+        for countdown in waiting {
+            #expect(!times.recordNeeded(for: 1, acknowledging: countdown), "one in flight: sent when it lands")
+        }
+        #expect(!times.recordNeeded(for: 1, acknowledging: nil))
+        #expect(times.recordNeeded(for: 0, acknowledging: nil), "partitions are apart")
         #expect(!times.isLagging(1, by: .seconds(5), now: sentAt + .seconds(5)))
         #expect(times.isLagging(1, by: .seconds(5), now: sentAt + .seconds(6)))
-        #expect(!times.isLagging(0, by: .seconds(5), now: sentAt + .seconds(6)))
-        times.acknowledged(1)
-        #expect(!times.isLagging(1, by: .seconds(5), now: sentAt + .seconds(6)))
-        #expect(times.isLagging(1, by: .seconds(5), now: sentAt + .seconds(7)))
-        times.acknowledged(1)
-        #expect(!times.isLagging(1, by: .seconds(5), now: sentAt + .seconds(60)))
+
+        let landedAt = sentAt + .seconds(60)
+        #expect(times.recordLanded(1, now: landedAt), "changed meanwhile: one newer record, now")
+        #expect(await first.wait(atMost: .zero))
+        for countdown in waiting { #expect(!(await countdown.wait(atMost: .zero)), "theirs is the newer record") }
+        #expect(!times.isLagging(1, by: .seconds(5), now: landedAt + .seconds(5)), "the newer record's time counts")
+        #expect(!times.recordLanded(1), "nothing changed since: none more")
+        for countdown in waiting { #expect(await countdown.wait(atMost: .zero)) }
+        #expect(!times.isLagging(1, by: .seconds(5), now: landedAt + .seconds(60)))
+        #expect(times.recordNeeded(for: 1, acknowledging: nil), "none in flight again")
     }
 
     @Test("a countdown returns once every acknowledgement came, or when the limit passes")
@@ -159,13 +190,13 @@ struct DecisionTimesTests {
     func waitingForOwnRecords() async {
         let times = DecisionTimes()
         #expect(await times.waitForAcknowledgements(of: [0], atMost: .milliseconds(1)))
-        times.sent(0)
-        times.sent(1)
+        _ = times.recordNeeded(for: 0, acknowledging: nil)
+        _ = times.recordNeeded(for: 1, acknowledging: nil)
         #expect(await times.waitForAcknowledgements(of: [2], atMost: .milliseconds(1)), "other partitions are not waited for")
         #expect(!(await times.waitForAcknowledgements(of: [0, 2], atMost: .milliseconds(50))))
         let acknowledging = Task {
             try? await Task.sleep(for: .milliseconds(50))
-            times.acknowledged(0)
+            _ = times.recordLanded(0)
         }
         #expect(await times.waitForAcknowledgements(of: [0], atMost: .seconds(30)))
         await acknowledging.value

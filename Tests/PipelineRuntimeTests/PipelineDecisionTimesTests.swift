@@ -129,4 +129,44 @@ struct PipelineDecisionTimesTests {
             await reader.close()
         }
     }
+
+    /// Each batch used to send a record of its own: while the timers partition had no leader they piled up in the
+    /// producer's queue (never timed out), one per batch once the batches stopped waiting for them (after 5 s), until
+    /// the queue was full and the processing stopped.
+    @Test("while the timers partition has no leader, the batches' decision times wait for one newer record, not one each", .timeLimit(.minutes(2)))
+    func leaderlessTimersPartition() async throws {
+        try await withPipelineCluster(partitions: 1) { kafka, configuration in
+            var running = configuration
+            running.untilIdle = nil
+            let factory = try EventFactory()
+            let pipeline = CampaignPipeline(configuration: running, registry: builtinRegistry, logger: testLogger)
+            let events = 60
+            let leaderBack = try await whileRunning(pipeline) {
+                try await eventually("joined", timeout: clusterTimeout) {
+                    pipeline.status.hasJoinedGroup && pipeline.status.assignedPartitions == 1 ? true : nil
+                }
+                try kafka.setLeader(of: configuration.topics.timers, partition: 0, to: nil)
+                // Batches of their own, each changing the decision times, for three times as long as a batch waits for
+                // its record (5 s): the later ones go ahead without waiting.
+                for index in 0..<events {
+                    let event = JSONValue.object(factory.event("basic-fcm", id: "batch-\(index)", recipient: "user-\(index)")).encoded()
+                    try await produce([("user-\(index)", event)], to: configuration.topics.sends, kafka: kafka)
+                    try await Task.sleep(for: .milliseconds(250))
+                }
+                let leaderBack = Date()
+                try kafka.setLeader(of: configuration.topics.timers, partition: 0, to: 1)
+                try await eventually("every send delivered", timeout: .seconds(60)) {
+                    pipeline.statistics.snapshot.outcomes[.delivered] == events ? true : nil
+                }
+                return leaderBack
+            }
+            let records = try await readAll(configuration.topics.timers, kafka: kafka).filter { $0.key == DecisionTimes.recordKey }
+            // Made (the producer stamps them) while the partition had no leader: the first, which waited for it,
+            // and none after it. (Once it landed, one newer record holds what changed meanwhile.)
+            let madeDuringTheOutage = records.filter { ($0.timestamp ?? .distantFuture) < leaderBack }
+            #expect(madeDuringTheOutage.count == 1, "\(madeDuringTheOutage.count) of \(records.count) records made while the partition had no leader")
+            let held = DecisionTimes.decode(records.last?.value ?? []) ?? []
+            #expect(held.last?.last == Int64(events - 1), "the last record holds the last offset: \(held)")
+        }
+    }
 }
