@@ -176,18 +176,14 @@ extension CampaignPipeline {
         }
         guard !readings.isEmpty else { return true }
         let partitions = Set(readings.keys.map(\.partition))
-        let acknowledged = await decisionTimes.waitForAcknowledgements(of: partitions, atMost: Self.decisionTimesWait)
-        switch await follower.catchUp(partitions: partitions, logger: logger) {
-        case .cancelled:
-            return false
-        case .reachedEnd where acknowledged:
-            decisionTimes.adoptLogged(partitions)
-        case .reachedEnd, .gaveUp:
-            // What was read is used, and what the instance judged itself is kept: a record still on its way, or not
-            // read, could otherwise hold an instant this instance no longer knows. (Gave up, logged: the records of
-            // the partition not known are judged now, as before decision times were kept.)
-            break
-        }
+        _ = await decisionTimes.waitForAcknowledgements(of: partitions, atMost: Self.decisionTimesWait)
+        let unsettled = decisionTimes.inFlight(among: partitions)
+        let (outcome, reached) = await follower.catchUpEach(partitions: partitions, logger: logger)
+        if case .cancelled = outcome { return false }
+        // Where a record of this instance is still on its way, or the partition was not read to its end (gave up,
+        // logged), what was read is used and what the instance judged itself is kept: the record could hold an
+        // instant this instance would no longer know. (The sends not known are judged now.)
+        decisionTimes.adoptLogged(reached.subtracting(unsettled))
         decisionTimesRead.withLock { read in
             for (partition, generation) in readings { read[partition] = max(read[partition] ?? generation, generation) }
         }

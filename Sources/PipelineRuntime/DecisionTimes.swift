@@ -250,6 +250,11 @@ final class DecisionTimes: Sendable {
         }
     }
 
+    /// The partitions of `partitions` with a record in flight.
+    func inFlight(among partitions: Set<Int32>) -> Set<Int32> {
+        flights.withLock { flights in partitions.filter { flights[$0] != nil } }
+    }
+
     /// Whether the record of `partition` in flight was sent more than `limit` before `now`: the outputs of later
     /// changes do not wait for the records that follow it.
     func isLagging(_ partition: Int32, by limit: Duration, now: ContinuousClock.Instant = .now) -> Bool {

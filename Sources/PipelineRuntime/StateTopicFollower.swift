@@ -65,13 +65,23 @@ final class StateTopicFollower: Sendable {
     /// Waits until the state has folded `partitions` of the topic (every partition when `nil`) up to the end the
     /// broker has now, or until ``timeout`` passed (logged), or the task is cancelled.
     func catchUp(partitions: Set<Int32>? = nil, logger: Logger) async -> CatchUp {
+        await catchUpEach(partitions: partitions, logger: logger).outcome
+    }
+
+    /// ``catchUp(partitions:logger:)``, and the partitions that were folded to their end: when the broker does not
+    /// answer for one partition (no leader) or it is not folded in time, the others still are.
+    func catchUpEach(partitions: Set<Int32>? = nil, logger: Logger) async -> (outcome: CatchUp, reached: Set<Int32>) {
         let started = Date()
         let deadline = ContinuousClock.now + timeout
-        guard var targets = await ends(of: partitions, before: deadline, logger: logger) else { return Task.isCancelled ? .cancelled : .gaveUp }
+        let asked = Set((0..<partitionCount).filter { partitions?.contains($0) ?? true })
+        var (targets, unanswered) = await ends(of: asked, before: deadline, logger: logger)
+        if Task.isCancelled { return (.cancelled, []) }
+        // Those already folded to their end.
+        var reached = asked.subtracting(targets.keys).subtracting(unanswered)
         var stalls = PartitionStalls(firstWait: Self.stallCheck, longestWait: .seconds(2))
         while !targets.isEmpty {
             let now = ContinuousClock.now
-            if Task.isCancelled { return .cancelled }
+            if Task.isCancelled { return (.cancelled, []) }
             guard now < deadline else {
                 let folded = positions.withLock { $0 }
                 logger.warning(
@@ -81,7 +91,7 @@ final class StateTopicFollower: Sendable {
                         "behind": "\(targets.map { "\($0.key):\(folded[$0.key] ?? $0.value.start)<\($0.value.end)" }.sorted().joined(separator: ","))",
                     ]
                 )
-                return .gaveUp
+                return (.gaveUp, reached)
             }
             let folded = positions.withLock { $0 }
             for (partition, target) in targets {
@@ -89,6 +99,7 @@ final class StateTopicFollower: Sendable {
                 let partitionID = KafkaTopicPartition(topic: topic, partition: partition)
                 if position >= target.end {
                     targets[partition] = nil
+                    reached.insert(partition)
                 } else if stalls.isDue(partitionID, at: position, now: now) {
                     // Short of the end with nothing coming: the rest may be transaction markers or aborted records.
                     let left = min(deadline - now, .seconds(2))
@@ -96,17 +107,19 @@ final class StateTopicFollower: Sendable {
                     if case .nothingReadable? = remainder {
                         positions.withLock { $0[partition] = max($0[partition] ?? 0, target.end) }
                         targets[partition] = nil
+                        reached.insert(partition)
                     } else {
                         stalls.checkLater(partitionID, now: .now)
                     }
                 }
             }
             if !targets.isEmpty {
-                do { try await Task.sleep(for: .milliseconds(5)) } catch { return .cancelled }
+                do { try await Task.sleep(for: .milliseconds(5)) } catch { return (.cancelled, []) }
             }
         }
+        guard unanswered.isEmpty else { return (.gaveUp, reached) }
         if partitions == nil { caughtUpAt.withLock { $0 = max($0 ?? started, started) } }
-        return .reachedEnd
+        return (.reachedEnd, reached)
     }
 
     /// A partition still to be folded up to `end`, from `start` (its low watermark, when nothing was folded yet).
@@ -115,30 +128,41 @@ final class StateTopicFollower: Sendable {
         var end: Int64
     }
 
-    /// The partitions of `partitions` (every partition when `nil`) whose end (asked of the broker, all at once) lies
-    /// past what the state has folded; `nil` when the broker did not answer in time.
-    private func ends(of partitions: Set<Int32>?, before deadline: ContinuousClock.Instant, logger: Logger) async -> [Int32: Target]? {
+    /// The partitions of `partitions` whose end (asked of the broker, all at once) lies past what the state has
+    /// folded, and those whose end the broker did not tell in time (logged).
+    private func ends(of partitions: Set<Int32>, before deadline: ContinuousClock.Instant, logger: Logger) async -> (targets: [Int32: Target], unanswered: Set<Int32>) {
         let folded = positions.withLock { $0 }
         let timeout = deadline - ContinuousClock.now
         let consumer = self.consumer
         let topic = self.topic
-        do {
-            return try await withThrowingTaskGroup(of: (Int32, KafkaWatermarks).self) { group in
-                for partition in 0..<partitionCount where partitions?.contains(partition) ?? true {
-                    group.addTask { (partition, try await consumer.watermarks(topic: topic, partition: partition, timeout: timeout)) }
+        return await withTaskGroup(of: (Int32, Result<KafkaWatermarks, KafkaError>).self) { group in
+            for partition in partitions {
+                group.addTask {
+                    do throws(KafkaError) {
+                        return (partition, .success(try await consumer.watermarks(topic: topic, partition: partition, timeout: timeout)))
+                    } catch {
+                        return (partition, .failure(error))
+                    }
                 }
-                var targets: [Int32: Target] = [:]
-                for try await (partition, marks) in group {
+            }
+            var targets: [Int32: Target] = [:]
+            var unanswered: Set<Int32> = []
+            for await (partition, result) in group {
+                switch result {
+                case .success(let marks):
                     // Records before the low watermark are gone: nothing to wait for there.
                     if max(folded[partition] ?? marks.low, marks.low) < marks.high {
                         targets[partition] = Target(start: marks.low, end: marks.high)
                     }
+                case .failure(let error):
+                    unanswered.insert(partition)
+                    logger.warning(
+                        "Could not read a state topic's end offsets",
+                        metadata: ["topic": "\(topic)", "partition": "\(partition)", "error": "\(error)"]
+                    )
                 }
-                return targets
             }
-        } catch {
-            logger.warning("Could not read a state topic's end offsets", metadata: ["topic": "\(topic)", "error": "\(error)"])
-            return nil
+            return (targets, unanswered)
         }
     }
 }

@@ -114,6 +114,26 @@ struct StateTopicFollowerTests {
         }
     }
 
+    /// A new reading of several partitions at once (every partition after an eager rebalance) used to give up for all
+    /// of them when the broker could not tell one partition's end.
+    @Test("a catch-up of some partitions reaches the end of those whose end the broker tells, when it cannot tell one's")
+    func catchUpWithOnePartitionLeaderless() async throws {
+        try await withPipelineCluster(partitions: 2) { kafka, configuration in
+            let topic = configuration.topics.timers
+            let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(bootstrapServers: [kafka.bootstrapServers]), logger: testLogger)
+            _ = try await producer.send(KafkaProducerRecord(topic: topic, partition: 1, key: Array("k".utf8), value: Array("{}".utf8)))
+            await producer.close()
+            try kafka.setLeader(of: topic, partition: 0, to: nil)
+            let consumer = try KafkaConsumer(configuration: configuration.consumerConfiguration(groupID: nil), logger: testLogger)
+            let follower = StateTopicFollower(consumer: consumer, topic: topic, partitionCount: 2, timeout: .seconds(2))
+            follower.folded(partition: 1, offset: 0)
+            let (outcome, reached) = await follower.catchUpEach(partitions: [0, 1], logger: testLogger)
+            #expect(outcome == .gaveUp)
+            #expect(reached == [1])
+            await consumer.close()
+        }
+    }
+
     /// A pipeline stopping during a catch-up learns nothing from it: the sends waiting must not be rejected as if the
     /// table had read everything (they are left for the next run).
     @Test("a catch-up cancelled before the table read the topic says so")
