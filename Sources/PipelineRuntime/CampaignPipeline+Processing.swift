@@ -176,8 +176,7 @@ extension CampaignPipeline {
         }
         guard !readings.isEmpty else { return true }
         let partitions = Set(readings.keys.map(\.partition))
-        _ = await decisionTimes.waitForAcknowledgements(of: partitions, atMost: Self.decisionTimesWait)
-        let unsettled = decisionTimes.inFlight(among: partitions)
+        let unsettled = await decisionTimes.waitForAcknowledgements(of: partitions, atMost: Self.decisionTimesWait)
         let (outcome, reached) = await follower.catchUpEach(partitions: partitions, logger: logger)
         if case .cancelled = outcome { return false }
         // Where a record of this instance is still on its way, or the partition was not read to its end (gave up,

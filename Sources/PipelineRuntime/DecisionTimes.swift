@@ -190,11 +190,11 @@ final class DecisionTimes: Sendable {
     /// came to own them. Gives up quietly when the cluster does not answer (tried again on the next call).
     /// `also` adds partitions to ask for (all of them before the start-up fold, when none is held or read yet).
     func trim(committedOf topic: String, askingThrough consumer: KafkaConsumer, also: some Sequence<Int32> = []) async {
-        let owned = consumer.assignment.filter { $0.topic == topic }.map(\.partition) + Array(also)
+        let read = consumer.assignment.filter { $0.topic == topic }.map(\.partition)
         let kept = state.withLock { state in
             state.compactMap { $0.value.ranges.isEmpty && $0.value.logged.isEmpty ? nil : $0.key }
         }
-        let partitions = Set(owned).union(kept).sorted().map { KafkaTopicPartition(topic: topic, partition: $0) }
+        let partitions = Set(read).union(kept).union(also).sorted().map { KafkaTopicPartition(topic: topic, partition: $0) }
         guard !partitions.isEmpty, let committed = try? await consumer.committed(partitions) else { return }
         for position in committed where position.offset >= 0 {
             self.committed(position.offset, of: position.partition)
@@ -238,21 +238,17 @@ final class DecisionTimes: Sendable {
         return sendsAgain
     }
 
-    /// Waits until no record of `partitions` is in flight or due, at most `limit` (checking every 10 ms: this runs
-    /// only when a partition's reading starts). `false` when some still are.
-    func waitForAcknowledgements(of partitions: Set<Int32>, atMost limit: Duration) async -> Bool {
+    /// Waits until no record of `partitions` is in flight, at most `limit` (checking every 10 ms: this runs only when
+    /// a partition's reading starts).
+    ///
+    /// - Returns: the partitions of `partitions` whose record is still in flight (none when all landed).
+    func waitForAcknowledgements(of partitions: Set<Int32>, atMost limit: Duration) async -> Set<Int32> {
         let deadline = ContinuousClock.now + limit
         while true {
-            let pending = flights.withLock { flights in partitions.contains { flights[$0] != nil } }
-            guard pending else { return true }
-            guard ContinuousClock.now < deadline, !Task.isCancelled else { return false }
+            let pending = flights.withLock { flights in partitions.filter { flights[$0] != nil } }
+            guard !pending.isEmpty, ContinuousClock.now < deadline, !Task.isCancelled else { return pending }
             try? await Task.sleep(for: .milliseconds(10))
         }
-    }
-
-    /// The partitions of `partitions` with a record in flight.
-    func inFlight(among partitions: Set<Int32>) -> Set<Int32> {
-        flights.withLock { flights in partitions.filter { flights[$0] != nil } }
     }
 
     /// Whether the record of `partition` in flight was sent more than `limit` before `now`: the outputs of later

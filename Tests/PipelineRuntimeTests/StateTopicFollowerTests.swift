@@ -94,16 +94,21 @@ struct StateTopicFollowerTests {
         }
     }
 
+    /// Writes one record to each of `partitions` of `topic`.
+    private func writeRecord(to topic: String, partitions: [Int32], kafka: EmbeddedKafka) async throws {
+        let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(bootstrapServers: [kafka.bootstrapServers]), logger: testLogger)
+        for partition in partitions {
+            _ = try await producer.send(KafkaProducerRecord(topic: topic, partition: partition, key: Array("k".utf8), value: Array("{}".utf8)))
+        }
+        await producer.close()
+    }
+
     /// A new reading of a sends partition waits only for its own timers partition, not for the others.
     @Test("a catch-up of some partitions waits for those only, and does not count as the whole topic's")
     func catchUpOfSomePartitions() async throws {
         try await withPipelineCluster(partitions: 2) { kafka, configuration in
             let topic = configuration.topics.timers
-            let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(bootstrapServers: [kafka.bootstrapServers]), logger: testLogger)
-            for partition: Int32 in [0, 1] {
-                _ = try await producer.send(KafkaProducerRecord(topic: topic, partition: partition, key: Array("k".utf8), value: Array("{}".utf8)))
-            }
-            await producer.close()
+            try await writeRecord(to: topic, partitions: [0, 1], kafka: kafka)
             let consumer = try KafkaConsumer(configuration: configuration.consumerConfiguration(groupID: nil), logger: testLogger)
             let follower = StateTopicFollower(consumer: consumer, topic: topic, partitionCount: 2, timeout: .seconds(2))
             follower.folded(partition: 1, offset: 0)  // partition 0 is not read
@@ -120,9 +125,7 @@ struct StateTopicFollowerTests {
     func catchUpWithOnePartitionLeaderless() async throws {
         try await withPipelineCluster(partitions: 2) { kafka, configuration in
             let topic = configuration.topics.timers
-            let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(bootstrapServers: [kafka.bootstrapServers]), logger: testLogger)
-            _ = try await producer.send(KafkaProducerRecord(topic: topic, partition: 1, key: Array("k".utf8), value: Array("{}".utf8)))
-            await producer.close()
+            try await writeRecord(to: topic, partitions: [1], kafka: kafka)
             try kafka.setLeader(of: topic, partition: 0, to: nil)
             let consumer = try KafkaConsumer(configuration: configuration.consumerConfiguration(groupID: nil), logger: testLogger)
             let follower = StateTopicFollower(consumer: consumer, topic: topic, partitionCount: 2, timeout: .seconds(2))
