@@ -77,6 +77,17 @@ public struct KafkaConsumerConfiguration: Sendable {
     public var clientID: String = "campaign-pipeline"
     /// Any other librdkafka property, passed through as is.
     public var properties: [String: String] = [:]
+    /// Called when partitions are about to be taken from this consumer (a rebalance, a lost assignment, or
+    /// ``KafkaConsumer/close()``), before the positions stored for them are committed and before they leave
+    /// librdkafka's assignment. From the call on they are no longer in ``KafkaConsumer/assignment`` and
+    /// ``KafkaConsumer/isReading(_:generation:)`` is `false` for them, so work that checks either starts nothing
+    /// new for them.
+    ///
+    /// It runs on the consumer's poll thread, which may block here but reads nothing meanwhile, and a group's
+    /// rebalance waits for it (as for Java's `onPartitionsRevoked`): finish what must happen before the partitions'
+    /// next owner starts, and return well within `max.poll.interval.ms`. Positions stored meanwhile are committed
+    /// with the revocation (auto-commit on).
+    public var willRevokePartitions: (@Sendable (Set<KafkaTopicPartition>) -> Void)?
 
     /// Creates a configuration for the given brokers and group.
     public init(bootstrapServers: [String], groupID: String?, properties: [String: String] = [:]) {

@@ -81,6 +81,7 @@ public final class KafkaConsumer: Sendable {
         let callbacks = RDKafkaCallbacks(logger: logger)
         let rebalanceLogger = logger
         let commitsOnRevocation = configuration.isAutoCommitEnabled && configuration.properties["enable.auto.commit"] != "false"
+        let willRevoke = configuration.willRevokePartitions
         callbacks.rebalance = { rk, code, partitions in
             Self.rebalance(
                 rk,
@@ -90,6 +91,7 @@ public final class KafkaConsumer: Sendable {
                 buffer: buffer,
                 events: eventContinuation,
                 commitsOnRevocation: commitsOnRevocation,
+                willRevoke: willRevoke,
                 logger: rebalanceLogger
             )
         }
@@ -126,7 +128,8 @@ public final class KafkaConsumer: Sendable {
     /// Assignment changes and non-fatal errors, in the order they happened.
     public var events: AsyncStream<Event> { eventStream }
 
-    /// The partitions currently assigned to this consumer.
+    /// The partitions currently assigned to this consumer (those being revoked left out: see
+    /// ``KafkaConsumerConfiguration/willRevokePartitions``).
     public var assignment: Set<KafkaTopicPartition> { shared.state.withLock { $0.assignment } }
 
     /// How many times `partition` has been assigned to this consumer; it changes, synchronously, every time the
@@ -705,6 +708,7 @@ extension KafkaConsumer {
         buffer: MessageBuffer,
         events: AsyncStream<Event>.Continuation,
         commitsOnRevocation: Bool,
+        willRevoke: (@Sendable (Set<KafkaTopicPartition>) -> Void)?,
         logger: Logger
     ) {
         let changed = partitions.map { RDKafkaTopicPartitionList.elements(of: $0).map(\.position.topicPartition) } ?? []
@@ -730,9 +734,15 @@ extension KafkaConsumer {
         case RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS:
             buffer.remove(partitions: Set(changed))
             resumeInLibrdkafka(rk, shared.state.withLock { $0.paused.intersection(changed) })
+            // Out of the assignment the application sees from here on, so that nothing new starts for them while
+            // the application finishes their work (`willRevoke`) and the commit runs.
+            shared.state.withLock { state in
+                state.revokedDuringPoll.formUnion(changed)
+                state.assignment.subtract(changed)
+            }
+            willRevoke?(Set(changed))
             // With auto-commit on, commit what the application marked done before the partitions move, so their
             // next owner does not process it again (only stored offsets are committed: nothing unfinished).
-            shared.state.withLock { $0.revokedDuringPoll.formUnion(changed) }
             // A lost assignment (session timed out) can no longer be committed to; don't block trying.
             if commitsOnRevocation && rd_kafka_assignment_lost(rk) == 0 {
                 let commitError = rd_kafka_commit(rk, nil, 0)
@@ -750,7 +760,6 @@ extension KafkaConsumer {
                 rd_kafka_assign(rk, nil)
             }
             shared.state.withLock { state in
-                state.assignment.subtract(changed)
                 state.paused.subtract(changed)
                 for partition in changed { state.positions[partition] = nil }
             }
@@ -759,17 +768,20 @@ extension KafkaConsumer {
         default:
             logger.warning("Rebalance failed: \(String(cString: rd_kafka_err2name(code)))")
             resumeInLibrdkafka(rk, shared.state.withLock { $0.paused })
-            rd_kafka_assign(rk, nil)
             let previous = shared.state.withLock { state in
                 defer {
+                    state.revokedDuringPoll.formUnion(state.assignment)
                     state.assignment = []
-                    state.positions = [:]
-                    state.paused = []
                 }
                 return Array(state.assignment)
             }
             buffer.remove(partitions: Set(previous))
-            shared.state.withLock { $0.revokedDuringPoll.formUnion(previous) }
+            willRevoke?(Set(previous))
+            rd_kafka_assign(rk, nil)
+            shared.state.withLock { state in
+                state.positions = [:]
+                state.paused = []
+            }
             events.yield(.partitionsRevoked(previous))
             events.yield(.error(.librdkafka(.consumerFailed, code)))
         }

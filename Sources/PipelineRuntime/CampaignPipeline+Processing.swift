@@ -33,7 +33,7 @@ extension CampaignPipeline {
         var judgedAt: [Timestamp]?
         var recorded: AcknowledgementCountdown?
         if let timersFollower = followers.timers, let decisionsSender, let now {
-            guard await readDecisionTimes(of: batch, follower: timersFollower) else { return nil }
+            guard await readDecisionTimes(of: batch, consumer: consumer, follower: timersFollower) else { return nil }
             (judgedAt, recorded) = judge(batch, byPartition: byPartition, at: now, consumer: consumer, sender: decisionsSender)
         }
         let instants = judgedAt
@@ -165,7 +165,7 @@ extension CampaignPipeline {
     /// waited for first (at most ``decisionTimesWait``), and its sends are then judged at the instants of the records
     /// in the topic's order (``DecisionTimes/adoptLogged(_:)``). `false` when the pipeline stops meanwhile: nothing
     /// of the batch is emitted, so nothing of it is committed.
-    private func readDecisionTimes(of batch: [KafkaConsumerMessage], follower: StateTopicFollower) async -> Bool {
+    private func readDecisionTimes(of batch: [KafkaConsumerMessage], consumer: KafkaConsumer, follower: StateTopicFollower) async -> Bool {
         let read = decisionTimesRead.withLock { $0 }
         var readings: [KafkaTopicPartition: Int] = [:]
         var previous: (partition: Int32, generation: Int)?
@@ -176,6 +176,8 @@ extension CampaignPipeline {
         }
         guard !readings.isEmpty else { return true }
         let partitions = Set(readings.keys.map(\.partition))
+        // Their records were fenced when an earlier reading was revoked (`fenceDecisionTimes`).
+        decisionTimes.reopen(readings.lazy.filter { consumer.isReading($0.key, generation: $0.value) }.map(\.key.partition))
         let unsettled = await decisionTimes.waitForAcknowledgements(of: partitions, atMost: Self.decisionTimesWait)
         let (outcome, reached) = await follower.catchUpEach(partitions: partitions, logger: logger)
         if case .cancelled = outcome { return false }
@@ -217,6 +219,26 @@ extension CampaignPipeline {
             sendDecisionTimesRecord(of: partition, sender: sender)
         }
         return (instants, countdown)
+    }
+
+    /// Runs on the consumer's poll thread when partitions are about to be revoked
+    /// (``KafkaConsumerConfiguration/willRevokePartitions``; the group's rebalance waits for it): no change of the
+    /// decision times of those of the sends topic is recorded from now on, and their records in flight (with the newer
+    /// one holding the changes made before) are waited for, at most ``decisionTimesWait``, so that they land before
+    /// the partitions' next owner reads the timers topic to its end (``DecisionTimes/close(_:waitingAtMost:)``; a
+    /// record landing after that would give later readers instants the next owner did not judge at).
+    func fenceDecisionTimes(of partitions: Set<KafkaTopicPartition>) {
+        let revoked = Set(partitions.lazy.filter { $0.topic == self.configuration.topics.sends }.map(\.partition))
+        guard !revoked.isEmpty else { return }
+        let unlanded = decisionTimes.close(revoked, waitingAtMost: Self.decisionTimesWait)
+        guard !unlanded.isEmpty else { return }
+        logger.warning(
+            "Decision times of revoked partitions not acknowledged; their next owner may judge some of their sends at other instants",
+            metadata: [
+                "topic": "\(configuration.topics.timers)",
+                "partitions": "\(unlanded.sorted().map(String.init).joined(separator: ","))",
+            ]
+        )
     }
 
     /// Sends the record of `partition`'s decision times, and the next one when the ranges changed while it was in

@@ -205,6 +205,9 @@ public final class CampaignPipeline: Service {
         }
         var sendsConfiguration = configuration.consumerConfiguration(groupID: configuration.groupID)
         if !writesOutputs { sendsConfiguration.isAutoCommitEnabled = false }
+        if keepsDecisionTimes {
+            sendsConfiguration.willRevokePartitions = { [self] partitions in fenceDecisionTimes(of: partitions) }
+        }
         let consumer: KafkaConsumer
         // The decision times records go on a producer of their own that sends at once (no `linger.ms`): a batch's
         // outputs wait for them.

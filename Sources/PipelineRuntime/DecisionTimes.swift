@@ -1,3 +1,4 @@
+import Foundation
 import KafkaClient
 import PipelineCore
 import Synchronization
@@ -17,7 +18,9 @@ import Synchronization
 /// the topic holds them, as every other instance reads them. When the instance starts a new reading of a partition, it
 /// waits for its own records of the partition to be acknowledged, reads the topic to its end, and judges from those
 /// (``adoptLogged(_:)``): a record of its earlier reading that landed after the next owner's (sent before a revocation,
-/// for a batch then never emitted) does not make it judge at an instant nobody else uses.
+/// for a batch then never emitted) does not make it judge at an instant nobody else uses. And when a partition is
+/// revoked, the instance records nothing more for it and waits for its records in flight
+/// (``close(_:waitingAtMost:)``), before the group's rebalance lets the next owner read the topic.
 ///
 /// Instants are reused within ``granularityNanoseconds`` of each other, so that consecutive batches extend one range
 /// instead of adding one each: a record holds a few ranges for the seconds between a judging and its commit.
@@ -58,8 +61,21 @@ final class DecisionTimes: Sendable {
         var waitingForNext: [AcknowledgementCountdown] = []
     }
 
-    /// Per partition, the record in flight (none when absent).
-    private let flights = Mutex([Int32: Flight]())
+    /// The records in flight, and the partitions no record is sent for.
+    private struct Flights {
+        /// Per partition, the record in flight (none when absent).
+        var byPartition: [Int32: Flight] = [:]
+        /// Partitions being revoked or revoked (``close(_:waitingAtMost:)``), until their next reading here
+        /// (``reopen(_:)``): no change of theirs is recorded.
+        var closed: Set<Int32> = []
+
+        /// Those of `partitions` whose record is in flight.
+        func pending(among partitions: Set<Int32>) -> Set<Int32> {
+            partitions.filter { byPartition[$0] != nil }
+        }
+    }
+
+    private let flights = Mutex(Flights())
 
     /// Ranges of `partition` (for tests and for the record).
     func ranges(of partition: Int32) -> [Range] {
@@ -207,17 +223,68 @@ final class DecisionTimes: Sendable {
     /// one newer record, sent when it lands (``recordLanded(_:now:)``), however long the partition has no leader.
     ///
     /// - Returns: whether a record is to be sent now (none was in flight; it now is).
+    /// A closed partition (being revoked) gets no record: `countdown` is acknowledged at once (the outputs judged with
+    /// the change are not written by this instance, whose reading of the partition is over).
     func recordNeeded(for partition: Int32, acknowledging countdown: AcknowledgementCountdown?, now: ContinuousClock.Instant = .now) -> Bool {
-        flights.withLock { flights in
-            if var flight = flights[partition] {
+        let answer = flights.withLock { flights -> Bool? in
+            if flights.closed.contains(partition) { return nil }
+            if var flight = flights.byPartition[partition] {
                 flight.isStale = true
                 if let countdown { flight.waitingForNext.append(countdown) }
-                flights[partition] = flight
+                flights.byPartition[partition] = flight
                 return false
             }
-            flights[partition] = Flight(sentAt: now, acknowledging: countdown.map { [$0] } ?? [])
+            flights.byPartition[partition] = Flight(sentAt: now, acknowledging: countdown.map { [$0] } ?? [])
             return true
         }
+        guard let answer else {
+            countdown?.acknowledge()
+            return false
+        }
+        return answer
+    }
+
+    /// Fences `partitions`, which are being revoked: no change of theirs is recorded from now on, and the calling
+    /// thread waits, at most `limit`, until their records in flight, and the newer ones holding the changes made
+    /// before, landed, so that the partitions' next owner finds them when it reads the topic to its end. What is
+    /// still in flight at the limit may land after that (logged by the caller); no newer record follows it, and the
+    /// countdowns waiting for one are acknowledged.
+    ///
+    /// Blocks the calling thread, checking every 5 ms: it runs on the consumer's poll thread, in the revocation
+    /// (``KafkaConsumerConfiguration/willRevokePartitions``), never on a task.
+    ///
+    /// - Returns: the partitions of `partitions` whose record is still in flight (none when all landed).
+    func close(_ partitions: Set<Int32>, waitingAtMost limit: Duration) -> Set<Int32> {
+        flights.withLock { $0.closed.formUnion(partitions) }
+        let deadline = ContinuousClock.now + limit
+        var pending = flights.withLock { $0.pending(among: partitions) }
+        while !pending.isEmpty, ContinuousClock.now < deadline {
+            Thread.sleep(forTimeInterval: 0.005)
+            pending = flights.withLock { $0.pending(among: partitions) }
+        }
+        let dropped = flights.withLock { flights -> [AcknowledgementCountdown] in
+            var dropped: [AcknowledgementCountdown] = []
+            for partition in partitions {
+                guard var flight = flights.byPartition[partition] else { continue }
+                dropped += flight.waitingForNext
+                flight.waitingForNext = []
+                flight.isStale = false
+                flights.byPartition[partition] = flight
+            }
+            return dropped
+        }
+        for countdown in dropped { countdown.acknowledge() }
+        return flights.withLock { $0.pending(among: partitions) }
+    }
+
+    /// Lets records of `partitions` be sent again: a new reading of them starts here.
+    func reopen(_ partitions: some Sequence<Int32>) {
+        flights.withLock { $0.closed.subtract(partitions) }
+    }
+
+    /// Whether `partition` is closed (``close(_:waitingAtMost:)``; for tests).
+    func isClosed(_ partition: Int32) -> Bool {
+        flights.withLock { $0.closed.contains(partition) }
     }
 
     /// Notes that the record in flight of `partition` landed, and acknowledges the countdowns it held.
@@ -226,12 +293,12 @@ final class DecisionTimes: Sendable {
     ///   then in flight, for the countdowns that waited for it).
     func recordLanded(_ partition: Int32, now: ContinuousClock.Instant = .now) -> Bool {
         let (landed, sendsAgain) = flights.withLock { flights -> ([AcknowledgementCountdown], Bool) in
-            guard let flight = flights[partition] else { return ([], false) }
+            guard let flight = flights.byPartition[partition] else { return ([], false) }
             if flight.isStale {
-                flights[partition] = Flight(sentAt: now, acknowledging: flight.waitingForNext)
+                flights.byPartition[partition] = Flight(sentAt: now, acknowledging: flight.waitingForNext)
                 return (flight.acknowledging, true)
             }
-            flights[partition] = nil
+            flights.byPartition[partition] = nil
             return (flight.acknowledging, false)
         }
         for countdown in landed { countdown.acknowledge() }
@@ -245,7 +312,7 @@ final class DecisionTimes: Sendable {
     func waitForAcknowledgements(of partitions: Set<Int32>, atMost limit: Duration) async -> Set<Int32> {
         let deadline = ContinuousClock.now + limit
         while true {
-            let pending = flights.withLock { flights in partitions.filter { flights[$0] != nil } }
+            let pending = flights.withLock { $0.pending(among: partitions) }
             guard !pending.isEmpty, ContinuousClock.now < deadline, !Task.isCancelled else { return pending }
             try? await Task.sleep(for: .milliseconds(10))
         }
@@ -255,7 +322,7 @@ final class DecisionTimes: Sendable {
     /// changes do not wait for the records that follow it.
     func isLagging(_ partition: Int32, by limit: Duration, now: ContinuousClock.Instant = .now) -> Bool {
         flights.withLock { flights in
-            guard let flight = flights[partition] else { return false }
+            guard let flight = flights.byPartition[partition] else { return false }
             return now - flight.sentAt > limit
         }
     }

@@ -1,6 +1,7 @@
 import Foundation
 @testable import KafkaClient
 import KafkaWireTestSupport
+import Synchronization
 import Testing
 
 @Suite("Consumer groups, commits and positions")
@@ -66,6 +67,74 @@ struct KafkaConsumerGroupTests {
             #expect(all.count == 600, "every record was read by one of the two")
             let overlap = Set(received.map(\.valueString)).intersection(doneBySecond.map(\.valueString))
             #expect(overlap.isEmpty, "what the second committed is not read again")
+        }
+    }
+
+    /// What the application does in `willRevokePartitions` happens before its partitions' next owner starts: the
+    /// rebalance waits for it, the partitions are already out of the assignment it sees, and they are still
+    /// librdkafka's, so positions can still be stored for the revocation's commit.
+    @Test("partitions being revoked are handed to willRevokePartitions before their commit, and the rebalance waits for it")
+    func willRevokePartitionsRunsBeforeTheCommit() async throws {
+        try await withEmbeddedKafka(topics: ["revoking": 2]) { kafka in
+            try await produceNumbered(20, to: "revoking", kafka: kafka)
+            let group = uniqueGroup()
+            struct Revocation: Sendable {
+                var partitions: Set<KafkaTopicPartition>
+                var assignmentSeen: Set<KafkaTopicPartition>
+                var wasReading: Bool
+                var storeError: KafkaError?
+                var returnedAt: ContinuousClock.Instant
+            }
+            let revocations = Mutex([Revocation]())
+            let consumerBox = Mutex<KafkaConsumer?>(nil)
+            var configuration = consumerConfiguration(kafka, group: group)
+            configuration.willRevokePartitions = { partitions in
+                guard let consumer = consumerBox.withLock({ $0 }) else { return }
+                let assignmentSeen = consumer.assignment
+                let wasReading = partitions.contains { consumer.isReading($0, generation: consumer.assignmentGeneration(of: $0)) }
+                // Still librdkafka's: the position is stored, and committed with the revocation.
+                var storeError: KafkaError?
+                do throws(KafkaError) {
+                    try consumer.storeOffsets(partitions.map { KafkaTopicPartitionOffset(topic: $0.topic, partition: $0.partition, offset: 7) })
+                } catch {
+                    storeError = error
+                }
+                Thread.sleep(forTimeInterval: 1.5)
+                let revocation = Revocation(
+                    partitions: partitions,
+                    assignmentSeen: assignmentSeen,
+                    wasReading: wasReading,
+                    storeError: storeError,
+                    returnedAt: .now
+                )
+                revocations.withLock { $0.append(revocation) }
+            }
+            let first = try KafkaConsumer(configuration: configuration, logger: testLogger)
+            consumerBox.withLock { $0 = first }
+            try first.subscribe(topics: ["revoking"])
+            let deadline = ContinuousClock.now + .seconds(30)
+            while first.assignment.count != 2 {
+                guard ContinuousClock.now < deadline else { throw TestTimeout(description: "no assignment") }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            let second = try KafkaConsumer(configuration: consumerConfiguration(kafka, group: group), logger: testLogger)
+            try second.subscribe(topics: ["revoking"])
+            let splitDeadline = ContinuousClock.now + .seconds(60)
+            while second.assignment.isEmpty {
+                guard ContinuousClock.now < splitDeadline else { throw TestTimeout(description: "the group never split") }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            let secondAssignedAt = ContinuousClock.now
+            let revocation = try #require(revocations.withLock { $0.first })
+            #expect(revocation.partitions.count == 2, "an eager rebalance revokes every partition")
+            #expect(revocation.assignmentSeen.isEmpty, "out of the assignment the application sees")
+            #expect(!revocation.wasReading)
+            #expect(revocation.storeError == nil, "still librdkafka's assignment: \(String(describing: revocation.storeError))")
+            #expect(revocation.returnedAt < secondAssignedAt, "the rebalance waited for it")
+            // (The stored positions go in the revocation's commit, which the embedded broker refuses while the group
+            // rebalances, REBALANCE_IN_PROGRESS; a real cluster takes it from the generation being revoked.)
+            await second.close()
+            await first.close()
         }
     }
 

@@ -202,4 +202,60 @@ struct DecisionTimesTests {
         await acknowledging.value
         #expect(await times.waitForAcknowledgements(of: [0, 1], atMost: .milliseconds(20)) == [1])
     }
+
+    /// The other order of that race: the revoked instance's record lands after the next owner read the topic to its
+    /// end. The revocation fences the partition: no change is recorded any more, and the records in flight, with the
+    /// newer one holding the changes made before, are waited for.
+    @Test("a partition being revoked is fenced: its records in flight are waited for, nothing newer is recorded, and a new reading opens it again")
+    func revokedPartitionIsFenced() async {
+        let times = DecisionTimes()
+        let inFlight = AcknowledgementCountdown(count: 1)
+        #expect(times.recordNeeded(for: 0, acknowledging: inFlight))
+        let waitingForNext = AcknowledgementCountdown(count: 1)
+        #expect(!times.recordNeeded(for: 0, acknowledging: waitingForNext))
+
+        // Partition 0's record lands during the fence (from another task, as the producer's delivery callback does),
+        // then the newer one holding the change made before the fence; the fence returns once both landed.
+        let landing = Task {
+            while !times.isClosed(0) { try? await Task.sleep(for: .milliseconds(5)) }
+            let sendsNewer = times.recordLanded(0)
+            try? await Task.sleep(for: .milliseconds(50))
+            return (sendsNewer, times.recordLanded(0))
+        }
+        let started = ContinuousClock.now
+        let unlanded = await onThreadOfItsOwn { times.close([0, 2], waitingAtMost: .seconds(60)) }
+        #expect(unlanded.isEmpty)
+        #expect(ContinuousClock.now - started < .seconds(30), "returned once they landed")
+        let (sendsNewer, sendsMore) = await landing.value
+        #expect(sendsNewer, "the change made before the fence is still sent")
+        #expect(!sendsMore, "nothing after it")
+        #expect(await inFlight.wait(atMost: .zero))
+        #expect(await waitingForNext.wait(atMost: .zero), "acknowledged by the newer record")
+
+        // Partition 1's record never lands: the fence gives up at its limit and names it.
+        _ = times.recordNeeded(for: 1, acknowledging: nil)
+        let neverSent = AcknowledgementCountdown(count: 1)
+        _ = times.recordNeeded(for: 1, acknowledging: neverSent)
+        let limited = ContinuousClock.now
+        #expect(await onThreadOfItsOwn { times.close([1], waitingAtMost: .milliseconds(200)) } == [1])
+        #expect(ContinuousClock.now - limited >= .milliseconds(200), "waited up to the limit")
+        #expect(await neverSent.wait(atMost: .zero), "after the limit, nothing waits for a record never to be sent")
+        #expect(!times.recordLanded(1), "a record landing after the limit is followed by none")
+
+        let refused = AcknowledgementCountdown(count: 1)
+        #expect(!times.recordNeeded(for: 0, acknowledging: refused), "closed: nothing is sent")
+        #expect(await refused.wait(atMost: .zero), "and nothing waits for it")
+        #expect(times.isClosed(2))
+        times.reopen([0, 2])
+        #expect(times.recordNeeded(for: 0, acknowledging: nil), "a new reading sends again")
+        #expect(!times.isClosed(2))
+        #expect(times.isClosed(1), "a partition not read again stays closed")
+    }
+}
+
+/// Runs `body`, which blocks, on a thread of its own (not the cooperative pool).
+private func onThreadOfItsOwn<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+    await withCheckedContinuation { continuation in
+        Thread.detachNewThread { continuation.resume(returning: body()) }
+    }
 }

@@ -169,4 +169,73 @@ struct PipelineDecisionTimesTests {
             #expect(held.last?.last == Int64(events - 1), "the last record holds the last offset: \(held)")
         }
     }
+
+    /// A record sent by an instance whose partition is then revoked must land before the partition's next owner
+    /// reads the timers topic to its end: landing after it, it would give later readers instants the next owner did
+    /// not judge at. The revocation waits for it (at most 5 s), and for the newer record holding the changes made
+    /// before; the group's rebalance, and so the next owner's start, waits for the revocation.
+    @Test("a revoked partition's decision times records land before its next owner gets it, which judges at their instants")
+    func revocationWaitsForDecisionTimesRecords() async throws {
+        try await withPipelineCluster(partitions: 2) { kafka, configuration in
+            var running = configuration
+            running.untilIdle = nil
+            let factory = try EventFactory()
+            let first = CampaignPipeline(configuration: running, registry: builtinRegistry, logger: testLogger)
+            let second = CampaignPipeline(configuration: running, registry: builtinRegistry, logger: testLogger)
+            let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(bootstrapServers: [kafka.bootstrapServers]), logger: testLogger)
+            func send(_ id: String, to partition: Int32) async throws {
+                let event = JSONValue.object(factory.event("basic-fcm", id: id, recipient: "user-\(id)")).encoded()
+                _ = try await producer.send(KafkaProducerRecord(topic: configuration.topics.sends, partition: partition, key: Array(id.utf8), value: event))
+            }
+            let firstRun = Task { try await first.run() }
+            let (fenced, secondTookItAt, judgedBySecond) = try await whileRunning(second) {
+                try await eventually("split", timeout: clusterTimeout) {
+                    first.status.assignedPartitions == 1 && second.status.assignedPartitions == 1 ? true : nil
+                }
+                try await send("probe-0", to: 0)
+                try await send("probe-1", to: 1)
+                try await eventually("probes delivered", timeout: .seconds(30)) {
+                    (first.statistics.snapshot.outcomes[.delivered] ?? 0) + (second.statistics.snapshot.outcomes[.delivered] ?? 0) == 2 ? true : nil
+                }
+                // The partition the first instance reads (it keeps the ranges of the other's too, from its records).
+                let fenced = try #require(first.progress.withLock { $0.keys.first?.partition })
+                // Two sends judged while the partition of the timers topic has no leader: the record of the first
+                // waits for it, the change of the second for a newer record.
+                try kafka.setLeader(of: configuration.topics.timers, partition: fenced, to: nil)
+                for index in 0..<2 {
+                    try await send("fenced-\(index)", to: fenced)
+                    try await eventually("judged", timeout: .seconds(30), every: .milliseconds(20)) {
+                        first.decisionTimes.ranges(of: fenced).last?.last == Int64(1 + index) ? true : nil
+                    }
+                }
+                // The first instance leaves: its revocation waits for the partition's records.
+                first.stop()
+                try await eventually("revoking", timeout: .seconds(30), every: .milliseconds(20)) {
+                    first.decisionTimes.isClosed(fenced) ? true : nil
+                }
+                #expect(second.status.assignedPartitions == 1, "the partition moves once the revocation is over")
+                try kafka.setLeader(of: configuration.topics.timers, partition: fenced, to: 1)
+                let tookItAt = try await eventually("the partition moved", timeout: clusterTimeout, every: .milliseconds(20)) {
+                    second.status.assignedPartitions == 2 ? Date() : nil
+                }
+                // (Taken at once: the ranges the group commits past are dropped within seconds.)
+                let judgedBySecond = try await eventually("the fenced sends delivered", timeout: .seconds(60), every: .milliseconds(20)) {
+                    let delivered = (first.statistics.snapshot.outcomes[.delivered] ?? 0) + (second.statistics.snapshot.outcomes[.delivered] ?? 0)
+                    return delivered >= 4 ? second.decisionTimes.ranges(of: fenced).filter { $0.first <= 2 && $0.last >= 1 } : nil
+                }
+                return (fenced, tookItAt, judgedBySecond)
+            }
+            try await firstRun.value
+            await producer.close()
+            let records = try await readAll(configuration.topics.timers, kafka: kafka)
+                .filter { $0.key == DecisionTimes.recordKey && $0.partition == fenced && $0.headers == first.timerRecordHeaders }
+            // The record sent during the outage and the newer one sent once it landed: both made (and so landed, one
+            // after the other) before the partition moved.
+            #expect(records.allSatisfy { ($0.timestamp ?? .distantFuture) < secondTookItAt }, "all of the first instance's records made before the partition moved")
+            let held = DecisionTimes.decode(records.last?.value ?? []) ?? []
+            #expect(held.last?.last == 2, "the last holds both fenced sends: \(held)")
+            // The next owner read them before it judged the sends again: at the first instance's instants.
+            #expect(!judgedBySecond.isEmpty && judgedBySecond.allSatisfy { range in held.contains { $0.decidedAt == range.decidedAt } }, "second: \(judgedBySecond), first: \(held)")
+        }
+    }
 }
