@@ -311,6 +311,29 @@ struct RenderingTests {
         ])
     }
 
+    /// FCM refuses a message whose `data` has a reserved key: `from`, `message_type`, or one starting with `google`
+    /// or `gcm` (however the event spells it); APNs payloads may carry them.
+    @Test func fcmReservedCustomKeysAreRejectedOnFCMOnly() throws {
+        let custom = #"{"\u0066rom":"1","message_type":"2","google.c.a.e":"3","gcm.n.e":"4","googleX":"5","fromage":"6","xgcm":"7","mess":"8"}"#
+        let error = try #require(throws: PipelineError.self) { try PushRequest(json: Array(eventJSON(custom: custom).utf8)) }
+        #expect(error.issues.map(\.path.description) == Array(repeating: "custom", count: 5))
+        #expect(error.issues.map(\.reason).map { $0.prefix { $0 != "(" } } == [
+            "key 'from' is reserved by FCM ",
+            "key 'message_type' is reserved by FCM ",
+            "key 'google.c.a.e' is reserved by FCM ",
+            "key 'gcm.n.e' is reserved by FCM ",
+            "key 'googleX' is reserved by FCM ",
+        ])
+        let onAPNs = try PushRequest(json: Array(eventJSON(platform: "apns", custom: custom).utf8))
+        #expect(onAPNs.custom.count == 8)
+        // Read from a tree of values, the same.
+        guard case .failed(let fromTree) = registry.render(event: try JSONValue(parsing: Array(eventJSON(custom: custom).utf8))) else {
+            Issue.record("expected a failure")
+            return
+        }
+        #expect(fromTree.issues.map(\.reason) == error.issues.map(\.reason))
+    }
+
     @Test func registeringAgainReplacesTheEarlierTemplate() throws {
         struct Replacement: TemplateRenderer {
             let templateID = "note"

@@ -22,19 +22,30 @@ enum CustomMembers: Sendable {
         }
     }
 
-    /// The keys the template payload reserves (`aps`, `adb_*`), in order, compared as `String`s compare: a plain
+    /// Who reserves a key of `custom`.
+    enum Reservation: Sendable, Equatable {
+        /// The template payload: `aps` and `adb_*`.
+        case templatePayload
+        /// FCM, for the keys of `data`: `from`, `message_type`, and those starting with `google` or `gcm` (FCM refuses
+        /// a message that has one).
+        case fcm
+    }
+
+    /// The reserved keys, in order, for a payload of `platform` (when known), compared as `String`s compare: a plain
     /// ASCII key of the event by its bytes (equal exactly when they are), any other as a `String`.
-    func reservedKeys() -> [String] {
+    func reservedKeys(on platform: Platform?) -> [(key: String, reservation: Reservation)] {
+        let isFCM = platform == .fcm
         switch self {
         case .object(let object):
-            return object.keys.filter(Self.isReserved)
+            return object.keys.compactMap { key in Self.reservation(of: key, isFCM: isFCM).map { (key, $0) } }
         case .document(let document, let node):
-            var reserved: [String] = []
+            var reserved: [(key: String, reservation: Reservation)] = []
             document.forEachMember(ofObjectAt: node) { _, key, _ in
-                let isReserved =
+                let reservation =
                     document.isPlainASCII(at: key)
-                    ? document.withUnescapedBytes(ofStringAt: key, Self.isReserved(ascii:)) : Self.isReserved(document.string(at: key))
-                if isReserved { reserved.append(document.string(at: key)) }
+                    ? document.withUnescapedBytes(ofStringAt: key) { Self.reservation(ofASCII: $0, isFCM: isFCM) }
+                    : Self.reservation(of: document.string(at: key), isFCM: isFCM)
+                if let reservation { reserved.append((document.string(at: key), reservation)) }
             }
             return reserved
         }
@@ -109,14 +120,20 @@ enum CustomMembers: Sendable {
         (leavesOutAPS && key == "aps") || taken.contains(key)
     }
 
-    /// Whether `key` is reserved for the template payload.
-    private static func isReserved(_ key: String) -> Bool {
-        key == "aps" || key.hasPrefix("adb_")
+    /// Who reserves `key`, if anyone (FCM only when `isFCM`).
+    private static func reservation(of key: String, isFCM: Bool) -> Reservation? {
+        if key == "aps" || key.hasPrefix("adb_") { return .templatePayload }
+        guard isFCM else { return nil }
+        let isFCMs = key == "from" || key == "message_type" || key.hasPrefix("google") || key.hasPrefix("gcm")
+        return isFCMs ? .fcm : nil
     }
 
-    /// ``isReserved(_:)`` of a plain ASCII key's bytes.
-    private static func isReserved(ascii key: Span<UInt8>) -> Bool {
-        key.isASCII("aps") || key.hasASCIIPrefix("adb_")
+    /// ``reservation(of:isFCM:)`` of a plain ASCII key's bytes.
+    private static func reservation(ofASCII key: Span<UInt8>, isFCM: Bool) -> Reservation? {
+        if key.isASCII("aps") || key.hasASCIIPrefix("adb_") { return .templatePayload }
+        guard isFCM else { return nil }
+        let isFCMs = key.isASCII("from") || key.isASCII("message_type") || key.hasASCIIPrefix("google") || key.hasASCIIPrefix("gcm")
+        return isFCMs ? .fcm : nil
     }
 }
 

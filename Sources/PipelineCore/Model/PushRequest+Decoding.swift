@@ -61,8 +61,17 @@ extension PushRequest {
         let recipient = Self.decodeRecipient(event.object(fields.recipient, required: true))
         let options = Self.decodeOptions(event.object(fields.options))
         let custom = event.stringMembers(fields.custom) ?? .object(JSONObject())
-        for key in custom.reservedKeys() {
-            event.addIssue(.invalidField, "custom", "key '\(key)' is reserved for the template payload")
+        for (key, reservation) in custom.reservedKeys(on: recipient?.platform) {
+            switch reservation {
+            case .templatePayload:
+                event.addIssue(.invalidField, "custom", "key '\(key)' is reserved for the template payload")
+            case .fcm:
+                event.addIssue(
+                    .invalidField,
+                    "custom",
+                    "key '\(key)' is reserved by FCM (a data key must not be \"from\", \"message_type\", or start with \"google\" or \"gcm\")"
+                )
+            }
         }
         let content = event.content(fields.content)
 
