@@ -8,7 +8,9 @@ public import PipelineCore
 ///   gets `link.uri`: the iOS SDK and Android's auto mode ignore `adb_uri` for carousel taps.
 /// - `mode`: `auto`|`manual` → `adb_car_mode` (both platforms).
 /// - `layout`: `default`|`filmstrip` → FCM `adb_car_layout`, always written (default `default`):
-///   the Android SDK does not post a carousel without it.
+///   the Android SDK does not post a carousel without it. A filmstrip is a manual carousel: without a `mode`, FCM
+///   gets `adb_car_mode` `manual` (the Android SDK would take it for an automatic one, which has no filmstrip), and
+///   with `mode` `auto` a warning.
 public struct CarouselTemplate: TemplateRenderer {
     /// The wire value of `adb_template_type`.
     public static let wireType = "car"
@@ -65,7 +67,7 @@ public struct CarouselTemplate: TemplateRenderer {
             TemplateField("items[].text", "string", "txt"),
             TemplateField("items[].uri", "string (URI)", "uri (defaults to link.uri)"),
             TemplateField("mode", "auto|manual", "adb_car_mode"),
-            TemplateField("layout", "default|filmstrip", "FCM adb_car_layout (always written, default \"default\")"),
+            TemplateField("layout", "default|filmstrip", "FCM adb_car_layout (always written, default \"default\"; filmstrip implies mode manual)"),
         ]
     }
 
@@ -86,7 +88,12 @@ public struct CarouselTemplate: TemplateRenderer {
         switch platform {
         case .fcm:
             var data = standard.fcmData(templateType: Self.wireType)
-            data.set(Names.adbCarMode, mode)
+            // Filmstrip is a manual carousel: the Android SDK reads the layout only in manual mode, and takes a
+            // carousel without a mode for an automatic one.
+            if layout == "filmstrip", mode == "auto" {
+                content.addWarning("layout", "'filmstrip' has no effect with mode 'auto': the Android SDK shows a filmstrip only in manual mode")
+            }
+            data.set(Names.adbCarMode, mode ?? (layout == "filmstrip" ? "manual" : nil))
             data.set(Names.adbCarLayout, layout ?? "default")
             data.set(Names.adbItems, jsonTextWrittenBy: { readItems(content, platform: platform, defaultURI: defaultURI, into: &$0) })
             return .fcm(data: data)
@@ -119,7 +126,8 @@ public struct CarouselTemplate: TemplateRenderer {
             items.beginObject()
             items.member(ItemKeys.img, text: image)
             items.member(ItemKeys.txt, text: text)
-            if uri != nil {
+            // An empty uri (as given, or once personalized) is none: the phone would open the app instead of the link.
+            if uri?.isEmpty == false {
                 items.member(ItemKeys.uri, text: uri)
             } else {
                 items.member(ItemKeys.uri, text: defaultURI)

@@ -93,6 +93,12 @@ struct BasicValidationTests {
         RuleCase("sticky is a boolean", "basic-fcm", [(["content", "sticky"], "true")], path: "content.sticky", code: .invalidField),
         RuleCase("notification priority is an SDK value", "basic-fcm", [(["content", "notificationPriority"], "LOW")], path: "content.notificationPriority", code: .invalidField),
         RuleCase("channel id must not be empty", "basic-fcm", [(["content", "channelId"], "")], path: "content.channelId", code: .invalidField),
+        RuleCase("title empty once personalized", "basic-fcm", [(["content", "title"], "{{first}}")], path: "content.title", code: .invalidField),
+        RuleCase("body empty once personalized (APNs)", "basic-apns", [(["content", "body"], "{{first}}{{last}}")], path: "content.body", code: .invalidField),
+        RuleCase("title empty once a Mustache section is filled", "basic-apns", [(["content", "title"], "{{#first}}\n{{/first}}")], path: "content.title", code: .invalidField),
+        RuleCase("button label empty once personalized", "basic-fcm", [(["content", "buttons"], [["label": "{{first}}", "type": "OPENAPP"]])], path: "content.buttons[0].label", code: .invalidField),
+        RuleCase("remind-later label empty once personalized", "basic-fcm", [(["content", "remindLater", "label"], "{{first}}")], path: "content.remindLater.label", code: .invalidField),
+        RuleCase("link uri empty once personalized", "basic-fcm", [(["content", "link", "uri"], "{{deepLink}}")], path: "content.link.uri", code: .invalidField),
         RuleCase("oversized payload is rejected (FCM)", "basic-fcm", [(["content", "expandedBody"], .string(String(repeating: "x", count: 5000)))], path: "content", code: .payloadTooLarge),
         RuleCase("oversized payload is rejected (APNs)", "basic-apns", [(["content", "expandedBody"], .string(String(repeating: "é", count: 2100)))], path: "content", code: .payloadTooLarge),
     ]

@@ -51,6 +51,36 @@ struct CarouselGoldenTests {
         #expect(items == #"[{"img":"https://img.test/1.png","txt":"one","uri":"https://sneakerland.com/newReleases"},{"img":"https://img.test/2.png","uri":"https://own.test"},{"img":"https://img.test/3.png","uri":"https://sneakerland.com/newReleases"}]"#)
     }
 
+    /// The iOS SDK opens the app for an item whose `uri` is empty, as Android's auto mode does: an empty one is none.
+    @Test func itemWithEmptyURIGetsTheLink() throws {
+        let event = try Fixtures.sample("carousel-apns").setting(["content", "link"], to: ["uri": "myapp://book"]).setting(["content", "items"], to: [
+            ["image": "https://img.test/1.png", "uri": ""],
+            ["image": "https://img.test/2.png", "uri": "{{deepLink}}"],
+        ])
+        let notification = try #require(renderExpectingSuccess(registry, event))
+        #expect(try JSONValue(parsing: notification.payloadBytes).at(["adb_items"]) == [
+            ["img": "https://img.test/1.png", "uri": "myapp://book"],
+            ["img": "https://img.test/2.png", "uri": "myapp://book"],
+        ])
+    }
+
+    /// A filmstrip is a manual carousel: the Android SDK takes a carousel without a mode for an automatic one, whose
+    /// builder never reads the layout.
+    @Test func filmstripWithoutModeIsManual() throws {
+        let event = try Fixtures.sample("carousel-fcm").setting(["content", "layout"], to: "filmstrip").setting(["content", "mode"], to: nil)
+        let notification = try #require(renderExpectingSuccess(registry, event))
+        let data = try JSONValue(parsing: notification.payloadBytes).at(["message", "data"])
+        #expect(data?.at(["adb_car_mode"]) == "manual")
+        #expect(data?.at(["adb_car_layout"]) == "filmstrip")
+        #expect(notification.warnings.isEmpty, "\(notification.warnings)")
+
+        let automatic = try #require(renderExpectingSuccess(registry, event.setting(["content", "mode"], to: "auto")))
+        #expect(try JSONValue(parsing: automatic.payloadBytes).at(["message", "data", "adb_car_mode"]) == "auto", "an explicit mode stays")
+        #expect(automatic.warnings.map(\.description) == [
+            "content.layout: 'filmstrip' has no effect with mode 'auto': the Android SDK shows a filmstrip only in manual mode",
+        ])
+    }
+
     @Test func fcmAlwaysCarriesALayout() throws {
         let event = try Fixtures.sample("carousel-fcm").setting(["content", "layout"], to: nil)
         let notification = try #require(renderExpectingSuccess(registry, event))
@@ -95,6 +125,7 @@ struct CarouselValidationTests {
         RuleCase("link type is required on FCM", "carousel-fcm", [(["content", "link", "type"], nil)], path: "content.link.type", code: .missingField),
         RuleCase("colour is six hex digits", "carousel-fcm", [(["content", "colors", "background"], "#12345")], path: "content.colors.background", code: .invalidField),
         RuleCase("title is required", "carousel-apns", [(["content", "title"], nil)], path: "content.title", code: .missingField),
+        RuleCase("item image empty once personalized", "carousel-apns", [(["content", "items"], [["image": "{{heroImage}}"], ["image": "https://img.test/2.png"]])], path: "content.items[0].image", code: .invalidField),
     ]
 
     @Test(arguments: cases)

@@ -78,6 +78,7 @@ struct TimerValidationTests {
         RuleCase("APNs needs the alternate title too (SDK)", "timer-apns", [(["content", "alternate"], nil)], path: "content.alternate.title", code: .missingField),
         RuleCase("timer colour is six hex digits", "timer-fcm", [(["content", "colors", "timer"], "white")], path: "content.colors.timer", code: .invalidField),
         RuleCase("link type is required on FCM", "timer-fcm", [(["content", "link", "type"], nil)], path: "content.link.type", code: .missingField),
+        RuleCase("alternate title empty once personalized", "timer-fcm", [(["content", "alternate", "title"], "{{first}}")], path: "content.alternate.title", code: .invalidField),
     ]
 
     @Test(arguments: cases)

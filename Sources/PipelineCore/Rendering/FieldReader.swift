@@ -125,11 +125,14 @@ public struct FieldReader {
         guard personalize, diagnostics.personalizes, document.mayHaveBrace(at: value) else {
             return document.string(at: value)
         }
-        guard !document.isEscaped(at: value) else {
-            return diagnostics.personalizer?.render(document.string(at: value), at: path.appending(key.name), into: diagnostics)
-        }
-        return diagnostics.personalizer?.render(unescapedStringAt: value, of: document, at: path.appending(key.name), into: diagnostics)
-            ?? document.string(at: value)
+        let filled =
+            if document.isEscaped(at: value) {
+                diagnostics.personalizer?.render(document.string(at: value), at: path.appending(key.name), into: diagnostics)
+            } else {
+                diagnostics.personalizer?.render(unescapedStringAt: value, of: document, at: path.appending(key.name), into: diagnostics)
+            }
+        guard let filled else { return document.string(at: value) }
+        return required && filled.isEmpty ? emptyOncePersonalized(key) : filled
     }
 
     /// A string field as ``ContentText``: checked and personalized as ``string(_:required:personalize:)`` does, but
@@ -161,18 +164,27 @@ public struct FieldReader {
         if document.isEscaped(at: value) {
             let text = document.string(at: value)
             guard personalize, diagnostics.personalizes else { return .text(text) }
-            return .text(diagnostics.personalizer?.render(text, at: path.appending(key.name), into: diagnostics) ?? text)
+            let filled = diagnostics.personalizer?.render(text, at: path.appending(key.name), into: diagnostics) ?? text
+            return required && filled.isEmpty ? emptyOncePersonalized(key) : .text(filled)
         }
         guard personalize, diagnostics.personalizes, document.mayHaveBrace(at: value) else { return .node(value) }
         switch diagnostics.personalizer?.measure(unescapedStringAt: value, of: document, at: path.appending(key.name), into: diagnostics) {
         case .simple(let filledCount)?:
-            return .personalized(node: value, byteCount: filledCount)
+            return required && filledCount == 0 ? emptyOncePersonalized(key) : .personalized(node: value, byteCount: filledCount)
         case .notSimple?:
             let text = document.string(at: value)
-            return .text(diagnostics.personalizer?.renderWithMustache(text, at: path.appending(key.name), into: diagnostics) ?? text)
+            let filled = diagnostics.personalizer?.renderWithMustache(text, at: path.appending(key.name), into: diagnostics) ?? text
+            return required && filled.isEmpty ? emptyOncePersonalized(key) : .text(filled)
         case .noPlaceholder?, nil:
             return .node(value)
         }
+    }
+
+    /// Records that the required string field `key` is empty once its placeholders are filled (the recipient's
+    /// attributes they name are absent or empty): a required field is never sent empty.
+    private func emptyOncePersonalized<T>(_ key: FieldName) -> T? {
+        addIssue(.invalidField, key.name, "must not be empty: it is once personalized (the attributes its placeholders name are absent or empty)")
+        return nil
     }
 
     /// The document and attributes of the ``DocumentText``s ``documentText(_:required:personalize:)`` reads.
