@@ -82,12 +82,17 @@ public struct CampaignTable: Sendable {
         if let content = request.content { return content }
         guard let definition = definition(request.campaignId, version: request.campaignVersion, asOf: instant) else {
             let which = request.campaignVersion.map { "version \($0) of " } ?? ""
-            throw PipelineError(
-                .missingField,
-                at: FieldPath("content"),
-                "required: the event has no content and \(which)campaign '\(request.campaignId)' has no definition",
-                eventId: request.eventId
-            )
+            // Held, but defined later than the send is judged at (a replay judges at each event's own time).
+            let later = campaigns[request.campaignId]?.definitions
+                .filter { request.campaignVersion == nil || $0.version == request.campaignVersion }
+                .map(\.definedAt).min()
+            let reason =
+                if let later {
+                    "required: the event has no content and \(which)campaign '\(request.campaignId)' was defined only at \(later.rfc3339), after \(instant.rfc3339), the time the send is judged at"
+                } else {
+                    "required: the event has no content and \(which)campaign '\(request.campaignId)' has no definition"
+                }
+            throw PipelineError(.missingField, at: FieldPath("content"), reason, eventId: request.eventId)
         }
         if let defined = definition.template,
             let definedID = try? registry.renderer(named: defined).templateID,

@@ -81,6 +81,13 @@ struct EventProcessorTests {
             return
         }
         #expect(early.issues.first?.path.description == "content")
+        // Saying so: a definition is there, only later than the time the send is judged at (a replay's is the event's).
+        #expect(early.issues.first?.reason == "required: the event has no content and campaign 'c-1' was defined only at 2026-11-19T00:00:00Z, after 2026-11-18T00:00:00Z, the time the send is judged at")
+        guard case .rejected(_, let versionLater) = processor.process(event(#","campaignVersion":2"#, content: nil), sourcePosition: "t/0@0", campaigns: table, decisionTime: time("2026-11-19T00:30:00Z")) else {
+            Issue.record("expected version 2 to be rejected before its definition")
+            return
+        }
+        #expect(versionLater.issues.first?.reason.contains("version 2 of campaign 'c-1' was defined only at 2026-11-19T01:00:00Z") == true, "\(versionLater.issues)")
     }
 
     /// The content was written for the campaign's template: rendered with another, it makes another notification
