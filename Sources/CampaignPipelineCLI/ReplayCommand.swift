@@ -22,7 +22,8 @@ struct ReplayCommand: AsyncParsableCommand {
 
             SAFE BY DEFAULT: outputs go to topics named with --output-prefix (default 'replay.': \
             replay.push.fcm, replay.push.apns, replay.campaign.analytics, replay.campaign.dlq), never to the \
-            live sinks: the FCM and APNs HTTP sinks are not used even when configured. Only --deliver writes \
+            live sinks: the FCM and APNs HTTP sinks are not used even when configured (nor their credentials \
+            needed). Only --deliver writes \
             to the live topics and sends through the configured sinks, to phones; it must be given \
             explicitly. --dry-run renders and counts without writing anything at all.
 
@@ -31,10 +32,15 @@ struct ReplayCommand: AsyncParsableCommand {
             --from is included, --to excluded; where the broker's time index cannot be used, the records' \
             timestamps are searched, which assumes they do not go backwards within a partition), or offsets \
             per partition '0:1200,1:980' (offsets in --from replay only the partitions they name, and offsets \
-            in --to may then name only those). The group must not be the live pipeline's.
+            in --to may then name only those; otherwise offsets in --to must name every partition). A range \
+            that does not fit the topic (a partition it lacks, an end before its start) is refused with status \
+            64. The group must not be the live pipeline's.
 
-            Resumable: interrupt it (Ctrl-C) and run it again with the same --group to continue where it stopped. \
-            An interrupted replay exits with status 1, so that a script or job does not take it for a finished one.
+            Resumable: interrupt it (Ctrl-C) and run it again with the same --group to continue where it stopped; \
+            it says how many records are left, and when its group has replayed the whole range already, says so \
+            and exits 0 without reading. An interrupted replay exits with status 1, so that a script or job does \
+            not take it for a finished one. Progress shows the rate of the last ten seconds, and says when \
+            nothing moved for ten seconds or more.
             """
     )
 
@@ -91,7 +97,8 @@ struct ReplayCommand: AsyncParsableCommand {
 
     func run() async throws {
         let logger = try logging.makeLogger(label: "campaign-pipeline.replay")
-        var configuration = try connection.configuration(environment: ProcessInfo.processInfo.environment)
+        // Without --deliver the FCM and APNs sinks are not used: their credentials are not needed.
+        var configuration = try connection.configuration(environment: ProcessInfo.processInfo.environment, checkingSinkCredentials: deliver)
         guard !configuration.bootstrapServers.isEmpty else {
             throw CommandError(
                 "no Kafka bootstrap servers configured: pass --bootstrap-servers, set CAMPAIGN_PIPELINE_BOOTSTRAP_SERVERS, or set kafka.bootstrapServers in the --config file"
@@ -117,6 +124,10 @@ struct ReplayCommand: AsyncParsableCommand {
         let ranges: [KafkaTopicPartition: Range<Int64>]
         do {
             ranges = try await ReplayBoundary.resolve(from: start, to: end, topic: configuration.topics.sends, using: lookup)
+        } catch let error as ConfigurationError {
+            await lookup.close()
+            // A range that does not fit the topic is a usage error, as one wrong in itself is.
+            throw ValidationError("\(error.key): \(error.reason)")
         } catch {
             await lookup.close()
             throw error
@@ -126,6 +137,20 @@ struct ReplayCommand: AsyncParsableCommand {
 
         let destination = dryRun ? "nothing (dry run)" : deliver ? "the LIVE topics" : "topics prefixed '\(outputPrefix)'"
         Self.report("Replaying \(plan.totalCount) records of \(configuration.topics.sends) [\(start) .. \(end)) into \(destination)")
+        // A group given again resumes where it stopped: say how much that leaves, and stop here when it is nothing
+        // (a scheduled job reusing a group name would otherwise replay nothing while saying it replays everything).
+        if group != nil, !dryRun, plan.totalCount > 0 {
+            let remaining = try await Self.remainingCount(of: plan, group: configuration.groupID, configuration: configuration, logger: logger)
+            if remaining == 0 {
+                Self.report(
+                    "Note: group \(configuration.groupID) has already replayed this whole range: nothing is left to do. Run without --group (or with a new one) to replay it again."
+                )
+                return
+            }
+            if remaining < plan.totalCount {
+                Self.report("Resuming group \(configuration.groupID): \(remaining) of the \(plan.totalCount) records are left")
+            }
+        }
         if plan.totalCount == 0 {
             Self.report(
                 "Note: nothing to replay: \(configuration.topics.sends) has no records in this range (\(ranges.count) partitions). Check the topic name (--topic) and the range."
@@ -163,6 +188,19 @@ struct ReplayCommand: AsyncParsableCommand {
         Self.report("Replayed \(summary.totalIn) records: \(outcomes)")
     }
 
+    /// The records of `plan` that `group` has not committed past.
+    static func remainingCount(of plan: ReplayPlan, group: String, configuration: PipelineConfiguration, logger: Logger) async throws -> Int64 {
+        let consumer = try KafkaConsumer(configuration: configuration.consumerConfiguration(groupID: group), logger: logger)
+        do {
+            let committed = try await consumer.committed(plan.ranges.keys.sorted { $0.partition < $1.partition })
+            await consumer.close()
+            return plan.remainingCount(after: committed)
+        } catch {
+            await consumer.close()
+            throw error
+        }
+    }
+
     static func freshGroupName() -> String {
         let formatter = DateFormatter()
         formatter.dateFormat = "yyyyMMdd'T'HHmmss"
@@ -175,11 +213,44 @@ struct ReplayCommand: AsyncParsableCommand {
     }
 }
 
-/// Shows a replay's progress: redrawn in place on a terminal, a plain line every few seconds otherwise.
+/// The rate of the last seconds of a replay, from samples of how much is done: a rate since the start would stay
+/// high for minutes while nothing moves (a broker gone), and its ETA would keep counting down.
+struct RecentRate {
+    /// How far back the rate looks.
+    static let window: Double = 10
+    /// (seconds since the start, records done), oldest first, the oldest at most one window before the newest.
+    private var samples: [(seconds: Double, done: Int64)] = []
+    /// When `done` last changed.
+    private var lastChange: (seconds: Double, done: Int64)?
+
+    /// Adds a sample.
+    mutating func add(seconds: Double, done: Int64) {
+        samples.append((seconds, done))
+        while samples.count > 2, samples[1].seconds <= seconds - Self.window { samples.removeFirst() }
+        if lastChange?.done != done { lastChange = (seconds, done) }
+    }
+
+    /// Records per second over the window; `nil` before two samples a moment apart.
+    var rate: Double? {
+        guard let first = samples.first, let last = samples.last, last.seconds - first.seconds >= 0.5 else { return nil }
+        return Double(max(0, last.done - first.done)) / (last.seconds - first.seconds)
+    }
+
+    /// Seconds since `done` last changed, when that is at least `threshold`.
+    func stalledSeconds(threshold: Double = 10) -> Double? {
+        guard let lastChange, let last = samples.last, last.seconds - lastChange.seconds >= threshold else { return nil }
+        return last.seconds - lastChange.seconds
+    }
+}
+
+/// Shows a replay's progress: redrawn in place on a terminal, a plain line every few seconds otherwise. The rate is
+/// that of the last ten seconds (``RecentRate``), and a replay where nothing moved for ten seconds says so instead
+/// of an ETA.
 final class ProgressDisplay: Sendable {
     private struct State {
         var linesDrawn = 0
         var lastPlainLine = ContinuousClock.now - .seconds(60)
+        var recent = RecentRate()
     }
 
     private let isTerminal: Bool
@@ -190,13 +261,18 @@ final class ProgressDisplay: Sendable {
     }
 
     func show(_ progress: ReplayProgress) {
-        let total = Self.line(
+        let (rate, stalled) = state.withLock { state in
+            state.recent.add(seconds: progress.elapsedSeconds, done: progress.done)
+            return (state.recent.rate, state.recent.stalledSeconds())
+        }
+        var total = Self.line(
             "total",
             done: progress.done,
             of: progress.total,
-            rate: progress.rate,
-            remaining: progress.remainingSeconds
+            rate: rate,
+            remaining: stalled == nil && progress.done < progress.total ? rate.flatMap { $0 > 0 ? Double(progress.total - progress.done) / $0 : nil } : nil
         )
+        if let stalled { total += String(format: "  no progress for %.0f s (see the log for why)", stalled) }
         if isTerminal {
             var text = state.withLock { state in
                 defer { state.linesDrawn = progress.partitions.count + 1 }

@@ -67,8 +67,8 @@ struct RunCommand: AsyncParsableCommand {
         let configuration = try effectiveConfiguration(environment: ProcessInfo.processInfo.environment)
         if printConfig {
             print(String(decoding: PrettyJSON.format(configuration.describedAsJSON()), as: UTF8.self))
-            return
         }
+        // After printing, so the configuration is shown, and the check fails as the run would.
         guard !configuration.bootstrapServers.isEmpty else {
             throw CommandError(
                 """
@@ -78,6 +78,7 @@ struct RunCommand: AsyncParsableCommand {
                 """
             )
         }
+        if printConfig { return }
         let logger = try logging.makeLogger(label: "campaign-pipeline")
         let pipeline = CampaignPipeline(configuration: configuration, registry: BuiltinTemplates.registry, logger: logger)
         let metrics = try metricsServer(for: pipeline, logger: logger)
@@ -146,15 +147,16 @@ struct KafkaConnectionOptions: ParsableArguments {
         }
     }
 
-    /// The configuration from defaults, the file, the environment and these flags.
-    func configuration(environment: [String: String]) throws -> PipelineConfiguration {
+    /// The configuration from defaults, the file, the environment and these flags. Without `checkingSinkCredentials`,
+    /// FCM and APNs sinks the routes name need no credentials (a run that sends to neither).
+    func configuration(environment: [String: String], checkingSinkCredentials: Bool = true) throws -> PipelineConfiguration {
         var file: JSONObject?
         if let path = config {
             file = try ConfigurationFile.read(path, source: "--config")
         } else if let path = environment[PipelineConfiguration.EnvironmentKey.configFile] {
             file = try ConfigurationFile.read(path, source: PipelineConfiguration.EnvironmentKey.configFile)
         }
-        var configuration = try PipelineConfiguration.load(file: file, environment: environment)
+        var configuration = try PipelineConfiguration.load(file: file, environment: environment, checkingSinkCredentials: checkingSinkCredentials)
         if let bootstrapServers { configuration.bootstrapServers = PipelineConfiguration.splitServers(bootstrapServers) }
         for property in kafkaProperties {
             // Checked by `validate()`: a name, then `=`.

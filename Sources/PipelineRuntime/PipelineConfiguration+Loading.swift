@@ -55,8 +55,14 @@ extension PipelineConfiguration {
     /// - Parameters:
     ///   - file: the parsed configuration file (see `Config/README.md`), if any.
     ///   - environment: the process environment.
+    ///   - checkingSinkCredentials: whether the FCM and APNs sinks the routes name must have their credentials
+    ///     (`false` for a run that sends to neither, as a replay without `--deliver`).
     /// - Throws: ``ConfigurationError`` naming the key and what was wrong with it.
-    public static func load(file: JSONObject?, environment: [String: String]) throws(ConfigurationError) -> PipelineConfiguration {
+    public static func load(
+        file: JSONObject?,
+        environment: [String: String],
+        checkingSinkCredentials: Bool = true
+    ) throws(ConfigurationError) -> PipelineConfiguration {
         var configuration = PipelineConfiguration(bootstrapServers: [])
         if let file { try configuration.apply(file: file) }
         if let servers = environment[EnvironmentKey.bootstrapServers], !servers.isEmpty {
@@ -70,7 +76,7 @@ extension PipelineConfiguration {
             configuration.kafkaProperties[property] = value
         }
         try configuration.applySinkEnvironment(environment)
-        try configuration.sinks.validate()
+        try configuration.sinks.validate(checkingCredentials: checkingSinkCredentials)
         try configuration.topics.validate()
         return configuration
     }

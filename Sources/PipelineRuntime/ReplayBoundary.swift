@@ -46,15 +46,23 @@ public enum ReplayBoundary: Sendable, Equatable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .beginning: "beginning"
-        case .end: "end"
-        case .time(let date): "\(date)"
-        case .offsets(let offsets): offsets.sorted { $0.key < $1.key }.map { "\($0.key):\($0.value)" }.joined(separator: ",")
+        case .beginning:
+            return "beginning"
+        case .end:
+            return "end"
+        case .time(let date):
+            // RFC 3339 to the microsecond, what a `Date` keeps of the time given (its description drops the fraction).
+            let micros = (date.timeIntervalSince1970 * 1_000_000).rounded()
+            let seconds = (micros / 1_000_000).rounded(.down)
+            return Timestamp(secondsSince1970: Int64(seconds), nanoseconds: Int32(micros - seconds * 1_000_000) * 1_000).rfc3339
+        case .offsets(let offsets):
+            return offsets.sorted { $0.key < $1.key }.map { "\($0.key):\($0.value)" }.joined(separator: ",")
         }
     }
 
     /// Resolves `from` and `to` into offset ranges of every partition of `topic` (or of the partitions an offset
-    /// `from` names; an offset `to` may then name only those), clamped to what the partitions hold now. Times are looked up with
+    /// `from` names; an offset `to` may then name only those, and must otherwise name every partition), clamped to
+    /// what the partitions hold now. An offset `to` before its partition's start is an error. Times are looked up with
     /// ``KafkaConsumer/offsets(forTimestamp:in:strategy:timeout:)``, which also works on brokers whose time index
     /// cannot be trusted.
     public static func resolve(
@@ -87,6 +95,15 @@ public enum ReplayBoundary: Sendable, Equatable, CustomStringConvertible {
                 }
             }
             partitions = partitions.filter { starts[$0.partition] != nil }
+        } else if case .offsets(let ends) = to {
+            // A partition it leaves out would be replayed to its end: an error rather than a surprise.
+            let unnamed = partitions.map(\.partition).filter { ends[$0] == nil }
+            if !unnamed.isEmpty {
+                throw ConfigurationError(
+                    key: "--to",
+                    reason: "gives no end for partition\(unnamed.count == 1 ? "" : "s") \(unnamed.map(String.init).joined(separator: ",")) of '\(topic)', which --from \(from) would replay to \(unnamed.count == 1 ? "its end" : "their ends"); name an end for every partition, or give --from as offsets to replay only the partitions it names"
+                )
+            }
         }
         var watermarks: [KafkaTopicPartition: KafkaWatermarks] = [:]
         for partition in partitions {
@@ -113,8 +130,15 @@ public enum ReplayBoundary: Sendable, Equatable, CustomStringConvertible {
         for partition in partitions {
             let marks = watermarks[partition]!
             let end = min(max(ends[partition] ?? marks.high, marks.low), marks.high)
-            let start = min(max(starts[partition] ?? marks.low, marks.low), end)
-            ranges[partition] = start..<end
+            let firstRead = max(starts[partition] ?? marks.low, marks.low)
+            // An end given as an offset that the start (a time, or the first record stored) is past: not an empty range.
+            if case .offsets(let given) = to, let givenEnd = given[partition.partition], firstRead > givenEnd {
+                throw ConfigurationError(
+                    key: "--to",
+                    reason: "partition \(partition.partition) ends at offset \(givenEnd), before where --from \(from) starts it (offset \(firstRead))"
+                )
+            }
+            ranges[partition] = min(firstRead, end)..<end
         }
         return ranges
     }

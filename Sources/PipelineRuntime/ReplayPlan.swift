@@ -19,6 +19,18 @@ public struct ReplayPlan: Sendable, Equatable {
 
     /// The number of records in the ranges.
     public var totalCount: Int64 { ranges.values.reduce(0) { $0 + Int64($1.count) } }
+
+    /// The number of records left to replay when a replay group has committed `committed` (a replay resumed with
+    /// the same group starts each partition there, when that is inside its range).
+    public func remainingCount(after committed: [KafkaTopicPartitionOffset]) -> Int64 {
+        ranges.reduce(0) { total, entry in
+            let (partition, range) = entry
+            guard let previous = committed.first(where: { $0.topicPartition == partition })?.offset, previous > range.lowerBound else {
+                return total + Int64(range.count)
+            }
+            return total + range.upperBound - min(previous, range.upperBound)
+        }
+    }
 }
 
 /// How far a replay has come, per partition and in total.

@@ -140,6 +140,18 @@ struct ExecutableTests {
         }
     }
 
+    /// The README's check before a run: it used to pass (exit 0) a configuration the run then refused.
+    @Test("--print-config prints the configuration and fails, as run would, when it names no bootstrap servers")
+    func printConfigChecksTheBrokers() async throws {
+        let executable = try #require(Paths.executable, "campaign-pipeline was not found next to the test bundle")
+        let missing = try await runProcess(executable, ["run", "--print-config"], environment: ["CAMPAIGN_PIPELINE_BOOTSTRAP_SERVERS": ""])
+        #expect(missing.status == 1, "\(missing.stderr)")
+        #expect(missing.stdout.contains("\"bootstrapServers\""), "printed first: \(missing.stdout)")
+        #expect(missing.stderr.contains("no Kafka bootstrap servers configured"), "\(missing.stderr)")
+        let given = try await runProcess(executable, ["run", "--print-config", "--bootstrap-servers", "127.0.0.1:1"])
+        #expect(given.status == 0, "\(given.stderr)")
+    }
+
     /// `=x` passed the check (which split keeping the empty name) and was then read as the property `x`.
     @Test("a --kafka-property without a name is refused")
     func kafkaPropertyWithoutName() async throws {

@@ -1,4 +1,5 @@
 import Foundation
+@testable import CampaignPipelineCLI
 import KafkaClient
 import Logging
 import PipelineCore
@@ -50,6 +51,62 @@ struct ReplayCommandTests {
         #expect(invalid.status != 0)
         #expect(invalid.stderr.contains("socket.timeout.ms"), "\(invalid.stderr)")
         #expect(!invalid.stdout.contains("Replaying"), "\(invalid.stdout)")
+    }
+
+    /// Found by review: each of these used to do something else than the operator meant, without saying so.
+    @Test("a --to that leaves partitions out is refused; a replay that sends nowhere needs no sink credentials; a finished group says so")
+    func replayAsTheOperatorMeantIt() async throws {
+        let executable = try #require(Paths.executable, "build the campaign-pipeline product first")
+        let (kafka, sampleCount) = try await clusterWithSamples(
+            extraTopics: ["replay.push.fcm", "replay.push.apns", "replay.campaign.analytics", "replay.campaign.dlq"],
+            logger: Self.logger
+        )
+        defer { kafka.shutdown() }
+        let base = ["replay", "--bootstrap-servers", kafka.bootstrapServers, "--log-level", "warning"]
+
+        // Partition 1 would have been replayed to its end (and sent, with --deliver): a usage error naming --to.
+        let partial = try await runProcess(executable, base + ["--from", "beginning", "--to", "0:0", "--deliver"])
+        #expect(partial.status == 64, "\(partial.stderr)")
+        #expect(partial.stderr.contains("--to: gives no end for partition 1"), "\(partial.stderr)")
+        #expect(!partial.stdout.contains("Replaying"), "\(partial.stdout)")
+
+        // Routes to FCM with no credentials: a replay into replay.* topics does not use the sink.
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("replay-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let config = directory.appendingPathComponent("fcm.json")
+        try Data(#"{"sinks":{"fcm":["fcm"]}}"#.utf8).write(to: config)
+        let dryRun = try await runProcess(executable, base + ["--config", config.path, "--from", "beginning", "--dry-run"])
+        #expect(dryRun.status == 0, "\(dryRun.stderr)")
+        let delivering = try await runProcess(executable, base + ["--config", config.path, "--from", "beginning", "--deliver"])
+        #expect(delivering.status != 0)
+        #expect(delivering.stderr.contains("fcm.serviceAccountFile"), "\(delivering.stderr)")
+
+        // A group given again resumes; once it has replayed the whole range there is nothing left, and it says so.
+        let group = "replay-again-\(UUID().uuidString.prefix(6))"
+        let first = try await runProcess(executable, base + ["--from", "beginning", "--group", group])
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect(first.stdout.contains("Replayed \(sampleCount) records"), "\(first.stdout)")
+        let again = try await runProcess(executable, base + ["--from", "beginning", "--group", group])
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(again.stdout.contains("group \(group) has already replayed this whole range"), "\(again.stdout)")
+        #expect(!again.stdout.contains("Replayed 0 records"), "\(again.stdout)")
+    }
+
+    /// The rate since the start would stay high for minutes while nothing moves, and its ETA count down.
+    @Test("the progress rate is that of the last seconds, and a replay where nothing moves says so")
+    func progressRateIsRecent() {
+        var recent = RecentRate()
+        #expect(recent.rate == nil)
+        for second in 0...20 { recent.add(seconds: Double(second), done: Int64(second) * 1_000) }
+        #expect(recent.rate == 1_000)
+        #expect(recent.stalledSeconds() == nil)
+        for second in 21...40 { recent.add(seconds: Double(second), done: 20_000) }
+        #expect(recent.rate == 0, "nothing moved in the last ten seconds")
+        #expect(recent.stalledSeconds() == 20)
+        recent.add(seconds: 41, done: 20_500)
+        #expect(recent.stalledSeconds() == nil)
+        #expect(recent.rate == 50)
     }
 
     @Test("without --deliver the outputs go to replay.* topics and the live topics get nothing")

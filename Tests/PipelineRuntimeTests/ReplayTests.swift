@@ -356,6 +356,8 @@ struct ReplayTests {
         #expect(try ReplayBoundary(parsing: "beginning", option: "--from") == .beginning)
         #expect(try ReplayBoundary(parsing: "end", option: "--to") == .end)
         #expect(try ReplayBoundary(parsing: "0:10,3:7", option: "--from") == .offsets([0: 10, 3: 7]))
+        // Said back as given, to the millisecond (the summary line used to drop the fraction).
+        #expect(try ReplayBoundary(parsing: "2026-11-26T21:45:01.554Z", option: "--from").description.hasPrefix("2026-11-26T21:45:01.554"))
         #expect(try ReplayBoundary(parsing: "2026-11-20T10:00:00Z", option: "--from") == .time(Date(timeIntervalSince1970: 1_795_168_800)))
         let error = #expect(throws: ConfigurationError.self) { try ReplayBoundary(parsing: "yesterday", option: "--to") }
         #expect(error?.key == "--to")
@@ -379,6 +381,10 @@ struct ReplayTests {
                 (.offsets([0: 5]), .offsets([0: 2]), "--to", "partition 0 ends at offset 2, before --from's 5"),
                 // Replayed, partition 0 would have run to its end: --to's offset was meant for a partition --from left out.
                 (.offsets([0: 1]), .offsets([1: 3]), "--to", "partition 1, which --from does not replay"),
+                // The partitions --to leaves out would have been replayed to their ends (and sent, with --deliver).
+                (.beginning, .offsets([0: 0]), "--to", "gives no end for partitions \((1..<count).map(String.init).joined(separator: ",")) of"),
+                // A start (here a time after every record) past an end given as an offset is not an empty range.
+                (.time(Date().addingTimeInterval(3_600)), .offsets(Dictionary(uniqueKeysWithValues: (0..<count).map { ($0, 0) })), "--to", "ends at offset 0, before where --from"),
             ]
             for (from, to, key, says) in cases {
                 let error = await #expect(throws: ConfigurationError.self, "\(from) .. \(to)") {
