@@ -125,6 +125,9 @@ struct RenderingTests {
         #expect(notification.token == "TOKEN")
         let normal = try #require(rendered(eventJSON(platform: "apns", options: #"{"priority":"normal"}"#)))
         #expect(normal.headers == [Header("apns-push-type", "alert"), Header("apns-priority", "5")])
+        // No time to live: APNs' 0 (one attempt, not stored), as FCM gets "0s".
+        let now = try #require(rendered(eventJSON(platform: "apns", options: #"{"ttlSeconds":0}"#)))
+        #expect(now.headers == [Header("apns-push-type", "alert"), Header("apns-expiration", "0")])
     }
 
     @Test func apnsCollapseIdIsLimitedTo64Bytes() throws {

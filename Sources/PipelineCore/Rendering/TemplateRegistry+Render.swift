@@ -174,7 +174,9 @@ extension TemplateRegistry {
                     writer.writeRaw(byte: UInt8(ascii: "}"))
                 }
             }
-            let expiration = ttlSeconds.map { request.occurredAt.epochSeconds + $0 }
+            // A ttl of 0 is APNs' own 0: one attempt, not stored (as FCM's "0s"); `occurredAt` would be a date
+            // already past, which APNs reads as "store and retry until then".
+            let expiration = ttlSeconds.map { $0 == 0 ? 0 : request.occurredAt.epochSeconds + $0 }
             let members: RenderedNotification.TemplateMembers
             if let rendered {
                 members = .template(rendered)
