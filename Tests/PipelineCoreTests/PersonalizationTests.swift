@@ -74,6 +74,18 @@ struct PersonalizationTests {
         }
     }
 
+    /// The text-content-type pragma the personalizer puts first stood alone on its line before a blank first line,
+    /// and Mustache dropped that line: some recipients' texts lost a leading line break (found by review).
+    @Test(arguments: ["\n", "\n\n", "  \n", "\t\n", "\r\n", "\u{0B}", "\u{0C}", "\u{85}", "\u{2028}", "\u{2029}"])
+    func aLeadingBlankLineIsKept(_ leading: String) {
+        let personalizer = Personalizer(attributes: ["name": "Ada"])
+        let diagnostics = PersonalizerFastPathTests.diagnostics()
+        for text in [leading + "Hi {{name}}", leading + "{{#name}}Hi {{name}}{{/name}}"] {
+            #expect(personalizer.render(text, at: FieldPath("content", "body"), into: diagnostics) == leading + "Hi Ada", "\(Array(text.unicodeScalars))")
+        }
+        #expect(diagnostics.issues.isEmpty && diagnostics.warnings.isEmpty)
+    }
+
     @Test func invalidMustacheIsAFieldError() throws {
         #expect(throws: PipelineError.self) { try render(content: #"{"title":"{{#open}} never closed"}"#) }
         let error = try #require(throws: PipelineError.self) { try render(content: #"{"title":"{{#open}} x"}"#) }

@@ -70,7 +70,10 @@ struct Personalizer: Sendable {
     func renderWithMustache(_ text: String, at path: FieldPath, into diagnostics: RenderDiagnostics) -> String {
         let template: MustacheTemplate
         do {
-            template = try MustacheTemplate(string: Self.textPragma + text)
+            // The pragma stands alone on its line when the text's first line is blank, and Mustache drops a
+            // standalone tag's line: a line of its own keeps the text's first line.
+            let pragma = SimpleTemplate.firstLineIsNotBlank(text.utf8.span) ? Self.textPragma : Self.textPragma + "\n"
+            template = try MustacheTemplate(string: pragma + text)
         } catch {
             diagnostics.record(.init(.invalidField, at: path, "invalid {{placeholder}} syntax (\(error))"))
             return text
@@ -109,8 +112,8 @@ struct Personalizer: Sendable {
 /// Anything Mustache could read differently is rejected (and left to Mustache): any other tag kind
 /// (`{{#…}}`, `{{! …}}`, `{{> …}}`, `{{= …=}}`, `{{& …}}`), dotted names and transforms, whitespace
 /// inside a tag, an unclosed `{{`, a non-ASCII byte next to a tag (it could form one grapheme with a
-/// brace, and Mustache parses by `Character`), and text whose first line is blank (Mustache drops a
-/// blank line after the standalone `CONTENT_TYPE` pragma we prepend).
+/// brace, and Mustache parses by `Character`), and text whose first line is blank (the personalizer puts the
+/// `CONTENT_TYPE` pragma on a line of its own before it, which Mustache drops).
 enum SimpleTemplate {
     /// What ``fill(_:_:scratch:missing:)`` made of a text.
     enum Filled {
@@ -287,9 +290,9 @@ enum SimpleTemplate {
     }
 
     /// Whether the text's first line is not blank: after any spaces and tabs comes neither a control character nor
-    /// one of the other characters Swift counts as a newline (U+0085, U+2028, U+2029). Mustache drops a blank line
-    /// after the standalone pragma the personalizer puts first.
-    private static func firstLineIsNotBlank(_ bytes: Span<UInt8>) -> Bool {
+    /// one of the other characters Swift counts as a newline (U+0085, U+2028, U+2029). Behind a blank one, the pragma
+    /// the personalizer puts first would stand alone on its line, which Mustache drops.
+    static func firstLineIsNotBlank(_ bytes: Span<UInt8>) -> Bool {
         var first = 0
         while first < bytes.count, bytes[first] == UInt8(ascii: " ") || bytes[first] == UInt8(ascii: "\t") { first += 1 }
         guard first < bytes.count else { return false }
