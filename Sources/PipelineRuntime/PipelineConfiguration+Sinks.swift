@@ -31,8 +31,9 @@ extension PipelineConfiguration.Sinks {
                     case "initialBackoffMilliseconds": retry.initialBackoff = .milliseconds(try number())
                     case "maxBackoffSeconds": retry.maxBackoff = .seconds(try number())
                     case "deadlineSeconds": retry.deadline = .seconds(try number())
+                    case "throttledBackoffSeconds": retry.throttledBackoff = .seconds(try number())
                     default:
-                        throw ConfigurationError(key: retryPath, reason: "unknown key (expected initialBackoffMilliseconds, maxBackoffSeconds, deadlineSeconds)")
+                        throw ConfigurationError(key: retryPath, reason: "unknown key (expected initialBackoffMilliseconds, maxBackoffSeconds, deadlineSeconds, throttledBackoffSeconds)")
                     }
                 }
             case "$comment":
@@ -84,6 +85,7 @@ extension PipelineConfiguration.Sinks {
             "initialBackoffMilliseconds": .int(retry.initialBackoff.wholeMilliseconds),
             "maxBackoffSeconds": .int(retry.maxBackoff.wholeMilliseconds / 1000),
             "deadlineSeconds": .int(retry.deadline.wholeMilliseconds / 1000),
+            "throttledBackoffSeconds": .int(retry.throttledBackoff.wholeMilliseconds / 1000),
         ])
         return .object(object)
     }

@@ -10,18 +10,37 @@ public struct RetryPolicy: Sendable, Equatable {
     public var jitter: Double
     /// How long after its first attempt a notification may still be retried; past it, it fails with the last reason.
     public var deadline: Duration
+    /// The wait after an answer that throttles the whole sink without a `Retry-After` (FCM asks for at least a minute
+    /// after `QUOTA_EXCEEDED`: its quota refills by the minute); the sink sends nothing meanwhile.
+    public var throttledBackoff: Duration
 
-    /// Creates a policy. The defaults suit FCM and APNs: 0.5 s doubling up to 60 s, 20 % jitter, 10 minutes.
+    /// Creates a policy. The defaults suit FCM and APNs: 0.5 s doubling up to 60 s, 20 % jitter, 10 minutes, and a
+    /// minute after a sink-wide throttle that names no `Retry-After`.
     public init(
         initialBackoff: Duration = .milliseconds(500),
         maxBackoff: Duration = .seconds(60),
         jitter: Double = 0.2,
-        deadline: Duration = .seconds(600)
+        deadline: Duration = .seconds(600),
+        throttledBackoff: Duration = .seconds(60)
     ) {
         self.initialBackoff = initialBackoff
         self.maxBackoff = maxBackoff
         self.jitter = jitter
         self.deadline = deadline
+        self.throttledBackoff = throttledBackoff
+    }
+
+    /// How long an answer holds back every attempt of the sink: a throttle of the whole sink (not one recipient's
+    /// limit) for its `Retry-After`, or ``throttledBackoff`` without one; `nil` for any other answer.
+    public func sinkWideHold(after failure: SinkFailure) -> Duration? {
+        guard failure.code == .throttled, !failure.concernsOneRecipient else { return nil }
+        return failure.retryAfter ?? throttledBackoff
+    }
+
+    /// The wait before the next attempt of a notification whose `attempts`th attempt failed with `failure`: at least
+    /// the sink-wide hold it caused (``sinkWideHold(after:)``), otherwise ``delay(afterAttempts:retryAfter:random:)``.
+    public func delay(after failure: SinkFailure, attempts: Int, random: Double) -> Duration {
+        delay(afterAttempts: attempts, retryAfter: failure.retryAfter ?? sinkWideHold(after: failure), random: random)
     }
 
     /// The wait before the next attempt after `attempts` failed ones.
@@ -87,8 +106,10 @@ public enum RetryingDelivery {
     ///   - policy: backoff, jitter and deadline.
     ///   - clock: the clock to wait on.
     ///   - random: jitter source, a number in `0..<1` per call.
-    ///   - willRetry: told before each wait, with the failure and the wait (to mark a sink throttled, to log).
+    ///   - willRetry: told before each wait, with the failure and the wait (to log).
     ///   - stopReason: asked before each attempt; a reason ends the delivery as ``Result/cancelled(_:)`` unattempted.
+    ///   - holdBack: asked before each attempt: how long the whole sink is held back from now (a throttle of the
+    ///     sink, ``RetryPolicy/sinkWideHold(after:)``), waited out first; `nil` when it is not.
     ///   - attempt: one attempt, given its number (1 for the first); `nil` when it succeeded.
     public static func run(
         policy: RetryPolicy,
@@ -96,14 +117,24 @@ public enum RetryingDelivery {
         random: @Sendable () -> Double = { Double.random(in: 0..<1) },
         willRetry: (SinkFailure, Duration) -> Void = { _, _ in },
         stopReason: () -> SinkFailure? = { nil },
+        holdBack: () -> Duration? = { nil },
         attempt: (Int) async -> SinkFailure?
     ) async -> Result {
-        await run(policy: policy, clock: clock, random: random, permits: nil, willRetry: willRetry, stopReason: stopReason, attempt: attempt)
+        await run(
+            policy: policy,
+            clock: clock,
+            random: random,
+            permits: nil,
+            willRetry: willRetry,
+            stopReason: stopReason,
+            holdBack: holdBack,
+            attempt: attempt
+        )
     }
 
-    /// ``run(policy:clock:random:willRetry:stopReason:attempt:)`` holding one of `permits` for each attempt (and
-    /// only then): taken before `stopReason` is asked, so a delivery that waited for its turn sees a stop that came
-    /// meanwhile, and given back when the attempt ends.
+    /// ``run(policy:clock:random:willRetry:stopReason:holdBack:attempt:)`` holding one of `permits` for each
+    /// attempt (and only then): taken before `stopReason` is asked, so a delivery that waited for its turn sees a stop
+    /// that came meanwhile, and given back when the attempt ends.
     static func run(
         policy: RetryPolicy,
         clock: RetryClock,
@@ -111,13 +142,28 @@ public enum RetryingDelivery {
         permits: AttemptPermits?,
         willRetry: (SinkFailure, Duration) -> Void = { _, _ in },
         stopReason: () -> SinkFailure? = { nil },
+        holdBack: () -> Duration? = { nil },
         attempt: (Int) async -> SinkFailure?
     ) async -> Result {
         // Set at the first attempt: the deadline counts from there, not from the wait for a permit before it (behind
         // a backlog, or other recipients' attempts timing out), which is no retrying.
         var start = Duration.zero
         var attempts = 0
+        var last: SinkFailure?
         while true {
+            // The whole sink is held (throttled): no attempt until that passes, however many are queued.
+            while let hold = holdBack() {
+                if let reason = stopReason() { return .cancelled(reason) }
+                do {
+                    try await clock.sleep(hold)
+                } catch {
+                    return .cancelled(last ?? SinkFailure(.unavailable, "cancelled while the sink was throttled (shutting down)", attempts: attempts))
+                }
+            }
+            if var failure = last, clock.now() - start > policy.deadline {
+                failure.detail += " (gave up after \(attempts) attempt\(attempts == 1 ? "" : "s"): the sink was throttled past the retry deadline of \(Self.seconds(policy.deadline)))"
+                return .failed(failure)
+            }
             if let permits, !(await permits.acquire()) {
                 return .cancelled(SinkFailure(.unavailable, "cancelled while waiting for its turn to be sent (shutting down)", attempts: attempts))
             }
@@ -135,7 +181,7 @@ public enum RetryingDelivery {
             // Cancelled (shutting down) during the attempt, which is then no answer of the platform: there is no next
             // attempt to wait for, and the deadline does not make it a failure.
             if Task.isCancelled { return .cancelled(failure) }
-            let wait = policy.delay(afterAttempts: attempts, retryAfter: failure.retryAfter, random: random())
+            let wait = policy.delay(after: failure, attempts: attempts, random: random())
             let elapsed = clock.now() - start
             if elapsed + wait > policy.deadline {
                 let asked = failure.retryAfter.map { " (Retry-After \(Self.seconds($0)))" } ?? ""
@@ -145,6 +191,7 @@ public enum RetryingDelivery {
                 return .failed(failure)
             }
             willRetry(failure, wait)
+            last = failure
             do {
                 try await clock.sleep(wait)
             } catch {

@@ -21,8 +21,9 @@ extension PlatformSender {
 }
 
 /// A ``PushSink`` over a ``PlatformSender``: at most `concurrency` attempts at a time, one recipient's
-/// notifications strictly in submission order, ``RetryPolicy`` for throttled and unavailable answers, and a stop
-/// (everything held reported ``SinkOutcome/abandoned(_:)``) when the platform refuses the sink's credentials.
+/// notifications strictly in submission order, ``RetryPolicy`` for throttled and unavailable answers (a throttle of
+/// the whole sink holds every attempt until its `Retry-After` passes), and a stop (everything held reported
+/// ``SinkOutcome/abandoned(_:)``) when the platform refuses the sink's credentials.
 public final class RetryingSink<Sender: PlatformSender>: PushSink {
     private struct Job: Sendable {
         var notification: RenderedNotification
@@ -36,6 +37,9 @@ public final class RetryingSink<Sender: PlatformSender>: PushSink {
         /// is left to send): the gap between a `Retry-After` ending and the next answer does not count as recovered.
         var isThrottled = false
         var lastThrottled: Duration = .zero
+        /// Until when (clock time) the whole sink is held back by its last sink-wide throttle: no attempt is made
+        /// before, so a quota's `Retry-After` is not answered by the rest of the queue at full speed.
+        var heldUntil: Duration = .zero
         /// Whether the platform has shown the sink's configuration right since the sink started: it accepted a
         /// notification, or said a token is no longer registered (``SinkFailure/confirmsConfiguration``).
         var isConfirmed = false
@@ -155,6 +159,10 @@ public final class RetryingSink<Sender: PlatformSender>: PushSink {
                 if job.isCancelled() { return SinkFailure(.unavailable, "withdrawn: the event's partition moved to another instance") }
                 return nil
             },
+            holdBack: {
+                let now = clock.now()
+                return health.withLock { $0.heldUntil > now ? $0.heldUntil - now : nil }
+            },
             attempt: { _ in
                 let failure = await sender.attempt(job.notification)
                 // Judged while the attempt's permit is held: a stop it causes is seen by every attempt after it.
@@ -186,6 +194,16 @@ public final class RetryingSink<Sender: PlatformSender>: PushSink {
                 if now - health.lastThrottled >= .seconds(1) { health.isThrottled = false }
             }
             return nil
+        }
+        // A throttle of the whole sink (a quota, not one device's limit) holds every attempt of the sink, and marks
+        // it throttled (the pipeline then stops reading for it), also when this notification is not retried.
+        if let hold = policy.sinkWideHold(after: failure) {
+            let now = clock.now()
+            health.withLock { health in
+                health.isThrottled = true
+                health.lastThrottled = now
+                health.heldUntil = max(health.heldUntil, now + hold)
+            }
         }
         switch failure.code {
         case .auth:
@@ -231,11 +249,6 @@ public final class RetryingSink<Sender: PlatformSender>: PushSink {
     private func noteRetry(_ failure: SinkFailure, wait: Duration) {
         let now = clock.now()
         let report: Int? = health.withLock { health in
-            // A limit on one device's messages (APNs 429) holds back that recipient only, not the sink.
-            if failure.code == .throttled, !failure.concernsOneRecipient {
-                health.isThrottled = true
-                health.lastThrottled = now
-            }
             health.retriesSinceLog += 1
             if let last = health.lastRetryLog, now - last < .seconds(5) { return nil }
             health.lastRetryLog = now

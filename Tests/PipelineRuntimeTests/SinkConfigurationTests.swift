@@ -17,7 +17,7 @@ struct SinkConfigurationTests {
         let file = try object(
             #"""
             {
-              "sinks": {"fcm": ["kafka", "fcm"], "apns": ["apns"], "retry": {"initialBackoffMilliseconds": 250, "maxBackoffSeconds": 20, "deadlineSeconds": 120}},
+              "sinks": {"fcm": ["kafka", "fcm"], "apns": ["apns"], "retry": {"initialBackoffMilliseconds": 250, "maxBackoffSeconds": 20, "deadlineSeconds": 120, "throttledBackoffSeconds": 90}},
               "fcm": {"serviceAccountFile": "/run/secrets/fcm.json", "projectId": "p1", "concurrency": 32, "requestTimeoutSeconds": 5},
               "apns": {"environment": "sandbox", "keyId": "K1", "teamId": "T1", "privateKeyFile": "/run/secrets/apns.p8", "topic": "com.example", "tokenRefreshMinutes": 30, "concurrency": 200},
               "topics": {"tokens": "dead.tokens"}
@@ -26,7 +26,7 @@ struct SinkConfigurationTests {
         )
         let loaded = try PipelineConfiguration.load(file: file, environment: [:])
         #expect(loaded.sinks.routes == [.fcm: ["kafka", "fcm"], .apns: ["apns"]])
-        #expect(loaded.sinks.retry == RetryPolicy(initialBackoff: .milliseconds(250), maxBackoff: .seconds(20), deadline: .seconds(120)))
+        #expect(loaded.sinks.retry == RetryPolicy(initialBackoff: .milliseconds(250), maxBackoff: .seconds(20), deadline: .seconds(120), throttledBackoff: .seconds(90)))
         #expect(loaded.sinks.fcm.serviceAccount == .file(path: "/run/secrets/fcm.json"))
         #expect(loaded.sinks.fcm.projectID == "p1")
         #expect(loaded.sinks.fcm.concurrency == 32)

@@ -212,12 +212,13 @@ struct APNsSinkTests {
 
     /// APNs answers 429 for two reasons: `TooManyRequests` is about one device token, and only that recipient waits;
     /// `TooManyProviderTokenUpdates` is about the provider token every request of the sink carries, so the whole sink
-    /// waits: it counts as throttled, and the pipeline pauses the partitions feeding it.
+    /// waits: it counts as throttled, the pipeline pauses the partitions feeding it, and without a `Retry-After` the
+    /// sink waits its throttled backoff (here 5 s), not the first backoff.
     @Test("429 TooManyProviderTokenUpdates throttles the sink; 429 TooManyRequests holds back only its recipient", arguments: [
-        ("TooManyProviderTokenUpdates", SinkState.throttled),
-        ("TooManyRequests", SinkState.ready),
+        ("TooManyProviderTokenUpdates", SinkState.throttled, [Duration.seconds(5)]),
+        ("TooManyRequests", SinkState.ready, [Duration.milliseconds(500)]),
     ])
-    func throttlingScope(reason: String, stateWhileWaiting expected: SinkState) async throws {
+    func throttlingScope(reason: String, stateWhileWaiting expected: SinkState, sleeps: [Duration]) async throws {
         let apns = try await FakeAPNs.start()
         defer { Task { await apns.shutdown() } }
         apns.answers.script("0badc0de", [Self.reason(429, reason)])
@@ -226,7 +227,7 @@ struct APNsSinkTests {
         let sinkBox = Mutex<RetryingSink<APNsSender>?>(nil)
         let stateWhileWaiting = Mutex<SinkState?>(nil)
         let recordingClock = clock.retryClock { stateWhileWaiting.withLock { $0 = sinkBox.withLock { $0 }?.state } }
-        let policy = RetryPolicy(initialBackoff: .milliseconds(500), jitter: 0, deadline: .seconds(30))
+        let policy = RetryPolicy(initialBackoff: .milliseconds(500), jitter: 0, deadline: .seconds(30), throttledBackoff: .seconds(5))
         let sink = RetryingSink(sender: try APNsSender(apns.configuration, environment: [:]), concurrency: 4, policy: policy, clock: recordingClock, logger: sinkLogger)
         sinkBox.withLock { $0 = sink }
         let outcomes = Outcomes()
@@ -236,7 +237,7 @@ struct APNsSinkTests {
             try await outcomes.wait(for: 1)
         }
         #expect(outcomes[notification.eventId] == .delivered(attempts: 2))
-        #expect(clock.sleeps == [.milliseconds(500)])
+        #expect(clock.sleeps == sleeps)
         #expect(stateWhileWaiting.withLock { $0 } == expected)
     }
 

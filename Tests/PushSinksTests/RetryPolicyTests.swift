@@ -23,6 +23,20 @@ struct RetryPolicyTests {
         #expect(policy.delay(afterAttempts: 1, retryAfter: .zero, random: 0) == .milliseconds(500), "Retry-After: 0 is no reason to hammer")
     }
 
+    /// FCM asks for "exponential backoff with a minimum initial delay of 1 minute" after QUOTA_EXCEEDED, which often
+    /// comes without a Retry-After; a 0.5 s backoff made about seven pointless attempts per message (found by review).
+    @Test("a sink-wide throttle without Retry-After waits the throttled backoff; one recipient's throttle backs off as usual")
+    func throttleWithoutRetryAfter() {
+        let sinkWide = SinkFailure(.throttled, "FCM 429 QUOTA_EXCEEDED")
+        #expect(policy.sinkWideHold(after: sinkWide) == .seconds(60))
+        #expect(policy.delay(after: sinkWide, attempts: 1, random: 0) == .seconds(60))
+        #expect(policy.sinkWideHold(after: SinkFailure(.throttled, "429", retryAfter: .seconds(5))) == .seconds(5))
+        let oneDevice = SinkFailure(.throttled, "APNs 429 TooManyRequests", concernsOneRecipient: true)
+        #expect(policy.sinkWideHold(after: oneDevice) == nil)
+        #expect(policy.delay(after: oneDevice, attempts: 1, random: 0) == .milliseconds(500))
+        #expect(policy.sinkWideHold(after: SinkFailure(.unavailable, "503")) == nil)
+    }
+
     @Test("unavailable attempts are retried with growing waits until one succeeds")
     func retriesUntilSuccess() async {
         let clock = VirtualClock()

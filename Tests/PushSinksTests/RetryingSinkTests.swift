@@ -140,8 +140,10 @@ struct RetryingSinkTests {
         #expect(platform.peakRunning > 1, "different recipients run in parallel")
     }
 
-    @Test("a throttled recipient holds only its own later notifications; the sink reports throttled while waiting")
-    func throttledHoldsItsRecipient() async throws {
+    /// A quota (FCM `QUOTA_EXCEEDED`) answered for one notification applies to the sink: the rest of the queue used
+    /// to be sent at full speed meanwhile, each getting its own 429 (found by review).
+    @Test("a sink-wide throttle holds every recipient's attempts until its Retry-After passes; the sink reports throttled meanwhile")
+    func sinkWideThrottleHoldsEveryAttempt() async throws {
         let clock = HeldClock()
         let platform = ScriptedPlatform { notification, attempt in
             if notification.eventId == "event-0", attempt == 1 {
@@ -165,15 +167,78 @@ struct RetryingSinkTests {
                 let other = try notification(index, recipient: "fast-\(index)")
                 await sink.submit(other, completion: log.record(other.eventId))
             }
+            // Given time they would have used to be sent in (the clock's waits hold until released).
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(platform.attempts == ["event-0"], "nothing else is sent while the sink is held")
+            #expect(log.all.isEmpty)
+            #expect(sink.state == .throttled)
+            clock.release()
+            try await log.waitForCount(6)
+        }
+        #expect(log.all.allSatisfy { $0.1 == .delivered(attempts: $0.0 == "event-0" ? 2 : 1) }, "\(log.all)")
+        #expect(log.all.map(\.0).filter { $0 == "event-0" || $0 == "event-1" } == ["event-0", "event-1"], "the recipient keeps its order")
+        #expect(clock.virtual.sleeps.allSatisfy { $0 == .seconds(30) }, "Retry-After honoured: \(clock.virtual.sleeps)")
+    }
+
+    /// A limit on one device's messages (APNs 429 `TooManyRequests`) is that recipient's: the others go on.
+    @Test("a throttled recipient holds only its own later notifications")
+    func throttledRecipientHoldsOnlyItself() async throws {
+        let clock = HeldClock()
+        let platform = ScriptedPlatform { notification, attempt in
+            if notification.eventId == "event-0", attempt == 1 {
+                return SinkFailure(.throttled, "429 TooManyRequests", retryAfter: .seconds(30), concernsOneRecipient: true)
+            }
+            return nil
+        }
+        let sink = RetryingSink(sender: platform, concurrency: 2, policy: RetryPolicy(jitter: 0), clock: clock.retryClock, logger: logger)
+        let log = OutcomeLog()
+        try await running(sink) {
+            let first = try notification(0, recipient: "slow")
+            let second = try notification(1, recipient: "slow")
+            await sink.submit(first, completion: log.record(first.eventId))
+            await sink.submit(second, completion: log.record(second.eventId))
+            for index in 2..<6 {
+                let other = try notification(index, recipient: "fast-\(index)")
+                await sink.submit(other, completion: log.record(other.eventId))
+            }
             try await log.waitForCount(4)
             #expect(Set(log.all.map(\.0)) == ["event-2", "event-3", "event-4", "event-5"], "other recipients are not held")
-            #expect(sink.state == .throttled, "notifications accepted within a second of a 429 are not yet a recovery")
+            #expect(sink.state == .ready, "one device's limit is not the sink's")
             clock.release()
             try await log.waitForCount(6)
         }
         #expect(log.all.suffix(2).map(\.0) == ["event-0", "event-1"], "the held recipient keeps its order")
         #expect(log.all.first { $0.0 == "event-0" }?.1 == .delivered(attempts: 2))
         #expect(clock.virtual.sleeps == [.seconds(30)], "Retry-After honoured")
+    }
+
+    /// A `Retry-After` longer than the retry deadline gives the message up at once: the sink used to stay "ready"
+    /// then, and the pipeline kept reading at full speed into the quota (found by review).
+    @Test("a sink-wide throttle marks the sink throttled also when its message is given up")
+    func throttleGivenUpStillMarksTheSink() async throws {
+        let clock = HeldClock()
+        let platform = ScriptedPlatform { notification, _ in
+            notification.eventId == "event-0" ? SinkFailure(.throttled, "FCM 429 QUOTA_EXCEEDED", retryAfter: .seconds(3_600)) : nil
+        }
+        let sink = RetryingSink(sender: platform, concurrency: 2, policy: RetryPolicy(jitter: 0, deadline: .seconds(600)), clock: clock.retryClock, logger: logger)
+        let log = OutcomeLog()
+        try await running(sink) {
+            let first = try notification(0, recipient: "a")
+            let second = try notification(1, recipient: "b")
+            await sink.submit(first, completion: log.record(first.eventId))
+            try await log.waitForCount(1)
+            await sink.submit(second, completion: log.record(second.eventId))
+            #expect(sink.state == .throttled)
+            clock.release()
+            try await log.waitForCount(2)
+        }
+        guard case .failed(let failure)? = log.all.first?.1 else {
+            Issue.record("expected event-0 to fail: \(log.all)")
+            return
+        }
+        #expect(failure.code == .throttled)
+        #expect(log.all.last?.1 == .delivered(attempts: 1), "sent once the hour passed")
+        #expect(clock.virtual.sleeps == [.seconds(3_600)], "the next notification waited out the Retry-After")
     }
 
     /// As many recipients waiting out a per-device limit (APNs 429) as the sink has attempts in flight: a wait holds
