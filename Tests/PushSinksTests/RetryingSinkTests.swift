@@ -98,16 +98,21 @@ struct RetryingSinkTests {
         try Fixtures.notification("basic-fcm", registry: registry, eventId: "event-\(index)", recipient: recipient, token: "token-\(recipient)")
     }
 
-    /// Runs the sink while `body` runs.
     /// Submits notifications `event-0` … `event-<count-1>`, each to the recipient `recipient(index)`, recording
     /// their outcomes in `log`.
     func submit(_ count: Int, to sink: some PushSink, log: OutcomeLog, recipient: (Int) -> String = { "user-\($0)" }) async throws {
-        for index in 0..<count {
+        try await submit(0..<count, to: sink, log: log, recipient: recipient)
+    }
+
+    /// Submits notifications `event-<index>` for each of `indices`, as ``submit(_:to:log:recipient:)-(Int,_,_,_)``.
+    func submit(_ indices: Range<Int>, to sink: some PushSink, log: OutcomeLog, recipient: (Int) -> String) async throws {
+        for index in indices {
             let item = try notification(index, recipient: recipient(index))
             await sink.submit(item, completion: log.record(item.eventId))
         }
     }
 
+    /// Runs the sink while `body` runs.
     func running<S: PushSink>(_ sink: S, _ body: () async throws -> Void) async throws {
         let task = Task { await sink.run() }
         defer { task.cancel() }
@@ -146,27 +151,18 @@ struct RetryingSinkTests {
     func sinkWideThrottleHoldsEveryAttempt() async throws {
         let clock = HeldClock()
         let platform = ScriptedPlatform { notification, attempt in
-            if notification.eventId == "event-0", attempt == 1 {
-                return SinkFailure(.throttled, "429", retryAfter: .seconds(30))
-            }
-            return nil
+            notification.eventId == "event-0" && attempt == 1 ? SinkFailure(.throttled, "429", retryAfter: .seconds(30)) : nil
         }
         let sink = RetryingSink(sender: platform, concurrency: 2, policy: RetryPolicy(jitter: 0), clock: clock.retryClock, logger: logger)
         let log = OutcomeLog()
         try await running(sink) {
-            let first = try notification(0, recipient: "slow")
-            let second = try notification(1, recipient: "slow")
-            await sink.submit(first, completion: log.record(first.eventId))
-            await sink.submit(second, completion: log.record(second.eventId))
+            try await submit(0..<2, to: sink, log: log, recipient: { _ in "slow" })
             let start = ContinuousClock.now
             while sink.state != .throttled {
                 if ContinuousClock.now - start > .seconds(60) { throw TestFailure(description: "the sink never reported throttled") }
                 try await Task.sleep(for: .milliseconds(2))
             }
-            for index in 2..<6 {
-                let other = try notification(index, recipient: "fast-\(index)")
-                await sink.submit(other, completion: log.record(other.eventId))
-            }
+            try await submit(2..<6, to: sink, log: log, recipient: { "fast-\($0)" })
             // Given time they would have used to be sent in (the clock's waits hold until released).
             try await Task.sleep(for: .milliseconds(300))
             #expect(platform.attempts == ["event-0"], "nothing else is sent while the sink is held")
@@ -185,22 +181,13 @@ struct RetryingSinkTests {
     func throttledRecipientHoldsOnlyItself() async throws {
         let clock = HeldClock()
         let platform = ScriptedPlatform { notification, attempt in
-            if notification.eventId == "event-0", attempt == 1 {
-                return SinkFailure(.throttled, "429 TooManyRequests", retryAfter: .seconds(30), concernsOneRecipient: true)
-            }
-            return nil
+            notification.eventId == "event-0" && attempt == 1 ? SinkFailure(.throttled, "429 TooManyRequests", retryAfter: .seconds(30), concernsOneRecipient: true) : nil
         }
         let sink = RetryingSink(sender: platform, concurrency: 2, policy: RetryPolicy(jitter: 0), clock: clock.retryClock, logger: logger)
         let log = OutcomeLog()
         try await running(sink) {
-            let first = try notification(0, recipient: "slow")
-            let second = try notification(1, recipient: "slow")
-            await sink.submit(first, completion: log.record(first.eventId))
-            await sink.submit(second, completion: log.record(second.eventId))
-            for index in 2..<6 {
-                let other = try notification(index, recipient: "fast-\(index)")
-                await sink.submit(other, completion: log.record(other.eventId))
-            }
+            try await submit(0..<2, to: sink, log: log, recipient: { _ in "slow" })
+            try await submit(2..<6, to: sink, log: log, recipient: { "fast-\($0)" })
             try await log.waitForCount(4)
             #expect(Set(log.all.map(\.0)) == ["event-2", "event-3", "event-4", "event-5"], "other recipients are not held")
             #expect(sink.state == .ready, "one device's limit is not the sink's")
@@ -491,3 +478,4 @@ struct RetryingSinkTests {
         #expect(sink.state == .ready)
     }
 }
+
