@@ -75,7 +75,10 @@ public struct EventProcessor: Sendable {
         do throws(PipelineError) {
             request = try PushRequest(decoding: document, scratch: scratch)
         } catch {
-            return .rejected(MessageIdentity(undecodable: document.value, eventId: error.eventId, sourcePosition: sourcePosition()), error)
+            var identity = MessageIdentity(undecodable: document.value, eventId: error.eventId, sourcePosition: sourcePosition())
+            // A registered template by its id, as the other outcomes name it (not the alias the event used).
+            if let name = identity.template, let renderer = try? registry.renderer(named: name) { identity.template = renderer.templateID }
+            return .rejected(identity, error)
         }
         let now = decisionTime ?? request.occurredAt
         // Made only for decisions that carry it: a rendered notification has its message id already (hashing it

@@ -144,6 +144,24 @@ struct EventProcessorTests {
         }
     }
 
+    /// Found by review: an event rejected while its envelope was read named the alias it used (`car`), every other
+    /// outcome the template's id (`carousel`), splitting one template in two in the analytics.
+    @Test("a rejected event names its template by id, whichever name it used, also when its envelope is wrong")
+    func rejectedEventsNameTheTemplateById() {
+        let noToken = Array(#"{"eventId":"e-1","occurredAt":"2026-11-20T10:00:00Z","campaignId":"c-1","template":"car","recipient":{"id":"u-1","platform":"fcm"},"content":{"title":"t","body":"b"}}"#.utf8)
+        guard case .rejected(let identity, let error) = processor.process(noToken, sourcePosition: "t/0@0", campaigns: CampaignTable(), decisionTime: nil) else {
+            Issue.record("expected a rejection")
+            return
+        }
+        #expect(error.issues.first?.path.description == "recipient.token")
+        #expect(identity.template == "carousel")
+        guard case .rejected(let unknown, _) = processor.process(event("", template: "banner"), sourcePosition: "t/0@0", campaigns: CampaignTable(), decisionTime: nil) else {
+            Issue.record("expected a rejection")
+            return
+        }
+        #expect(unknown.template == "banner", "an unknown name stays as given")
+    }
+
     @Test("unreadable bytes are rejected with a message id derived from the record's position")
     func unreadable() {
         guard case .rejected(let identity, let error) = processor.process(Array("{not json".utf8), sourcePosition: "s/3@17", campaigns: CampaignTable(), decisionTime: nil) else {
