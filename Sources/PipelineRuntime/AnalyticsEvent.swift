@@ -73,6 +73,25 @@ public struct AnalyticsEvent: Sendable, Hashable {
         )
     }
 
+    /// The most UTF-8 bytes of a reason's detail in a record (an analytics event, a dead letter's `error.detail`).
+    public static let detailLimit = 2_048
+
+    /// `detail`, cut to at most ``detailLimit`` bytes (at a character boundary, saying how long it was): an event with
+    /// thousands of problems, or one quoting a huge value, made records the cluster refused for their size.
+    static func boundedDetail(_ detail: String) -> String {
+        let total = detail.utf8.count
+        guard total > detailLimit else { return detail }
+        let marker = " … (cut: \(total) bytes in all)"
+        var kept = String.UnicodeScalarView()
+        var bytes = 0
+        for scalar in detail.unicodeScalars {
+            bytes += UTF8.width(scalar)
+            if bytes > detailLimit - marker.utf8.count { break }
+            kept.append(scalar)
+        }
+        return String(kept) + marker
+    }
+
     /// The bytes ``encoded()`` writes for an event with these fields, for callers that hold them elsewhere: making
     /// an event only to encode it copies the identity (a reference count for each of its texts).
     static func encode(
@@ -95,7 +114,7 @@ public struct AnalyticsEvent: Sendable, Hashable {
             writer.key(RecordKeys.reason)
             writer.beginObject()
             writer.member(RecordKeys.code, reasonCode)
-            writer.member(RecordKeys.detail, reasonDetail)
+            writer.member(RecordKeys.detail, reasonDetail.map { Self.boundedDetail($0) })
             writer.endObject()
         }
         writer.member(RecordKeys.cause, cause?.rawValue)

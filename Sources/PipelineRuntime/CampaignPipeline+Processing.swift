@@ -393,7 +393,7 @@ extension CampaignPipeline {
 
         case .rejected(let identity, let error), .awaitingDefinition(let identity, let error):
             recordInput(of: identity)
-            let detail = error.issues.map(\.description).joined(separator: "; ")
+            let detail = AnalyticsEvent.boundedDetail(error.issues.map(\.description).joined(separator: "; "))
             rejectedEventWarning.log(
                 to: logger,
                 metadata: [

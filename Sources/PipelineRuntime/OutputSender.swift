@@ -32,7 +32,8 @@ final class OutputSender: Sendable {
         /// One unit of the event is done.
         case eventUnit(EventTicket)
         /// The event's outcome record is written: counted in the statistics (with the record's bytes as the sample of
-        /// its kind), then one unit of the event is done.
+        /// its kind), then one unit of the event is done. One the cluster refuses for good is given up (logged as an
+        /// error), not retried for ever.
         case outcome(CountedOutcome, EventTicket)
         /// A sink's payload record: acknowledged means delivered. A record the cluster refuses for good (see
         /// ``OutputSender/isPermanent(_:)``) is failed, not retried.
@@ -193,6 +194,17 @@ final class OutputSender: Sendable {
     private func scheduleRetry(_ output: Output, after error: KafkaError) {
         if case .deadLetter(let ticket) = output.acknowledgement, Self.isPermanent(error) {
             deadLetterRefused(output, ticket: ticket, error: error)
+            return
+        }
+        if case .outcome(_, let ticket) = output.acknowledgement, Self.isPermanent(error) {
+            // Bounded in size (ids, a cut detail), so only an event with ids of hundreds of kilobytes gets here:
+            // retried for good, it would hold its partition's commit back for ever (and each restart would send the
+            // partition's later events to phones again).
+            logger.error(
+                "Outcome record refused for good; given up (its event has no analytics record)",
+                metadata: ["topic": "\(output.record.topic)", "bytes": "\(output.record.value?.count ?? 0)", "error": "\(error)"]
+            )
+            ticket.finishUnit()
             return
         }
         if case .payload(let completion) = output.acknowledgement, Self.isPermanent(error) {

@@ -42,4 +42,25 @@ struct AnalyticsRecordEncodingTests {
             #expect(TimerBook.decode(Array(text.utf8), partition: 0) == nil, "\(text)")
         }
     }
+
+    @Test("a reason's detail is cut to its limit at a character boundary, saying how long it was; a short one is kept")
+    func detailIsBounded() {
+        #expect(AnalyticsEvent.boundedDetail("content.title: required") == "content.title: required")
+        let exact = String(repeating: "x", count: AnalyticsEvent.detailLimit)
+        #expect(AnalyticsEvent.boundedDetail(exact) == exact)
+        let long = String(repeating: "é", count: 5_000)  // two bytes each
+        let cut = AnalyticsEvent.boundedDetail(long)
+        #expect(cut.utf8.count <= AnalyticsEvent.detailLimit)
+        #expect(cut.hasSuffix(" … (cut: 10000 bytes in all)"))
+        #expect(cut.hasPrefix(String(repeating: "é", count: 900)))
+        #expect(!cut.unicodeScalars.contains("\u{FFFD}"))
+        let record = AnalyticsEvent.encode(
+            kind: .rejected,
+            identity: Self.identity,
+            occurredAt: Self.at,
+            reasonCode: "invalid_field",
+            reasonDetail: long
+        )
+        #expect(record.count < AnalyticsEvent.detailLimit + 500, "the record carries the cut detail")
+    }
 }

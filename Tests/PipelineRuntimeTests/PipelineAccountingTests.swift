@@ -8,6 +8,38 @@ import TestSupport
 
 @Suite("The streaming pipeline accounts for every event")
 struct PipelineAccountingTests {
+    /// Found by review: each of 10,000 reserved `custom` keys added its problem to the rejection's detail (1.2 MB),
+    /// which the dead letter and the `push.rejected` record carried; both were refused for their size, the outcome
+    /// was retried for ever, and the partition's commit never moved again.
+    @Test("an event with thousands of problems is rejected with a cut detail, its dead letter keeps it whole, and its partition goes on")
+    func thousandsOfProblems() async throws {
+        try await withPipelineCluster(partitions: 1) { kafka, configuration in
+            let factory = try EventFactory()
+            var poison = factory.event("basic-fcm", id: "poison", recipient: "user-P")
+            var custom = JSONObject()
+            for index in 0..<10_000 { custom[String(format: "gcm%05d", index)] = .string("") }
+            poison["custom"] = .object(custom)
+            let poisonBytes = JSONValue.object(poison).encoded()
+            let after = JSONValue.object(factory.event("basic-fcm", id: "after", recipient: "user-P")).encoded()
+            try await produce([("user-P", poisonBytes), ("user-P", after)], to: configuration.topics.sends, kafka: kafka)
+            let pipeline = CampaignPipeline(configuration: configuration, registry: builtinRegistry, logger: testLogger)
+            try await runUntilIdle(pipeline)
+
+            let outcomes = try await analyticsRecords(configuration, kafka: kafka).map(\.event)
+            let rejected = try #require(outcomes.first { $0.identity.eventId == "poison" })
+            #expect(rejected.kind == .rejected)
+            let detail = try #require(rejected.reasonDetail)
+            #expect(detail.utf8.count <= AnalyticsEvent.detailLimit)
+            #expect(detail.hasPrefix("custom: key 'gcm00000' is reserved by FCM"), "\(detail.prefix(200))")
+            #expect(detail.hasSuffix("bytes in all)"), "\(detail.suffix(100))")
+            #expect(outcomes.first { $0.identity.eventId == "after" }?.kind == .delivered, "the partition goes on")
+            #expect(outcomes.count == 2)
+            let deadLetters = try await readAll(configuration.topics.deadLetters, kafka: kafka)
+            #expect(deadLetters.count == 1)
+            #expect(deadLetters.first?.value == poisonBytes, "the original, whole")
+        }
+    }
+
     @Test("mixed events: one terminal outcome each, broken ones in the DLQ naming the field, payloads as rendered")
     func mixedEvents() async throws {
         try await withPipelineCluster(partitions: 12) { kafka, configuration in
