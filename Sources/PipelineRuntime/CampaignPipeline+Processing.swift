@@ -473,6 +473,11 @@ extension CampaignPipeline {
             ticket.tracker.abandon(at: ticket.offset)
             if !isStopping { stopBecauseSinkStopped(sinkName, reason) }
             return
+        case .expired(let detail):
+            // Its expiresAt passed while it waited to be sent: not delivered, as one read after it is not.
+            let expired = AnalyticsEvent(kind: .expired, identity: delivery.identity, occurredAt: .now(), cause: .ttl)
+            logger.debug("Event expired before it could be sent", metadata: ["eventId": "\(delivery.eventId)", "sink": "\(sinkName)", "detail": "\(detail)"])
+            analytics = outcomeOutput(expired, sourceTimestamp: delivery.sourceTimestamp, ticket: ticket)
         case .failed(let reason):
             let failed = AnalyticsEvent(
                 kind: .failed,
@@ -758,7 +763,8 @@ final class SinkDelivery: Sendable {
     var eventId: String { identity.eventId ?? "" }
 
     /// Records one sink's answer. Once every sink has answered, returns the outcome of them all: the first sink that
-    /// gave the notification up, otherwise the first that failed it, otherwise delivered (by the last to answer).
+    /// gave the notification up, otherwise the first that failed it, otherwise the first that found it expired,
+    /// otherwise delivered (by the last to answer).
     func answer(_ outcome: SinkOutcome, from sink: String) -> (outcome: SinkOutcome, sink: String)? {
         guard sinkCount > 1 else { return (outcome, sink) }
         return answers.withLock { answers in
@@ -766,6 +772,7 @@ final class SinkDelivery: Sendable {
             guard answers.count == sinkCount else { return nil }
             return answers.first { if case .abandoned = $0.outcome { true } else { false } }
                 ?? answers.first { if case .failed = $0.outcome { true } else { false } }
+                ?? answers.first { if case .expired = $0.outcome { true } else { false } }
                 ?? (outcome, sink)
         }
     }

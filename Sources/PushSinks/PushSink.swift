@@ -83,6 +83,9 @@ public enum SinkOutcome: Sendable, Equatable {
     case delivered(attempts: Int)
     /// It will not be delivered: refused for good, or retries ran out. Final.
     case failed(SinkFailure)
+    /// Not sent: its `expiresAt` passed before an attempt could be made (waiting for a retry, or behind a backlog),
+    /// and a request processed after it is not delivered. Final; `detail` says when.
+    case expired(detail: String)
     /// Not sent and not an outcome of the message: the sink stopped (see ``SinkState/stopped(_:)``), the
     /// notification was withdrawn, or the sink is shutting down. The pipeline leaves the event uncommitted, so it is
     /// processed again (after a restart, or by the partition's new owner).

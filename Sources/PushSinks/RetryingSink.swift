@@ -1,3 +1,4 @@
+import Foundation
 public import Logging
 public import PipelineCore
 import Synchronization
@@ -61,6 +62,8 @@ public final class RetryingSink<Sender: PlatformSender>: PushSink {
     /// look bad.
     public let refusalLimit: Int
     private let clock: RetryClock
+    /// The wall clock a notification's `expiresAt` is compared with.
+    private let wallClock: @Sendable () -> Timestamp
     private let logger: Logger
     private let queue = KeyedWorkQueue<Job>()
     private let health = Mutex(Health())
@@ -74,6 +77,7 @@ public final class RetryingSink<Sender: PlatformSender>: PushSink {
     ///   - clock: the clock retries wait on (a virtual one in tests).
     ///   - refusalLimit: dead-token answers in a row that point at the configuration, with none accepted yet, after
     ///     which the sink stops.
+    ///   - wallClock: the time a notification's `expiresAt` is compared with before each attempt.
     ///   - logger: failures are logged here, rate-limited.
     public init(
         sender: Sender,
@@ -81,6 +85,7 @@ public final class RetryingSink<Sender: PlatformSender>: PushSink {
         policy: RetryPolicy,
         clock: RetryClock = .continuous,
         refusalLimit: Int = 50,
+        wallClock: @escaping @Sendable () -> Timestamp = RetryingSink.wallClockNow,
         logger: Logger
     ) {
         self.sender = sender
@@ -88,7 +93,15 @@ public final class RetryingSink<Sender: PlatformSender>: PushSink {
         self.policy = policy
         self.refusalLimit = max(1, refusalLimit)
         self.clock = clock
+        self.wallClock = wallClock
         self.logger = logger
+    }
+
+    /// The system's wall-clock time.
+    @Sendable public static func wallClockNow() -> Timestamp {
+        let interval = Date().timeIntervalSince1970
+        let seconds = interval.rounded(.down)
+        return Timestamp(secondsSince1970: Int64(seconds), nanoseconds: Int32((interval - seconds) * 1_000_000_000))
     }
 
     public var kind: String { sender.kind }
@@ -149,6 +162,11 @@ public final class RetryingSink<Sender: PlatformSender>: PushSink {
     private func deliver(_ job: Job, permits: AttemptPermits) async -> SinkOutcome {
         // Set when this notification's dead-token answer reached the refusal limit and stopped the sink.
         var refusalStop: SinkFailure?
+        // Set when its `expiresAt` passed before an attempt: it is then not sent.
+        var expiredAt: Timestamp?
+        let expiresAt = job.notification.request.expiresAt
+        var attemptsMade = 0
+        var lastAnswer: SinkFailure?
         let result = await RetryingDelivery.run(
             policy: policy,
             clock: clock,
@@ -157,6 +175,13 @@ public final class RetryingSink<Sender: PlatformSender>: PushSink {
             stopReason: {
                 if let stopped = health.withLock({ $0.stopped }) { return stopped }
                 if job.isCancelled() { return SinkFailure(.unavailable, "withdrawn: the event's partition moved to another instance") }
+                if let expiresAt {
+                    let now = wallClock()
+                    if now >= expiresAt {
+                        expiredAt = now
+                        return SinkFailure(.unavailable, "expired before it could be sent")
+                    }
+                }
                 return nil
             },
             holdBack: {
@@ -165,6 +190,8 @@ public final class RetryingSink<Sender: PlatformSender>: PushSink {
             },
             attempt: { _ in
                 let failure = await sender.attempt(job.notification)
+                attemptsMade += 1
+                lastAnswer = failure
                 // Judged while the attempt's permit is held: a stop it causes is seen by every attempt after it.
                 refusalStop = judge(failure)
                 return failure
@@ -179,6 +206,10 @@ public final class RetryingSink<Sender: PlatformSender>: PushSink {
         case .failed(let failure):
             return refusalStop.map { .abandoned($0) } ?? .failed(failure)
         case .cancelled(let failure):
+            if let expiredAt, let expiresAt {
+                let tried = lastAnswer.map { " (\(attemptsMade) attempt\(attemptsMade == 1 ? "" : "s") failed, the last: \($0.detail))" } ?? " (not attempted)"
+                return .expired(detail: "not sent by \(expiredAt.rfc3339), after expiresAt \(expiresAt.rfc3339)\(tried)")
+            }
             return .abandoned(failure)
         }
     }

@@ -2,6 +2,7 @@ import Foundation
 import KafkaClient
 import PipelineCore
 import PipelineRuntime
+import PushSinks
 import Testing
 
 @Suite("Payloads the sink refuses for good", .timeLimit(.minutes(2)))
@@ -35,5 +36,40 @@ struct PipelineSinkRefusalTests {
             try await again.run()
             #expect(again.statistics.snapshot.totalIn == 0)
         }
+    }
+
+    /// A sink that finds a notification's expiresAt passed before it could send it (FCM and APNs retrying through an
+    /// outage) answers expired: the event ends push.expired (cause ttl), as one read after its expiresAt does.
+    @Test("a notification that expired waiting in a sink ends as push.expired with cause ttl, once, and is committed past")
+    func expiredInTheSink() async throws {
+        try await withPipelineCluster(partitions: 1) { kafka, configuration in
+            let factory = try EventFactory()
+            try await produce([("user-E", JSONValue.object(factory.event("basic-fcm", id: "expiring", recipient: "user-E")).encoded())], to: configuration.topics.sends, kafka: kafka)
+            var routed = configuration
+            routed.sinks.routes = [.fcm: ["expiring"], .apns: ["expiring"]]
+            let pipeline = CampaignPipeline(configuration: routed, registry: builtinRegistry, sinks: [ExpiringSink()], logger: testLogger)
+            try await pipeline.run()
+            let outcomes = try analytics(try await readAll(configuration.topics.analytics, kafka: kafka))
+            #expect(outcomes.map(\.kind) == [.expired])
+            #expect(outcomes.first?.cause == .ttl)
+            #expect(outcomes.first?.identity.eventId == "expiring")
+            let again = CampaignPipeline(configuration: routed, registry: builtinRegistry, sinks: [ExpiringSink()], logger: testLogger)
+            try await again.run()
+            #expect(again.statistics.snapshot.totalIn == 0, "committed past")
+        }
+    }
+}
+
+/// Answers every notification as expired before it could be sent.
+private final class ExpiringSink: PushSink {
+    let kind = "expiring"
+    let name = "expiring"
+
+    func submit(
+        _ notification: RenderedNotification,
+        isCancelled: @escaping @Sendable () -> Bool,
+        completion: @escaping @Sendable (SinkOutcome) -> Void
+    ) async {
+        completion(.expired(detail: "not sent by now, after expiresAt"))
     }
 }

@@ -205,6 +205,8 @@ struct APNsSinkTests {
             #expect(errorCase.abandoned)
             #expect(failure.code == errorCase.code)
             #expect(sink.state == .stopped(failure))
+        case .expired(let detail):
+            Issue.record("no expiresAt, yet expired: \(detail)")
         }
         #expect(clock.sleeps == errorCase.sleeps)
         #expect(apns.server.requests.count == errorCase.attempts)

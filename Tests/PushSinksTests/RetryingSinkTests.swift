@@ -176,6 +176,35 @@ struct RetryingSinkTests {
         #expect(clock.virtual.sleeps.allSatisfy { $0 == .seconds(30) }, "Retry-After honoured: \(clock.virtual.sleeps)")
     }
 
+    /// Found by review: `expiresAt` was judged only when the event was read; a notification retried through an outage
+    /// reached the phone after it ("a request processed after this instant is not delivered").
+    @Test("a notification whose expiresAt passes while it waits to be retried is not sent again: it expires")
+    func expiresWhileRetrying() async throws {
+        let clock = VirtualClock()
+        let start = Timestamp(secondsSince1970: 1_800_000_000)
+        // The wall clock moves with the virtual one.
+        let wallClock: @Sendable () -> Timestamp = {
+            let (seconds, attoseconds) = clock.now.components
+            return Timestamp(secondsSince1970: start.secondsSince1970 + seconds, nanoseconds: Int32(attoseconds / 1_000_000_000))
+        }
+        let platform = ScriptedPlatform { _, _ in SinkFailure(.unavailable, "503") }
+        let sink = RetryingSink(sender: platform, concurrency: 2, policy: RetryPolicy(jitter: 0), clock: clock.retryClock, wallClock: wallClock, logger: logger)
+        let log = OutcomeLog()
+        let expiring = try Fixtures.notification("basic-fcm", registry: registry, eventId: "event-0", recipient: "a", token: "t", expiresAt: start.adding(seconds: 3))
+        try await running(sink) {
+            await sink.submit(expiring, completion: log.record(expiring.eventId))
+            try await log.waitForCount(1)
+        }
+        guard case .expired(let detail)? = log.all.first?.1 else {
+            Issue.record("expected it to expire: \(log.all)")
+            return
+        }
+        // Attempts at 0, 0.5, 1.5 and 3.5 s: the fourth would have come after expiresAt (3 s).
+        #expect(platform.attempts.count == 3)
+        #expect(detail.contains("after expiresAt 2027-01-15T08:00:03Z"), "\(detail)")
+        #expect(detail.contains("3 attempts failed"), "\(detail)")
+    }
+
     /// A limit on one device's messages (APNs 429 `TooManyRequests`) is that recipient's: the others go on.
     @Test("a throttled recipient holds only its own later notifications")
     func throttledRecipientHoldsOnlyItself() async throws {

@@ -135,12 +135,14 @@ extension Fixtures {
         registry: TemplateRegistry,
         eventId: String,
         recipient: String,
-        token: String
+        token: String,
+        expiresAt: Timestamp? = nil
     ) throws -> RenderedNotification {
         let event = try Self.sample(sample)
             .setting(["eventId"], to: .string(eventId))
             .setting(["recipient", "id"], to: .string(recipient))
             .setting(["recipient", "token"], to: .string(token))
+            .setting(["expiresAt"], to: expiresAt.map { .string($0.rfc3339) })
         switch renderBothWays(registry, event) {
         case .rendered(let notification):
             return notification
