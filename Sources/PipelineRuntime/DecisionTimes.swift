@@ -221,10 +221,10 @@ final class DecisionTimes: Sendable {
     /// are written, and `countdown` (if any) is to be acknowledged once a record holding them landed. At most one
     /// record of a partition is in flight: each holds every range, so the changes made while one is in flight go in
     /// one newer record, sent when it lands (``recordLanded(_:now:)``), however long the partition has no leader.
-    ///
-    /// - Returns: whether a record is to be sent now (none was in flight; it now is).
     /// A closed partition (being revoked) gets no record: `countdown` is acknowledged at once (the outputs judged with
     /// the change are not written by this instance, whose reading of the partition is over).
+    ///
+    /// - Returns: whether a record is to be sent now (none was in flight; it now is).
     func recordNeeded(for partition: Int32, acknowledging countdown: AcknowledgementCountdown?, now: ContinuousClock.Instant = .now) -> Bool {
         let answer = flights.withLock { flights -> Bool? in
             if flights.closed.contains(partition) { return nil }
