@@ -236,6 +236,12 @@ struct RecentRate {
         return Double(max(0, last.done - first.done)) / (last.seconds - first.seconds)
     }
 
+    /// Estimated seconds until `total` is done at the recent rate; `nil` without a rate, or while nothing moves.
+    func remainingSeconds(toReach total: Int64) -> Double? {
+        guard stalledSeconds() == nil, let rate, rate > 0, let last = samples.last, last.done < total else { return nil }
+        return Double(total - last.done) / rate
+    }
+
     /// Seconds since `done` last changed, when that is at least `threshold`.
     func stalledSeconds(threshold: Double = 10) -> Double? {
         guard let lastChange, let last = samples.last, last.seconds - lastChange.seconds >= threshold else { return nil }
@@ -261,17 +267,11 @@ final class ProgressDisplay: Sendable {
     }
 
     func show(_ progress: ReplayProgress) {
-        let (rate, stalled) = state.withLock { state in
+        let (rate, remaining, stalled) = state.withLock { state in
             state.recent.add(seconds: progress.elapsedSeconds, done: progress.done)
-            return (state.recent.rate, state.recent.stalledSeconds())
+            return (state.recent.rate, state.recent.remainingSeconds(toReach: progress.total), state.recent.stalledSeconds())
         }
-        var total = Self.line(
-            "total",
-            done: progress.done,
-            of: progress.total,
-            rate: rate,
-            remaining: stalled == nil && progress.done < progress.total ? rate.flatMap { $0 > 0 ? Double(progress.total - progress.done) / $0 : nil } : nil
-        )
+        var total = Self.line("total", done: progress.done, of: progress.total, rate: rate, remaining: remaining)
         if let stalled { total += String(format: "  no progress for %.0f s (see the log for why)", stalled) }
         if isTerminal {
             var text = state.withLock { state in

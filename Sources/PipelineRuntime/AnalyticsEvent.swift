@@ -82,11 +82,12 @@ public struct AnalyticsEvent: Sendable, Hashable {
         let total = detail.utf8.count
         guard total > detailLimit else { return detail }
         let marker = " … (cut: \(total) bytes in all)"
+        let budget = detailLimit - marker.utf8.count
         var kept = String.UnicodeScalarView()
         var bytes = 0
         for scalar in detail.unicodeScalars {
             bytes += UTF8.width(scalar)
-            if bytes > detailLimit - marker.utf8.count { break }
+            if bytes > budget { break }
             kept.append(scalar)
         }
         return String(kept) + marker

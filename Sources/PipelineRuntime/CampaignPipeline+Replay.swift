@@ -13,12 +13,8 @@ extension CampaignPipeline {
         var doneBeforeStart: Int64 = 0
         var positions: [KafkaTopicPartitionOffset] = []
         for partition in partitions {
-            guard let range = plan.ranges[partition] else { continue }
-            var start = range.lowerBound
-            if let previous = committed.first(where: { $0.topicPartition == partition })?.offset, previous > start {
-                start = min(previous, range.upperBound)
-                resumed += 1
-            }
+            guard let range = plan.ranges[partition], let start = plan.start(of: partition, after: committed) else { continue }
+            if start > range.lowerBound { resumed += 1 }
             // Records before the start count as done for progress and the end check.
             readPositions.withLock { $0[partition] = start }
             doneBeforeStart += start - range.lowerBound

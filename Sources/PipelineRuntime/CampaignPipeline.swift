@@ -670,15 +670,6 @@ final class StopSignal: Sendable {
     }
 }
 
-extension Timestamp {
-    /// The current wall-clock time.
-    static func now() -> Timestamp {
-        let interval = Date().timeIntervalSince1970
-        let seconds = interval.rounded(.down)
-        return Timestamp(secondsSince1970: Int64(seconds), nanoseconds: Int32((interval - seconds) * 1_000_000_000))
-    }
-}
-
 /// The sinks of each platform, and their names as `push.delivered` gives them (made once, not per event).
 struct ActiveRoutes: Sendable {
     /// One platform's sinks.

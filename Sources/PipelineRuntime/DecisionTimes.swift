@@ -262,19 +262,21 @@ final class DecisionTimes: Sendable {
             Thread.sleep(forTimeInterval: 0.005)
             pending = flights.withLock { $0.pending(among: partitions) }
         }
-        let dropped = flights.withLock { flights -> [AcknowledgementCountdown] in
+        // What is still in flight is followed by no newer record: nothing waits for one.
+        let (stillPending, dropped) = flights.withLock { flights -> (Set<Int32>, [AcknowledgementCountdown]) in
+            let stillPending = flights.pending(among: partitions)
             var dropped: [AcknowledgementCountdown] = []
-            for partition in partitions {
+            for partition in stillPending {
                 guard var flight = flights.byPartition[partition] else { continue }
                 dropped += flight.waitingForNext
                 flight.waitingForNext = []
                 flight.isStale = false
                 flights.byPartition[partition] = flight
             }
-            return dropped
+            return (stillPending, dropped)
         }
         for countdown in dropped { countdown.acknowledge() }
-        return flights.withLock { $0.pending(among: partitions) }
+        return stillPending
     }
 
     /// Lets records of `partitions` be sent again: a new reading of them starts here.

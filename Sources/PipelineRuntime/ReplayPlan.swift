@@ -20,16 +20,21 @@ public struct ReplayPlan: Sendable, Equatable {
     /// The number of records in the ranges.
     public var totalCount: Int64 { ranges.values.reduce(0) { $0 + Int64($1.count) } }
 
-    /// The number of records left to replay when a replay group has committed `committed` (a replay resumed with
-    /// the same group starts each partition there, when that is inside its range).
-    public func remainingCount(after committed: [KafkaTopicPartitionOffset]) -> Int64 {
-        ranges.reduce(0) { total, entry in
-            let (partition, range) = entry
-            guard let previous = committed.first(where: { $0.topicPartition == partition })?.offset, previous > range.lowerBound else {
-                return total + Int64(range.count)
-            }
-            return total + range.upperBound - min(previous, range.upperBound)
+    /// Where a replay whose group has committed `committed` starts `partition`'s range: at the committed offset when
+    /// it is past the range's start (a resumed replay; the range's end at most), otherwise at the range's start.
+    /// `nil` for a partition the plan does not replay.
+    public func start(of partition: KafkaTopicPartition, after committed: [KafkaTopicPartitionOffset]) -> Int64? {
+        guard let range = ranges[partition] else { return nil }
+        guard let previous = committed.first(where: { $0.topicPartition == partition })?.offset, previous > range.lowerBound else {
+            return range.lowerBound
         }
+        return min(previous, range.upperBound)
+    }
+
+    /// The number of records left to replay when a replay group has committed `committed`
+    /// (``start(of:after:)`` to each range's end).
+    public func remainingCount(after committed: [KafkaTopicPartitionOffset]) -> Int64 {
+        ranges.reduce(0) { total, entry in total + entry.value.upperBound - (start(of: entry.key, after: committed) ?? entry.value.upperBound) }
     }
 }
 
@@ -58,6 +63,4 @@ public struct ReplayProgress: Sendable {
     public var total: Int64 { partitions.reduce(0) { $0 + $1.total } }
     /// Records per second this run has processed so far.
     public var rate: Double { elapsedSeconds > 0 ? Double(max(0, done - doneBeforeStart)) / elapsedSeconds : 0 }
-    /// Estimated seconds to go, when the rate is known.
-    public var remainingSeconds: Double? { rate > 0 ? Double(total - done) / rate : nil }
 }

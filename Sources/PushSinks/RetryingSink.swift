@@ -1,4 +1,3 @@
-import Foundation
 public import Logging
 public import PipelineCore
 import Synchronization
@@ -85,7 +84,7 @@ public final class RetryingSink<Sender: PlatformSender>: PushSink {
         policy: RetryPolicy,
         clock: RetryClock = .continuous,
         refusalLimit: Int = 50,
-        wallClock: @escaping @Sendable () -> Timestamp = RetryingSink.wallClockNow,
+        wallClock: @escaping @Sendable () -> Timestamp = { Timestamp.now() },
         logger: Logger
     ) {
         self.sender = sender
@@ -95,13 +94,6 @@ public final class RetryingSink<Sender: PlatformSender>: PushSink {
         self.clock = clock
         self.wallClock = wallClock
         self.logger = logger
-    }
-
-    /// The system's wall-clock time.
-    @Sendable public static func wallClockNow() -> Timestamp {
-        let interval = Date().timeIntervalSince1970
-        let seconds = interval.rounded(.down)
-        return Timestamp(secondsSince1970: Int64(seconds), nanoseconds: Int32((interval - seconds) * 1_000_000_000))
     }
 
     public var kind: String { sender.kind }
@@ -165,8 +157,8 @@ public final class RetryingSink<Sender: PlatformSender>: PushSink {
         // Set when its `expiresAt` passed before an attempt: it is then not sent.
         var expiredAt: Timestamp?
         let expiresAt = job.notification.request.expiresAt
-        var attemptsMade = 0
-        var lastAnswer: SinkFailure?
+        // The last attempt's number and failure, for the detail of an expiry.
+        var lastAnswer: (number: Int, failure: SinkFailure)?
         let result = await RetryingDelivery.run(
             policy: policy,
             clock: clock,
@@ -188,10 +180,9 @@ public final class RetryingSink<Sender: PlatformSender>: PushSink {
                 let now = clock.now()
                 return health.withLock { $0.heldUntil > now ? $0.heldUntil - now : nil }
             },
-            attempt: { _ in
+            attempt: { number in
                 let failure = await sender.attempt(job.notification)
-                attemptsMade += 1
-                lastAnswer = failure
+                lastAnswer = failure.map { (number, $0) }
                 // Judged while the attempt's permit is held: a stop it causes is seen by every attempt after it.
                 refusalStop = judge(failure)
                 return failure
@@ -207,7 +198,7 @@ public final class RetryingSink<Sender: PlatformSender>: PushSink {
             return refusalStop.map { .abandoned($0) } ?? .failed(failure)
         case .cancelled(let failure):
             if let expiredAt, let expiresAt {
-                let tried = lastAnswer.map { " (\(attemptsMade) attempt\(attemptsMade == 1 ? "" : "s") failed, the last: \($0.detail))" } ?? " (not attempted)"
+                let tried = lastAnswer.map { " (\($0.number) attempt\($0.number == 1 ? "" : "s") failed, the last: \($0.failure.detail))" } ?? " (not attempted)"
                 return .expired(detail: "not sent by \(expiredAt.rfc3339), after expiresAt \(expiresAt.rfc3339)\(tried)")
             }
             return .abandoned(failure)

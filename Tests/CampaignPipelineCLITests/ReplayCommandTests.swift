@@ -101,9 +101,11 @@ struct ReplayCommandTests {
         for second in 0...20 { recent.add(seconds: Double(second), done: Int64(second) * 1_000) }
         #expect(recent.rate == 1_000)
         #expect(recent.stalledSeconds() == nil)
+        #expect(recent.remainingSeconds(toReach: 30_000) == 10)
         for second in 21...40 { recent.add(seconds: Double(second), done: 20_000) }
         #expect(recent.rate == 0, "nothing moved in the last ten seconds")
         #expect(recent.stalledSeconds() == 20)
+        #expect(recent.remainingSeconds(toReach: 30_000) == nil, "no ETA while nothing moves")
         recent.add(seconds: 41, done: 20_500)
         #expect(recent.stalledSeconds() == nil)
         #expect(recent.rate == 50)

@@ -33,7 +33,7 @@ final class APNsProviderToken: Sendable {
         teamID: String,
         refreshMinutes: Int,
         configurationKey: String,
-        now: @escaping @Sendable () -> Timestamp = { .current }
+        now: @escaping @Sendable () -> Timestamp = { .now() }
     ) throws(SinkConfigurationError) {
         do {
             self.key = try P256.Signing.PrivateKey(pemRepresentation: pem)

@@ -29,7 +29,7 @@ actor GoogleAccessTokens {
     /// After a failed background refresh, the next one waits until then.
     private var nextRefresh: Timestamp?
 
-    init(key: ServiceAccountKey, http: SinkHTTPClient, tokenURL: String? = nil, now: @escaping @Sendable () -> Timestamp = { .current }) {
+    init(key: ServiceAccountKey, http: SinkHTTPClient, tokenURL: String? = nil, now: @escaping @Sendable () -> Timestamp = { .now() }) {
         self.key = key
         self.http = http
         self.tokenURL = tokenURL ?? key.tokenURI

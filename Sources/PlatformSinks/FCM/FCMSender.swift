@@ -20,7 +20,7 @@ public struct FCMSender: PlatformSender {
     ///
     /// - Throws: ``SinkConfigurationError`` naming the setting that cannot be used.
     public init(_ configuration: FCMSinkConfiguration, environment: [String: String]) throws(SinkConfigurationError) {
-        try self.init(configuration, environment: environment, now: { .current })
+        try self.init(configuration, environment: environment, now: { .now() })
     }
 
     /// The same, with the wall clock access tokens are timed by (tests move it).

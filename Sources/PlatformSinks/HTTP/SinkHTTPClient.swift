@@ -111,15 +111,6 @@ extension Duration {
     }
 }
 
-extension Timestamp {
-    /// The wall-clock time now.
-    static var current: Timestamp {
-        let interval = Date().timeIntervalSince1970
-        let seconds = interval.rounded(.down)
-        return Timestamp(secondsSince1970: Int64(seconds), nanoseconds: Int32((interval - seconds) * 1_000_000_000))
-    }
-}
-
 extension JSONValue {
     /// An integer, also from a whole double (`3600.0`).
     var integerValue: Int? {
