@@ -139,6 +139,25 @@ struct RenderingTests {
         #expect(error.issues.map(\.path.description) == ["options.collapseKey"])
     }
 
+    /// The collapse id is an HTTP header on APNs: a line break or other control character in it (a tab is allowed)
+    /// would make every attempt fail in the HTTP client, so the event is rejected naming the field.
+    @Test(arguments: [#"a\r\nx-injected: 1"#, #"nul\u0000"#, #"bell\u0007"#, #"del\u007f"#])
+    func apnsCollapseIdRefusesControlCharacters(collapseKey: String) throws {
+        guard case .failed(let error) = render(eventJSON(platform: "apns", options: #"{"collapseKey":"\#(collapseKey)"}"#)) else {
+            Issue.record("should fail")
+            return
+        }
+        #expect(error.issues.map(\.path.description) == ["options.collapseKey"])
+        #expect(error.issues.first?.reason.contains("control character") == true)
+        // FCM carries it in the JSON body, where any text is fine.
+        #expect(rendered(eventJSON(platform: "fcm", options: #"{"collapseKey":"\#(collapseKey)"}"#)) != nil)
+    }
+
+    @Test func apnsCollapseIdMayHaveATab() throws {
+        let notification = try #require(rendered(eventJSON(platform: "apns", options: #"{"collapseKey":"a\tb"}"#)))
+        #expect(notification.headers.contains(Header("apns-collapse-id", "a\tb")))
+    }
+
     @Test func outputIsByteIdenticalAcrossRuns() throws {
         let json = eventJSON(platform: "apns", custom: #"{"b":"1","a":"2"}"#)
         let first = try #require(rendered(json))

@@ -136,8 +136,20 @@ extension TemplateRegistry {
             return (payload.bytes, .fcm(data: payload.members), dataEnd - dataStart, .none)
         case .apns(let aps, var fields):
             guard platform == .apns else { throw Self.otherPlatform(request, platform) }
-            if let collapseId = options.collapseKey, collapseId.utf8.count > 64 {
-                throw PipelineError(.invalidField, at: FieldPath("options", "collapseKey"), "APNs allows at most 64 bytes, found \(collapseId.utf8.count)")
+            if let collapseId = options.collapseKey {
+                if collapseId.utf8.count > 64 {
+                    throw PipelineError(.invalidField, at: FieldPath("options", "collapseKey"), "APNs allows at most 64 bytes, found \(collapseId.utf8.count)")
+                }
+                // It is sent as the `apns-collapse-id` header, where a control character other than a tab is not
+                // allowed (the HTTP client would refuse every attempt, which would look like an outage until the
+                // event expired).
+                if let byte = collapseId.utf8.first(where: { ($0 < 0x20 && $0 != 0x09) || $0 == 0x7F }) {
+                    throw PipelineError(
+                        .invalidField,
+                        at: FieldPath("options", "collapseKey"),
+                        "contains the control character U+\(Self.hex4(byte)), which an HTTP header (apns-collapse-id) cannot carry"
+                    )
+                }
             }
             // `aps` is the registry's: a template's own top-level `aps` member is left out (rare: the template's
             // fields are then kept as they were, and the payload is made of a copy without it).
@@ -191,6 +203,12 @@ extension TemplateRegistry {
                 .apns(priority: options.priority, expiration: expiration, collapseId: options.collapseKey)
             )
         }
+    }
+
+    /// `byte` as four upper-case hexadecimal digits (a control character named as `U+000A`).
+    private static func hex4(_ byte: UInt8) -> String {
+        let digits = String(byte, radix: 16, uppercase: true)
+        return String(repeating: "0", count: 4 - digits.count) + digits
     }
 
     /// The error for a template that rendered for another platform than the event's.
