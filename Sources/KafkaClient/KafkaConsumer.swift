@@ -179,7 +179,9 @@ public final class KafkaConsumer: Sendable {
         let list = RDKafkaTopicPartitionList(positions)
         let err = rd_kafka_assign(handle.pointer, list.pointer)
         guard err == RD_KAFKA_RESP_ERR_NO_ERROR else {
-            throw KafkaError.librdkafka(.consumerFailed, err)
+            var error = KafkaError.librdkafka(.consumerFailed, err, topic: positions.first?.topic)
+            error.message += " (assigning \(Self.describe(positions.map(\.topicPartition))))"
+            throw error
         }
         let partitions = positions.map(\.topicPartition)
         shared.state.withLock { state in
@@ -249,7 +251,9 @@ public final class KafkaConsumer: Sendable {
             let err = rd_kafka_commit(handle.pointer, list?.pointer, 0)
             if err == RD_KAFKA_RESP_ERR__NO_OFFSET { return }
             guard err == RD_KAFKA_RESP_ERR_NO_ERROR else {
-                throw KafkaError.librdkafka(.commitFailed, err, topic: positions.first?.topic)
+                var error = KafkaError.librdkafka(.commitFailed, err, topic: positions.first?.topic)
+                error.message += positions.isEmpty ? " (committing the stored positions)" : " (committing \(Self.describe(positions)))"
+                throw error
             }
             if let failed = list?.elements.first(where: { $0.error != RD_KAFKA_RESP_ERR_NO_ERROR }) {
                 throw KafkaError.librdkafka(
@@ -264,6 +268,9 @@ public final class KafkaConsumer: Sendable {
 
     /// The committed positions of the given partitions for this consumer's group (``KafkaOffset/invalid`` where
     /// nothing is committed).
+    ///
+    /// - Throws: ``KafkaError/Code/offsetLookupFailed`` when the look-up failed, for the request or for one of the
+    ///   partitions (naming it): a partition whose look-up failed is never reported as having nothing committed.
     public func committed(
         _ partitions: [KafkaTopicPartition],
         timeout: Duration = .seconds(10)
@@ -273,14 +280,29 @@ public final class KafkaConsumer: Sendable {
             let list = RDKafkaTopicPartitionList(partitions)
             let err = rd_kafka_committed(handle.pointer, list.pointer, timeout.cMilliseconds)
             guard err == RD_KAFKA_RESP_ERR_NO_ERROR else {
-                throw KafkaError.librdkafka(.offsetLookupFailed, err)
+                var error = KafkaError.librdkafka(.offsetLookupFailed, err, topic: partitions.first?.topic)
+                error.message += " (committed positions of \(Self.describe(partitions)), waiting at most \(timeout))"
+                throw error
             }
-            return list.elements.map(\.position)
+            let elements = list.elements
+            if let failed = elements.first(where: { $0.error != RD_KAFKA_RESP_ERR_NO_ERROR }) {
+                var error = KafkaError.librdkafka(
+                    .offsetLookupFailed,
+                    failed.error,
+                    topic: failed.position.topic,
+                    partition: failed.position.partition
+                )
+                error.message += " (its committed position)"
+                throw error
+            }
+            return elements.map(\.position)
         }
     }
 
     /// Moves the read position of assigned partitions. Buffered records of those partitions are dropped, so the
-    /// next record of each partition on ``messages`` is the one at the new position.
+    /// next record of each partition that ``messages`` takes from the buffer is the one at the new position; records
+    /// an iterator has already taken (its current batch, up to ``KafkaConsumerConfiguration/maxBatchSize``) are
+    /// still delivered, as with ``pause(_:)``.
     ///
     /// - Throws: ``KafkaError/Code/seekFailed`` naming the partition (for example one not assigned).
     public func seek(_ positions: [KafkaTopicPartitionOffset], timeout: Duration = .seconds(10)) async throws(KafkaError) {
@@ -321,6 +343,18 @@ public final class KafkaConsumer: Sendable {
             }
         }
         try result.get()
+    }
+
+    /// For tests: raises a fatal error as a fenced static group member gets one (`FENCED_INSTANCE_ID`).
+    func simulateFatalError() -> Bool {
+        handle.simulateFatalError(RD_KAFKA_RESP_ERR_FENCED_INSTANCE_ID, reason: "simulated fencing")
+    }
+
+    /// Partitions or positions named in an error: the first eight, and how many more.
+    static func describe(_ items: [some CustomStringConvertible]) -> String {
+        guard !items.isEmpty else { return "no partitions" }
+        let named = items.prefix(8).map(\.description).joined(separator: ", ")
+        return items.count > 8 ? "\(named) and \(items.count - 8) more" : named
     }
 
     /// How many records the consumer has taken from librdkafka for ``messages`` (for tests: a record dropped and

@@ -183,11 +183,12 @@ public final class KafkaProducer: Sendable {
     /// - Throws: ``KafkaError/Code/deliveryFailed`` (`_TIMED_OUT`) when records are still outstanding.
     public func flush(timeout: Duration = .seconds(30)) async throws(KafkaError) {
         let handle = self.handle
+        // One deadline for both waits: `timeout` bounds the whole flush.
+        let deadline = ContinuousClock.now + timeout
         let err = await BlockingCalls.run { rd_kafka_flush(handle.pointer, timeout.cMilliseconds).rawValue }
         let code = rd_kafka_resp_err_t(rawValue: err)
         guard code == RD_KAFKA_RESP_ERR_NO_ERROR else {
             // rd_kafka_flush polls the main queue itself only without the event API; wait on our own count too.
-            let deadline = ContinuousClock.now + timeout
             while pendingCount > 0 {
                 if ContinuousClock.now >= deadline {
                     throw KafkaError(
@@ -201,7 +202,6 @@ public final class KafkaProducer: Sendable {
             return
         }
         // Reports of the last records may still be on their way to our delivery thread.
-        let deadline = ContinuousClock.now + timeout
         while pendingCount > 0, ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(1)) }
     }
 
@@ -305,7 +305,22 @@ public final class KafkaProducer: Sendable {
         guard let error else { return nil }
         var result = KafkaError.consuming(.enqueueFailed, error, topic: record.topic)
         result.partition = record.partition
+        if result.librdkafkaName == "_FATAL", let fatal = Self.fatalError(of: handle) {
+            // Refused because the producer failed for good (before its error event was served): say why.
+            result = KafkaError.librdkafka(.fatal, fatal.code, message: fatal.reason, topic: record.topic, partition: record.partition)
+        }
         return result
+    }
+
+    /// For tests: raises a fatal error as the idempotent producer gets one (`OUT_OF_ORDER_SEQUENCE_NUMBER`).
+    func simulateFatalError() -> Bool {
+        handle.simulateFatalError(RD_KAFKA_RESP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER, reason: "simulated idempotence failure")
+    }
+
+    /// The error the producer failed with for good, if it did: it then refuses every record, and records it still
+    /// held are reported failed with it (``KafkaError/Code/fatal``). A new producer is needed to go on.
+    public var fatalError: KafkaError? {
+        shared.state.withLock { $0.fatalError }
     }
 
     /// Calls `body` with the record's headers laid out for `rd_kafka_produceva`: each name NUL-terminated, then its
@@ -332,10 +347,12 @@ public final class KafkaProducer: Sendable {
     }
 
     /// What a delivery report says about its record: where it was stored, or why not (a record purged by
-    /// ``close(timeout:)`` fails with ``KafkaError/Code/closed``).
+    /// ``close(timeout:)`` fails with ``KafkaError/Code/closed``; one librdkafka purged after a fatal error, with
+    /// ``KafkaError/Code/fatal`` and that error).
     private static func deliveryResult(
         of message: UnsafePointer<rd_kafka_message_t>,
         topicNames: inout SmallTable<OpaquePointer, String>,
+        handle: RDKafkaHandle,
         shared: Shared
     ) -> Result<KafkaDeliveryReport, KafkaError> {
         let topic = topicName(message.pointee.rkt, cache: &topicNames)
@@ -345,6 +362,18 @@ public final class KafkaProducer: Sendable {
         }
         let partition = message.pointee.partition == RD_KAFKA_PARTITION_UA ? nil : message.pointee.partition
         if err == RD_KAFKA_RESP_ERR__PURGE_QUEUE || err == RD_KAFKA_RESP_ERR__PURGE_INFLIGHT {
+            // librdkafka purges the queues itself on a fatal error, before its error event may have been served.
+            if let fatal = fatalError(of: handle) {
+                return .failure(
+                    KafkaError.librdkafka(
+                        .fatal,
+                        fatal.code,
+                        message: "the producer hit a fatal error before the record was acknowledged: \(fatal.reason)",
+                        topic: topic,
+                        partition: partition
+                    )
+                )
+            }
             return .failure(
                 KafkaError.librdkafka(.closed, err, message: "the producer closed before the record was acknowledged", topic: topic, partition: partition)
             )
@@ -354,6 +383,14 @@ public final class KafkaProducer: Sendable {
             error.message += " (last broker error: \(lastBrokerError))"
         }
         return .failure(error)
+    }
+
+    /// The client's fatal error (`rd_kafka_fatal_error`), if it has one.
+    private static func fatalError(of handle: RDKafkaHandle) -> (code: rd_kafka_resp_err_t, reason: String)? {
+        var text = [CChar](repeating: 0, count: 512)
+        let code = rd_kafka_fatal_error(handle.pointer, &text, text.count)
+        guard code != RD_KAFKA_RESP_ERR_NO_ERROR else { return nil }
+        return (code, String(decodingCString: text))
     }
 
     /// The record a failed delivery report is about, as librdkafka still holds it: its topic, the partition it was
@@ -389,7 +426,7 @@ public final class KafkaProducer: Sendable {
                         guard let message = messages[index], let opaque = message.pointee._private else { continue }
                         // The reference `produce` retained for this record, taken back: released after the call.
                         let receiver = Unmanaged<KafkaDeliveryReceiver>.fromOpaque(opaque).takeRetainedValue()
-                        let result = deliveryResult(of: message, topicNames: &topicNames, shared: shared)
+                        let result = deliveryResult(of: message, topicNames: &topicNames, handle: handle, shared: shared)
                         switch result {
                         case .success:
                             receiver.deliveryReported(result)
@@ -405,9 +442,8 @@ public final class KafkaProducer: Sendable {
                 let code = rd_kafka_event_error(event)
                 let reason = String(cString: rd_kafka_event_error_string(event))
                 if rd_kafka_event_error_is_fatal(event) != 0 {
-                    var text = [CChar](repeating: 0, count: 512)
-                    let fatalCode = rd_kafka_fatal_error(handle.pointer, &text, text.count)
-                    let error = KafkaError.librdkafka(.fatal, fatalCode, message: String(decodingCString: text))
+                    let fatal = fatalError(of: handle) ?? (code, reason)
+                    let error = KafkaError.librdkafka(.fatal, fatal.code, message: fatal.reason)
                     logger.error("Producer hit a fatal error", metadata: ["error": "\(error)"])
                     shared.state.withLock { state in
                         state.fatalError = error

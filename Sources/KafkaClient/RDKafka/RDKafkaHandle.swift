@@ -97,7 +97,19 @@ final class RDKafkaHandle: @unchecked Sendable {
 
     deinit {
         for topic in topicHandles.withLock({ $0.allValues }) { rd_kafka_topic_destroy(topic) }
-        rd_kafka_destroy(pointer)
+        if rd_kafka_fatal_error(pointer, nil, 0) == RD_KAFKA_RESP_ERR_NO_ERROR {
+            rd_kafka_destroy(pointer)
+        } else {
+            // A consumer with a fatal error refuses to close its group membership (`_FATAL`), and a plain destroy
+            // would wait for that close for ever, spinning its main thread and holding the releasing thread.
+            rd_kafka_destroy_flags(pointer, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE)
+        }
+    }
+
+    /// Raises a fatal error on the client as a broker-side one would (librdkafka's `rd_kafka_test_fatal_error`),
+    /// for tests of what follows one.
+    func simulateFatalError(_ code: rd_kafka_resp_err_t, reason: String) -> Bool {
+        rd_kafka_test_fatal_error(pointer, code, reason) == RD_KAFKA_RESP_ERR_NO_ERROR
     }
 
     /// The handle of `topic`, made on first use (with the client's default topic configuration) and kept until the
