@@ -63,6 +63,10 @@ public final class CampaignPipeline: Service {
     let hasThrottledSinks = Atomic<Bool>(false)
     /// The first sink that stopped (refused credentials), which stops the pipeline.
     let sinkStop = Mutex<(sink: String, failure: SinkFailure)?>(nil)
+    /// The error a producer failed with for good, which stops the pipeline.
+    let producerFailure = Mutex<KafkaError?>(nil)
+    /// The producers of the current run (for tests that make one fail).
+    let runProducers = Mutex<[KafkaProducer]>([])
     /// Warnings that can come once per record, each logged in full at most ten times in ten seconds.
     let rejectedEventWarning = RepeatedWarning("Event rejected")
     let ignoredCampaignEventWarning = RepeatedWarning("Campaign event ignored")
@@ -162,9 +166,12 @@ public final class CampaignPipeline: Service {
     /// Runs until ``stop()``, graceful shutdown, or (with ``PipelineConfiguration/untilIdle``) idleness.
     ///
     /// - Throws: ``KafkaError`` or ``PipelineRuntimeError`` when it cannot start (no broker, a missing topic,
-    ///   mismatched partition counts) or the consumer fails for good.
+    ///   mismatched partition counts), or the consumer or a producer fails for good.
     public func run() async throws {
-        defer { runState.withLock { $0 = RunState(phase: .stopped) } }
+        defer {
+            runState.withLock { $0 = RunState(phase: .stopped) }
+            runProducers.withLock { $0 = [] }
+        }
         logger.info(
             "Pipeline starting",
             metadata: [
@@ -193,7 +200,8 @@ public final class CampaignPipeline: Service {
             statistics: statistics,
             backoff: configuration.retryBackoff,
             maxBackoff: configuration.maxRetryBackoff,
-            logger: logger
+            logger: logger,
+            onFatalError: { [self] error in stopBecauseProducerFailed(error) }
         )
         let sinks: [any PushSink]
         do {
@@ -232,7 +240,14 @@ public final class CampaignPipeline: Service {
             throw error
         }
         let decisionsSender = decisionsProducer.map {
-            OutputSender(producer: $0, statistics: statistics, backoff: configuration.retryBackoff, maxBackoff: configuration.maxRetryBackoff, logger: logger)
+            OutputSender(
+                producer: $0,
+                statistics: statistics,
+                backoff: configuration.retryBackoff,
+                maxBackoff: configuration.maxRetryBackoff,
+                logger: logger,
+                onFatalError: { [self] error in stopBecauseProducerFailed(error) }
+            )
         }
         logger.info("Consuming", metadata: ["topic": "\(configuration.topics.sends)", "group": "\(configuration.groupID)"])
         runState.withLock { $0.phase = .consuming }
@@ -293,6 +308,9 @@ public final class CampaignPipeline: Service {
         // The trackers hold the run's completion, which holds the pipeline and its consumer: let them go with the run.
         progress.withLock { $0 = [:] }
         completedTrackers.withLock { $0 = [:] }
+        if failure == nil, let error = producerFailure.withLock({ $0 }) {
+            failure = PipelineRuntimeError.producerFailed(reason: "\(error)")
+        }
         if failure == nil, let (sink, reason) = sinkStop.withLock({ $0 }) {
             failure = PipelineRuntimeError.sinkStopped(sink: sink, reason: reason.detail)
         }
@@ -404,6 +422,20 @@ public final class CampaignPipeline: Service {
         stopSignal.fire()
     }
 
+    /// A producer failed for good: stop consuming; ``run()`` ends with ``PipelineRuntimeError/producerFailed(reason:)``.
+    func stopBecauseProducerFailed(_ error: KafkaError) {
+        let isFirst = producerFailure.withLock { failure in
+            defer { if failure == nil { failure = error } }
+            return failure == nil
+        }
+        guard isFirst else { return }
+        logger.critical(
+            "The Kafka producer failed for good; the pipeline stops. Events whose outputs it had not written stay uncommitted and are processed again after a restart",
+            metadata: ["error": "\(error)"]
+        )
+        stopSignal.fire()
+    }
+
     // MARK: - Clients
 
     /// A producer with the configuration's properties; one not `lingering` sends each record at once, whatever
@@ -416,7 +448,9 @@ public final class CampaignPipeline: Service {
             producerConfiguration.linger = .zero
             for key in ["linger.ms", "queue.buffering.max.ms"] { producerConfiguration.properties[key] = nil }
         }
-        return try KafkaProducer(configuration: producerConfiguration, logger: logger)
+        let producer = try KafkaProducer(configuration: producerConfiguration, logger: logger)
+        runProducers.withLock { $0.append(producer) }
+        return producer
     }
 
     /// Checks that the topics exist and that the timers topic mirrors the sends topic's partitions.
@@ -520,12 +554,20 @@ public final class CampaignPipeline: Service {
         }
     }
 
-    /// Waits until nothing is in flight (or the drain timeout passes).
+    /// Waits until nothing is in flight (or the drain timeout passes, or a producer failed for good: nothing in
+    /// flight can finish then).
     private func drain(sender: OutputSender) async {
         let deadline = ContinuousClock.now + configuration.drainTimeout
         // Events a stopped sink abandoned never complete; they stay uncommitted.
         var inFlight = totalUnfinished()
         while inFlight > 0 || sender.pendingRetries > 0 {
+            if producerFailure.withLock({ $0 != nil }) {
+                logger.warning(
+                    "Not draining: the producer failed; in-flight events stay uncommitted and will be processed again",
+                    metadata: ["inFlight": "\(inFlight)", "retrying": "\(sender.pendingRetries)"]
+                )
+                return
+            }
             if ContinuousClock.now >= deadline {
                 logger.warning(
                     "Drain timed out; in-flight events stay uncommitted and will be processed again",
@@ -615,6 +657,9 @@ public enum PipelineRuntimeError: Error, CustomStringConvertible, Equatable {
     case partitionMismatch(sends: String, sendsCount: Int32, timers: String, timersCount: Int32)
     /// A sink stopped for good (the platform refused its credentials); the pipeline stopped consuming.
     case sinkStopped(sink: String, reason: String)
+    /// A Kafka producer failed for good (librdkafka's fatal error, such as an idempotent producer's broken sequence);
+    /// the pipeline stopped consuming.
+    case producerFailed(reason: String)
 
     public var description: String {
         switch self {
@@ -624,6 +669,8 @@ public enum PipelineRuntimeError: Error, CustomStringConvertible, Equatable {
             "topic '\(timers)' has \(timersCount) partitions but '\(sends)' has \(sendsCount); they must match (timers live in their send's partition)"
         case .sinkStopped(let sink, let reason):
             "sink \(sink) stopped: \(reason). The pipeline stopped consuming; nothing after the last delivered event was committed. Fix the sink's credentials and restart"
+        case .producerFailed(let reason):
+            "the Kafka producer failed for good: \(reason). The pipeline stopped consuming; events whose outputs were not written stay uncommitted. Restart to go on with a new producer"
         }
     }
 }

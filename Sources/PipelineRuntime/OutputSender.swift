@@ -87,15 +87,28 @@ final class OutputSender: Sendable {
     private let backoff: Duration
     private let maxBackoff: Duration
     private let logger: Logger
+    private let onFatalError: @Sendable (KafkaError) -> Void
     /// A payload the cluster refuses for good can come once per event.
     let refusedOutputWarning = RepeatedWarning("Output refused for good")
 
-    init(producer: KafkaProducer, statistics: PipelineStatistics, backoff: Duration, maxBackoff: Duration, logger: Logger) {
+    /// - Parameter onFatalError: told, for every output it fails, once the producer has failed for good
+    ///   (``KafkaError/Code/fatal``, an idempotent producer's broken sequence): no retry on this producer can succeed,
+    ///   so the outputs are still kept for retrying (nothing is acknowledged that was not written), and the caller
+    ///   stops.
+    init(
+        producer: KafkaProducer,
+        statistics: PipelineStatistics,
+        backoff: Duration,
+        maxBackoff: Duration,
+        logger: Logger,
+        onFatalError: @escaping @Sendable (KafkaError) -> Void = { _ in }
+    ) {
         self.producer = producer
         self.statistics = statistics
         self.backoff = backoff
         self.maxBackoff = maxBackoff
         self.logger = logger
+        self.onFatalError = onFatalError
     }
 
     /// Outputs waiting for another attempt.
@@ -192,6 +205,7 @@ final class OutputSender: Sendable {
     }
 
     private func scheduleRetry(_ output: Output, after error: KafkaError) {
+        if error.code == .fatal { onFatalError(error) }
         if case .deadLetter(let ticket) = output.acknowledgement, Self.isPermanent(error) {
             deadLetterRefused(output, ticket: ticket, error: error)
             return

@@ -1,6 +1,7 @@
 import Foundation
-import KafkaClient
+@testable import KafkaClient
 import PipelineCore
+import Synchronization
 @testable import PipelineRuntime
 import Testing
 
@@ -208,6 +209,55 @@ struct PipelineOutputRetryTests {
 
     /// `configuration` with outputs timing out after a second and sent again after `backoff` (doubling up to
     /// `maxBackoff`), running until stopped.
+    /// An idempotent producer whose sequence broke (librdkafka's fatal error) refuses every record for good: retrying
+    /// on it would hold every partition back for ever with the process alive. The pipeline stops with the error, and
+    /// what it had not written stays uncommitted for the next run.
+    @Test("a producer that fails for good stops the pipeline with its error; the next run processes what it had not written")
+    func producerFatalErrorStopsThePipeline() async throws {
+        try await withPipelineCluster(partitions: 2) { kafka, configuration in
+            let factory = try EventFactory()
+            let count = 20
+            let inputs = (0..<count).map { index -> (key: String, value: [UInt8]) in
+                let kind = EventFactory.kinds[index % EventFactory.kinds.count]
+                return ("user-\(index)", JSONValue.object(factory.event(kind, id: "fatal-\(index)", recipient: "user-\(index)")).encoded())
+            }
+            try await produce(inputs, to: configuration.topics.sends, kafka: kafka)
+            // The outputs stay queued in the producer: their topics have no leader.
+            let outputTopics = [configuration.topics.fcm, configuration.topics.apns, configuration.topics.analytics]
+            for topic in outputTopics {
+                for partition in 0..<Int32(2) { try kafka.setLeader(of: topic, partition: partition, to: nil) }
+            }
+            var streaming = configuration
+            streaming.untilIdle = nil
+            let pipeline = CampaignPipeline(configuration: streaming, registry: builtinRegistry, logger: testLogger)
+            let running = Task { try await pipeline.run() }
+            try await eventually("every event read", timeout: clusterTimeout) {
+                pipeline.statistics.snapshot.totalIn == count ? true : nil
+            }
+            let producer = try #require(pipeline.runProducers.withLock { $0.first }, "the outputs' producer")
+            #expect(producer.simulateFatalError())
+            // Before the fix the run never ended (the suite's time limit fails it): the outputs were retried for ever.
+            let result = await running.result
+            guard case .failure(let error) = result, case .producerFailed(let reason)? = error as? PipelineRuntimeError else {
+                Issue.record("expected the pipeline to stop with producerFailed, got \(result)")
+                return
+            }
+            #expect(reason.contains("OUT_OF_ORDER_SEQUENCE_NUMBER"), "\(reason)")
+            #expect(pipeline.statistics.outcomeCount == 0)
+
+            for topic in outputTopics {
+                for partition in 0..<Int32(2) { try kafka.setLeader(of: topic, partition: partition, to: 1) }
+            }
+            let again = CampaignPipeline(configuration: configuration, registry: builtinRegistry, logger: testLogger)
+            try await runUntilIdle(again)
+            #expect(again.statistics.snapshot.totalIn == count, "nothing was committed by the failed run")
+            let outcomes = try analytics(try await readAll(configuration.topics.analytics, kafka: kafka)).filter(\.isTerminal)
+            let byEvent = Dictionary(grouping: outcomes, by: { $0.identity.eventId ?? "" })
+            #expect(byEvent.count == count, "every event has an outcome")
+            #expect(byEvent.values.allSatisfy { $0.count == 1 }, "exactly one each")
+        }
+    }
+
     private func timingOut(_ configuration: PipelineConfiguration, backoff: Duration, maxBackoff: Duration? = nil) -> PipelineConfiguration {
         var retrying = configuration
         retrying.messageTimeout = .seconds(1)
