@@ -10,18 +10,11 @@ struct PipelineOutputRetryTests {
     @Test("outputs to partitions without a leader for longer than message.timeout.ms are sent again until taken: nothing lost, nothing twice")
     func outputsAreSentAgain() async throws {
         try await withPipelineCluster(partitions: 2) { kafka, configuration in
-            let factory = try EventFactory()
             let count = 60
-            let inputs = (0..<count).map { index -> (key: String, value: [UInt8]) in
-                let kind = EventFactory.kinds[index % EventFactory.kinds.count]
-                return ("user-\(index)", JSONValue.object(factory.event(kind, id: "retried-\(index)", recipient: "user-\(index)")).encoded())
-            }
-            try await produce(inputs, to: configuration.topics.sends, kafka: kafka)
+            try await Self.produceMixedEvents(count, idPrefix: "retried", kafka: kafka, configuration: configuration)
             // The payload and analytics topics lose their leader: every output waits, times out, and is sent again.
             let outputTopics = [configuration.topics.fcm, configuration.topics.apns, configuration.topics.analytics]
-            for topic in outputTopics {
-                for partition in 0..<Int32(2) { try kafka.setLeader(of: topic, partition: partition, to: nil) }
-            }
+            try Self.setLeader(of: outputTopics, to: nil, kafka: kafka)
             let retrying = timingOut(configuration, backoff: .milliseconds(200), maxBackoff: .milliseconds(500))
             let pipeline = CampaignPipeline(configuration: retrying, registry: builtinRegistry, logger: testLogger)
             try await whileRunning(pipeline) {
@@ -31,9 +24,7 @@ struct PipelineOutputRetryTests {
                     return snapshot.totalIn == count && snapshot.outputsRetried >= count ? true : nil
                 }
                 #expect(pipeline.statistics.outcomeCount == 0, "no outcome while nothing can be written")
-                for topic in outputTopics {
-                    for partition in 0..<Int32(2) { try kafka.setLeader(of: topic, partition: partition, to: 1) }
-                }
+                try Self.setLeader(of: outputTopics, to: 1, kafka: kafka)
                 try await eventually("every outcome written", timeout: .seconds(60)) {
                     pipeline.statistics.outcomeCount == count ? true : nil
                 }
@@ -215,18 +206,11 @@ struct PipelineOutputRetryTests {
     @Test("a producer that fails for good stops the pipeline with its error; the next run processes what it had not written")
     func producerFatalErrorStopsThePipeline() async throws {
         try await withPipelineCluster(partitions: 2) { kafka, configuration in
-            let factory = try EventFactory()
             let count = 20
-            let inputs = (0..<count).map { index -> (key: String, value: [UInt8]) in
-                let kind = EventFactory.kinds[index % EventFactory.kinds.count]
-                return ("user-\(index)", JSONValue.object(factory.event(kind, id: "fatal-\(index)", recipient: "user-\(index)")).encoded())
-            }
-            try await produce(inputs, to: configuration.topics.sends, kafka: kafka)
+            try await Self.produceMixedEvents(count, idPrefix: "fatal", kafka: kafka, configuration: configuration)
             // The outputs stay queued in the producer: their topics have no leader.
             let outputTopics = [configuration.topics.fcm, configuration.topics.apns, configuration.topics.analytics]
-            for topic in outputTopics {
-                for partition in 0..<Int32(2) { try kafka.setLeader(of: topic, partition: partition, to: nil) }
-            }
+            try Self.setLeader(of: outputTopics, to: nil, kafka: kafka)
             var streaming = configuration
             streaming.untilIdle = nil
             let pipeline = CampaignPipeline(configuration: streaming, registry: builtinRegistry, logger: testLogger)
@@ -245,9 +229,7 @@ struct PipelineOutputRetryTests {
             #expect(reason.contains("OUT_OF_ORDER_SEQUENCE_NUMBER"), "\(reason)")
             #expect(pipeline.statistics.outcomeCount == 0)
 
-            for topic in outputTopics {
-                for partition in 0..<Int32(2) { try kafka.setLeader(of: topic, partition: partition, to: 1) }
-            }
+            try Self.setLeader(of: outputTopics, to: 1, kafka: kafka)
             let again = CampaignPipeline(configuration: configuration, registry: builtinRegistry, logger: testLogger)
             try await runUntilIdle(again)
             #expect(again.statistics.snapshot.totalIn == count, "nothing was committed by the failed run")
@@ -255,6 +237,23 @@ struct PipelineOutputRetryTests {
             let byEvent = Dictionary(grouping: outcomes, by: { $0.identity.eventId ?? "" })
             #expect(byEvent.count == count, "every event has an outcome")
             #expect(byEvent.values.allSatisfy { $0.count == 1 }, "exactly one each")
+        }
+    }
+
+    /// `count` events of every kind in turn, each to its own recipient (the key), ids `<idPrefix>-<n>`.
+    private static func produceMixedEvents(_ count: Int, idPrefix: String, kafka: EmbeddedKafka, configuration: PipelineConfiguration) async throws {
+        let factory = try EventFactory()
+        let inputs = (0..<count).map { index -> (key: String, value: [UInt8]) in
+            let kind = EventFactory.kinds[index % EventFactory.kinds.count]
+            return ("user-\(index)", JSONValue.object(factory.event(kind, id: "\(idPrefix)-\(index)", recipient: "user-\(index)")).encoded())
+        }
+        try await produce(inputs, to: configuration.topics.sends, kafka: kafka)
+    }
+
+    /// Moves both partitions of each topic to `broker` (`nil`: no leader).
+    private static func setLeader(of topics: [String], to broker: Int32?, kafka: EmbeddedKafka) throws {
+        for topic in topics {
+            for partition in 0..<Int32(2) { try kafka.setLeader(of: topic, partition: partition, to: broker) }
         }
     }
 
