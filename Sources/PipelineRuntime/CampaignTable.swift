@@ -4,7 +4,9 @@ public import PipelineCore
 /// version and its cancellations, each stamped with its event time, so the state can be read as of any instant.
 ///
 /// Reading "as of" an instant is what makes replays deterministic: a send is judged against the definitions
-/// and cancellations that existed at its decision time, whatever was appended to the topic since.
+/// and cancellations that existed at its decision time, whatever was appended to the topic since. Events of one
+/// campaign at the same instant (times are often whole seconds: a cancellation and a relaunch within one) are
+/// ordered as they are on the topic, where the campaign's key keeps them in one partition: the later one wins.
 public struct CampaignTable: Sendable {
     /// One stored definition of a campaign.
     public struct Definition: Sendable, Equatable {
@@ -16,11 +18,25 @@ public struct CampaignTable: Sendable {
         public var content: CampaignContent
         /// When it was defined.
         public var definedAt: Timestamp
+        /// Its place among the campaign's events in the order they were folded (the topic's).
+        var sequence = 0
+
+        /// Later definitions sort after earlier ones: by version, then time, then place on the topic.
+        fileprivate static func isEarlier(_ lhs: Definition, _ rhs: Definition) -> Bool {
+            (lhs.version, lhs.definedAt, lhs.sequence) < (rhs.version, rhs.definedAt, rhs.sequence)
+        }
     }
 
+    /// One campaign's events, each with its place in the order they were folded.
     private struct History: Sendable {
         var definitions: [Definition] = []
-        var cancellations: [Timestamp] = []
+        var cancellations: [(at: Timestamp, sequence: Int)] = []
+        var eventsFolded = 0
+
+        mutating func nextSequence() -> Int {
+            defer { eventsFolded += 1 }
+            return eventsFolded
+        }
     }
 
     private var campaigns: [String: History] = [:]
@@ -49,26 +65,31 @@ public struct CampaignTable: Sendable {
             case nil, .null?: version = (campaigns[campaignId]?.definitions.map(\.version).max() ?? 0) + 1
             default: throw PipelineError(.invalidField, at: FieldPath("version"), "expected an integer")
             }
-            let definition = Definition(
+            var definition = Definition(
                 version: version,
                 template: object["template"]?.stringValue,
                 content: CampaignContent(contentObject),
                 definedAt: occurredAt
             )
-            campaigns[campaignId, default: History()].definitions.append(definition)
+            definition.sequence = campaigns[campaignId, default: History()].nextSequence()
+            campaigns[campaignId]?.definitions.append(definition)
         case "campaign.cancelled":
-            campaigns[campaignId, default: History()].cancellations.append(occurredAt)
+            let sequence = campaigns[campaignId, default: History()].nextSequence()
+            campaigns[campaignId]?.cancellations.append((occurredAt, sequence))
         case let other:
             throw PipelineError(.invalidField, at: FieldPath("type"), "expected campaign.defined or campaign.cancelled, found '\(other)'")
         }
     }
 
     /// Whether the campaign is cancelled as of `instant`: a cancellation at or before it, with no definition
-    /// after that cancellation (a new definition reopens a campaign).
+    /// after that cancellation (a new definition reopens a campaign; at the same instant, one after it on the topic).
     public func isCancelled(_ campaignId: String, asOf instant: Timestamp) -> Bool {
         guard let history = campaigns[campaignId] else { return false }
-        guard let cancelledAt = history.cancellations.lazy.filter({ $0 <= instant }).max() else { return false }
-        return !history.definitions.contains { $0.definedAt > cancelledAt && $0.definedAt <= instant }
+        guard let cancelled = history.cancellations.lazy.filter({ $0.at <= instant }).max(by: { ($0.at, $0.sequence) < ($1.at, $1.sequence) })
+        else { return false }
+        return !history.definitions.contains { definition in
+            definition.definedAt <= instant && (definition.definedAt, definition.sequence) > (cancelled.at, cancelled.sequence)
+        }
     }
 
     /// The content `request` renders as of `instant`: its own, or else its campaign's definition (the version it
@@ -109,14 +130,16 @@ public struct CampaignTable: Sendable {
         return definition.content
     }
 
-    /// The definition to render as of `instant`: the given version, or the latest version defined by then.
+    /// The definition to render as of `instant`: the given version, or the latest version defined by then. A version
+    /// defined more than once is its latest definition by then (at the same instant, the one later on the topic),
+    /// whether the send names it or not.
     public func definition(_ campaignId: String, version: Int?, asOf instant: Timestamp) -> Definition? {
         guard let history = campaigns[campaignId] else { return nil }
         let known = history.definitions.lazy.filter { $0.definedAt <= instant }
         if let version {
-            return known.last { $0.version == version }
+            return known.filter { $0.version == version }.max(by: Definition.isEarlier)
         }
-        return known.max { ($0.version, $0.definedAt) < ($1.version, $1.definedAt) }
+        return known.max(by: Definition.isEarlier)
     }
 
     /// Whether the table holds a definition of the campaign (the given version, or any), whatever its time: a send

@@ -1,0 +1,70 @@
+import PipelineCore
+import Testing
+
+@testable import PipelineRuntime
+
+/// Campaign events at the same instant: times are often whole seconds, so a cancellation and a relaunch, or a
+/// version published twice, can share one. The topic's order (one partition per campaign) decides.
+@Suite("The campaign table orders events of one instant as the topic does")
+struct CampaignTableTests {
+    func time(_ text: String) -> Timestamp { try! Timestamp(rfc3339: text) }
+
+    func defined(version: Int, at: String, title: String) -> [UInt8] {
+        Array(
+            #"{"type":"campaign.defined","campaignId":"c-1","version":\#(version),"occurredAt":"\#(at)","content":{"title":"\#(title)","body":"b"}}"#
+                .utf8
+        )
+    }
+
+    func cancelled(at: String) -> [UInt8] {
+        Array(#"{"type":"campaign.cancelled","campaignId":"c-1","occurredAt":"\#(at)"}"#.utf8)
+    }
+
+    func title(_ definition: CampaignTable.Definition?) -> String? {
+        definition?.content.fields["title"]?.stringValue
+    }
+
+    @Test("a campaign cancelled and defined again in the same second is live; defined and then cancelled, cancelled")
+    func relaunchInTheSameSecond() throws {
+        var relaunched = CampaignTable()
+        try relaunched.apply(json: defined(version: 1, at: "2026-11-20T09:00:00Z", title: "v1"))
+        try relaunched.apply(json: cancelled(at: "2026-11-20T10:00:00Z"))
+        try relaunched.apply(json: defined(version: 2, at: "2026-11-20T10:00:00Z", title: "v2"))
+        // Before the fix the cancellation won every tie: the relaunched campaign was suppressed for good.
+        #expect(!relaunched.isCancelled("c-1", asOf: time("2026-11-20T12:00:00Z")))
+        #expect(!relaunched.isCancelled("c-1", asOf: time("2026-11-20T10:00:00Z")))
+        #expect(!relaunched.isCancelled("c-1", asOf: time("2026-11-20T09:59:59Z")))
+        #expect(title(relaunched.definition("c-1", version: nil, asOf: time("2026-11-20T12:00:00Z"))) == "v2")
+
+        var stopped = CampaignTable()
+        try stopped.apply(json: defined(version: 1, at: "2026-11-20T09:00:00Z", title: "v1"))
+        try stopped.apply(json: defined(version: 2, at: "2026-11-20T10:00:00Z", title: "v2"))
+        try stopped.apply(json: cancelled(at: "2026-11-20T10:00:00Z"))
+        #expect(stopped.isCancelled("c-1", asOf: time("2026-11-20T12:00:00Z")))
+        #expect(stopped.isCancelled("c-1", asOf: time("2026-11-20T10:00:00Z")))
+
+        // Times still come first: a definition stamped before the cancellation does not reopen it, wherever it is.
+        var late = CampaignTable()
+        try late.apply(json: cancelled(at: "2026-11-20T10:00:00Z"))
+        try late.apply(json: defined(version: 2, at: "2026-11-20T09:59:59Z", title: "v2"))
+        #expect(late.isCancelled("c-1", asOf: time("2026-11-20T12:00:00Z")))
+    }
+
+    @Test("a version published twice at the same instant is its later one, named or not")
+    func versionRepublishedInTheSameSecond() throws {
+        var table = CampaignTable()
+        try table.apply(json: defined(version: 3, at: "2026-11-20T10:00:00Z", title: "typo"))
+        try table.apply(json: defined(version: 3, at: "2026-11-20T10:00:00Z", title: "fixed"))
+        let instant = time("2026-11-20T12:00:00Z")
+        // Before the fix the send that named version 3 got "fixed" and the one that did not got "typo".
+        #expect(title(table.definition("c-1", version: 3, asOf: instant)) == "fixed")
+        #expect(title(table.definition("c-1", version: nil, asOf: instant)) == "fixed")
+
+        // A later time wins over a later place on the topic; each read as of its instant.
+        try table.apply(json: defined(version: 3, at: "2026-11-20T11:00:00Z", title: "reworded"))
+        try table.apply(json: defined(version: 3, at: "2026-11-20T10:30:00Z", title: "late arrival"))
+        #expect(title(table.definition("c-1", version: 3, asOf: instant)) == "reworded")
+        #expect(title(table.definition("c-1", version: nil, asOf: instant)) == "reworded")
+        #expect(title(table.definition("c-1", version: 3, asOf: time("2026-11-20T10:45:00Z"))) == "late arrival")
+    }
+}
