@@ -201,7 +201,8 @@ public final class CampaignPipeline: Service {
             backoff: configuration.retryBackoff,
             maxBackoff: configuration.maxRetryBackoff,
             logger: logger,
-            onFatalError: { [self] error in stopBecauseProducerFailed(error) }
+            // Weak: the Kafka sink in the pipeline's routes holds the sender, which would hold the pipeline.
+            onFatalError: { [weak self] error in self?.stopBecauseProducerFailed(error) }
         )
         let sinks: [any PushSink]
         do {
@@ -246,7 +247,7 @@ public final class CampaignPipeline: Service {
                 backoff: configuration.retryBackoff,
                 maxBackoff: configuration.maxRetryBackoff,
                 logger: logger,
-                onFatalError: { [self] error in stopBecauseProducerFailed(error) }
+                onFatalError: { [weak self] error in self?.stopBecauseProducerFailed(error) }
             )
         }
         logger.info("Consuming", metadata: ["topic": "\(configuration.topics.sends)", "group": "\(configuration.groupID)"])
