@@ -67,9 +67,12 @@ extension CampaignPipeline {
     /// Queues the outputs of a decided batch in read order, once the records of the instants it was judged at are
     /// acknowledged (or ``decisionTimesWait`` passed: logged). A batch whose records are not acknowledged when the
     /// pipeline stops is not emitted: it is read again, and judged at those instants, if they were written.
-    func emit(_ decided: consuming DecidedBatch, consumer: KafkaConsumer, sender: OutputSender, completion: EventCompletion) async {
+    ///
+    /// - Returns: whether the batch was emitted. One that was not leaves a gap in its partitions' read positions, so
+    ///   no later batch may be emitted either: its completed events would move the commit position past the gap.
+    func emit(_ decided: consuming DecidedBatch, consumer: KafkaConsumer, sender: OutputSender, completion: EventCompletion) async -> Bool {
         if let recorded = decided.recorded, !(await recorded.wait(atMost: Self.decisionTimesWait)) {
-            if Task.isCancelled { return }
+            if Task.isCancelled { return false }
             unwrittenDecisionTimesWarning.log(
                 to: logger,
                 metadata: [
@@ -121,6 +124,7 @@ extension CampaignPipeline {
                 if let next = cursor.nextOffset { positions[cursor.partition] = next }
             }
         }
+        return true
     }
 
     /// Decides again, once the campaign table has read the definitions topic to its end, the events that named a

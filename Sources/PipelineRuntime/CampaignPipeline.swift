@@ -510,23 +510,25 @@ public final class CampaignPipeline: Service {
                 // the instants it was judged at, and for the previous batch's emission (outputs stay in read order).
                 // At most ``emittingBatches`` batches wait to be emitted while another is decided.
                 // Every emission has ended when this task does, whatever ends it (draining and the final commit come
-                // after): a cancelled or failed reading cancels them first.
-                var emitting: [Task<Void, Never>] = []
+                // after): a cancelled or failed reading cancels them first. A batch left unemitted (cancelled while it
+                // waited for its records) ends the chain: every later one is left too, as their completed events would
+                // otherwise be committed past it.
+                var emitting: [Task<Bool, Never>] = []
                 do {
                     while !Task.isCancelled, let batch = try await iterator.nextBatch() {
                         guard let decided = await self.decide(batch, consumer: consumer, decisionsSender: decisionsSender, followers: followers) else { continue }
                         let previous = emitting.last
                         emitting.append(
                             Task {
-                                await previous?.value
-                                await self.emit(decided, consumer: consumer, sender: sender, completion: completion)
+                                guard await previous?.value ?? true else { return false }
+                                return await self.emit(decided, consumer: consumer, sender: sender, completion: completion)
                             }
                         )
                         if emitting.count > Self.emittingBatches { await Self.waitPassingOnCancellation(emitting.removeFirst()) }
                     }
                 } catch {
                     for task in emitting { task.cancel() }
-                    for task in emitting { await task.value }
+                    for task in emitting { _ = await task.value }
                     throw error
                 }
                 if Task.isCancelled { for task in emitting { task.cancel() } }
@@ -546,10 +548,10 @@ public final class CampaignPipeline: Service {
     static let emittingBatches = 2
 
     /// Waits for `task` to end, cancelling it if the waiting task is cancelled.
-    private static func waitPassingOnCancellation(_ task: Task<Void, Never>?) async {
+    private static func waitPassingOnCancellation<Success: Sendable>(_ task: Task<Success, Never>?) async {
         guard let task else { return }
         await withTaskCancellationHandler {
-            await task.value
+            _ = await task.value
         } onCancel: {
             task.cancel()
         }
