@@ -96,6 +96,13 @@ public struct KafkaConsumerConfiguration: Sendable {
         self.properties = properties
     }
 
+    /// Whether a partition without a committed offset is read from its end, as librdkafka reads `auto.offset.reset`
+    /// here: ``offsetReset``, unless a property overrides it (`latest`, `largest` and `end` are its end).
+    public var startsAtEndWithoutCommit: Bool {
+        let reset = librdkafkaProperties.last { $0.key == "auto.offset.reset" }?.value ?? offsetReset.rawValue
+        return ["latest", "largest", "end"].contains(reset)
+    }
+
     /// The flat librdkafka property list this configuration stands for, typed settings first.
     public var librdkafkaProperties: [(key: String, value: String)] {
         var result: [(key: String, value: String)] = [

@@ -197,8 +197,10 @@ extension CampaignPipeline {
             return false
         }
         let positions = readPositions.withLock { $0 }
-        // Partitions not read from yet are where the group committed them: one look-up for all of them.
+        // Partitions not read from yet are where the group committed them: one look-up for all of them. Without a
+        // committed offset, where `auto.offset.reset` starts them.
         let unread = assigned.filter { positions[$0] == nil }
+        let startsAtEnd = configuration.consumerConfiguration(groupID: configuration.groupID).startsAtEndWithoutCommit
         var committed: [KafkaTopicPartition: Int64] = [:]
         if !unread.isEmpty {
             guard let found = try? await consumer.committed(Array(unread)) else { return false }
@@ -211,7 +213,7 @@ extension CampaignPipeline {
             var position = positions[partition]
             if position == nil {
                 let offset = committed[partition] ?? -1
-                position = offset >= 0 ? offset : marks.low
+                position = offset >= 0 ? offset : (startsAtEnd ? marks.high : marks.low)
             }
             if let position, position < marks.high,
                 await !hasNothingReadable(from: position, before: marks.high, in: partition, consumer: consumer, unreadable: &unreadable)
