@@ -172,7 +172,7 @@ struct ReplayCommand: AsyncParsableCommand {
             decisionClock: deliver ? .wallClock : .eventTime,
             logger: logger
         )
-        try await pipeline.runUntilSignalled(logger: logger)
+        try await pipeline.runUntilSignalled(logger: logger, shutdownLimit: configuration.shutdownLimit)
         let summary = pipeline.statistics.snapshot
         let outcomes = AnalyticsEvent.Kind.allCases.map { "\($0.rawValue.dropFirst(5)) \(summary.outcomes[$0] ?? 0)" }.joined(separator: ", ")
         guard pipeline.hasFinishedReplay else {

@@ -88,7 +88,11 @@ struct RunCommand: AsyncParsableCommand {
         } catch {
             throw CommandError("--metrics-port: \(error)")
         }
-        try await pipeline.runUntilSignalled(logger: logger, alongside: metrics.map { [$0] } ?? [])
+        try await pipeline.runUntilSignalled(
+            logger: logger,
+            shutdownLimit: configuration.shutdownLimit,
+            alongside: metrics.map { [$0] } ?? []
+        )
     }
 
     /// The metrics endpoint, when `--metrics-port` or `CAMPAIGN_PIPELINE_METRICS_PORT` asks for one.
@@ -234,10 +238,19 @@ enum PrettyJSON {
 
 extension CampaignPipeline {
     /// Runs the pipeline in a service group until it ends by itself or SIGTERM/SIGINT asks it to shut down gracefully;
-    /// `services` (the metrics endpoint) run beside it and stop with it.
-    func runUntilSignalled(logger: Logger, alongside services: [any Service] = []) async throws {
+    /// `services` (the metrics endpoint) run beside it and stop with it. A shutdown that takes longer than
+    /// `shutdownLimit`, or a second signal, ends the process (``ShutdownWatchdog``).
+    func runUntilSignalled(logger: Logger, shutdownLimit: Duration, alongside services: [any Service] = []) async throws {
+        ShutdownWatchdog(limit: shutdownLimit, logger: logger).start()
         try await signalledServiceGroup(running: self, alongside: services, logger: logger).run()
     }
+}
+
+extension PipelineConfiguration {
+    /// How long a graceful shutdown may take from the signal: the drain timeout, then 15 s to commit and close the
+    /// clients and sinks (each bounded on its own, but a Kafka call can block past its timeout while the brokers are
+    /// gone).
+    var shutdownLimit: Duration { drainTimeout + .seconds(15) }
 }
 
 /// The service group `run` and `replay` run `main` (the pipeline) in: it ends when `main` returns, and SIGTERM or

@@ -1,0 +1,43 @@
+@testable import CampaignPipelineCLI
+import Foundation
+import Logging
+import Synchronization
+import Testing
+
+@Suite("A shutdown is bounded: by its limit, and by a second signal")
+struct ShutdownWatchdogTests {
+    /// The statuses the watchdog exited with, and when.
+    final class Exits: Sendable {
+        let statuses = Mutex<[(status: Int32, at: ContinuousClock.Instant)]>([])
+        func record(_ status: Int32) { statuses.withLock { $0.append((status, .now)) } }
+    }
+
+    static let logger = Logger(label: "watchdog-tests") { _ in SwiftLogNoOpLogHandler() }
+
+    @Test("a second signal exits at once with status 1")
+    func secondSignalExits() throws {
+        let exits = Exits()
+        let watchdog = ShutdownWatchdog(limit: .seconds(600), logger: Self.logger, exit: { exits.record($0) })
+        watchdog.signalled("SIGTERM")
+        #expect(exits.statuses.withLock { $0.isEmpty }, "the first signal only starts the graceful shutdown")
+        watchdog.signalled("SIGINT")
+        #expect(exits.statuses.withLock { $0.map(\.status) } == [1])
+    }
+
+    @Test("a shutdown still going once its limit has passed since the first signal exits with status 1")
+    func limitExits() async throws {
+        let exits = Exits()
+        let watchdog = ShutdownWatchdog(limit: .milliseconds(300), logger: Self.logger, exit: { exits.record($0) })
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(exits.statuses.withLock { $0.isEmpty }, "nothing before a signal")
+        let signalled = ContinuousClock.now
+        watchdog.signalled("SIGTERM")
+        let deadline = ContinuousClock.now + .seconds(30)
+        while exits.statuses.withLock({ $0.isEmpty }), ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        let exit = try #require(exits.statuses.withLock { $0.first })
+        #expect(exit.status == 1)
+        #expect(exit.at - signalled >= .milliseconds(300), "not before the limit")
+    }
+}
