@@ -165,7 +165,7 @@ struct KafkaConnectionOptions: ParsableArguments {
         for property in kafkaProperties {
             // Checked by `validate()`: a name, then `=`.
             let parts = property.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            configuration.kafkaProperties[String(parts[0])] = parts.count > 1 ? String(parts[1]) : ""
+            configuration.overrideKafkaProperty(String(parts[0]), parts.count > 1 ? String(parts[1]) : "")
         }
         return configuration
     }

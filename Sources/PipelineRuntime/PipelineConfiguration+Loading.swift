@@ -73,7 +73,7 @@ extension PipelineConfiguration {
             let property = name.dropFirst(EnvironmentKey.kafkaPropertyPrefix.count).lowercased().replacingOccurrences(of: "_", with: ".")
             guard !property.isEmpty else { continue }
             try checkPassThrough(property, key: name)
-            configuration.kafkaProperties[property] = value
+            configuration.overrideKafkaProperty(property, value)
         }
         try configuration.applySinkEnvironment(environment)
         try configuration.sinks.validate(checkingCredentials: checkingSinkCredentials)
@@ -292,16 +292,20 @@ extension PipelineConfiguration {
         return result
     }
 
+    /// The largest number a setting takes: seconds become librdkafka's milliseconds, which are 32-bit (24.8 days);
+    /// no count or duration here is sensible beyond it, and larger ones overflowed when converted.
+    static let largestSetting = Int(Int32.max) / 1_000
+
     static func nonNegativeInteger(_ value: JSONValue, _ path: String) throws(ConfigurationError) -> Int {
-        guard case .int(let number) = value, number >= 0 else {
-            throw ConfigurationError(key: path, reason: "expected 0 or a positive integer, found \(value.jsonString)")
+        guard case .int(let number) = value, (0...largestSetting).contains(number) else {
+            throw ConfigurationError(key: path, reason: "expected 0 or a positive integer up to \(largestSetting), found \(value.jsonString)")
         }
         return number
     }
 
     static func positiveInteger(_ value: JSONValue, _ path: String) throws(ConfigurationError) -> Int {
-        guard case .int(let number) = value, number > 0 else {
-            throw ConfigurationError(key: path, reason: "expected a positive integer, found \(value.jsonString)")
+        guard case .int(let number) = value, (1...largestSetting).contains(number) else {
+            throw ConfigurationError(key: path, reason: "expected a positive integer up to \(largestSetting), found \(value.jsonString)")
         }
         return number
     }

@@ -109,6 +109,14 @@ public struct PipelineConfiguration: Sendable, Equatable {
     public var consumerProperties: [String: String] = [:]
     /// librdkafka properties for the producer only.
     public var producerProperties: [String: String] = [:]
+
+    /// Sets a librdkafka property for every client from a later source (the environment, a flag): it wins over the
+    /// same property set for the consumers or the producer only by an earlier one (the file), as later sources do.
+    public mutating func overrideKafkaProperty(_ name: String, _ value: String) {
+        kafkaProperties[name] = value
+        consumerProperties[name] = nil
+        producerProperties[name] = nil
+    }
     /// The most events of one partition in flight (read but not yet acknowledged by every sink); beyond it the
     /// partition is paused until half of them are done.
     public var maxInFlightPerPartition = 1_000

@@ -64,4 +64,24 @@ struct KafkaPassThroughConfigurationTests {
         let grouped = Dictionary(configuration.consumerConfiguration(groupID: "g").librdkafkaProperties, uniquingKeysWith: { $1 })
         #expect(grouped["group.id"] == "g")
     }
+
+    /// A later source wins, whatever section the earlier one set the property in: the file's consumer or producer
+    /// properties used to beat the environment's (and the flags') properties for every client.
+    @Test("a property from the environment wins over the file's consumer and producer properties")
+    func environmentWinsOverPerClientProperties() throws {
+        let json = #"{"kafka": {"consumerProperties": {"session.timeout.ms": "abc"}, "producerProperties": {"linger.ms": "50"}}}"#
+        let file = try #require(try JSONValue(parsing: Array(json.utf8)).objectValue)
+        let configuration = try PipelineConfiguration.load(
+            file: file,
+            environment: ["CAMPAIGN_PIPELINE_KAFKA_SESSION_TIMEOUT_MS": "10000", "CAMPAIGN_PIPELINE_KAFKA_LINGER_MS": "5"]
+        )
+        let consumer = configuration.consumerConfiguration(groupID: "g").librdkafkaProperties
+        #expect(consumer.last { $0.key == "session.timeout.ms" }?.value == "10000")
+        #expect(configuration.producerProperties["linger.ms"] == nil)
+        #expect(configuration.kafkaProperties["linger.ms"] == "5")
+        // The flags' properties go through the same override (RunCommand's `--kafka-property`).
+        var flagged = try PipelineConfiguration.load(file: file, environment: [:])
+        flagged.overrideKafkaProperty("session.timeout.ms", "12000")
+        #expect(flagged.consumerConfiguration(groupID: "g").librdkafkaProperties.last { $0.key == "session.timeout.ms" }?.value == "12000")
+    }
 }

@@ -1,0 +1,39 @@
+import KafkaClient
+import PipelineCore
+import PipelineRuntime
+import Testing
+
+/// Durations become librdkafka's 32-bit milliseconds, or a `Duration`'s milliseconds: a huge value crashed the process
+/// with an arithmetic overflow (status 132), even with `--print-config`, and a merely large one failed in librdkafka's
+/// words without the key.
+@Suite("Configuration: numbers too large for a setting")
+struct ConfigurationRangeTests {
+    @Test(
+        "a number beyond the largest setting is refused at load, naming the key",
+        arguments: [
+            "processing.messageTimeoutSeconds", "processing.drainTimeoutSeconds", "processing.maxInFlightPerPartition",
+            "sinks.retry.deadlineSeconds", "fcm.requestTimeoutSeconds", "apns.requestTimeoutSeconds",
+        ]
+    )
+    func hugeNumbersAreRefused(key: String) throws {
+        let parts = key.split(separator: ".").map(String.init)
+        let value = "10000000000000000"
+        let json = parts.reversed().reduce(value) { inner, part in #"{"\#(part)": \#(inner)}"# }
+        let file = try #require(try JSONValue(parsing: Array(json.utf8)).objectValue)
+        let error = #expect(throws: ConfigurationError.self, "\(json)") {
+            try PipelineConfiguration.load(file: file, environment: [:])
+        }
+        #expect(error?.key == key, "\(json): \(error.map(String.init(describing:)) ?? "no error")")
+        #expect(error?.reason.contains("up to 2147483") == true, "\(json): \(error.map(String.init(describing:)) ?? "no error")")
+    }
+
+    @Test("the largest setting is accepted: librdkafka takes it in milliseconds")
+    func largestIsAccepted() throws {
+        let file = try #require(try JSONValue(parsing: Array(#"{"processing": {"messageTimeoutSeconds": 2147483}}"#.utf8)).objectValue)
+        let configuration = try PipelineConfiguration.load(file: file, environment: [:])
+        #expect(configuration.messageTimeout == .seconds(2_147_483))
+        var producer = KafkaProducerConfiguration(bootstrapServers: ["localhost:9092"])
+        producer.messageTimeout = configuration.messageTimeout
+        #expect(producer.librdkafkaProperties.last { $0.key == "message.timeout.ms" }?.value == "2147483000")
+    }
+}
