@@ -120,6 +120,12 @@ private final class MetricsHTTPHandler: ChannelInboundHandler {
         self.readiness = readiness
     }
 
+    /// A request NIO's decoder could not read: it has answered `400` with `Connection: close`; the connection is
+    /// closed here, not held until the idle timeout.
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        context.close(promise: nil)
+    }
+
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .head(let head):

@@ -125,6 +125,28 @@ struct MetricsEndpointTests {
         }
     }
 
+    @Test("a request that is not HTTP is answered 400 and its connection closed at once, not after the idle timeout")
+    func malformedRequestsAreClosed() async throws {
+        let server = MetricsServer(host: "127.0.0.1", port: 0, logger: Self.logger, idleTimeout: .seconds(90)) { "" }
+        try await server.listen()
+        let group = ServiceGroup(services: [server], logger: Self.logger)
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { try await group.run() }
+            let port = try #require(server.boundPort)
+            let connection = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .connect(host: "127.0.0.1", port: port).get()
+            let closedByServer = Mutex(false)
+            connection.closeFuture.whenComplete { _ in closedByServer.withLock { $0 = true } }
+            try? await connection.writeAndFlush(connection.allocator.buffer(string: "GARBAGE\r\n\r\n")).get()
+            // Before the fix it stayed open for the whole idle timeout (90 s).
+            for _ in 0..<600 where !closedByServer.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(50)) }
+            #expect(closedByServer.withLock { $0 }, "the connection stayed open after a malformed request")
+            try? await connection.close()
+            await group.triggerGracefulShutdown()
+            try await tasks.waitForAll()
+        }
+    }
+
     @Test("GET /metrics, /healthz and /readyz over HTTP while the service runs; 404 and 405 otherwise; stops on shutdown")
     func endpoint() async throws {
         let statistics = Self.statistics()
