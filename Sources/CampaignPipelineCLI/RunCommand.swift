@@ -86,7 +86,8 @@ struct RunCommand: AsyncParsableCommand {
             // Before Kafka: a port already in use stops the command at once, not after the pipeline has started.
             try await metrics?.listen()
         } catch {
-            throw CommandError("--metrics-port: \(error)")
+            // Named as the operator gave the port (the container image sets only the variable).
+            throw CommandError("\(metricsPort != nil ? "--metrics-port" : "CAMPAIGN_PIPELINE_METRICS_PORT"): \(error)")
         }
         try await pipeline.runUntilSignalled(
             logger: logger,

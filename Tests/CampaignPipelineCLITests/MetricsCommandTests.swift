@@ -96,6 +96,11 @@ struct MetricsCommandTests {
         #expect(second.status == 1)
         #expect(second.stderr.contains("--metrics-port: cannot serve metrics on 127.0.0.1:\(port): "), "\(second.stderr)")
         #expect(!second.stderr.contains("Pipeline starting"), "\(second.stderr)")
+        // Named as it was given: the container image sets only the variable.
+        let thirdEnvironment = ["CAMPAIGN_PIPELINE_METRICS_PORT": String(port)]
+        let third = try await runProcess(executable, ["run", "--bootstrap-servers", "127.0.0.1:1", "--metrics-host", "127.0.0.1"], environment: thirdEnvironment)
+        #expect(third.status == 1)
+        #expect(third.stderr.contains("CAMPAIGN_PIPELINE_METRICS_PORT: cannot serve metrics on 127.0.0.1:\(port): "), "\(third.stderr)")
 
         // --until-idle: the pipeline ends, and the endpoint with it.
         for _ in 0..<300 where process.isRunning { try await Task.sleep(for: .milliseconds(50)) }
