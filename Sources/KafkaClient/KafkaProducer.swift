@@ -305,7 +305,7 @@ public final class KafkaProducer: Sendable {
         guard let error else { return nil }
         var result = KafkaError.consuming(.enqueueFailed, error, topic: record.topic)
         result.partition = record.partition
-        if result.librdkafkaName == "_FATAL", let fatal = Self.fatalError(of: handle) {
+        if result.librdkafkaName == "_FATAL", let fatal = Self.librdkafkaFatalError(of: handle) {
             // Refused because the producer failed for good (before its error event was served): say why.
             result = KafkaError.librdkafka(.fatal, fatal.code, message: fatal.reason, topic: record.topic, partition: record.partition)
         }
@@ -319,7 +319,7 @@ public final class KafkaProducer: Sendable {
 
     /// The error the producer failed with for good, if it did: it then refuses every record, and records it still
     /// held are reported failed with it (``KafkaError/Code/fatal``). A new producer is needed to go on.
-    public var fatalError: KafkaError? {
+    public var fatalFailure: KafkaError? {
         shared.state.withLock { $0.fatalError }
     }
 
@@ -363,7 +363,7 @@ public final class KafkaProducer: Sendable {
         let partition = message.pointee.partition == RD_KAFKA_PARTITION_UA ? nil : message.pointee.partition
         if err == RD_KAFKA_RESP_ERR__PURGE_QUEUE || err == RD_KAFKA_RESP_ERR__PURGE_INFLIGHT {
             // librdkafka purges the queues itself on a fatal error, before its error event may have been served.
-            if let fatal = fatalError(of: handle) {
+            if let fatal = librdkafkaFatalError(of: handle) {
                 return .failure(
                     KafkaError.librdkafka(
                         .fatal,
@@ -386,7 +386,7 @@ public final class KafkaProducer: Sendable {
     }
 
     /// The client's fatal error (`rd_kafka_fatal_error`), if it has one.
-    private static func fatalError(of handle: RDKafkaHandle) -> (code: rd_kafka_resp_err_t, reason: String)? {
+    private static func librdkafkaFatalError(of handle: RDKafkaHandle) -> (code: rd_kafka_resp_err_t, reason: String)? {
         var text = [CChar](repeating: 0, count: 512)
         let code = rd_kafka_fatal_error(handle.pointer, &text, text.count)
         guard code != RD_KAFKA_RESP_ERR_NO_ERROR else { return nil }
@@ -442,7 +442,7 @@ public final class KafkaProducer: Sendable {
                 let code = rd_kafka_event_error(event)
                 let reason = String(cString: rd_kafka_event_error_string(event))
                 if rd_kafka_event_error_is_fatal(event) != 0 {
-                    let fatal = fatalError(of: handle) ?? (code, reason)
+                    let fatal = librdkafkaFatalError(of: handle) ?? (code, reason)
                     let error = KafkaError.librdkafka(.fatal, fatal.code, message: fatal.reason)
                     logger.error("Producer hit a fatal error", metadata: ["error": "\(error)"])
                     shared.state.withLock { state in

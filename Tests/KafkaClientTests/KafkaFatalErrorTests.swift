@@ -102,10 +102,10 @@ struct KafkaFatalErrorTests {
                 #expect(failure.librdkafkaName == "OUT_OF_ORDER_SEQUENCE_NUMBER", "\(failure)")
                 #expect(failure.topic == "stuck")
             }
-            while producer.fatalError == nil, ContinuousClock.now < deadline {
+            while producer.fatalFailure == nil, ContinuousClock.now < deadline {
                 try await Task.sleep(for: .milliseconds(20))
             }
-            #expect(producer.fatalError?.code == .fatal)
+            #expect(producer.fatalFailure?.code == .fatal)
             let refused = #expect(throws: KafkaError.self) {
                 try producer.produce(KafkaProducerRecord(topic: "stuck", value: [1])) { _ in }
             }
