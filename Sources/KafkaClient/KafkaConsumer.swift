@@ -716,9 +716,8 @@ extension KafkaConsumer {
             String(decoding: UnsafeRawBufferPointer(start: $0, count: message.pointee.len), as: UTF8.self)
         }
         if err == RD_KAFKA_RESP_ERR__FATAL {
-            var reason = [CChar](repeating: 0, count: 512)
-            let code = rd_kafka_fatal_error(handle.pointer, &reason, reason.count)
-            return KafkaError.librdkafka(.fatal, code, message: String(decodingCString: reason), topic: topic)
+            let fatal = handle.fatalError ?? (err, text ?? "fatal error")
+            return KafkaError.librdkafka(.fatal, fatal.code, message: fatal.reason, topic: topic)
         }
         let error = KafkaError.librdkafka(
             .consumerFailed,

@@ -305,7 +305,7 @@ public final class KafkaProducer: Sendable {
         guard let error else { return nil }
         var result = KafkaError.consuming(.enqueueFailed, error, topic: record.topic)
         result.partition = record.partition
-        if result.librdkafkaName == "_FATAL", let fatal = Self.librdkafkaFatalError(of: handle) {
+        if result.librdkafkaName == "_FATAL", let fatal = handle.fatalError {
             // Refused because the producer failed for good (before its error event was served): say why.
             result = KafkaError.librdkafka(.fatal, fatal.code, message: fatal.reason, topic: record.topic, partition: record.partition)
         }
@@ -363,7 +363,7 @@ public final class KafkaProducer: Sendable {
         let partition = message.pointee.partition == RD_KAFKA_PARTITION_UA ? nil : message.pointee.partition
         if err == RD_KAFKA_RESP_ERR__PURGE_QUEUE || err == RD_KAFKA_RESP_ERR__PURGE_INFLIGHT {
             // librdkafka purges the queues itself on a fatal error, before its error event may have been served.
-            if let fatal = librdkafkaFatalError(of: handle) {
+            if let fatal = handle.fatalError {
                 return .failure(
                     KafkaError.librdkafka(
                         .fatal,
@@ -383,14 +383,6 @@ public final class KafkaProducer: Sendable {
             error.message += " (last broker error: \(lastBrokerError))"
         }
         return .failure(error)
-    }
-
-    /// The client's fatal error (`rd_kafka_fatal_error`), if it has one.
-    private static func librdkafkaFatalError(of handle: RDKafkaHandle) -> (code: rd_kafka_resp_err_t, reason: String)? {
-        var text = [CChar](repeating: 0, count: 512)
-        let code = rd_kafka_fatal_error(handle.pointer, &text, text.count)
-        guard code != RD_KAFKA_RESP_ERR_NO_ERROR else { return nil }
-        return (code, String(decodingCString: text))
     }
 
     /// The record a failed delivery report is about, as librdkafka still holds it: its topic, the partition it was
@@ -442,7 +434,7 @@ public final class KafkaProducer: Sendable {
                 let code = rd_kafka_event_error(event)
                 let reason = String(cString: rd_kafka_event_error_string(event))
                 if rd_kafka_event_error_is_fatal(event) != 0 {
-                    let fatal = librdkafkaFatalError(of: handle) ?? (code, reason)
+                    let fatal = handle.fatalError ?? (code, reason)
                     let error = KafkaError.librdkafka(.fatal, fatal.code, message: fatal.reason)
                     logger.error("Producer hit a fatal error", metadata: ["error": "\(error)"])
                     shared.state.withLock { state in

@@ -97,13 +97,21 @@ final class RDKafkaHandle: @unchecked Sendable {
 
     deinit {
         for topic in topicHandles.withLock({ $0.allValues }) { rd_kafka_topic_destroy(topic) }
-        if rd_kafka_fatal_error(pointer, nil, 0) == RD_KAFKA_RESP_ERR_NO_ERROR {
+        if fatalError == nil {
             rd_kafka_destroy(pointer)
         } else {
             // A consumer with a fatal error refuses to close its group membership (`_FATAL`), and a plain destroy
             // would wait for that close for ever, spinning its main thread and holding the releasing thread.
             rd_kafka_destroy_flags(pointer, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE)
         }
+    }
+
+    /// The client's fatal error (`rd_kafka_fatal_error`), if it has one: it cannot be used any more.
+    var fatalError: (code: rd_kafka_resp_err_t, reason: String)? {
+        var text = [CChar](repeating: 0, count: 512)
+        let code = rd_kafka_fatal_error(pointer, &text, text.count)
+        guard code != RD_KAFKA_RESP_ERR_NO_ERROR else { return nil }
+        return (code, String(decodingCString: text))
     }
 
     /// Raises a fatal error on the client as a broker-side one would (librdkafka's `rd_kafka_test_fatal_error`),
