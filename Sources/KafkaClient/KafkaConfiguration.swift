@@ -143,9 +143,12 @@ extension Array where Element == (key: String, value: String) {
 }
 
 extension Duration {
-    /// The duration in whole milliseconds, rounded down, at least 0.
+    /// The duration in whole milliseconds, rounded down, at least 0 (and at most `Int64.max`).
     var milliseconds: Int64 {
         let (seconds, attoseconds) = components
-        return Swift.max(0, seconds * 1_000 + attoseconds / 1_000_000_000_000_000)
+        let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000)
+        let (total, carried) = scaled.addingReportingOverflow(attoseconds / 1_000_000_000_000_000)
+        guard !overflow, !carried else { return seconds < 0 ? 0 : .max }
+        return Swift.max(0, total)
     }
 }

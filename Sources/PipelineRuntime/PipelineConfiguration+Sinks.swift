@@ -202,9 +202,12 @@ private func describeHTTPSettings(connection: HTTPSinkConnection, concurrency: I
 }
 
 extension Duration {
-    /// The duration in whole milliseconds.
+    /// The duration in whole milliseconds (saturating).
     var wholeMilliseconds: Int {
         let (seconds, attoseconds) = components
-        return Int(seconds) * 1000 + Int(attoseconds / 1_000_000_000_000_000)
+        let (scaled, overflow) = Int(seconds).multipliedReportingOverflow(by: 1000)
+        let (total, carried) = scaled.addingReportingOverflow(Int(attoseconds / 1_000_000_000_000_000))
+        guard !overflow, !carried else { return seconds < 0 ? .min : .max }
+        return total
     }
 }

@@ -1,6 +1,7 @@
 import KafkaClient
 import PipelineCore
 import PipelineRuntime
+import PushSinks
 import Testing
 
 /// Durations become librdkafka's 32-bit milliseconds, or a `Duration`'s milliseconds: a huge value crashed the process
@@ -35,5 +36,18 @@ struct ConfigurationRangeTests {
         var producer = KafkaProducerConfiguration(bootstrapServers: ["localhost:9092"])
         producer.messageTimeout = configuration.messageTimeout
         #expect(producer.librdkafkaProperties.last { $0.key == "message.timeout.ms" }?.value == "2147483000")
+    }
+
+    /// Set in code, past the loader's check, a huge duration is converted saturating instead of trapping.
+    @Test("durations set in code beyond any millisecond count are converted saturating, not with a crash")
+    func hugeDurationsInCodeDoNotCrash() throws {
+        var configuration = PipelineConfiguration(bootstrapServers: ["localhost:9092"])
+        configuration.messageTimeout = .seconds(Int64.max / 10)
+        configuration.sinks.retry.deadline = .seconds(Int64.max / 10)
+        var producer = KafkaProducerConfiguration(bootstrapServers: ["localhost:9092"])
+        producer.messageTimeout = configuration.messageTimeout
+        #expect(producer.librdkafkaProperties.last { $0.key == "message.timeout.ms" }?.value == String(Int64.max))
+        let described = configuration.describedAsJSON()
+        #expect(described.objectValue?["sinks"]?.objectValue?["retry"]?.objectValue?["deadlineSeconds"] == .int(Int.max / 1000))
     }
 }

@@ -105,9 +105,13 @@ final class SinkHTTPClient: Sendable {
 }
 
 extension Duration {
+    /// The duration in whole nanoseconds (saturating: a timeout of centuries is "never", not a crash).
     var nanoseconds: Int64 {
         let (seconds, attoseconds) = components
-        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+        let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        let (total, carried) = scaled.addingReportingOverflow(attoseconds / 1_000_000_000)
+        guard !overflow, !carried else { return seconds < 0 ? .min : .max }
+        return total
     }
 }
 
