@@ -200,11 +200,12 @@ extension CampaignPipeline {
         // Partitions not read from yet are where the group committed them: one look-up for all of them. Without a
         // committed offset, where `auto.offset.reset` starts them.
         let unread = assigned.filter { positions[$0] == nil }
-        let startsAtEnd = configuration.consumerConfiguration(groupID: configuration.groupID).startsAtEndWithoutCommit
         var committed: [KafkaTopicPartition: Int64] = [:]
+        var startsAtEnd = false
         if !unread.isEmpty {
             guard let found = try? await consumer.committed(Array(unread)) else { return false }
             for position in found { committed[position.topicPartition] = position.offset }
+            startsAtEnd = configuration.consumerConfiguration(groupID: configuration.groupID).startsAtEndWithoutCommit
         }
         for partition in assigned {
             guard let marks = try? await consumer.watermarks(topic: partition.topic, partition: partition.partition) else {
