@@ -23,18 +23,15 @@ struct MetricsCommandTests {
         defer { kafka.shutdown() }
 
         // The log (standard error) says where it listens: port 0 takes any free port.
-        let log = FileManager.default.temporaryDirectory.appendingPathComponent("metrics-run-\(UUID().uuidString).log")
-        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+        let (process, log) = try launchLogged(
+            executable,
+            [
+                "run", "--bootstrap-servers", kafka.bootstrapServers, "--until-idle", "4",
+                "--metrics-port", "0", "--metrics-host", "127.0.0.1", "--log-level", "info",
+            ],
+            logName: "metrics-run"
+        )
         defer { try? FileManager.default.removeItem(at: log) }
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = [
-            "run", "--bootstrap-servers", kafka.bootstrapServers, "--until-idle", "4",
-            "--metrics-port", "0", "--metrics-host", "127.0.0.1", "--log-level", "info",
-        ]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = try FileHandle(forWritingTo: log)
-        try process.run()
         defer { if process.isRunning { process.terminate() } }
 
         var address: String?

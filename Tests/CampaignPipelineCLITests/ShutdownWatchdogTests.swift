@@ -1,5 +1,6 @@
 @testable import CampaignPipelineCLI
 import Foundation
+import KafkaClient
 import Logging
 import Synchronization
 import Testing
@@ -39,5 +40,29 @@ struct ShutdownWatchdogTests {
         let exit = try #require(exits.statuses.withLock { $0.first })
         #expect(exit.status == 1)
         #expect(exit.at - signalled >= .milliseconds(300), "not before the limit")
+    }
+
+    /// The watchdog follows the process's real signals: with the pipeline consuming, SIGTERM then SIGINT end `run` at
+    /// once with status 1 (one SIGTERM alone drains and exits 0 after a second or two).
+    @Test("run: a second signal during the shutdown ends the process at once with status 1")
+    func secondSignalEndsRun() async throws {
+        let executable = try #require(Paths.executable, "build the campaign-pipeline product first")
+        let (kafka, _) = try await clusterWithSamples(logger: Self.logger)
+        defer { kafka.shutdown() }
+        let group = "watchdog-\(UUID().uuidString.prefix(8))"
+        let (process, log) = try launchLogged(executable, ["run", "--bootstrap-servers", kafka.bootstrapServers, "--group", group], logName: "watchdog-run")
+        defer { try? FileManager.default.removeItem(at: log) }
+        defer { if process.isRunning { process.terminate() } }
+        func logText() -> String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
+        for _ in 0..<600 where !logText().contains("Assigned") { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(logText().contains("Assigned"), "\(logText())")
+
+        kill(process.processIdentifier, SIGTERM)
+        try await Task.sleep(for: .milliseconds(50))
+        kill(process.processIdentifier, SIGINT)
+        for _ in 0..<600 where process.isRunning { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(!process.isRunning)
+        #expect(process.terminationStatus == 1, "\(logText())")
+        #expect(logText().contains("Second signal (SIGINT) during shutdown"), "\(logText())")
     }
 }

@@ -110,3 +110,16 @@ func clusterWithSamples(extraTopics: [String] = [], logger: Logger) async throws
         throw error
     }
 }
+
+/// Starts the executable with `arguments`, its standard error going to a new log file (removed by the caller).
+func launchLogged(_ executable: URL, _ arguments: [String], logName: String) throws -> (process: Process, log: URL) {
+    let log = FileManager.default.temporaryDirectory.appendingPathComponent("\(logName)-\(UUID().uuidString).log")
+    _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+    let process = Process()
+    process.executableURL = executable
+    process.arguments = arguments
+    process.standardOutput = FileHandle.nullDevice
+    process.standardError = try FileHandle(forWritingTo: log)
+    try process.run()
+    return (process, log)
+}

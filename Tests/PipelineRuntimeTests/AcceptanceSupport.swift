@@ -94,6 +94,13 @@ extension AnalyticsEvent {
     var isTerminal: Bool { !(kind == .expired && cause == .timer) }
 }
 
+/// Expects `count` events with exactly one outcome each among `outcomes` (terminal outcomes, by event id).
+func expectOneOutcomeEach(_ outcomes: [AnalyticsEvent], count: Int, sourceLocation: SourceLocation = #_sourceLocation) {
+    let byEvent = Dictionary(grouping: outcomes, by: { $0.identity.eventId ?? "" })
+    #expect(byEvent.count == count, "every event has an outcome", sourceLocation: sourceLocation)
+    #expect(byEvent.values.allSatisfy { $0.count == 1 }, "exactly one each", sourceLocation: sourceLocation)
+}
+
 extension Timestamp {
     /// Seconds since 1970 as a floating-point number, for comparisons with a tolerance.
     var seconds: Double { Double(secondsSince1970) + Double(nanoseconds) / 1_000_000_000 }

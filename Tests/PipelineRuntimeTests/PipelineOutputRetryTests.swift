@@ -13,7 +13,7 @@ struct PipelineOutputRetryTests {
             let count = 60
             try await Self.produceMixedEvents(count, idPrefix: "retried", kafka: kafka, configuration: configuration)
             // The payload and analytics topics lose their leader: every output waits, times out, and is sent again.
-            let outputTopics = [configuration.topics.fcm, configuration.topics.apns, configuration.topics.analytics]
+            let outputTopics = Self.outputTopics(configuration)
             try Self.setLeader(of: outputTopics, to: nil, kafka: kafka)
             let retrying = timingOut(configuration, backoff: .milliseconds(200), maxBackoff: .milliseconds(500))
             let pipeline = CampaignPipeline(configuration: retrying, registry: builtinRegistry, logger: testLogger)
@@ -31,9 +31,7 @@ struct PipelineOutputRetryTests {
             }
 
             let outcomes = try analytics(try await readAll(configuration.topics.analytics, kafka: kafka)).filter(\.isTerminal)
-            let byEvent = Dictionary(grouping: outcomes, by: { $0.identity.eventId ?? "" })
-            #expect(byEvent.count == count, "every event has an outcome")
-            #expect(byEvent.values.allSatisfy { $0.count == 1 }, "exactly one each")
+            expectOneOutcomeEach(outcomes, count: count)
             #expect(outcomes.allSatisfy { $0.kind == .delivered })
             // The payloads sent again are the payloads: one per delivered message id, with the contract's headers.
             let payloads = try await readAll(configuration.topics.fcm, kafka: kafka) + (try await readAll(configuration.topics.apns, kafka: kafka))
@@ -209,7 +207,7 @@ struct PipelineOutputRetryTests {
             let count = 20
             try await Self.produceMixedEvents(count, idPrefix: "fatal", kafka: kafka, configuration: configuration)
             // The outputs stay queued in the producer: their topics have no leader.
-            let outputTopics = [configuration.topics.fcm, configuration.topics.apns, configuration.topics.analytics]
+            let outputTopics = Self.outputTopics(configuration)
             try Self.setLeader(of: outputTopics, to: nil, kafka: kafka)
             var streaming = configuration
             streaming.untilIdle = nil
@@ -234,9 +232,7 @@ struct PipelineOutputRetryTests {
             try await runUntilIdle(again)
             #expect(again.statistics.snapshot.totalIn == count, "nothing was committed by the failed run")
             let outcomes = try analytics(try await readAll(configuration.topics.analytics, kafka: kafka)).filter(\.isTerminal)
-            let byEvent = Dictionary(grouping: outcomes, by: { $0.identity.eventId ?? "" })
-            #expect(byEvent.count == count, "every event has an outcome")
-            #expect(byEvent.values.allSatisfy { $0.count == 1 }, "exactly one each")
+            expectOneOutcomeEach(outcomes, count: count)
         }
     }
 
@@ -248,6 +244,11 @@ struct PipelineOutputRetryTests {
             return ("user-\(index)", JSONValue.object(factory.event(kind, id: "\(idPrefix)-\(index)", recipient: "user-\(index)")).encoded())
         }
         try await produce(inputs, to: configuration.topics.sends, kafka: kafka)
+    }
+
+    /// The topics of the outputs of a send: payloads and analytics.
+    private static func outputTopics(_ configuration: PipelineConfiguration) -> [String] {
+        [configuration.topics.fcm, configuration.topics.apns, configuration.topics.analytics]
     }
 
     /// Moves both partitions of each topic to `broker` (`nil`: no leader).

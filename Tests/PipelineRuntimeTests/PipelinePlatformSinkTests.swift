@@ -165,9 +165,7 @@ struct PipelinePlatformSinkTests {
             }
 
             let outcomes = try analytics(try await readAll(configuration.topics.analytics, kafka: kafka))
-            let byEvent = Dictionary(grouping: outcomes, by: { $0.identity.eventId ?? "" })
-            #expect(byEvent.count == 10_000, "every event has an outcome")
-            #expect(byEvent.values.allSatisfy { $0.count == 1 }, "exactly one each")
+            expectOneOutcomeEach(outcomes, count: 10_000)
             #expect(outcomes.allSatisfy { $0.kind == .delivered })
             #expect(fcm.answers.acceptedTokens.count == 10_000, "every message reached FCM")
             let committed = try await Self.committedOffsets(configuration, kafka: kafka, partitions: 6)
