@@ -42,13 +42,18 @@ struct ShutdownWatchdogTests {
         #expect(exit.at - signalled >= .milliseconds(300), "not before the limit")
     }
 
-    /// The watchdog follows the process's real signals: with the pipeline consuming, SIGTERM then SIGINT end `run` at
-    /// once with status 1 (one SIGTERM alone drains and exits 0 after a second or two).
+    /// The watchdog follows the process's real signals. The payload topics have no leader, so the sends read stay in
+    /// flight and the drain after SIGTERM waits for them (up to its 15 s timeout); the SIGINT sent once the shutdown
+    /// has begun ends `run` at once with status 1. Without payload topics to wait on, one SIGTERM drains and exits 0
+    /// within milliseconds, before a second signal could be sent.
     @Test("run: a second signal during the shutdown ends the process at once with status 1")
     func secondSignalEndsRun() async throws {
         let executable = try #require(Paths.executable, "build the campaign-pipeline product first")
         let (kafka, _) = try await clusterWithSamples(logger: Self.logger)
         defer { kafka.shutdown() }
+        for topic in ["push.fcm", "push.apns"] {
+            for partition: Int32 in 0..<2 { try kafka.setLeader(of: topic, partition: partition, to: nil) }
+        }
         let group = "watchdog-\(UUID().uuidString.prefix(8))"
         let (process, log) = try launchLogged(executable, ["run", "--bootstrap-servers", kafka.bootstrapServers, "--group", group], logName: "watchdog-run")
         defer { try? FileManager.default.removeItem(at: log) }
@@ -56,13 +61,19 @@ struct ShutdownWatchdogTests {
         func logText() -> String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
         for _ in 0..<600 where !logText().contains("Assigned") { try await Task.sleep(for: .milliseconds(50)) }
         #expect(logText().contains("Assigned"), "\(logText())")
+        // Time to read the samples, whose payloads then wait for a leader.
+        try await Task.sleep(for: .seconds(2))
 
         kill(process.processIdentifier, SIGTERM)
-        try await Task.sleep(for: .milliseconds(50))
+        for _ in 0..<200 where !logText().contains("Shutdown requested") { try await Task.sleep(for: .milliseconds(50)) }
+        try #require(process.isRunning, "the drain waits for the payloads in flight: \(logText())")
+        let signalled = ContinuousClock.now
         kill(process.processIdentifier, SIGINT)
         for _ in 0..<600 where process.isRunning { try await Task.sleep(for: .milliseconds(10)) }
         #expect(!process.isRunning)
+        #expect(ContinuousClock.now - signalled < .seconds(5), "at once, not after the drain timeout")
         #expect(process.terminationStatus == 1, "\(logText())")
         #expect(logText().contains("Second signal (SIGINT) during shutdown"), "\(logText())")
+        #expect(!logText().contains("Drained in-flight work"), "\(logText())")
     }
 }
