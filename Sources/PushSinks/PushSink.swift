@@ -129,6 +129,10 @@ public struct SinkFailure: Error, Sendable, Equatable, CustomStringConvertible {
     /// configuration makes every token look bad in other words (`BadDeviceToken`, `DeviceTokenNotForTopic`,
     /// `SENDER_ID_MISMATCH`); only those count towards ``RetryingSink/refusalLimit``.
     public var confirmsConfiguration: Bool
+    /// The sender refused the notification itself, without sending it (a device token no platform could accept,
+    /// such as an FCM token routed to APNs): the answer says nothing of the sink's configuration, so it neither counts
+    /// towards ``RetryingSink/refusalLimit`` nor resets that count.
+    public var wasNotSent: Bool
 
     /// Creates a failure.
     public init(
@@ -138,7 +142,8 @@ public struct SinkFailure: Error, Sendable, Equatable, CustomStringConvertible {
         tokenInvalidatedAt: Timestamp? = nil,
         attempts: Int = 1,
         concernsOneRecipient: Bool = false,
-        confirmsConfiguration: Bool = false
+        confirmsConfiguration: Bool = false,
+        wasNotSent: Bool = false
     ) {
         self.code = code
         self.detail = detail
@@ -147,6 +152,7 @@ public struct SinkFailure: Error, Sendable, Equatable, CustomStringConvertible {
         self.attempts = attempts
         self.concernsOneRecipient = concernsOneRecipient
         self.confirmsConfiguration = confirmsConfiguration
+        self.wasNotSent = wasNotSent
     }
 
     /// Whether another attempt may succeed.

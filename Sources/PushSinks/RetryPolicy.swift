@@ -30,11 +30,15 @@ public struct RetryPolicy: Sendable, Equatable {
         self.throttledBackoff = throttledBackoff
     }
 
+    /// The longest `Retry-After` honoured: a longer one (a broken proxy's, or one past any deadline) is taken as this.
+    public static let longestRetryAfter: Duration = .seconds(86_400)
+
     /// How long an answer holds back every attempt of the sink: a throttle of the whole sink (not one recipient's
-    /// limit) for its `Retry-After`, or ``throttledBackoff`` without one; `nil` for any other answer.
+    /// limit) for its `Retry-After` (at most ``longestRetryAfter``), or ``throttledBackoff`` without one; `nil` for
+    /// any other answer.
     public func sinkWideHold(after failure: SinkFailure) -> Duration? {
         guard failure.code == .throttled, !failure.concernsOneRecipient else { return nil }
-        return failure.retryAfter ?? throttledBackoff
+        return failure.retryAfter.map { min($0, Self.longestRetryAfter) } ?? throttledBackoff
     }
 
     /// The wait before the next attempt of a notification whose `attempts`th attempt failed with `failure`: at least
@@ -48,14 +52,14 @@ public struct RetryPolicy: Sendable, Equatable {
     /// - Parameters:
     ///   - attempts: how many attempts failed so far (1 after the first).
     ///   - retryAfter: the platform's `Retry-After`, which wins over the backoff when given (with jitter on top,
-    ///     and at least ``initialBackoff``).
+    ///     at least ``initialBackoff`` and at most ``longestRetryAfter``).
     ///   - random: a number in `0..<1` choosing the jitter.
     public func delay(afterAttempts attempts: Int, retryAfter: Duration?, random: Double) -> Duration {
         let spread = jitter * min(max(random, 0), 1)
         // Never sooner than asked, never sooner than the first backoff (a `Retry-After: 0` is no reason to hammer),
         // and spread out so every throttled notification does not come back at the same instant.
         if let retryAfter {
-            let base = max(retryAfter, initialBackoff)
+            let base = max(min(retryAfter, Self.longestRetryAfter), initialBackoff)
             return base + base * spread
         }
         var delay = initialBackoff
@@ -170,6 +174,12 @@ public enum RetryingDelivery {
             if let reason = stopReason() {
                 permits?.release()
                 return .cancelled(reason)
+            }
+            // Throttled while it waited for its turn (a backlog lines up for the permits before any answer comes):
+            // the hold is waited out without the permit, as by those that came after it.
+            if permits != nil, holdBack() != nil {
+                permits?.release()
+                continue
             }
             if attempts == 0 { start = clock.now() }
             attempts += 1

@@ -56,7 +56,8 @@ public final class RetryingSink<Sender: PlatformSender>: PushSink {
     /// Backoff, jitter and deadline.
     public let policy: RetryPolicy
     /// After this many `invalid_token` answers in a row that a wrong configuration would also give (not a token
-    /// reported no longer registered, ``SinkFailure/confirmsConfiguration``), with no notification ever accepted,
+    /// reported no longer registered, ``SinkFailure/confirmsConfiguration``, nor one the sender refused without sending
+    /// it, ``SinkFailure/wasNotSent``), with no notification ever accepted,
     /// the sink stops instead of reporting more tokens dead: a wrong environment, topic or project makes every token
     /// look bad.
     public let refusalLimit: Int
@@ -230,6 +231,8 @@ public final class RetryingSink<Sender: PlatformSender>: PushSink {
         switch failure.code {
         case .auth:
             stop(because: failure)
+            return nil
+        case .invalidToken where failure.wasNotSent:
             return nil
         case .invalidToken:
             let tooMany = health.withLock { health in

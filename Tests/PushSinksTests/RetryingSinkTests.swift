@@ -176,6 +176,71 @@ struct RetryingSinkTests {
         #expect(clock.virtual.sleeps.allSatisfy { $0 == .seconds(30) }, "Retry-After honoured: \(clock.virtual.sleeps)")
     }
 
+    /// Found by review: a backlog lines up for the sink's request slots before any answer comes. A delivery checked the
+    /// hold once, before its wait for a slot, so the whole line was sent inside the Retry-After of a quota met meanwhile,
+    /// each getting its own 429.
+    @Test("a sink-wide throttle also holds the notifications already waiting for a request slot when it came")
+    func sinkWideThrottleHoldsTheLineForSlots() async throws {
+        let clock = HeldClock()
+        let answerQuota = Mutex(false)
+        let platform = ScriptedPlatform { notification, attempt in
+            guard notification.eventId == "event-0", attempt == 1 else { return nil }
+            // The first attempt answers once the others are waiting for the one slot.
+            while !answerQuota.withLock({ $0 }) { try? await Task.sleep(for: .milliseconds(2)) }
+            return SinkFailure(.throttled, "429 QUOTA_EXCEEDED", retryAfter: .seconds(30))
+        }
+        let sink = RetryingSink(sender: platform, concurrency: 1, policy: RetryPolicy(jitter: 0), clock: clock.retryClock, logger: logger)
+        let log = OutcomeLog()
+        try await running(sink) {
+            try await submit(0..<1, to: sink, log: log, recipient: { _ in "first" })
+            let start = ContinuousClock.now
+            while platform.attempts.isEmpty {
+                if ContinuousClock.now - start > .seconds(60) { throw TestFailure(description: "event-0 was never attempted") }
+                try await Task.sleep(for: .milliseconds(2))
+            }
+            try await submit(1..<6, to: sink, log: log, recipient: { "other-\($0)" })
+            try await Task.sleep(for: .milliseconds(200))
+            answerQuota.withLock { $0 = true }
+            // Given time they would have used to be sent in (the clock's waits hold until released).
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(platform.attempts == ["event-0"], "nothing else is sent inside the Retry-After")
+            #expect(sink.state == .throttled)
+            clock.release()
+            try await log.waitForCount(6)
+        }
+        #expect(log.all.allSatisfy { $0.1 == .delivered(attempts: $0.0 == "event-0" ? 2 : 1) }, "\(log.all)")
+        #expect(platform.attempts.count == 7)
+    }
+
+    /// Found by review: `Retry-After: 9223372036854775807` from a broken upstream crashed the process, formatting the
+    /// give-up detail and sleeping out the sink's hold.
+    @Test("an absurd Retry-After is taken as a day: the notification fails past its deadline, and the sink is held a day, not forever")
+    func absurdRetryAfter() async throws {
+        let policy = RetryPolicy(jitter: 0)
+        #expect(policy.sinkWideHold(after: SinkFailure(.throttled, "429", retryAfter: .seconds(Int64.max))) == .seconds(86_400))
+        #expect(policy.delay(afterAttempts: 1, retryAfter: .seconds(Int64.max), random: 0.99) == .seconds(86_400))
+
+        let virtual = VirtualClock()
+        let platform = ScriptedPlatform { notification, _ in
+            notification.eventId == "event-0" ? SinkFailure(.throttled, "429 QUOTA_EXCEEDED", retryAfter: .seconds(Int64.max)) : nil
+        }
+        let sink = RetryingSink(sender: platform, concurrency: 1, policy: policy, clock: virtual.retryClock, logger: logger)
+        let log = OutcomeLog()
+        try await running(sink) {
+            try await submit(0..<1, to: sink, log: log, recipient: { _ in "first" })
+            try await log.waitForCount(1)
+            try await submit(1..<2, to: sink, log: log, recipient: { _ in "second" })
+            try await log.waitForCount(2)
+        }
+        guard case .failed(let failure) = log.all.first?.1 else {
+            Issue.record("expected event-0 failed, got \(log.all)")
+            return
+        }
+        #expect(failure.detail.contains("past the retry deadline"), "\(failure.detail)")
+        #expect(log.all.last?.1 == .delivered(attempts: 1), "\(log.all)")
+        #expect(virtual.sleeps == [.seconds(86_400)], "the second waits out the day's hold: \(virtual.sleeps)")
+    }
+
     /// Found by review: `expiresAt` was judged only when the event was read; a notification retried through an outage
     /// reached the phone after it ("a request processed after this instant is not delivered").
     @Test("a notification whose expiresAt passes while it waits to be retried is not sent again: it expires")
@@ -496,6 +561,27 @@ struct RetryingSinkTests {
         }
         #expect(mixed.log.failedCount == 20, "three bad tokens, then a stale one confirms the configuration")
         #expect(mixed.sink.state == .ready)
+    }
+
+    /// Found by review: a token the sender refuses without sending it (an FCM token routed to APNs) says nothing of the
+    /// sink's environment or topic; fifty of them stopped the sink as a wrong configuration.
+    @Test("tokens refused without being sent neither count towards the refusal limit nor reset it")
+    func tokensNotSentDoNotCount() async throws {
+        let unsent = try await twentyThrough { _, _ in SinkFailure(.invalidToken, "not an APNs device token", wasNotSent: true) }
+        #expect(unsent.log.failedCount == 20)
+        #expect(unsent.sink.state == .ready)
+
+        let mixed = try await twentyThrough { notification, _ in
+            ["event-2", "event-5"].contains(notification.eventId)
+                ? SinkFailure(.invalidToken, "not an APNs device token", wasNotSent: true)
+                : SinkFailure(.invalidToken, "400 BadDeviceToken")
+        }
+        #expect(mixed.log.failedCount == 6, "four refusals, two unsent between them, then the fifth refusal stops the sink")
+        #expect(mixed.log.abandonedCount == 14)
+        guard case .stopped = mixed.sink.state else {
+            Issue.record("expected the sink stopped, got \(mixed.sink.state)")
+            return
+        }
     }
 
     @Test("dead tokens after an accepted notification are reported, however many")
