@@ -271,6 +271,33 @@ struct APNsSinkTests {
         #expect(!APNsSender.isPathSafe(""))
     }
 
+    /// Found by review: fifty tokens the sender refused without sending them (FCM tokens routed to APNs) stopped the
+    /// sink as a wrong environment or topic, which they say nothing about.
+    @Test("tokens refused without a request are invalid, and any number of them leaves the sink running")
+    func unsentTokensDoNotStopTheSink() async throws {
+        let apns = try await FakeAPNs.start()
+        defer { Task { await apns.shutdown() } }
+        let sink = try APNsSender.makeSink(apns.configuration, environment: [:], retry: RetryPolicy(), logger: sinkLogger)
+        let outcomes = Outcomes()
+        let notifications = try (0..<60).map { try sample("basic-apns", $0, token: "dXk3Zq\($0):APA91bHun4MxP5egoKMwt2KZFBaFUH") }
+        try await whileRunning(sink) {
+            for notification in notifications {
+                await sink.submit(notification, completion: outcomes.completion(for: notification.eventId))
+            }
+            try await outcomes.wait(for: 60)
+        }
+        #expect(apns.server.requests.isEmpty, "none was sent")
+        #expect(sink.state == .ready, "\(sink.state)")
+        for notification in notifications {
+            guard case .failed(let failure) = outcomes[notification.eventId] else {
+                Issue.record("\(notification.eventId): \(String(describing: outcomes[notification.eventId]))")
+                continue
+            }
+            #expect(failure.code == .invalidToken)
+            #expect(failure.wasNotSent)
+        }
+    }
+
     @Test("configuration errors name the setting")
     func configurationErrors() {
         #expect(throws: SinkConfigurationError(key: "apns.keyId", reason: "required")) {
@@ -309,7 +336,10 @@ struct APNsSinkTests {
         let apns = try await FakeAPNs.start()
         defer { Task { await apns.shutdown() } }
         try await apns.server.stop()
-        let sender = try APNsSender(apns.configuration, environment: [:])
+        // Refused connections are tried again until the request's deadline.
+        var configuration = apns.configuration
+        configuration.connection.requestTimeout = .seconds(3)
+        let sender = try APNsSender(configuration, environment: [:])
         let token = String(repeating: "ab12", count: 16)
         let failure = try #require(await sender.attempt(try sample("basic-apns", 1, token: token)))
         await sender.shutdown()

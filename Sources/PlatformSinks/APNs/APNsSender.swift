@@ -54,7 +54,7 @@ public struct APNsSender: PlatformSender {
     public func attempt(_ notification: RenderedNotification) async -> SinkFailure? {
         let token = notification.token
         guard Self.isPathSafe(token) else {
-            return SinkFailure(.invalidToken, "not an APNs device token (expected letters and digits only): \(token.prefix(80))")
+            return SinkFailure(.invalidToken, "not an APNs device token (expected letters and digits only): \(token.prefix(80))", wasNotSent: true)
         }
         let bearer: String
         do {
@@ -135,7 +135,7 @@ public struct APNsSender: PlatformSender {
         case (400..<500, _):
             return SinkFailure(.rejectedByPlatform, detail)
         default:
-            return SinkFailure(.unavailable, "APNs answered an unexpected \(reply.status)")
+            return SinkFailure(.unavailable, "APNs answered an unexpected \(reply.unexpectedStatus(configurationKey: "apns.baseUrl"))")
         }
     }
 }

@@ -167,6 +167,8 @@ actor GoogleAccessTokens {
             return .failure(SinkFailure(.throttled, "token endpoint: 429 \(reply.bodyText.prefix(200))", retryAfter: reply.retryAfter()))
         case 500...:
             return .failure(SinkFailure(.unavailable, "token endpoint: \(reply.status) \(reply.bodyText.prefix(200))", retryAfter: reply.retryAfter()))
+        case 300..<400:
+            return .failure(SinkFailure(.auth, "the token endpoint answered \(reply.unexpectedStatus(configurationKey: "fcm.tokenUrl"))"))
         default:
             // invalid_grant, invalid_client, unauthorized_client: the key is revoked, disabled or wrong.
             let error = object?["error"]?.stringValue ?? "HTTP \(reply.status)"

@@ -128,7 +128,7 @@ public struct FCMSender: PlatformSender {
         case 400..<500:
             return SinkFailure(.rejectedByPlatform, detail)
         default:
-            return SinkFailure(.unavailable, "FCM answered an unexpected \(reply.status)")
+            return SinkFailure(.unavailable, "FCM answered an unexpected \(reply.unexpectedStatus(configurationKey: "fcm.baseUrl"))")
         }
     }
 }

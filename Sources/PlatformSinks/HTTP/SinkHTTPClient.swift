@@ -32,16 +32,26 @@ struct HTTPReply: Sendable {
     /// The body as a JSON object, when it is one.
     var jsonObject: JSONObject? { try? JSONObject(parsing: body) }
 
-    /// `Retry-After` as a duration (seconds or an HTTP date), when given.
+    /// The status of an answer no platform gives, with where it points when it is a redirect.
+    func unexpectedStatus(configurationKey: String) -> String {
+        guard (300..<400).contains(status) else { return "\(status)" }
+        let location = headers.first(name: "location").map { " to \($0.prefix(200))" } ?? ""
+        return "\(status), a redirect\(location), which it never answers (redirects are not followed): check \(configurationKey)"
+    }
+
+    /// `Retry-After` as a duration (seconds or an HTTP date), when given; at most
+    /// ``RetryPolicy/longestRetryAfter``.
     func retryAfter(now: Date = Date()) -> Duration? {
         guard let value = headers.first(name: "retry-after")?.trimmingCharacters(in: .whitespaces) else { return nil }
-        if let seconds = Int(value) { return .seconds(max(0, seconds)) }
+        let longest = RetryPolicy.longestRetryAfter
+        if let seconds = Int(value) { return min(.seconds(max(0, seconds)), longest) }
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = TimeZone(identifier: "GMT")
         formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
         guard let date = formatter.date(from: value) else { return nil }
-        return .milliseconds(max(0, Int((date.timeIntervalSince(now) * 1000).rounded(.up))))
+        let seconds = min(max(0, date.timeIntervalSince(now)), Double(longest.components.seconds))
+        return .milliseconds(Int((seconds * 1000).rounded(.up)))
     }
 }
 
@@ -76,22 +86,42 @@ final class SinkHTTPClient: Sendable {
             connectionPool: .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: max(1, concurrency))
         )
         configuration.httpVersion = .automatic
+        // Push APIs and token endpoints never redirect. A redirect followed would turn a POST into a GET without the
+        // payload (whose 200 would read as delivered), or post the payload or the signed OAuth assertion to another
+        // origin; the 3xx is answered as it is instead.
+        configuration.redirectConfiguration = .disallow
         self.client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         self.requestTimeout = connection.requestTimeout
     }
 
-    /// Sends one request and reads the whole answer.
+    /// Sends one request and reads the whole answer, within the request timeout from sending to the answer's last
+    /// byte.
     ///
-    /// - Throws: what async-http-client throws when there is no answer (connection refused or lost, timeouts, TLS),
-    ///   or when the answer's body is over 1 MiB (no platform answers that much).
+    /// - Throws: what async-http-client throws when there is no answer (connection refused or lost, TLS, its
+    ///   `deadlineExceeded` when the whole answer took longer than the request timeout), or when the answer's body is
+    ///   over 1 MiB (no platform answers that much).
     func send(_ method: HTTPMethod, _ url: String, headers: [(String, String)], body: [UInt8]?) async throws -> HTTPReply {
         var request = HTTPClientRequest(url: url)
         request.method = method
         for (name, value) in headers { request.headers.add(name: name, value: value) }
         if let body { request.body = .bytes(body) }
-        let response = try await client.execute(request, timeout: .nanoseconds(Int64(requestTimeout.nanoseconds)))
-        let bytes = try await response.body.collect(upTo: 1 << 20)
-        return HTTPReply(status: Int(response.status.code), headers: response.headers, body: Array(buffer: bytes))
+        let timeout = requestTimeout
+        // async-http-client's own timeout ends once the head has come; the body is read under this one too, or a
+        // server trickling it would hold the send (and a request slot) for as long as it likes.
+        return try await withThrowingTaskGroup(of: HTTPReply?.self) { group in
+            group.addTask { [client, request] in
+                let response = try await client.execute(request, timeout: .nanoseconds(timeout.nanoseconds))
+                let bytes = try await response.body.collect(upTo: 1 << 20)
+                return HTTPReply(status: Int(response.status.code), headers: response.headers, body: Array(buffer: bytes))
+            }
+            group.addTask {
+                try await Task.sleep(for: timeout)
+                return nil
+            }
+            defer { group.cancelAll() }
+            guard let first = try await group.next(), let reply = first else { throw HTTPClientError.deadlineExceeded }
+            return reply
+        }
     }
 
     func shutdown() async {
