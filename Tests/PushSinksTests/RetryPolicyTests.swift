@@ -31,6 +31,7 @@ struct RetryPolicyTests {
         #expect(policy.sinkWideHold(after: sinkWide) == .seconds(60))
         #expect(policy.delay(after: sinkWide, attempts: 1, random: 0) == .seconds(60))
         #expect(policy.sinkWideHold(after: SinkFailure(.throttled, "429", retryAfter: .seconds(5))) == .seconds(5))
+        #expect(policy.sinkWideHold(after: SinkFailure(.throttled, "429", retryAfter: .zero)) == .milliseconds(500), "at least the first backoff")
         let oneDevice = SinkFailure(.throttled, "APNs 429 TooManyRequests", concernsOneRecipient: true)
         #expect(policy.sinkWideHold(after: oneDevice) == nil)
         #expect(policy.delay(after: oneDevice, attempts: 1, random: 0) == .milliseconds(500))
