@@ -473,9 +473,11 @@ extension CampaignPipeline {
         case .abandoned(let reason):
             // Not an outcome: the event stays uncommitted and is processed again after a restart. A sink that
             // gives events up while the pipeline runs (it stopped) must stop the pipeline, or every later
-            // commit of the partition would wait for good.
+            // commit of the partition would wait for good. While the pipeline stops, the sinks give up what they
+            // hold as it cancels them; a sink stopped by refused credentials (`auth`) is still reported, so that
+            // `run` ends with the error.
             ticket.tracker.abandon(at: ticket.offset)
-            if !isStopping { stopBecauseSinkStopped(sinkName, reason) }
+            if !isStopping || reason.code == .auth { stopBecauseSinkStopped(sinkName, reason) }
             return
         case .expired(let detail):
             // Its expiresAt passed while it waited to be sent: not delivered, as one read after it is not.

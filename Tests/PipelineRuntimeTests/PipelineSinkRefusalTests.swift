@@ -3,6 +3,7 @@ import KafkaClient
 import PipelineCore
 import PipelineRuntime
 import PushSinks
+import Synchronization
 import Testing
 
 @Suite("Payloads the sink refuses for good", .timeLimit(.minutes(2)))
@@ -56,6 +57,64 @@ struct PipelineSinkRefusalTests {
             let again = CampaignPipeline(configuration: routed, registry: builtinRegistry, sinks: [ExpiringSink()], logger: testLogger)
             try await again.run()
             #expect(again.statistics.snapshot.totalIn == 0, "committed past")
+        }
+    }
+
+    /// Found by review: a sink that stopped on refused credentials while the pipeline was already draining was taken
+    /// for one of the drain's own cancellations, and `run` ended as if all were well (exit status 0).
+    @Test("a sink stopped by refused credentials during the drain still ends run with sinkStopped, and nothing it held is committed")
+    func sinkStoppedDuringTheDrain() async throws {
+        try await withPipelineCluster(partitions: 1) { kafka, configuration in
+            let factory = try EventFactory()
+            try await produce([("user-D", JSONValue.object(factory.event("basic-fcm", id: "held", recipient: "user-D")).encoded())], to: configuration.topics.sends, kafka: kafka)
+            var routed = configuration
+            routed.sinks.routes = [.fcm: ["refusing"], .apns: ["refusing"]]
+            let sink = RefusingOnceStoppedSink()
+            let pipeline = CampaignPipeline(configuration: routed, registry: builtinRegistry, sinks: [sink], logger: testLogger)
+            let run = Task { try await pipeline.run() }
+            let start = ContinuousClock.now
+            while !sink.hasNotification, ContinuousClock.now - start < .seconds(60) { try await Task.sleep(for: .milliseconds(10)) }
+            #expect(sink.hasNotification)
+            pipeline.stop()
+            sink.stopRequested.withLock { $0 = true }
+            let result = await run.result
+            guard case .failure(let error) = result, case .sinkStopped(let name, let reason)? = error as? PipelineRuntimeError else {
+                Issue.record("expected run to end with sinkStopped, got \(result)")
+                return
+            }
+            #expect(name == "refusing")
+            #expect(reason.contains("credentials refused"))
+            #expect(try await readAll(configuration.topics.analytics, kafka: kafka).isEmpty, "no outcome for the event held")
+
+            // Not committed past: the next run sends it.
+            let again = CampaignPipeline(configuration: configuration, registry: builtinRegistry, logger: testLogger)
+            try await again.run()
+            #expect(again.statistics.snapshot.totalIn == 1)
+            #expect(try analytics(try await readAll(configuration.topics.analytics, kafka: kafka)).map(\.kind) == [.delivered])
+        }
+    }
+}
+
+/// Holds every notification until the test says the pipeline is stopping, then stops as a sink whose credentials are
+/// refused does: the notification is abandoned with `auth`.
+private final class RefusingOnceStoppedSink: PushSink {
+    let kind = "refusing"
+    let name = "refusing"
+    let stopRequested = Mutex(false)
+    private let received = Mutex(false)
+
+    var hasNotification: Bool { received.withLock { $0 } }
+
+    func submit(
+        _ notification: RenderedNotification,
+        isCancelled: @escaping @Sendable () -> Bool,
+        completion: @escaping @Sendable (SinkOutcome) -> Void
+    ) async {
+        received.withLock { $0 = true }
+        Task {
+            while !stopRequested.withLock({ $0 }) { try? await Task.sleep(for: .milliseconds(5)) }
+            try? await Task.sleep(for: .milliseconds(100))
+            completion(.abandoned(SinkFailure(.auth, "APNs 403 InvalidProviderToken: credentials refused")))
         }
     }
 }
