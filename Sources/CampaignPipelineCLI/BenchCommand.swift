@@ -19,8 +19,9 @@ struct BenchCommand: AsyncParsableCommand {
               pipeline  the real `run` path with all its guarantees, followed by the accounting check (every \
             event exactly one terminal outcome on the analytics topic).
 
-            For each: events/s from the end of the warm-up (first 5 %) to the last acknowledgement, p50/p99 \
-            end-to-end latency, CPU seconds per 1,000 events of this process, this process's peak RSS during \
+            For each: events/s from the end of the warm-up (the first 5 % of the events, and at least the \
+            feeder's first window, which waits out the consumer group's join) to the last acknowledgement, p50/p99 \
+            end-to-end latency after the warm-up, CPU seconds per 1,000 events of this process, this process's peak RSS during \
             the run (reset before each run), and the pipeline/relay ratio; then the relay's CPU per event over \
             the pipeline's, which is that ratio as it would be if both runs were bound by this process's CPU \
             alone. The events are fed while each run consumes (the embedded broker keeps only about 5 MiB per \
@@ -38,6 +39,9 @@ struct BenchCommand: AsyncParsableCommand {
 
             The report names the malloc implementation the process runs on (the executable links jemalloc \
             on Linux; MALLOC_CONF changes its options), since CPU and RSS depend on it.
+
+            A run that finishes no event for 60 s (a broker gone) fails with an error, as does a feeder that \
+            cannot produce.
 
             Figures vary from run to run on a shared machine (±10-20 % here): --rounds N repeats both runs N \
             times, each round on a fresh broker, and reports every round and the medians (the ratio is the \
@@ -182,7 +186,8 @@ struct BenchCommand: AsyncParsableCommand {
 
     /// Prints the rounds (and their medians when there are several) as a table or as JSON.
     private func report(_ results: [Round], averageSize: Int) {
-        let peak = PipelineBenchmark.peakResidentMegabytes()
+        // The runs' peaks are reset before each run: the process's is the largest of them, or the accounting's.
+        let peak = (results.flatMap { [$0.relay.peakRSSMegabytes, $0.pipeline.peakRSSMegabytes] } + [PipelineBenchmark.peakResidentMegabytes()]).max() ?? 0
         let allocator = PipelineBenchmark.activeAllocator()
         let ratio = Self.median(results.map(\.ratio))
         let cpuRatio = Self.median(results.map(\.cpuRatio))
@@ -216,8 +221,9 @@ struct BenchCommand: AsyncParsableCommand {
             func row(_ name: String, _ result: PipelineBenchmark.RunResult, accounting: String) {
                 print(
                     String(
-                        format: "%-16@ %10.0f %9.1f %9.1f %12.4f %14.0f   %@",
-                        name as NSString, result.eventsPerSecond, result.p50Milliseconds, result.p99Milliseconds,
+                        // Padded here: Foundation on Linux does not pad a `%-16@`.
+                        format: "%@ %10.0f %9.1f %9.1f %12.4f %14.0f   %@",
+                        name.padding(toLength: max(16, name.count), withPad: " ", startingAt: 0) as NSString, result.eventsPerSecond, result.p50Milliseconds, result.p99Milliseconds,
                         result.cpuSecondsPer1000, result.peakRSSMegabytes, accounting as NSString
                     )
                 )
@@ -231,7 +237,7 @@ struct BenchCommand: AsyncParsableCommand {
                 row("\(result.name) median", result, accounting: "\(result.accounting); peak RSS the largest")
             }
             let ratios = results.count > 1 ? " (median of \(results.map { String(format: "%.0f", $0.ratio * 100) }.joined(separator: ", ")))" : ""
-            print(String(format: "pipeline/relay: %.0f %%%@    process peak RSS (accounting included): %.0f MiB", ratio * 100, ratios as NSString, peak))
+            print(String(format: "pipeline/relay: %.0f %%%@    process peak RSS (every run and the accounting): %.0f MiB", ratio * 100, ratios as NSString, peak))
             print(String(format: "CPU per event, relay/pipeline: %.0f %% (the ratio if both runs were bound by this process's CPU alone)", cpuRatio * 100))
         }
     }

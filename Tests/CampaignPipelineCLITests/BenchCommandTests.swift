@@ -72,7 +72,9 @@ struct BenchCommandTests {
             return pipeline / relay
         }
         let ratio = try #require(report["pipelineToRelay"].flatMap(number))
-        #expect(abs(ratio - (ratios[0] + ratios[1]) / 2) < 0.01, "the ratio is the median of the rounds' ratios")
+        // Within what rounding the rates to whole events per second moves it (a tiny run's rates can be a few dozen).
+        let expected = (ratios[0] + ratios[1]) / 2
+        #expect(abs(ratio - expected) <= 0.02 * expected, "the ratio is the median of the rounds' ratios: \(ratio), \(ratios)")
         let cpuRatios = [0, 2].compactMap { index -> Double? in
             guard let pipeline = runs[index + 1]["cpuSecondsPer1000"].flatMap(number), let relay = runs[index]["cpuSecondsPer1000"].flatMap(number) else { return nil }
             return relay / pipeline

@@ -66,14 +66,15 @@ extension PipelineBenchmark {
                         try await Task.sleep(for: .milliseconds(1))
                     }
                 }
-                try await group.waitForAll()
+                // The first failure (the feeder's) ends the run at once and cancels the rest.
+                while try await group.next() != nil {}
             }
         }
         try? await consumer.commit()
         await consumer.close()
         await producer.close()
         // Latency after the warm-up, like the rate: the first events wait for the group join.
-        let sorted = latencies.withLock { $0 }.dropFirst(total / 20).sorted()
+        let sorted = latencies.withLock { $0 }.dropFirst(warmUp).sorted()
         let done = processed.withLock { $0 }
         let failed = counters.failed.withLock { $0 }
         return RunResult(
@@ -104,16 +105,22 @@ extension PipelineBenchmark {
         let rates = try await measure("pipeline", processed: processed) {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { try await feed(topics.sends, processed: processed) }
-                group.addTask { try await pipeline.run() }
                 group.addTask {
-                    while processed() < total { try await Task.sleep(for: .milliseconds(10)) }
-                    pipeline.stop()
+                    try await pipeline.run()
+                    let done = processed()
+                    if done < total { throw PipelineBenchmarkError("the pipeline stopped after \(done) of \(total) events") }
                 }
-                try await group.waitForAll()
+                group.addTask {
+                    // Also when cancelled (the feeder failed, or the run stalled): the pipeline then stops too.
+                    defer { pipeline.stop() }
+                    while processed() < total { try await Task.sleep(for: .milliseconds(10)) }
+                }
+                // The first failure ends the run at once and cancels the rest.
+                while try await group.next() != nil {}
             }
         }
         let snapshot = statistics.snapshot
-        let sorted = snapshot.latenciesMilliseconds.dropFirst(total / 20).sorted()
+        let sorted = snapshot.latenciesMilliseconds.dropFirst(warmUp).sorted()
         let (isAccounted, accounting) = try await account(topics.analytics, expected: total)
         return RunResult(
             name: "pipeline",

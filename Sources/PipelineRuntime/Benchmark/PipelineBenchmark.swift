@@ -16,7 +16,8 @@ public struct PipelineBenchmark: Sendable {
         public var name: String
         /// Events processed.
         public var events: Int
-        /// Events per second from the end of the warm-up (the first 5 %) to the last acknowledgement.
+        /// Events per second after the warm-up (``PipelineBenchmark/warmUp``): the events finished from the first
+        /// moment past it to the last one, over that time (over the whole run when it ended within one sample).
         public var eventsPerSecond: Double
         /// Median end-to-end latency (record timestamp to terminal acknowledgement) after the warm-up,
         /// milliseconds. It includes the time an event waits in the topic behind the feeder's window.
@@ -47,7 +48,15 @@ public struct PipelineBenchmark: Sendable {
     public let registry: TemplateRegistry
     /// Receives `(run, done, total)` about every 200 ms.
     public let progress: @Sendable (String, Int, Int) -> Void
+    /// How long a run may go without finishing an event before it fails (a broker gone, a run stuck), instead of
+    /// waiting for ever.
+    public var stallTimeout: Duration = .seconds(60)
     let logger: Logger
+
+    /// The events of a run left out of its rate and latencies: the first 5 %, and at least the feeder's window,
+    /// whose events are produced before the run's consumer has joined its group and so wait out the join (at most
+    /// half the run).
+    public var warmUp: Int { max(1, min(max(events.count / 20, window), events.count / 2)) }
 
     /// Creates a benchmark; the feeder stays at most `windowPerPartition` × `partitions` events ahead of a run.
     public init(
@@ -110,55 +119,103 @@ public struct PipelineBenchmark: Sendable {
         var configuration = KafkaProducerConfiguration(bootstrapServers: [cluster.bootstrapServers])
         configuration.properties["linger.ms"] = "5"
         let producer = try KafkaProducer(configuration: configuration, logger: logger)
-        let failures = Locked(0)
-        for index in 0..<events.count {
-            if index % min(500, window) == 0 {
-                while index - processed() > window { try await Task.sleep(for: .milliseconds(2)) }
+        let failures = Locked<(count: Int, first: KafkaError?)>((0, nil))
+        func failIfAnyFailed() throws(KafkaError) {
+            let (count, first) = failures.withLock { $0 }
+            guard count > 0 else { return }
+            throw KafkaError(code: .deliveryFailed, message: "the feeder could not produce \(count) events; the first: \(first.map { "\($0)" } ?? "?")", topic: topic)
+        }
+        do {
+            for index in 0..<events.count {
+                if index % min(500, window) == 0 {
+                    // A failed record is never processed, so the run would never catch up: fail instead of waiting.
+                    while index - processed() > window {
+                        try failIfAnyFailed()
+                        try await Task.sleep(for: .milliseconds(2))
+                    }
+                    try failIfAnyFailed()
+                }
+                let event = events.event(at: index)
+                let record = KafkaProducerRecord(topic: topic, key: event.key, value: event.value)
+                try await Self.enqueue(producer, record) { result in
+                    if case .failure(let error) = result { failures.withLock { $0.count += 1; $0.first = $0.first ?? error } }
+                }
             }
-            let event = events.event(at: index)
-            let record = KafkaProducerRecord(topic: topic, key: event.key, value: event.value)
-            try await Self.enqueue(producer, record) { result in
-                if case .failure = result { failures.withLock { $0 += 1 } }
-            }
+        } catch {
+            await producer.close(timeout: .seconds(1))
+            throw error
         }
         await producer.close()
-        let failed = failures.withLock { $0 }
-        if failed > 0 { throw KafkaError(code: .deliveryFailed, message: "the feeder could not produce \(failed) events", topic: topic) }
+        try failIfAnyFailed()
     }
 
-    /// Measures a run: rate after warm-up, CPU per 1,000 events.
+    /// Measures a run: rate after the warm-up, CPU per 1,000 events, peak RSS.
+    ///
+    /// - Throws: the first error of `run` as soon as it comes (without waiting for the rest of the run), or
+    ///   ``PipelineBenchmarkError`` when no event finished for ``stallTimeout``.
     func measure(
         _ name: String,
         processed: @escaping @Sendable () -> Int,
         run: @escaping @Sendable () async throws -> Void
     ) async throws -> (rate: Double, cpuPer1000: Double, peakRSS: Double) {
         let total = events.count
-        let warmUp = max(1, total / 20)
+        let warmUp = self.warmUp
+        let stallTimeout = self.stallTimeout
         Self.resetPeakResident()
         let cpuStart = Self.cpuSeconds()
-        let marks = Locked<(warm: Date?, end: Date?)>((nil, nil))
+        let started = ContinuousClock.now
+        // The first sample past the warm-up, with the events done by then (counted from there, not from the
+        // warm-up's exact end), and the first sample with every event done.
+        let marks = Locked<(warm: (at: ContinuousClock.Instant, done: Int)?, end: ContinuousClock.Instant?)>((nil, nil))
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await run() }
             group.addTask {
+                var lastReport: ContinuousClock.Instant?
+                var lastDone = -1
+                var lastAdvance = ContinuousClock.now
                 while true {
                     let done = processed()
-                    let now = Date()
+                    let now = ContinuousClock.now
                     marks.withLock { marks in
-                        if marks.warm == nil, done >= warmUp { marks.warm = now }
-                        if done >= total { marks.end = now }
+                        if marks.warm == nil, done >= warmUp { marks.warm = (now, done) }
+                        if marks.end == nil, done >= total { marks.end = now }
                     }
-                    progress(name, done, total)
+                    if done != lastDone {
+                        lastDone = done
+                        lastAdvance = now
+                    } else if now - lastAdvance > stallTimeout {
+                        throw PipelineBenchmarkError(
+                            "the \(name) run finished no event in \(stallTimeout) (\(done) of \(total) done): is the broker still running?"
+                        )
+                    }
+                    if done >= total || lastReport.map({ now - $0 >= .milliseconds(200) }) ?? true {
+                        progress(name, done, total)
+                        lastReport = now
+                    }
                     if done >= total { return }
-                    try await Task.sleep(for: .milliseconds(20))
+                    try await Task.sleep(for: .milliseconds(5))
                 }
             }
-            try await group.waitForAll()
+            // The first failure ends the measurement at once and cancels the rest, where waiting for every task
+            // would wait for ever on those that end only once every event is done.
+            while try await group.next() != nil {}
         }
         let cpu = Self.cpuSeconds() - cpuStart
         let peak = Self.peakResidentMegabytes()
         let (warm, end) = marks.withLock { $0 }
-        let seconds = max(0.001, (end ?? Date()).timeIntervalSince(warm ?? Date()))
-        return (Double(total - warmUp) / seconds, cpu / Double(total) * 1000, peak)
+        let finished = end ?? .now
+        let rate: Double
+        if let warm, finished > warm.at, warm.done < total {
+            rate = Double(total - warm.done) / Self.seconds(finished - warm.at)
+        } else {
+            // Done within one sample of the warm-up's end (a small run): the whole run's rate instead.
+            rate = Double(total) / max(0.001, Self.seconds(finished - started))
+        }
+        return (rate, cpu / Double(total) * 1000, peak)
+    }
+
+    static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 
     /// Resets the process's peak RSS (`VmHWM`) to its current RSS, so the next reading is the next run's peak.
@@ -230,6 +287,16 @@ public struct PipelineBenchmark: Sendable {
     static func percentile(_ sorted: [Double], _ fraction: Double) -> Double {
         guard !sorted.isEmpty else { return 0 }
         return sorted[min(sorted.count - 1, Int(Double(sorted.count - 1) * fraction))]
+    }
+}
+
+/// A benchmark run that could not finish.
+public struct PipelineBenchmarkError: Error, CustomStringConvertible {
+    /// What went wrong.
+    public var description: String
+
+    init(_ description: String) {
+        self.description = description
     }
 }
 
