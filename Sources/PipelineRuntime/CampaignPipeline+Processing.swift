@@ -617,6 +617,30 @@ extension CampaignPipeline {
             guard !tracker.isRetired, let position = tracker.completedPosition else { return nil }
             return KafkaTopicPartitionOffset(topic: tracker.partition.topic, partition: tracker.partition.partition, offset: position)
         }
+        store(positions, consumer: consumer)
+    }
+
+    /// Stores `positions` for the background auto-commit and the final commit. A replay stores a partition's position
+    /// only when it is past the one stored before: the end of a range read to its end with nothing in flight
+    /// (``storeReplayedRangeEnds(_:consumer:)``) must not be taken back by an event's completion stored just after.
+    func store(_ positions: [KafkaTopicPartitionOffset], consumer: KafkaConsumer) {
+        guard !positions.isEmpty else { return }
+        guard replay != nil else {
+            storeNow(positions, consumer: consumer)
+            return
+        }
+        replayStoredPositions.withLock { stored in
+            let raised = positions.filter { position in
+                guard (stored[position.topicPartition] ?? .min) < position.offset else { return false }
+                stored[position.topicPartition] = position.offset
+                return true
+            }
+            // Under the lock: two callers cannot store in the opposite order of their positions.
+            storeNow(raised, consumer: consumer)
+        }
+    }
+
+    private func storeNow(_ positions: [KafkaTopicPartitionOffset], consumer: KafkaConsumer) {
         guard !positions.isEmpty else { return }
         do throws(KafkaError) {
             try consumer.storeOffsets(positions)

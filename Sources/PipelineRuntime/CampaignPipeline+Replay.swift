@@ -59,6 +59,7 @@ extension CampaignPipeline {
         while !Task.isCancelled {
             try? await Task.sleep(for: .milliseconds(100))
             await readThroughUnreadableEnds(plan, stalls: &stalls, consumer: consumer)
+            storeReplayedRangeEnds(plan, consumer: consumer)
             let positions = readPositions.withLock { $0 }
             let finished = plan.ranges.allSatisfy { partition, range in (positions[partition] ?? range.lowerBound) >= range.upperBound }
             let isDone = finished && totalInFlight() == 0
@@ -73,6 +74,23 @@ extension CampaignPipeline {
                 return
             }
         }
+    }
+
+    /// Stores (to be committed) the end of each range read to its end with nothing in flight: the range's last
+    /// offsets may hold no record (transaction markers, records of aborted transactions), which the position after
+    /// its last event stops short of, and a group committed short of the end would count them as left to replay.
+    /// Only once every event of the partition's range is done (at least once: nothing is committed past an event not
+    /// finished); not in a dry run, which stores nothing.
+    func storeReplayedRangeEnds(_ plan: ReplayPlan, consumer: KafkaConsumer) {
+        guard writesOutputs else { return }
+        // The positions first: an event counted in a position is registered in its tracker before the position moves.
+        let positions = readPositions.withLock { $0 }
+        let inFlight = progress.withLock { $0.mapValues(\.inFlight) }
+        let ends = plan.ranges.compactMap { partition, range -> KafkaTopicPartitionOffset? in
+            guard let position = positions[partition], position >= range.upperBound, (inFlight[partition] ?? 0) == 0 else { return nil }
+            return KafkaTopicPartitionOffset(topic: partition.topic, partition: partition.partition, offset: range.upperBound)
+        }
+        store(ends, consumer: consumer)
     }
 
     /// Marks as read through the partitions whose rest of the range holds no readable record.

@@ -78,6 +78,8 @@ public final class CampaignPipeline: Service {
     let replayFinished = Atomic<Bool>(false)
     /// Records of the replay's ranges its group had committed when it started (``ReplayProgress/doneBeforeStart``).
     let replayDoneBeforeStart = Atomic<Int64>(0)
+    /// A replay's highest position stored per partition (``store(_:consumer:)``).
+    let replayStoredPositions = Mutex([KafkaTopicPartition: Int64]())
 
     /// Creates a pipeline.
     ///
@@ -295,6 +297,7 @@ public final class CampaignPipeline: Service {
             stopSignal.fire()
             await drain(sender: sender)
             storeCompletedPositions(of: consumer)
+            if let replay { storeReplayedRangeEnds(replay, consumer: consumer) }
             do {
                 if writesOutputs { try await consumer.commit() }
             } catch {

@@ -187,6 +187,74 @@ struct ReplayTests {
         }
     }
 
+    /// The group's committed offset after a replay whose ranges end in transaction markers (read through), or whose
+    /// last offsets before the end are markers followed by records past it (the first record past the end seen): it
+    /// used to stay at the last record + 1, so a second run with the group counted the markers as left to replay,
+    /// read, and replayed nothing, instead of saying the group had replayed the whole range.
+    @Test("a replay whose ranges end in transaction markers commits each range's end, so its group has nothing left")
+    func markersAtTheEndAreCommittedPast() async throws {
+        try await withReplayCluster { kafka, configuration in
+            let topic = configuration.topics.sends
+            try await produce(try events(300, base: Date()), to: topic, kafka: kafka)
+            var markers: [Int32: Int64] = [:]
+            for partition in Int32(0)..<6 {
+                markers[partition] = try await TransactionMarkers.append(.commit, topic: topic, partition: partition, bootstrapServers: kafka.bootstrapServers)
+            }
+            // Read through: nothing readable follows the markers.
+            let throughMarkers = ReplayPlan(ranges: try await ranges(.beginning, .end, kafka: kafka, topic: topic))
+            // Past the end: records follow the markers that end the ranges.
+            try await produce(try events(120, base: Date(), startingAt: 1_000), to: topic, kafka: kafka)
+            let pastEnd = ReplayPlan(ranges: try await ranges(.beginning, .offsets(markers.mapValues { $0 + 1 }), kafka: kafka, topic: topic))
+            for (name, plan) in [("read through", throughMarkers), ("past the end", pastEnd)] {
+                let replayed = replayConfiguration(configuration)
+                let replay = CampaignPipeline(configuration: replayed, registry: builtinRegistry, replay: plan, logger: testLogger)
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask { try await replay.run() }
+                    group.addTask {
+                        try await Task.sleep(for: .seconds(30))
+                        replay.stop()
+                    }
+                    try await group.next()
+                    group.cancelAll()
+                }
+                #expect(replay.hasFinishedReplay, "\(name): the replay ended by itself")
+                #expect(replay.statistics.snapshot.totalIn == 300, "\(name)")
+                let check = try KafkaConsumer(configuration: KafkaConsumerConfiguration(bootstrapServers: [kafka.bootstrapServers], groupID: replayed.groupID), logger: testLogger)
+                let committed = try await check.committed(Array(plan.ranges.keys))
+                await check.close()
+                for position in committed {
+                    #expect(position.offset == plan.ranges[position.topicPartition]?.upperBound, "\(name): \(position) committed, range \(plan.ranges[position.topicPartition]!)")
+                }
+                #expect(plan.remainingCount(after: committed) == 0, "\(name): the group has replayed the whole range")
+            }
+        }
+    }
+
+    /// The reviewer's reproduction, on the command line: 300 events on 6 partitions, a commit marker after each
+    /// partition's records, `replay --from beginning --group G` twice. The second run said "Resuming group G: 6 of the
+    /// 306 records are left", read, and printed "Replayed 0 records".
+    @Test("campaign-pipeline replay run again with its group after a range ending in markers says the group has replayed it all")
+    func finishedGroupOverMarkersOnTheCommandLine() async throws {
+        let executable = try #require(pipelineExecutable, "campaign-pipeline was not found next to the test bundle; build it first")
+        try await withReplayCluster { kafka, configuration in
+            try await produce(try events(300, base: Date()), to: configuration.topics.sends, kafka: kafka)
+            for partition in Int32(0)..<6 {
+                try await TransactionMarkers.append(.commit, topic: configuration.topics.sends, partition: partition, bootstrapServers: kafka.bootstrapServers)
+            }
+            let group = "replay-markers-\(UUID().uuidString.prefix(6))"
+            let arguments = ["replay", "--bootstrap-servers", kafka.bootstrapServers, "--from", "beginning", "--group", group]
+            let environment = childEnvironment(["LOG_LEVEL": "warning"])
+            let first = try await ChildProcess.run(executable, arguments, environment: environment, timeout: .seconds(120))
+            #expect(first.status == 0, "\(first.stderr.suffix(2_000))")
+            #expect(first.stdout.contains("Replayed 300 records"), "\(first.stdout)")
+            let again = try await ChildProcess.run(executable, arguments, environment: environment, timeout: .seconds(120))
+            #expect(again.status == 0, "\(again.stderr.suffix(2_000))")
+            #expect(again.stdout.contains("group \(group) has already replayed this whole range"), "\(again.stdout)")
+            #expect(!again.stdout.contains("Resuming"), "\(again.stdout)")
+            #expect(!again.stdout.contains("Replayed 0 records"), "\(again.stdout)")
+        }
+    }
+
     @Test("an interrupted replay resumed with the same group processes every event, none before its commit again")
     func interruptAndResume() async throws {
         try await withReplayCluster { kafka, configuration in
