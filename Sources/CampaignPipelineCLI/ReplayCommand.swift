@@ -36,11 +36,12 @@ struct ReplayCommand: AsyncParsableCommand {
             that does not fit the topic (a partition it lacks, an end before its start) is refused with status \
             64. The group must not be the live pipeline's.
 
-            Resumable: interrupt it (Ctrl-C) and run it again with the same --group to continue where it stopped; \
-            it says how many records are left, and when its group has replayed the whole range already, says so \
-            and exits 0 without reading. An interrupted replay exits with status 1, so that a script or job does \
-            not take it for a finished one. Progress shows the rate of the last ten seconds, and says when \
-            nothing moved for ten seconds or more.
+            Resumable: interrupt it (Ctrl-C) and run it again with the same --group, --from and --to to continue \
+            where it stopped; it says how many records are left, and when its group has replayed the whole range \
+            already, says so and exits 0 without reading. A group keeps the progress of one range (recorded with \
+            its commits): a --group that replayed another range is refused with status 64; give a new one. An \
+            interrupted replay exits with status 1, so that a script or job does not take it for a finished one. \
+            Progress shows the rate of the last ten seconds, and says when nothing moved for ten seconds or more.
             """
     )
 
@@ -55,7 +56,7 @@ struct ReplayCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The topic to replay (default: the configured sends topic, campaign.sends).", valueName: "name"))
     var topic: String?
 
-    @Option(help: ArgumentHelp("The replay's consumer group; give the same one to resume an interrupted replay (default: a new one per run).", valueName: "name"))
+    @Option(help: ArgumentHelp("The replay's consumer group; give the same one, with the same range, to resume an interrupted replay (default: a new one per run).", valueName: "name"))
     var group: String?
 
     @Option(help: ArgumentHelp("Prefix of the output topics (ignored with --deliver).", valueName: "prefix"))
@@ -133,14 +134,22 @@ struct ReplayCommand: AsyncParsableCommand {
             throw error
         }
         await lookup.close()
-        let plan = ReplayPlan(ranges: ranges, isDryRun: dryRun)
+        let plan = ReplayPlan(ranges: ranges, isDryRun: dryRun, from: start, to: end)
+        // A group given again resumes where it stopped, in the same range: say how much that leaves, and stop here when
+        // it is nothing (a scheduled job reusing a group name would otherwise replay nothing while saying it replays
+        // everything). A group that replayed another range is refused before anything is said of this one.
+        var remaining: Int64?
+        if group != nil, !dryRun, plan.totalCount > 0 {
+            do {
+                remaining = try await Self.remainingCount(of: plan, group: configuration.groupID, configuration: configuration, logger: logger)
+            } catch let conflict as ReplayGroupConflict {
+                throw ValidationError(conflict.description)
+            }
+        }
 
         let destination = dryRun ? "nothing (dry run)" : deliver ? "the LIVE topics" : "topics prefixed '\(outputPrefix)'"
         Self.report("Replaying \(plan.totalCount) records of \(configuration.topics.sends) [\(start) .. \(end)) into \(destination)")
-        // A group given again resumes where it stopped: say how much that leaves, and stop here when it is nothing
-        // (a scheduled job reusing a group name would otherwise replay nothing while saying it replays everything).
-        if group != nil, !dryRun, plan.totalCount > 0 {
-            let remaining = try await Self.remainingCount(of: plan, group: configuration.groupID, configuration: configuration, logger: logger)
+        if let remaining {
             if remaining == 0 {
                 Self.report(
                     "Note: group \(configuration.groupID) has already replayed this whole range: nothing is left to do. Run without --group (or with a new one) to replay it again."
@@ -188,13 +197,15 @@ struct ReplayCommand: AsyncParsableCommand {
         Self.report("Replayed \(summary.totalIn) records: \(outcomes)")
     }
 
-    /// The records of `plan` that `group` has not committed past.
+    /// The records of `plan` that `group` has not committed past in this range.
+    ///
+    /// - Throws: ``ReplayGroupConflict`` when the group has commits that are not progress in this range.
     static func remainingCount(of plan: ReplayPlan, group: String, configuration: PipelineConfiguration, logger: Logger) async throws -> Int64 {
         let consumer = try KafkaConsumer(configuration: configuration.consumerConfiguration(groupID: group), logger: logger)
         do {
-            let committed = try await consumer.committed(plan.ranges.keys.sorted { $0.partition < $1.partition })
+            let committed = try await consumer.committedWithMetadata(plan.ranges.keys.sorted { $0.partition < $1.partition })
             await consumer.close()
-            return plan.remainingCount(after: committed)
+            return try plan.remainingCount(after: committed, group: group)
         } catch {
             await consumer.close()
             throw error

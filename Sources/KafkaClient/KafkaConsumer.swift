@@ -266,6 +266,32 @@ public final class KafkaConsumer: Sendable {
         }
     }
 
+    /// Commits positions with a text each, kept by the group coordinator with the offset (Kafka's commit metadata;
+    /// read back with ``committedWithMetadata(_:timeout:)``), and waits for the coordinator to confirm.
+    ///
+    /// Positions stored with ``storeOffsets(_:)`` carry no metadata (librdkafka 2.0 stores none), and the background
+    /// auto-commit and a commit of the stored positions commit them without it, replacing the text committed here:
+    /// commit through this call only for partitions whose offsets are not stored.
+    ///
+    /// - Throws: ``KafkaError/Code/commitFailed`` naming the partition the coordinator refused (a text longer than
+    ///   the broker's `offset.metadata.max.bytes`, 4096 by default, is refused with `OFFSET_METADATA_TOO_LARGE`).
+    public func commit(_ offsets: [KafkaOffsetAndMetadata]) async throws(KafkaError) {
+        guard !offsets.isEmpty else { return }
+        let handle = self.handle
+        try await BlockingCalls.run { () throws(KafkaError) in
+            let list = RDKafkaTopicPartitionList(offsets)
+            let err = rd_kafka_commit(handle.pointer, list.pointer, 0)
+            guard err == RD_KAFKA_RESP_ERR_NO_ERROR else {
+                var error = KafkaError.librdkafka(.commitFailed, err, topic: offsets.first?.position.topic)
+                error.message += " (committing \(Self.describe(offsets.map(\.position))) with metadata)"
+                throw error
+            }
+            if let failed = list.elements.first(where: { $0.error != RD_KAFKA_RESP_ERR_NO_ERROR }) {
+                throw KafkaError.librdkafka(.commitFailed, failed.error, topic: failed.position.topic, partition: failed.position.partition)
+            }
+        }
+    }
+
     /// The committed positions of the given partitions for this consumer's group (``KafkaOffset/invalid`` where
     /// nothing is committed).
     ///
@@ -275,6 +301,18 @@ public final class KafkaConsumer: Sendable {
         _ partitions: [KafkaTopicPartition],
         timeout: Duration = .seconds(10)
     ) async throws(KafkaError) -> [KafkaTopicPartitionOffset] {
+        try await committedWithMetadata(partitions, timeout: timeout).map(\.position)
+    }
+
+    /// The committed positions of the given partitions for this consumer's group (``KafkaOffset/invalid`` where
+    /// nothing is committed), each with the metadata committed with it (empty when there was none).
+    ///
+    /// - Throws: ``KafkaError/Code/offsetLookupFailed`` when the look-up failed, for the request or for one of the
+    ///   partitions (naming it): a partition whose look-up failed is never reported as having nothing committed.
+    public func committedWithMetadata(
+        _ partitions: [KafkaTopicPartition],
+        timeout: Duration = .seconds(10)
+    ) async throws(KafkaError) -> [KafkaOffsetAndMetadata] {
         let handle = self.handle
         return try await BlockingCalls.run { () throws(KafkaError) in
             let list = RDKafkaTopicPartitionList(partitions)
@@ -295,7 +333,7 @@ public final class KafkaConsumer: Sendable {
                 error.message += " (its committed position)"
                 throw error
             }
-            return elements.map(\.position)
+            return zip(elements, list.metadata).map { KafkaOffsetAndMetadata($0.position, metadata: $1) }
         }
     }
 

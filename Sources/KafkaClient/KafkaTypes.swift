@@ -41,6 +41,23 @@ public struct KafkaTopicPartitionOffset: Hashable, Sendable, CustomStringConvert
     public var description: String { "\(topic)/\(partition)@\(offset)" }
 }
 
+/// A position committed with a text of the application's (Kafka's `OffsetAndMetadata`): the group coordinator keeps
+/// the text with the offset, and ``KafkaConsumer/committedWithMetadata(_:timeout:)`` reads it back.
+public struct KafkaOffsetAndMetadata: Hashable, Sendable, CustomStringConvertible {
+    /// The position (the offset of the next record to read).
+    public var position: KafkaTopicPartitionOffset
+    /// The text committed with the offset; empty when none was (or the position is ``KafkaOffset/invalid``).
+    public var metadata: String
+
+    /// Creates a position with its metadata.
+    public init(_ position: KafkaTopicPartitionOffset, metadata: String) {
+        self.position = position
+        self.metadata = metadata
+    }
+
+    public var description: String { metadata.isEmpty ? position.description : "\(position) (\(metadata))" }
+}
+
 /// A record header: a name and an optional value.
 ///
 /// A header made from a string keeps the string (no byte array per header: the pipeline writes several per record);

@@ -603,8 +603,9 @@ extension CampaignPipeline {
     }
 
     /// Stores the commit positions that advanced since the last call (the background auto-commit and the final
-    /// commit pick them up). Positions of retired trackers are dropped: their partitions were revoked. A dry run
-    /// stores none: a background commit turned on by the configuration's properties would commit them.
+    /// commit pick them up; a replay's own commits, for a replay). Positions of retired trackers are dropped: their
+    /// partitions were revoked. A dry run stores none: a background commit turned on by the configuration's properties
+    /// would commit them.
     func storeCompletedPositions(of consumer: KafkaConsumer) {
         let trackers = completedTrackers.withLock { trackers in
             defer { trackers = [:] }
@@ -620,28 +621,20 @@ extension CampaignPipeline {
         store(positions, consumer: consumer)
     }
 
-    /// Stores `positions` for the background auto-commit and the final commit. A replay stores a partition's position
-    /// only when it is past the one stored before: the end of a range read to its end with nothing in flight
-    /// (``storeReplayedRangeEnds(_:consumer:)``) must not be taken back by an event's completion stored just after.
+    /// Stores `positions` for the background auto-commit and the final commit; a replay keeps them for its own
+    /// commits (``commitReplayProgress(_:consumer:)``), each partition's only when it is past the one kept before: the
+    /// end of a range read to its end with nothing in flight (``storeReplayedRangeEnds(_:consumer:)``) must not be
+    /// taken back by an event's completion stored just after.
     func store(_ positions: [KafkaTopicPartitionOffset], consumer: KafkaConsumer) {
         guard !positions.isEmpty else { return }
-        guard replay != nil else {
-            storeNow(positions, consumer: consumer)
+        guard replay == nil else {
+            replayCommits.withLock { commits in
+                for position in positions where (commits.done[position.topicPartition] ?? .min) < position.offset {
+                    commits.done[position.topicPartition] = position.offset
+                }
+            }
             return
         }
-        replayStoredPositions.withLock { stored in
-            let raised = positions.filter { position in
-                guard (stored[position.topicPartition] ?? .min) < position.offset else { return false }
-                stored[position.topicPartition] = position.offset
-                return true
-            }
-            // Under the lock: two callers cannot store in the opposite order of their positions.
-            storeNow(raised, consumer: consumer)
-        }
-    }
-
-    private func storeNow(_ positions: [KafkaTopicPartitionOffset], consumer: KafkaConsumer) {
-        guard !positions.isEmpty else { return }
         do throws(KafkaError) {
             try consumer.storeOffsets(positions)
         } catch {

@@ -5,15 +5,26 @@ import Synchronization
 
 extension CampaignPipeline {
     /// Assigns each replayed partition at the start of its range, or after the offset the replay's group
-    /// committed before (an interrupted replay resumes where it stopped).
+    /// committed before in this range (an interrupted replay resumes where it stopped).
+    ///
+    /// - Throws: ``ReplayGroupConflict`` when the group has commits that are not progress in this replay's range.
     func assignReplayRanges(_ plan: ReplayPlan, consumer: KafkaConsumer) async throws {
         let partitions = plan.ranges.keys.sorted { $0.partition < $1.partition }
-        let committed = plan.isDryRun ? [] : try await consumer.committed(partitions)
+        let committed = plan.isDryRun ? [] : try await consumer.committedWithMetadata(partitions)
+        let starts = try plan.starts(after: committed, group: configuration.groupID)
+        // What is committed already is not committed again.
+        replayCommits.withLock { commits in
+            for previous in committed where previous.position.offset >= 0 {
+                if let start = starts[previous.position.topicPartition], start == previous.position.offset {
+                    commits.committed[previous.position.topicPartition] = start
+                }
+            }
+        }
         var resumed = 0
         var doneBeforeStart: Int64 = 0
         var positions: [KafkaTopicPartitionOffset] = []
         for partition in partitions {
-            guard let range = plan.ranges[partition], let start = plan.start(of: partition, after: committed) else { continue }
+            guard let range = plan.ranges[partition], let start = starts[partition] else { continue }
             if start > range.lowerBound { resumed += 1 }
             // Records before the start count as done for progress and the end check.
             readPositions.withLock { $0[partition] = start }
@@ -93,6 +104,37 @@ extension CampaignPipeline {
         store(ends, consumer: consumer)
     }
 
+    /// Commits the replay's progress stored since the last commit (``store(_:consumer:)``), each offset with the
+    /// range it is progress in as its metadata (``ReplayPlan/commitMetadata(of:)``): a later run with the group resumes
+    /// from it only in the same range. (librdkafka 2.0 stores no metadata with an offset, so a replay commits its
+    /// progress itself rather than through the background auto-commit.)
+    func commitReplayProgress(_ plan: ReplayPlan, consumer: KafkaConsumer) async throws(KafkaError) {
+        let due = replayCommits.withLock { commits in commits.done.filter { commits.committed[$0.key] != $0.value } }
+        let offsets = due.sorted { $0.key.partition < $1.key.partition }.compactMap { partition, offset -> KafkaOffsetAndMetadata? in
+            guard let metadata = plan.commitMetadata(of: partition) else { return nil }
+            return KafkaOffsetAndMetadata(KafkaTopicPartitionOffset(topic: partition.topic, partition: partition.partition, offset: offset), metadata: metadata.encoded)
+        }
+        guard !offsets.isEmpty else { return }
+        try await consumer.commit(offsets)
+        replayCommits.withLock { commits in
+            for (partition, offset) in due { commits.committed[partition] = max(commits.committed[partition] ?? offset, offset) }
+        }
+    }
+
+    /// Commits the replay's progress every `interval` until cancelled (a commit under way is finished first).
+    func keepCommittingReplayProgress(_ plan: ReplayPlan, consumer: KafkaConsumer, every interval: Duration) async {
+        while !Task.isCancelled {
+            try? await Task.sleep(for: interval)
+            if Task.isCancelled { return }
+            do {
+                try await commitReplayProgress(plan, consumer: consumer)
+            } catch {
+                // Committed with the next one, or at the end.
+                logger.warning("Replay progress not committed; retried with the next commit", metadata: ["error": "\(error)"])
+            }
+        }
+    }
+
     /// Marks as read through the partitions whose rest of the range holds no readable record.
     ///
     /// A range ending at the high watermark can end in offsets no consumer is given: transaction markers (a topic
@@ -163,4 +205,12 @@ extension CampaignPipeline {
         }
         return .process
     }
+}
+
+/// A replay's progress per partition, committed by the replay itself (``CampaignPipeline/commitReplayProgress(_:consumer:)``).
+struct ReplayCommits {
+    /// The position up to which every event is done (or the range's end, once read to it with nothing in flight).
+    var done: [KafkaTopicPartition: Int64] = [:]
+    /// The position last committed (or found committed by the group in this range when the replay started).
+    var committed: [KafkaTopicPartition: Int64] = [:]
 }

@@ -78,8 +78,9 @@ public final class CampaignPipeline: Service {
     let replayFinished = Atomic<Bool>(false)
     /// Records of the replay's ranges its group had committed when it started (``ReplayProgress/doneBeforeStart``).
     let replayDoneBeforeStart = Atomic<Int64>(0)
-    /// A replay's highest position stored per partition (``store(_:consumer:)``).
-    let replayStoredPositions = Mutex([KafkaTopicPartition: Int64]())
+    /// A replay's progress per partition: the highest position done (``store(_:consumer:)``), and the last committed
+    /// (``commitReplayProgress(_:consumer:)``).
+    let replayCommits = Mutex(ReplayCommits())
 
     /// Creates a pipeline.
     ///
@@ -215,7 +216,8 @@ public final class CampaignPipeline: Service {
             throw error
         }
         var sendsConfiguration = configuration.consumerConfiguration(groupID: configuration.groupID)
-        if !writesOutputs { sendsConfiguration.isAutoCommitEnabled = false }
+        // A replay commits its progress itself, with the range it is progress in (`commitReplayProgress`).
+        if !writesOutputs || replay != nil { sendsConfiguration.isAutoCommitEnabled = false }
         if keepsDecisionTimes {
             sendsConfiguration.willRevokePartitions = { [self] partitions in fenceDecisionTimes(of: partitions) }
         }
@@ -266,6 +268,12 @@ public final class CampaignPipeline: Service {
             }
             group.addTask { await self.followSinkStates(sinks, consumer: consumer) }
             group.addTask { await self.keepStoringCompletedPositions(of: consumer) }
+            // Not in the group: the final commit waits for the last of these to end, so that an older commit cannot
+            // land after it.
+            let commitInterval = sendsConfiguration.autoCommitInterval
+            let replayCommitter = replay.flatMap { replay in
+                writesOutputs ? Task { await self.keepCommittingReplayProgress(replay, consumer: consumer, every: commitInterval) } : nil
+            }
             group.addTask { await self.keepFoldingState(from: stateConsumer, followers: followers, sender: sender) }
             // The state consumer is in no group: its events are only the errors it logs itself. Read, so that they
             // do not pile up in the stream's buffer for as long as the pipeline runs (broker restarts, outages).
@@ -298,8 +306,14 @@ public final class CampaignPipeline: Service {
             await drain(sender: sender)
             storeCompletedPositions(of: consumer)
             if let replay { storeReplayedRangeEnds(replay, consumer: consumer) }
+            replayCommitter?.cancel()
+            await replayCommitter?.value
             do {
-                if writesOutputs { try await consumer.commit() }
+                if let replay {
+                    if writesOutputs { try await commitReplayProgress(replay, consumer: consumer) }
+                } else if writesOutputs {
+                    try await consumer.commit()
+                }
             } catch {
                 logger.warning("Final commit failed; the uncommitted events will be processed again", metadata: ["error": "\(error)"])
             }

@@ -165,6 +165,38 @@ struct KafkaConsumerGroupTests {
         }
     }
 
+    /// A replay records with each offset it commits which range it is the progress of; the embedded broker keeps the
+    /// text (OffsetCommit) and gives it back (OffsetFetch), as a real one does.
+    @Test("metadata committed with an offset is read back with it; an offset committed without any has none")
+    func commitMetadataRoundTrip() async throws {
+        try await withEmbeddedKafka(topics: ["annotated": 2]) { kafka in
+            try await produceNumbered(20, to: "annotated", kafka: kafka)
+            let group = uniqueGroup()
+            var configuration = consumerConfiguration(kafka, group: group)
+            configuration.isAutoCommitEnabled = false
+            let partitions = [KafkaTopicPartition(topic: "annotated", partition: 0), KafkaTopicPartition(topic: "annotated", partition: 1)]
+            let consumer = try KafkaConsumer(configuration: configuration, logger: testLogger)
+            try consumer.assign(partitions.map { KafkaTopicPartitionOffset(topic: $0.topic, partition: $0.partition, offset: KafkaOffset.beginning) })
+            let text = "campaign-pipeline-replay/1 from=0:2 to=0:4 offsets=2..<4 é"
+            try await consumer.commit([KafkaOffsetAndMetadata(KafkaTopicPartitionOffset(topic: "annotated", partition: 0, offset: 4), metadata: text)])
+            try await consumer.commit([KafkaTopicPartitionOffset(topic: "annotated", partition: 1, offset: 3)])
+            await consumer.close()
+
+            let check = try KafkaConsumer(configuration: consumerConfiguration(kafka, group: group), logger: testLogger)
+            let committed = try await check.committedWithMetadata(partitions)
+            #expect(try await check.committed(partitions).map(\.offset) == [4, 3])
+            await check.close()
+            #expect(committed.map(\.position.offset) == [4, 3])
+            #expect(committed.first?.metadata == text)
+            #expect(committed.last?.metadata == "")
+
+            let fresh = try KafkaConsumer(configuration: consumerConfiguration(kafka, group: uniqueGroup()), logger: testLogger)
+            let nothing = try await fresh.committedWithMetadata(partitions)
+            await fresh.close()
+            #expect(nothing.allSatisfy { $0.position.offset == KafkaOffset.invalid && $0.metadata.isEmpty })
+        }
+    }
+
     @Test("stored offsets are committed by the background commit and at close")
     func storedOffsetsAreCommittedAtClose() async throws {
         try await withEmbeddedKafka(topics: ["stored": 2]) { kafka in

@@ -220,12 +220,12 @@ struct ReplayTests {
                 #expect(replay.hasFinishedReplay, "\(name): the replay ended by itself")
                 #expect(replay.statistics.snapshot.totalIn == 300, "\(name)")
                 let check = try KafkaConsumer(configuration: KafkaConsumerConfiguration(bootstrapServers: [kafka.bootstrapServers], groupID: replayed.groupID), logger: testLogger)
-                let committed = try await check.committed(Array(plan.ranges.keys))
+                let committed = try await check.committedWithMetadata(Array(plan.ranges.keys))
                 await check.close()
-                for position in committed {
+                for position in committed.map(\.position) {
                     #expect(position.offset == plan.ranges[position.topicPartition]?.upperBound, "\(name): \(position) committed, range \(plan.ranges[position.topicPartition]!)")
                 }
-                #expect(plan.remainingCount(after: committed) == 0, "\(name): the group has replayed the whole range")
+                #expect(try plan.remainingCount(after: committed, group: replayed.groupID) == 0, "\(name): the group has replayed the whole range")
             }
         }
     }
@@ -252,6 +252,65 @@ struct ReplayTests {
             #expect(again.stdout.contains("group \(group) has already replayed this whole range"), "\(again.stdout)")
             #expect(!again.stdout.contains("Resuming"), "\(again.stdout)")
             #expect(!again.stdout.contains("Replayed 0 records"), "\(again.stdout)")
+        }
+    }
+
+    /// The reviewer's reproduction: a group reused for another range took its committed offset, progress in the first
+    /// range, for progress in the second. `--from 0:2 --to 0:4` then `--from 0:0 --to 0:2` with the same group said
+    /// the group had replayed the whole range (offsets 0 and 1 never were) and exited 0; `[0, 20)` after `[5, 10)`
+    /// said "Resuming" and skipped `[0, 5)`. Such a group is refused now, naming --group; the same range resumes.
+    @Test("campaign-pipeline replay refuses a --group that replayed another range, and resumes the same range")
+    func groupReusedForAnotherRange() async throws {
+        let executable = try #require(pipelineExecutable, "campaign-pipeline was not found next to the test bundle; build it first")
+        try await withReplayCluster { kafka, configuration in
+            try await produce(try events(600, base: Date()), to: configuration.topics.sends, kafka: kafka)
+            let environment = childEnvironment(["LOG_LEVEL": "warning"])
+            func replay(_ from: String, _ to: String, group: String) async throws -> (status: Int32, stdout: String, stderr: String) {
+                let arguments = ["replay", "--bootstrap-servers", kafka.bootstrapServers, "--from", from, "--to", to, "--group", group]
+                return try await ChildProcess.run(executable, arguments, environment: environment, timeout: .seconds(120))
+            }
+            for (first, second, replayed) in [(("0:2", "0:4"), ("0:0", "0:2"), 2), (("0:5", "0:10"), ("0:0", "0:20"), 5)] {
+                let group = "nightly-\(UUID().uuidString.prefix(6))"
+                let earlier = try await replay(first.0, first.1, group: group)
+                #expect(earlier.status == 0, "\(earlier.stderr.suffix(2_000))")
+                #expect(earlier.stdout.contains("Replayed \(replayed) records"), "\(earlier.stdout)")
+
+                let other = try await replay(second.0, second.1, group: group)
+                #expect(other.status == 64, "[\(second.0), \(second.1)) after [\(first.0), \(first.1)): \(other.stdout)\n\(other.stderr.suffix(2_000))")
+                #expect(other.stderr.contains("--group \(group)"), "names the flag and the group: \(other.stderr.suffix(2_000))")
+                #expect(other.stderr.contains("--from \(first.0) --to \(first.1)"), "names the range the group replayed: \(other.stderr.suffix(2_000))")
+                #expect(!other.stdout.contains("already replayed") && !other.stdout.contains("Resuming") && !other.stdout.contains("Replayed"), "\(other.stdout)")
+
+                // The same range again: the group has replayed it all.
+                let same = try await replay(first.0, first.1, group: group)
+                #expect(same.status == 0, "\(same.stderr.suffix(2_000))")
+                #expect(same.stdout.contains("group \(group) has already replayed this whole range"), "\(same.stdout)")
+            }
+        }
+    }
+
+    /// The pipeline itself (not only the command) commits each offset with the range it is progress in, and refuses
+    /// to start a replay whose group replayed another range, reading nothing.
+    @Test("a replay commits its range with each offset; a pipeline given a group that replayed another range refuses it")
+    func pipelineRecordsAndChecksItsRange() async throws {
+        try await withReplayCluster { kafka, configuration in
+            let topic = configuration.topics.sends
+            try await produce(try events(300, base: Date()), to: topic, kafka: kafka)
+            let replayed = replayConfiguration(configuration)
+            let first = ReplayPlan(ranges: try await ranges(.offsets([0: 2]), .offsets([0: 4]), kafka: kafka, topic: topic), from: .offsets([0: 2]), to: .offsets([0: 4]))
+            try await CampaignPipeline(configuration: replayed, registry: builtinRegistry, replay: first, logger: testLogger).run()
+            let partition = KafkaTopicPartition(topic: topic, partition: 0)
+            let check = try KafkaConsumer(configuration: KafkaConsumerConfiguration(bootstrapServers: [kafka.bootstrapServers], groupID: replayed.groupID), logger: testLogger)
+            let committed = try await check.committedWithMetadata([partition])
+            await check.close()
+            #expect(committed.first?.position.offset == 4)
+            #expect(committed.first.flatMap { ReplayCommitMetadata(parsing: $0.metadata) } == first.commitMetadata(of: partition), "\(committed)")
+
+            let second = ReplayPlan(ranges: try await ranges(.offsets([0: 0]), .offsets([0: 2]), kafka: kafka, topic: topic), from: .offsets([0: 0]), to: .offsets([0: 2]))
+            let pipeline = CampaignPipeline(configuration: replayed, registry: builtinRegistry, replay: second, logger: testLogger)
+            let conflict = await #expect(throws: ReplayGroupConflict.self) { try await pipeline.run() }
+            #expect(conflict?.committedOffset == 4 && conflict?.group == replayed.groupID)
+            #expect(pipeline.statistics.snapshot.totalIn == 0)
         }
     }
 
@@ -417,6 +476,68 @@ struct ReplayTests {
             await check.close()
             #expect(committed.allSatisfy { $0.offset < 0 }, "no offsets committed: \(committed.filter { $0.offset >= 0 })")
         }
+    }
+
+    /// A group's commit is resumed from only when it is progress in the same range: the same boundaries (whatever
+    /// offsets they resolve to now: `end` moves as producers write), or, boundaries not known, the same offsets. A
+    /// commit in another range, or one naming none past the range's start, used to be taken for progress in this one.
+    @Test("a replay resumes from its group's commits only in the range they name")
+    func resumeOnlyInTheSameRange() throws {
+        let partition = KafkaTopicPartition(topic: "campaign.sends", partition: 0)
+        func committed(_ offset: Int64, _ metadata: ReplayCommitMetadata?) -> [KafkaOffsetAndMetadata] {
+            [KafkaOffsetAndMetadata(KafkaTopicPartitionOffset(topic: partition.topic, partition: 0, offset: offset), metadata: metadata?.encoded ?? "")]
+        }
+        let nightly = ReplayPlan(ranges: [partition: 2..<4], from: .offsets([0: 2]), to: .offsets([0: 4]))
+        let recorded = try #require(nightly.commitMetadata(of: partition))
+        #expect(recorded == ReplayCommitMetadata(from: "0:2", to: "0:4", range: 2..<4))
+        #expect(recorded.encoded == "campaign-pipeline-replay/1 from=0:2 to=0:4 offsets=2..<4")
+        #expect(ReplayCommitMetadata(parsing: recorded.encoded) == recorded)
+        #expect(ReplayCommitMetadata(parsing: "") == nil && ReplayCommitMetadata(parsing: "some other client") == nil)
+
+        // The reviewer's case: [0, 2) after [2, 4) with the same group.
+        let earlier = ReplayPlan(ranges: [partition: 0..<2], from: .offsets([0: 0]), to: .offsets([0: 2]))
+        let conflict = #expect(throws: ReplayGroupConflict.self) { try earlier.remainingCount(after: committed(4, recorded), group: "nightly") }
+        #expect(conflict?.committedRange == recorded && conflict?.committedOffset == 4 && conflict?.partition == partition)
+        #expect(conflict?.description.contains("--group nightly has replayed another range") == true, "\(String(describing: conflict))")
+        #expect(conflict?.description.contains("--from 0:2 --to 0:4 (offsets 2..<4)") == true, "\(String(describing: conflict))")
+        // [0, 20) after [5, 10): [0, 5) would have been skipped.
+        let wide = ReplayPlan(ranges: [partition: 0..<20], from: .offsets([0: 0]), to: .offsets([0: 20]))
+        let narrow = ReplayPlan(ranges: [partition: 5..<10], from: .offsets([0: 5]), to: .offsets([0: 10]))
+        #expect(throws: ReplayGroupConflict.self) { try wide.remainingCount(after: committed(10, narrow.commitMetadata(of: partition)), group: "g") }
+        // Another range wholly before this one claims nothing of it, but the group keeps one range: refused too.
+        let later = ReplayPlan(ranges: [partition: 4..<9], from: .offsets([0: 4]), to: .end)
+        #expect(throws: ReplayGroupConflict.self) { try later.remainingCount(after: committed(4, recorded), group: "g") }
+
+        // The same range resumes, and a whole range done leaves nothing.
+        #expect(try nightly.remainingCount(after: committed(3, recorded), group: "g") == 1)
+        #expect(try nightly.remainingCount(after: committed(4, recorded), group: "g") == 0)
+        // The same boundaries resolved to a later end (producers wrote meanwhile): the rest of the new range is left.
+        let growing = ReplayPlan(ranges: [partition: 0..<306], from: .beginning, to: .end)
+        let grown = ReplayPlan(ranges: [partition: 0..<406], from: .beginning, to: .end)
+        #expect(try grown.start(of: partition, after: committed(306, growing.commitMetadata(of: partition)), group: "g") == 306)
+        // ... or to a later start (retention deleted records), past the group's commit: from the new start.
+        let trimmed = ReplayPlan(ranges: [partition: 320..<406], from: .beginning, to: .end)
+        #expect(try trimmed.start(of: partition, after: committed(306, growing.commitMetadata(of: partition)), group: "g") == 320)
+        // Boundaries not known (a plan made in code): the same offsets resume, others do not.
+        let bare = ReplayPlan(ranges: [partition: 0..<306])
+        #expect(try bare.start(of: partition, after: committed(100, growing.commitMetadata(of: partition)), group: "g") == 100)
+        #expect(throws: ReplayGroupConflict.self) { try bare.start(of: partition, after: committed(100, grown.commitMetadata(of: partition)), group: "g") }
+
+        // Commits naming no range: past the start they cannot be trusted; at or before it they claim nothing.
+        let unnamed = #expect(throws: ReplayGroupConflict.self) { try nightly.start(of: partition, after: committed(3, nil), group: "old") }
+        #expect(unnamed?.committedRange == nil)
+        #expect(unnamed?.description.contains("--group old has committed offset 3 in campaign.sends/0") == true, "\(String(describing: unnamed))")
+        #expect(try nightly.start(of: partition, after: committed(2, nil), group: "old") == 2)
+        #expect(try nightly.start(of: partition, after: committed(KafkaOffset.invalid, nil), group: "new") == 2)
+
+        // Every partition is checked; the first is named, the others counted.
+        let other = KafkaTopicPartition(topic: "campaign.sends", partition: 1)
+        let both = ReplayPlan(ranges: [partition: 0..<10, other: 0..<10], from: .beginning, to: .end)
+        let foreign = ReplayCommitMetadata(from: "beginning", to: "2026-11-20T10:00:00.000000Z", range: 0..<5).encoded
+        let commits = [partition, other].map { KafkaOffsetAndMetadata(KafkaTopicPartitionOffset(topic: $0.topic, partition: $0.partition, offset: 5), metadata: foreign) }
+        let twice = #expect(throws: ReplayGroupConflict.self) { try both.starts(after: commits, group: "g") }
+        #expect(twice?.partition == partition && twice?.otherPartitions == 1)
+        #expect(twice?.description.contains("(and in 1 more partition)") == true, "\(String(describing: twice))")
     }
 
     @Test("boundaries parse, and bad ones are refused naming the option")

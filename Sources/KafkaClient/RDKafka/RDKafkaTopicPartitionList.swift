@@ -31,6 +31,20 @@ final class RDKafkaTopicPartitionList {
         }
     }
 
+    /// A list of positions with the metadata to commit with each (copied into memory librdkafka frees with the list).
+    convenience init(_ offsets: [KafkaOffsetAndMetadata]) {
+        self.init(capacity: offsets.count)
+        for item in offsets {
+            guard let element = rd_kafka_topic_partition_list_add(pointer, item.position.topic, item.position.partition) else { continue }
+            element.pointee.offset = item.position.offset
+            let bytes = Array(item.metadata.utf8)
+            guard !bytes.isEmpty, let copy = rd_kafka_mem_malloc(nil, bytes.count) else { continue }
+            bytes.withUnsafeBytes { copy.copyMemory(from: $0.baseAddress!, byteCount: bytes.count) }
+            element.pointee.metadata = copy
+            element.pointee.metadata_size = bytes.count
+        }
+    }
+
     deinit {
         rd_kafka_topic_partition_list_destroy(pointer)
     }
@@ -55,5 +69,17 @@ final class RDKafkaTopicPartitionList {
     /// The elements of this list.
     var elements: [(position: KafkaTopicPartitionOffset, error: rd_kafka_resp_err_t)] {
         Self.elements(of: pointer)
+    }
+
+    /// The metadata of each element of this list, in order: its bytes as UTF-8 text (invalid bytes replaced), empty
+    /// without any.
+    var metadata: [String] {
+        let count = Int(pointer.pointee.cnt)
+        guard count > 0, let elements = pointer.pointee.elems else { return [] }
+        return (0..<count).map { index in
+            let element = elements[index]
+            guard let bytes = element.metadata, element.metadata_size > 0 else { return "" }
+            return String(decoding: UnsafeRawBufferPointer(start: bytes, count: element.metadata_size), as: UTF8.self)
+        }
     }
 }
