@@ -148,7 +148,9 @@ struct ReplayCommand: AsyncParsableCommand {
         }
 
         let destination = dryRun ? "nothing (dry run)" : deliver ? "the LIVE topics" : "topics prefixed '\(outputPrefix)'"
-        Self.report("Replaying \(plan.totalCount) records of \(configuration.topics.sends) [\(start) .. \(end)) into \(destination)")
+        // Counts of offsets, not records: transaction markers (and records of aborted transactions) take offsets that
+        // hold nothing to replay, so the records replayed can be fewer ("Replaying 306 records" for 300 used to be said).
+        Self.report("Replaying up to \(plan.totalCount) records of \(configuration.topics.sends) [\(start) .. \(end)) into \(destination)")
         if let remaining {
             if remaining == 0 {
                 Self.report(
@@ -157,7 +159,7 @@ struct ReplayCommand: AsyncParsableCommand {
                 return
             }
             if remaining < plan.totalCount {
-                Self.report("Resuming group \(configuration.groupID): \(remaining) of the \(plan.totalCount) records are left")
+                Self.report("Resuming group \(configuration.groupID): up to \(remaining) of the \(plan.totalCount) records are left")
             }
         }
         if plan.totalCount == 0 {
