@@ -1,4 +1,5 @@
 public import ArgumentParser
+import Foundation
 
 /// The root of the `campaign-pipeline` command line.
 ///
@@ -24,13 +25,28 @@ extension CampaignPipelineCommand {
     /// Parses the process arguments, runs the chosen subcommand (awaiting it when it is asynchronous) and exits
     /// with its status; what `AsyncParsableCommand.main()` does, callable from an executable's top-level code.
     public static func runFromCommandLine() async {
+        var subcommand: (any ParsableCommand.Type)?
         do {
             var command = try parseAsRoot()
+            subcommand = type(of: command)
             if var asyncCommand = command as? any AsyncParsableCommand {
                 try await asyncCommand.run()
             } else {
                 try command.run()
             }
+        } catch let error as ValidationError where subcommand != nil && subcommand != Self.self {
+            // A usage error found only while running (a replay range that does not fit the topic): with the
+            // subcommand's usage, as one found while parsing has, not the root's.
+            let command = subcommand ?? Self.self
+            let name = command.configuration.commandName ?? "\(command)"
+            let message = """
+                Error: \(error.message)
+                Usage: \(usageString(for: command))
+                  See '\(Self.configuration.commandName ?? "campaign-pipeline") \(name) --help' for more information.
+
+                """
+            FileHandle.standardError.write(Data(message.utf8))
+            exit(withError: ExitCode.validationFailure)
         } catch {
             exit(withError: error)
         }

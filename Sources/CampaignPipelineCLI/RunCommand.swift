@@ -158,7 +158,8 @@ struct KafkaConnectionOptions: ParsableArguments {
         var file: JSONObject?
         if let path = config {
             file = try ConfigurationFile.read(path, source: "--config")
-        } else if let path = environment[PipelineConfiguration.EnvironmentKey.configFile] {
+        } else if let path = environment[PipelineConfiguration.EnvironmentKey.configFile], !path.isEmpty {
+            // Empty is unset, as for every other variable (`CAMPAIGN_PIPELINE_CONFIG: ${VAR}` in a compose file).
             file = try ConfigurationFile.read(path, source: PipelineConfiguration.EnvironmentKey.configFile)
         }
         var configuration = try PipelineConfiguration.load(file: file, environment: environment, checkingSinkCredentials: checkingSinkCredentials)

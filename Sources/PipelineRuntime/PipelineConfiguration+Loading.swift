@@ -69,7 +69,8 @@ extension PipelineConfiguration {
             configuration.bootstrapServers = Self.splitServers(servers)
         }
         if let group = environment[EnvironmentKey.group], !group.isEmpty { configuration.groupID = group }
-        for (name, value) in environment where name.hasPrefix(EnvironmentKey.kafkaPropertyPrefix) {
+        // An empty variable is unset, as every other one is (librdkafka refuses an empty value anyway).
+        for (name, value) in environment where name.hasPrefix(EnvironmentKey.kafkaPropertyPrefix) && !value.isEmpty {
             let property = name.dropFirst(EnvironmentKey.kafkaPropertyPrefix.count).lowercased().replacingOccurrences(of: "_", with: ".")
             guard !property.isEmpty else { continue }
             try checkPassThrough(property, key: name)
@@ -296,16 +297,23 @@ extension PipelineConfiguration {
     /// no count or duration here is sensible beyond it, and larger ones overflowed when converted.
     static let largestSetting = Int(Int32.max) / 1_000
 
+    /// A value found where a whole number belongs, as written: `1000.0` and `1e3` are read as doubles, whose JSON
+    /// text (`1000`) would make the error contradict itself.
+    static func found(_ value: JSONValue) -> String {
+        if case .double(let number) = value { return "\(number), a number with a fraction or an exponent" }
+        return value.jsonString
+    }
+
     static func nonNegativeInteger(_ value: JSONValue, _ path: String) throws(ConfigurationError) -> Int {
         guard case .int(let number) = value, (0...largestSetting).contains(number) else {
-            throw ConfigurationError(key: path, reason: "expected 0 or a positive integer up to \(largestSetting), found \(value.jsonString)")
+            throw ConfigurationError(key: path, reason: "expected 0 or a positive integer up to \(largestSetting), found \(found(value))")
         }
         return number
     }
 
     static func positiveInteger(_ value: JSONValue, _ path: String) throws(ConfigurationError) -> Int {
         guard case .int(let number) = value, (1...largestSetting).contains(number) else {
-            throw ConfigurationError(key: path, reason: "expected a positive integer up to \(largestSetting), found \(value.jsonString)")
+            throw ConfigurationError(key: path, reason: "expected a positive integer up to \(largestSetting), found \(found(value))")
         }
         return number
     }

@@ -105,6 +105,9 @@ struct ExecutableTests {
         let missing = try await runProcess(executable, ["run", "--print-config"], environment: ["CAMPAIGN_PIPELINE_CONFIG": "/nonexistent/pipeline.json"])
         #expect(missing.status == 1)
         #expect(missing.stderr.contains("CAMPAIGN_PIPELINE_CONFIG: cannot read '/nonexistent/pipeline.json'"), "\(missing.stderr)")
+        // Empty is unset, as for every other variable (it was read as a file named '').
+        let empty = try await runProcess(executable, ["run", "--print-config", "--bootstrap-servers", "a:1"], environment: ["CAMPAIGN_PIPELINE_CONFIG": ""])
+        #expect(empty.status == 0, "\(empty.stderr)")
 
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("broken-config-\(UUID().uuidString).json")
         try Data("{\n  \"kafka\": {\n    \"bootstrapServers\": \"a:1\",,\n  }\n}\n".utf8).write(to: file)

@@ -68,6 +68,8 @@ struct ReplayCommandTests {
         let partial = try await runProcess(executable, base + ["--from", "beginning", "--to", "0:0", "--deliver"])
         #expect(partial.status == 64, "\(partial.stderr)")
         #expect(partial.stderr.contains("--to: gives no end for partition 1"), "\(partial.stderr)")
+        // With replay's usage, as an error found while parsing has (the root's usage was printed).
+        #expect(partial.stderr.contains("Usage: campaign-pipeline replay "), "\(partial.stderr)")
         #expect(!partial.stdout.contains("Replaying"), "\(partial.stdout)")
 
         // Routes to FCM with no credentials: a replay into replay.* topics does not use the sink.

@@ -28,6 +28,19 @@ struct ConfigurationRangeTests {
         #expect(error?.reason.contains("up to 2147483") == true, "\(json): \(error.map(String.init(describing:)) ?? "no error")")
     }
 
+    /// Found by review: `1000.0` was refused as "expected a positive integer …, found 1000".
+    @Test("a whole number written with a fraction or an exponent is refused as written")
+    func fractionIsNamed() throws {
+        for written in ["1000.0", "1e3"] {
+            let file = try #require(try JSONValue(parsing: Array(#"{"processing": {"maxInFlightPerPartition": \#(written)}}"#.utf8)).objectValue)
+            let error = #expect(throws: ConfigurationError.self, "\(written)") {
+                try PipelineConfiguration.load(file: file, environment: [:])
+            }
+            #expect(error?.key == "processing.maxInFlightPerPartition")
+            #expect(error?.reason.contains("found 1000.0, a number with a fraction or an exponent") == true, "\(String(describing: error))")
+        }
+    }
+
     @Test("the largest setting is accepted: librdkafka takes it in milliseconds")
     func largestIsAccepted() throws {
         let file = try #require(try JSONValue(parsing: Array(#"{"processing": {"messageTimeoutSeconds": 2147483}}"#.utf8)).objectValue)

@@ -24,6 +24,15 @@ struct KafkaPassThroughConfigurationTests {
         #expect(other.kafkaProperties["security.protocol"] == "ssl")
     }
 
+    /// Found by review: `CAMPAIGN_PIPELINE_KAFKA_COMPRESSION_TYPE=` (a compose file's `${VAR}` with `VAR` unset) set
+    /// the property to "", which librdkafka refuses, where every other empty variable is unset.
+    @Test("an empty CAMPAIGN_PIPELINE_KAFKA_ variable is unset: the file's property stays")
+    func emptyVariableIsUnset() throws {
+        let file = try #require(try JSONValue(parsing: Array(#"{"kafka": {"properties": {"compression.type": "lz4"}}}"#.utf8)).objectValue)
+        let configuration = try PipelineConfiguration.load(file: file, environment: ["CAMPAIGN_PIPELINE_KAFKA_COMPRESSION_TYPE": ""])
+        #expect(configuration.kafkaProperties["compression.type"] == "lz4")
+    }
+
     /// Passed through, `bootstrap.servers` (or its librdkafka alias `metadata.broker.list`) won over the brokers of
     /// every layer: `CAMPAIGN_PIPELINE_KAFKA_BOOTSTRAP_SERVERS=prod:9092` sent a `--bootstrap-servers staging:9092` run
     /// (or a `replay --deliver`) to prod, while the log and `--print-config` named staging.
