@@ -51,13 +51,16 @@ struct RenderCommand: AsyncParsableCommand {
             if file == "-" {
                 input = Array(FileHandle.standardInput.readDataToEndOfFile())
             } else {
-                do {
-                    input = Array(try Data(contentsOf: URL(fileURLWithPath: file)))
-                } catch {
-                    stderr.writeLine("error: \(file): cannot read: \(error.localizedDescription)")
+                var isDirectory: ObjCBool = false
+                let exists = FileManager.default.fileExists(atPath: file, isDirectory: &isDirectory)
+                // Foundation's own text for these is "The operation could not be completed (…error 256)".
+                guard exists, !isDirectory.boolValue, let data = FileManager.default.contents(atPath: file) else {
+                    let reason = !exists ? "no such file" : isDirectory.boolValue ? "a directory, not a file of events" : "not readable"
+                    stderr.writeLine("error: \(file): cannot read: \(reason)")
                     failed += 1
                     continue
                 }
+                input = Array(data)
             }
             let summary = runner.run(
                 input: input,

@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import Foundation
 import NIOCore
 import NIOHTTP1
 
@@ -32,6 +33,10 @@ public enum MetricsProbe {
             let body = try await response.body.collect(upTo: 4_096)
             let text = String(buffer: body).trimmingTrailingNewlines
             return Answer(passed: response.status == .ok, text: text.isEmpty ? "HTTP \(response.status.code) from \(url)" : text)
+        } catch let error as IOError {
+            // NIO's own text of a refused connection repeats itself, with a stray parenthesis ("connection reset (error
+            // set): Connection refused) (errno: 111)").
+            return Answer(passed: false, text: "no answer from \(url): \(String(cString: strerror(error.errnoCode))) (errno \(error.errnoCode))")
         } catch {
             return Answer(passed: false, text: "no answer from \(url): \(error)")
         }

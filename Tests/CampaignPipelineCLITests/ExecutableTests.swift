@@ -24,6 +24,18 @@ struct ExecutableTests {
         #expect(result.stdout.split(separator: "\n").count == 1, "the good file still renders")
     }
 
+    /// Found by review: a directory was reported as "(NSCocoaErrorDomain error 256.)".
+    @Test("a path that is no file of events says what it is, and the others still render")
+    func unreadablePathsSayWhy() async throws {
+        let executable = try #require(Paths.executable, "campaign-pipeline was not found next to the test bundle")
+        let sample = Paths.repositoryRoot.appendingPathComponent("Config/samples/basic-apns.json").path
+        let directory = FileManager.default.temporaryDirectory.path
+        let result = try await runProcess(executable, ["render", directory, "/nonexistent/events.json", sample])
+        #expect(result.status == 1)
+        #expect(result.stderr == "error: \(directory): cannot read: a directory, not a file of events\nerror: /nonexistent/events.json: cannot read: no such file\n")
+        #expect(result.stdout.split(separator: "\n").count == 1, "the good file still renders")
+    }
+
     @Test func readsStandardInput() async throws {
         let executable = try #require(Paths.executable, "campaign-pipeline was not found next to the test bundle")
         let sample = try Data(contentsOf: Paths.repositoryRoot.appendingPathComponent("Config/samples/carousel-apns.json"))

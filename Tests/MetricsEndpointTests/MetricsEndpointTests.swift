@@ -210,6 +210,7 @@ struct MetricsEndpointTests {
             let nobody = await MetricsProbe.ask(host: "127.0.0.1", port: 1, check: .ready, timeout: .milliseconds(500))
             #expect(!nobody.passed)
             #expect(nobody.text.hasPrefix("no answer from http://127.0.0.1:1/readyz: "), "\(nobody.text)")
+            #expect(nobody.text.hasSuffix(": Connection refused (errno 111)"), "said once, without NIO's stray parenthesis: \(nobody.text)")
         }
     }
 }
