@@ -166,7 +166,11 @@ extension PipelineConfiguration {
                         for property in producerProperties.keys where property != "group.id" {
                             try Self.checkPassThrough(property, key: "\(path).\(property)")
                         }
-                    default: throw ConfigurationError(key: path, reason: "unknown key")
+                    default:
+                        throw ConfigurationError(
+                            key: path,
+                            reason: "unknown key (expected bootstrapServers, groupId, properties, consumerProperties, producerProperties)"
+                        )
                     }
                 }
             case "topics":

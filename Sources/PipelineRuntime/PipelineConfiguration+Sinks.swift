@@ -104,7 +104,10 @@ extension FCMSinkConfiguration {
             case "$comment": continue
             default:
                 guard try applyHTTPSetting(key, item, path, connection: &connection, concurrency: &concurrency) else {
-                    throw ConfigurationError(key: path, reason: "unknown key")
+                    throw ConfigurationError(
+                        key: path,
+                        reason: "unknown key (expected serviceAccountFile, serviceAccountEnv, projectId, baseUrl, tokenUrl, \(httpSettingNames))"
+                    )
                 }
             }
         }
@@ -150,7 +153,10 @@ extension APNsSinkConfiguration {
             case "$comment": continue
             default:
                 guard try applyHTTPSetting(key, item, path, connection: &connection, concurrency: &concurrency) else {
-                    throw ConfigurationError(key: path, reason: "unknown key")
+                    throw ConfigurationError(
+                        key: path,
+                        reason: "unknown key (expected environment, baseUrl, keyId, teamId, privateKeyFile, privateKeyEnv, topic, tokenRefreshMinutes, \(httpSettingNames))"
+                    )
                 }
             }
         }
@@ -174,6 +180,9 @@ extension APNsSinkConfiguration {
         return .object(object)
     }
 }
+
+/// The settings every HTTP sink takes (``applyHTTPSetting(_:_:_:connection:concurrency:)``), for errors.
+private let httpSettingNames = "concurrency, caCertificateFile, requestTimeoutSeconds"
 
 /// Reads a setting every HTTP sink has (`concurrency`, `caCertificateFile`, `requestTimeoutSeconds`).
 ///

@@ -21,6 +21,25 @@ struct ConfigurationNamesTests {
         #expect(error?.reason.contains("empty") == true, "\(json): \(error.map(String.init(describing:)) ?? "no error")")
     }
 
+    /// Found by review: `kafka`, `fcm` and `apns` said only "unknown key", where the other sections list theirs.
+    @Test(
+        "an unknown key is refused naming the keys its section takes",
+        arguments: [
+            ("kafka", "groupid", "groupId"), ("fcm", "projectID", "projectId"), ("apns", "keyID", "keyId"),
+            ("apns", "timeout", "requestTimeoutSeconds"), ("processing", "drainTimeout", "drainTimeoutSeconds"),
+        ]
+    )
+    func unknownKeysListTheKnownOnes(section: String, key: String, known: String) throws {
+        let json = #"{"\#(section)": {"\#(key)": "x"}}"#
+        let file = try #require(try JSONValue(parsing: Array(json.utf8)).objectValue)
+        let error = #expect(throws: ConfigurationError.self, "\(json)") {
+            try PipelineConfiguration.load(file: file, environment: [:], checkingSinkCredentials: false)
+        }
+        #expect(error?.key == "\(section).\(key)")
+        #expect(error?.reason.hasPrefix("unknown key (expected ") == true, "\(String(describing: error))")
+        #expect(error?.reason.contains(known) == true, "\(String(describing: error))")
+    }
+
     /// The pipeline reads what it writes to an input topic: analytics or dead letters written to the sends topic would
     /// come back as sends, be rejected, and write more of themselves, without end. Such a configuration was accepted.
     @Test(
