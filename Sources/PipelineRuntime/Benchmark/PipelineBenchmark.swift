@@ -203,15 +203,22 @@ public struct PipelineBenchmark: Sendable {
         let cpu = Self.cpuSeconds() - cpuStart
         let peak = Self.peakResidentMegabytes()
         let (warm, end) = marks.withLock { $0 }
-        let finished = end ?? .now
-        let rate: Double
-        if let warm, finished > warm.at, warm.done < total {
-            rate = Double(total - warm.done) / Self.seconds(finished - warm.at)
-        } else {
-            // Done within one sample of the warm-up's end (a small run): the whole run's rate instead.
-            rate = Double(total) / max(0.001, Self.seconds(finished - started))
+        return (Self.rate(total: total, warm: warm, end: end ?? .now, started: started), cpu / Double(total) * 1000, peak)
+    }
+
+    /// A run's rate: the events finished after the first sample past the warm-up (`warm`, with the events done by
+    /// then), over the time from that sample to the end; the whole run's rate when the run ended within one sample of
+    /// the warm-up's end (a small run).
+    static func rate(
+        total: Int,
+        warm: (at: ContinuousClock.Instant, done: Int)?,
+        end: ContinuousClock.Instant,
+        started: ContinuousClock.Instant
+    ) -> Double {
+        if let warm, end > warm.at, warm.done < total {
+            return Double(total - warm.done) / seconds(end - warm.at)
         }
-        return (rate, cpu / Double(total) * 1000, peak)
+        return Double(total) / max(0.001, seconds(end - started))
     }
 
     static func seconds(_ duration: Duration) -> Double {
