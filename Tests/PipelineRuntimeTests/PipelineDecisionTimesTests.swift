@@ -165,8 +165,10 @@ struct PipelineDecisionTimesTests {
             // and none after it. (Once it landed, one newer record holds what changed meanwhile.)
             let madeDuringTheOutage = records.filter { ($0.timestamp ?? .distantFuture) < leaderBack }
             #expect(madeDuringTheOutage.count == 1, "\(madeDuringTheOutage.count) of \(records.count) records made while the partition had no leader")
-            let held = DecisionTimes.decode(records.last?.value ?? []) ?? []
-            #expect(held.last?.last == Int64(events - 1), "the last record holds the last offset: \(held)")
+            // A record after the outage holds the last offset. (Not necessarily the last record: once the sends are
+            // committed, a trim can write one holding less, which a slow machine gives the time to.)
+            let held = records.map { DecisionTimes.decode($0.value ?? []) ?? [] }
+            #expect(held.contains { $0.contains { $0.last == Int64(events - 1) } }, "a record holds the last offset: \(held)")
         }
     }
 
