@@ -23,6 +23,10 @@ struct RenderCommand: AsyncParsableCommand {
             An event without content of its own renders its campaign's stored content when --definitions \
             gives the campaign events (as on campaign.definitions; Config/demo/definitions.jsonl is an \
             example): the version the event names, or the latest defined by the event's time.
+
+            Rendering only: whether `run` would send an event is not judged here. A send past its expiresAt \
+            or of a cancelled campaign renders like any other (a timer over before the event was made, with \
+            a warning), where `run` ends them as push.expired or push.suppressed.
             """
     )
 
