@@ -59,7 +59,11 @@ public struct RenderRunner: Sendable {
                 guard let range = try parser.nextValueRange() else { break }
                 outcome = render(input[range], scratch: scratch)
             } catch {
-                outcome = .failed(PipelineError(.invalidJSON, at: .root, "invalid JSON in \(source): \(error)"))
+                // By line and column, as people find it in a JSON-lines file, and by byte.
+                let (line, column) = ConfigurationFile.position(of: error.offset, in: input)
+                outcome = .failed(
+                    PipelineError(.invalidJSON, at: .root, "invalid JSON in \(source): \(error.kind) at line \(line), column \(column) (byte \(error.offset))")
+                )
                 // From where the failed value began: a line cut short runs on into the next, and the error is
                 // found there, so skipping from the error would lose the event on that line.
                 parser.skip(toLineStartingWith: UInt8(ascii: "{"), after: parser.valueStart)

@@ -37,7 +37,7 @@ struct RenderRunnerTests {
             "error: broken-several: content.link.type: required",
             "error: broken-several: content.colors.title: must be six hex digits like 00FF00 (optionally after '#'), found '#GG0000'",
         ]),
-        ("truncated.json", ["error: (unknown): $: invalid JSON in truncated.json: unexpected end of input at byte 200"]),
+        ("truncated.json", ["error: (unknown): $: invalid JSON in truncated.json: unexpected end of input at line 8, column 1 (byte 200)"]),
     ]
 
     @Test(arguments: brokenExpectations.map(\.file))
@@ -57,7 +57,7 @@ struct RenderRunnerTests {
         #expect(captured.summary == RenderRunner.Summary(rendered: 2, failed: 2))
         #expect(captured.stdout.count == 2)
         #expect(captured.stderr == [
-            "error: (unknown): $: invalid JSON in lines.jsonl: unexpected character at byte \(good.utf8.count + 18)",
+            "error: (unknown): $: invalid JSON in lines.jsonl: unexpected character at line 2, column 18 (byte \(good.utf8.count + 18))",
             "error: (unknown): $: expected an event object, found an array",
         ])
     }
