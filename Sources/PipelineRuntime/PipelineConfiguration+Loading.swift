@@ -276,6 +276,16 @@ extension PipelineConfiguration {
         return text
     }
 
+    /// An endpoint's URL: `http` or `https` with a host (a sink would otherwise fail every request, as `unavailable`,
+    /// without naming the key).
+    static func url(_ value: JSONValue, _ path: String) throws(ConfigurationError) -> String {
+        let text = try string(value, path)
+        guard let url = URLComponents(string: text), ["http", "https"].contains(url.scheme?.lowercased() ?? ""), !(url.host ?? "").isEmpty else {
+            throw ConfigurationError(key: path, reason: "expected an http or https URL with a host, found '\(text)'")
+        }
+        return text
+    }
+
     /// A consumer group or topic name: a string, not empty (librdkafka would refuse it later without naming the key).
     static func name(_ value: JSONValue, _ path: String) throws(ConfigurationError) -> String {
         let text = try string(value, path)

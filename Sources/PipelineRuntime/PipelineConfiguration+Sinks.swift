@@ -99,8 +99,8 @@ extension FCMSinkConfiguration {
             case "serviceAccountFile": serviceAccount = .file(path: try PipelineConfiguration.string(item, path))
             case "serviceAccountEnv": serviceAccount = .environment(name: try PipelineConfiguration.string(item, path))
             case "projectId": projectID = try PipelineConfiguration.string(item, path)
-            case "baseUrl": baseURL = try PipelineConfiguration.string(item, path)
-            case "tokenUrl": tokenURL = try PipelineConfiguration.string(item, path)
+            case "baseUrl": baseURL = try PipelineConfiguration.url(item, path)
+            case "tokenUrl": tokenURL = try PipelineConfiguration.url(item, path)
             case "$comment": continue
             default:
                 guard try applyHTTPSetting(key, item, path, connection: &connection, concurrency: &concurrency) else {
@@ -140,7 +140,7 @@ extension APNsSinkConfiguration {
                     throw ConfigurationError(key: path, reason: "expected production or sandbox, found '\(name)'")
                 }
                 environment = parsed
-            case "baseUrl": baseURL = try PipelineConfiguration.string(item, path)
+            case "baseUrl": baseURL = try PipelineConfiguration.url(item, path)
             case "keyId": keyID = try PipelineConfiguration.string(item, path)
             case "teamId": teamID = try PipelineConfiguration.string(item, path)
             case "privateKeyFile": privateKey = .file(path: try PipelineConfiguration.string(item, path))

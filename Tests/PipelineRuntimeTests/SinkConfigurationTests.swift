@@ -12,6 +12,24 @@ struct SinkConfigurationTests {
         try #require(try JSONValue(parsing: Array(json.utf8)).objectValue)
     }
 
+    /// Found by review: `"baseUrl": "not a url"` was accepted, and every request would have failed as `unavailable`.
+    @Test("an endpoint that is no http or https URL with a host is refused at load, naming the key")
+    func endpointsAreURLs() throws {
+        for key in ["fcm.baseUrl", "fcm.tokenUrl", "apns.baseUrl"] {
+            let parts = key.split(separator: ".")
+            for bad in ["not a url", "ftp://example.com", "https://", "localhost:8443"] {
+                let file = try object(#"{"\#(parts[0])": {"\#(parts[1])": "\#(bad)"}}"#)
+                let error = #expect(throws: ConfigurationError.self, "\(key): \(bad)") {
+                    try PipelineConfiguration.load(file: file, environment: [:], checkingSinkCredentials: false)
+                }
+                #expect(error?.key == key)
+                #expect(error?.reason == "expected an http or https URL with a host, found '\(bad)'", "\(String(describing: error))")
+            }
+            let good = try object(#"{"\#(parts[0])": {"\#(parts[1])": "http://127.0.0.1:8443/x"}}"#)
+            _ = try PipelineConfiguration.load(file: good, environment: [:], checkingSinkCredentials: false)
+        }
+    }
+
     @Test("the file's sinks, fcm and apns sections; the environment overrides them")
     func layering() throws {
         let file = try object(
