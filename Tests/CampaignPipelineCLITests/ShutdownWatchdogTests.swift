@@ -71,7 +71,7 @@ struct ShutdownWatchdogTests {
         kill(process.processIdentifier, SIGINT)
         for _ in 0..<600 where process.isRunning { try await Task.sleep(for: .milliseconds(10)) }
         #expect(!process.isRunning)
-        #expect(ContinuousClock.now - signalled < .seconds(5), "at once, not after the drain timeout")
+        #expect(ContinuousClock.now - signalled < .seconds(10), "at once, not after the 15 s drain timeout")
         #expect(process.terminationStatus == 1, "\(logText())")
         #expect(logText().contains("Second signal (SIGINT) during shutdown"), "\(logText())")
         #expect(!logText().contains("Drained in-flight work"), "\(logText())")
