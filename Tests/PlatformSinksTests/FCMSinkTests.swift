@@ -255,7 +255,7 @@ struct FCMSinkTests {
         running.cancel()
         await running.value
         let took = ContinuousClock.now - cancelled
-        #expect(took < .seconds(5), "run ended \(took) after it was cancelled")
+        #expect(took < .seconds(12), "run ended \(took) after it was cancelled, not after the exchange's 20 s")
         try await outcomes.wait(for: 1, timeout: .seconds(30))
         guard case .abandoned(let reason)? = outcomes[notification.eventId] else {
             Issue.record("expected abandoned, got \(String(describing: outcomes[notification.eventId]))")
