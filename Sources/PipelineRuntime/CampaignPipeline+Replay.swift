@@ -57,7 +57,7 @@ extension CampaignPipeline {
         let elapsed = ContinuousClock.now - start
         return ReplayProgress(
             partitions: partitions,
-            elapsedSeconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18,
+            elapsedSeconds: elapsed.inSeconds,
             doneBeforeStart: replayDoneBeforeStart.load(ordering: .relaxed)
         )
     }

@@ -211,6 +211,9 @@ private func describeHTTPSettings(connection: HTTPSinkConnection, concurrency: I
 }
 
 extension Duration {
+    /// The duration in seconds, with its fraction.
+    var inSeconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+
     /// The duration in whole milliseconds (saturating).
     var wholeMilliseconds: Int {
         let (seconds, attoseconds) = components

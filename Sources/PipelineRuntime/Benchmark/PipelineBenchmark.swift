@@ -164,9 +164,7 @@ public struct PipelineBenchmark: Sendable {
         Self.resetPeakResident()
         let cpuStart = Self.cpuSeconds()
         let started = ContinuousClock.now
-        // The first sample past the warm-up, with the events done by then (counted from there, not from the
-        // warm-up's exact end), and the first sample with every event done.
-        let marks = Locked<(warm: (at: ContinuousClock.Instant, done: Int)?, end: ContinuousClock.Instant?)>((nil, nil))
+        let marks = Locked(RateMarks(total: total, warmUp: warmUp, started: started))
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await run() }
             group.addTask {
@@ -176,10 +174,7 @@ public struct PipelineBenchmark: Sendable {
                 while true {
                     let done = processed()
                     let now = ContinuousClock.now
-                    marks.withLock { marks in
-                        if marks.warm == nil, done >= warmUp { marks.warm = (now, done) }
-                        if marks.end == nil, done >= total { marks.end = now }
-                    }
+                    marks.withLock { $0.record(done: done, at: now) }
                     if done != lastDone {
                         lastDone = done
                         lastAdvance = now
@@ -202,27 +197,8 @@ public struct PipelineBenchmark: Sendable {
         }
         let cpu = Self.cpuSeconds() - cpuStart
         let peak = Self.peakResidentMegabytes()
-        let (warm, end) = marks.withLock { $0 }
-        return (Self.rate(total: total, warm: warm, end: end ?? .now, started: started), cpu / Double(total) * 1000, peak)
-    }
-
-    /// A run's rate: the events finished after the first sample past the warm-up (`warm`, with the events done by
-    /// then), over the time from that sample to the end; the whole run's rate when the run ended within one sample of
-    /// the warm-up's end (a small run).
-    static func rate(
-        total: Int,
-        warm: (at: ContinuousClock.Instant, done: Int)?,
-        end: ContinuousClock.Instant,
-        started: ContinuousClock.Instant
-    ) -> Double {
-        if let warm, end > warm.at, warm.done < total {
-            return Double(total - warm.done) / seconds(end - warm.at)
-        }
-        return Double(total) / max(0.001, seconds(end - started))
-    }
-
-    static func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+        let rate = marks.withLock { $0.rate(now: .now) }
+        return (rate, cpu / Double(total) * 1000, peak)
     }
 
     /// Resets the process's peak RSS (`VmHWM`) to its current RSS, so the next reading is the next run's peak.
@@ -294,6 +270,38 @@ public struct PipelineBenchmark: Sendable {
     static func percentile(_ sorted: [Double], _ fraction: Double) -> Double {
         guard !sorted.isEmpty else { return 0 }
         return sorted[min(sorted.count - 1, Int(Double(sorted.count - 1) * fraction))]
+    }
+}
+
+/// What a run's rate is measured between: the first sample past the warm-up, with the events done by then (counted
+/// from there, not from the warm-up's exact end, whose time no sample saw), and the first sample with every event done.
+struct RateMarks: Sendable {
+    let total: Int
+    let warmUp: Int
+    let started: ContinuousClock.Instant
+    private(set) var warm: (at: ContinuousClock.Instant, done: Int)?
+    private(set) var end: ContinuousClock.Instant?
+
+    init(total: Int, warmUp: Int, started: ContinuousClock.Instant) {
+        self.total = total
+        self.warmUp = warmUp
+        self.started = started
+    }
+
+    /// One sample: `done` events finished by `now`.
+    mutating func record(done: Int, at now: ContinuousClock.Instant) {
+        if warm == nil, done >= warmUp { warm = (now, done) }
+        if end == nil, done >= total { end = now }
+    }
+
+    /// The events finished after the warm-up's sample over the time from it to the end (`now` when no sample saw
+    /// the end); the whole run's rate when the run ended within one sample of the warm-up's end (a small run).
+    func rate(now: ContinuousClock.Instant) -> Double {
+        let end = end ?? now
+        if let warm, end > warm.at, warm.done < total {
+            return Double(total - warm.done) / (end - warm.at).inSeconds
+        }
+        return Double(total) / max(0.001, (end - started).inSeconds)
     }
 }
 

@@ -34,17 +34,25 @@ struct PipelineBenchmarkMeasureTests {
         #expect(small.warmUp == 150, "half the run")
     }
 
-    /// 60 of 100 events were done at the first sample past the warm-up (10), and the other 40 in the second after it:
-    /// the rate is the 40 over that second, not 90 (everything after the warm-up) over it. The marks are given, not
-    /// timed: a run's timing on a loaded machine is no test.
+    /// Samples as `measure` takes them (every few milliseconds): 5 events done, then 60 (the first past the warm-up of
+    /// 10), 80, and all 100 a second after the 60. The rate is the 40 finished after that sample over that second, not
+    /// 90 (everything after the warm-up) over it. Given, not timed: a run's timing on a loaded machine is no test.
     @Test("the rate counts the events finished after its clock started, over the time since")
     func rateAfterTheWarmUp() {
         let started = ContinuousClock.now
-        let rate = PipelineBenchmark.rate(total: 100, warm: (started + .seconds(1), 60), end: started + .seconds(2), started: started)
-        #expect(rate == 40)
+        var marks = RateMarks(total: 100, warmUp: 10, started: started)
+        for (done, at) in [(5, 0.5), (60, 1.0), (80, 1.5), (100, 2.0), (100, 2.5)] {
+            marks.record(done: done, at: started + .milliseconds(Int(at * 1000)))
+        }
+        #expect(marks.rate(now: started + .seconds(9)) == 40, "the end is the first sample with every event done")
+
         // Everything done by the first sample past the warm-up: the whole run's rate.
-        #expect(PipelineBenchmark.rate(total: 100, warm: (started + .seconds(1), 100), end: started + .seconds(1), started: started) == 100)
-        #expect(PipelineBenchmark.rate(total: 100, warm: nil, end: started + .seconds(4), started: started) == 25)
+        var small = RateMarks(total: 100, warmUp: 10, started: started)
+        small.record(done: 100, at: started + .seconds(1))
+        #expect(small.rate(now: started + .seconds(9)) == 100)
+        // No sample saw the end: up to now.
+        let unfinished = RateMarks(total: 100, warmUp: 10, started: started)
+        #expect(unfinished.rate(now: started + .seconds(4)) == 25)
     }
 
     @Test("a run that finishes nothing for the stall timeout fails, naming the run and how far it got")
