@@ -38,8 +38,10 @@ struct ReplayCommand: AsyncParsableCommand {
 
             Resumable: interrupt it (Ctrl-C) and run it again with the same --group, --from and --to to continue \
             where it stopped; it says how many records are left, and when its group has replayed the whole range \
-            already, says so and exits 0 without reading. A group keeps the progress of one range (recorded with \
-            its commits): a --group that replayed another range is refused with status 64; give a new one. An \
+            already, says so and exits 0 without reading. A group keeps the progress of one range into one \
+            destination (recorded with its commits): a --group that replayed another range, or the same range \
+            into other topics (--deliver after a replay into replay.*), is refused with status 64; give a new \
+            one. An \
             interrupted replay exits with status 1, so that a script or job does not take it for a finished one. \
             Progress shows the rate of the last ten seconds, and says when nothing moved for ten seconds or more.
             """
@@ -77,6 +79,11 @@ struct ReplayCommand: AsyncParsableCommand {
         if deliver && dryRun { throw ValidationError("--deliver and --dry-run exclude each other") }
         if !deliver && outputPrefix.isEmpty {
             throw ValidationError("--output-prefix must not be empty: an empty prefix would write to the live topics; use --deliver for that")
+        }
+        if !deliver, let character = outputPrefix.first(where: { !Self.isTopicNameCharacter($0) }) {
+            throw ValidationError(
+                "--output-prefix '\(outputPrefix)' contains '\(character)': a Kafka topic name takes only ASCII letters, digits, '.', '_' and '-'"
+            )
         }
         _ = try boundaries()
     }
@@ -134,7 +141,8 @@ struct ReplayCommand: AsyncParsableCommand {
             throw error
         }
         await lookup.close()
-        let plan = ReplayPlan(ranges: ranges, isDryRun: dryRun, from: start, to: end)
+        let output: ReplayOutput = deliver ? .live : .prefixed(outputPrefix)
+        let plan = ReplayPlan(ranges: ranges, isDryRun: dryRun, from: start, to: end, output: output)
         // A group given again resumes where it stopped, in the same range: say how much that leaves, and stop here when
         // it is nothing (a scheduled job reusing a group name would otherwise replay nothing while saying it replays
         // everything). A group that replayed another range is refused before anything is said of this one.
@@ -147,7 +155,7 @@ struct ReplayCommand: AsyncParsableCommand {
             }
         }
 
-        let destination = dryRun ? "nothing (dry run)" : deliver ? "the LIVE topics" : "topics prefixed '\(outputPrefix)'"
+        let destination = dryRun ? "nothing (dry run)" : output.description
         // Counts of offsets, not records: transaction markers (and records of aborted transactions) take offsets that
         // hold nothing to replay, so the records replayed can be fewer ("Replaying 306 records" for 300 used to be said).
         Self.report("Replaying up to \(plan.totalCount) records of \(configuration.topics.sends) [\(start) .. \(end)) into \(destination)")
@@ -212,6 +220,11 @@ struct ReplayCommand: AsyncParsableCommand {
             await consumer.close()
             throw error
         }
+    }
+
+    /// Whether Kafka allows `character` in a topic name.
+    static func isTopicNameCharacter(_ character: Character) -> Bool {
+        character.isASCII && (character.isLetter || character.isNumber || character == "." || character == "_" || character == "-")
     }
 
     static func freshGroupName() -> String {

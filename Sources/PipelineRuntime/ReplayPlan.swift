@@ -7,10 +7,11 @@ public import KafkaClient
 /// run of the same replay), judges time by each event's own time, schedules no timers, and stops once every
 /// partition reached its end.
 ///
-/// A replay's group keeps the progress of one range: every offset the replay commits carries, as its commit
-/// metadata, the range it is progress in (``ReplayCommitMetadata``). A run resumes from the group's commits only
-/// where they are progress in its own range; commits in another range (or commits that name none, past the range's
-/// start) are refused with ``ReplayGroupConflict``, since resuming from them would skip records never replayed.
+/// A replay's group keeps the progress of one range into one destination: every offset the replay commits carries,
+/// as its commit metadata, the range it is progress in and where its outputs went (``ReplayCommitMetadata``). A run
+/// resumes from the group's commits only where they are progress in its own range into its own destination; commits
+/// in another range or into another destination (or commits that name none, past the range's start) are refused with
+/// ``ReplayGroupConflict``, since resuming from them would skip records never replayed there.
 public struct ReplayPlan: Sendable, Equatable {
     /// Offsets to process per partition: from the first (included) to the end (excluded).
     public var ranges: [KafkaTopicPartition: Range<Int64>]
@@ -22,6 +23,9 @@ public struct ReplayPlan: Sendable, Equatable {
     public var from: ReplayBoundary?
     /// The `--to` the ranges were resolved from, when known (see ``from``).
     public var to: ReplayBoundary?
+    /// Where the replay's outputs go, when known. Recorded with the commits, so that a group that replayed a range
+    /// into the `replay.` topics is not taken to have delivered it (`--deliver`) too.
+    public var output: ReplayOutput?
 
     /// Creates a plan.
     ///
@@ -30,11 +34,19 @@ public struct ReplayPlan: Sendable, Equatable {
     ///   - isDryRun: render and count only.
     ///   - from: the `--from` the ranges were resolved from, if any.
     ///   - to: the `--to` the ranges were resolved from, if any.
-    public init(ranges: [KafkaTopicPartition: Range<Int64>], isDryRun: Bool = false, from: ReplayBoundary? = nil, to: ReplayBoundary? = nil) {
+    ///   - output: where the replay's outputs go, if known.
+    public init(
+        ranges: [KafkaTopicPartition: Range<Int64>],
+        isDryRun: Bool = false,
+        from: ReplayBoundary? = nil,
+        to: ReplayBoundary? = nil,
+        output: ReplayOutput? = nil
+    ) {
         self.ranges = ranges
         self.isDryRun = isDryRun
         self.from = from
         self.to = to
+        self.output = output
     }
 
     /// The number of offsets in the ranges: records, and any offsets that hold none (transaction markers, records of
@@ -48,7 +60,8 @@ public struct ReplayPlan: Sendable, Equatable {
         return ReplayCommitMetadata(
             from: from.map { Self.text(of: $0, for: partition.partition, isStart: true) },
             to: to.map { Self.text(of: $0, for: partition.partition, isStart: false) },
-            range: range
+            range: range,
+            output: output
         )
     }
 
@@ -67,8 +80,8 @@ public struct ReplayPlan: Sendable, Equatable {
     /// the offset committed there when it is progress in this replay's range (the range's start at least, its end at
     /// most), otherwise at the range's start. `nil` for a partition the plan does not replay.
     ///
-    /// - Throws: ``ReplayGroupConflict`` when the group's commit there is progress in another range, or names no
-    ///   range while it lies past this range's start: resuming from it could skip records the group never replayed.
+    /// - Throws: ``ReplayGroupConflict`` when the group's commit there is progress in another range or into another
+    ///   destination, or names no range while it lies past this range's start: resuming from it could skip records the group never replayed.
     public func start(of partition: KafkaTopicPartition, after committed: [KafkaOffsetAndMetadata], group: String) throws(ReplayGroupConflict) -> Int64? {
         guard let range = ranges[partition], let mine = commitMetadata(of: partition) else { return nil }
         guard let previous = committed.first(where: { $0.position.topicPartition == partition }), previous.position.offset >= 0 else {
@@ -113,11 +126,48 @@ public struct ReplayPlan: Sendable, Equatable {
     }
 }
 
+/// Where a replay's outputs go.
+public enum ReplayOutput: Sendable, Equatable, CustomStringConvertible {
+    /// The live output topics and the configured FCM/APNs sinks (`--deliver`).
+    case live
+    /// Topics named with this prefix before the live ones' names (`--output-prefix`).
+    case prefixed(String)
+
+    /// As committed: `live`, or `prefix:` and the prefix (a colon is not allowed in a topic name, so the two never
+    /// meet).
+    var encoded: String {
+        switch self {
+        case .live: "live"
+        case .prefixed(let prefix): "prefix:" + prefix
+        }
+    }
+
+    /// Reads ``encoded``; `nil` for any other text.
+    init?(encoded text: Substring) {
+        if text == "live" {
+            self = .live
+        } else if text.hasPrefix("prefix:") {
+            self = .prefixed(String(text.dropFirst("prefix:".count)))
+        } else {
+            return nil
+        }
+    }
+
+    /// `the LIVE topics (--deliver)` or `topics prefixed 'replay.'`.
+    public var description: String {
+        switch self {
+        case .live: "the LIVE topics (--deliver)"
+        case .prefixed(let prefix): "topics prefixed '\(prefix)'"
+        }
+    }
+}
+
 /// What a replay commits with each offset of a partition, as the offset's commit metadata: the range it replays
-/// there, as its boundaries were given (`--from`, `--to`, as they apply to the partition) and as resolved to offsets.
+/// there, as its boundaries were given (`--from`, `--to`, as they apply to the partition) and as resolved to offsets,
+/// and where its outputs go.
 ///
-/// Encoded as `campaign-pipeline-replay/1 from=<boundary> to=<boundary> offsets=<first>..<<end>` (a boundary not
-/// known is left out), well within the 4096 bytes brokers keep by default.
+/// Encoded as `campaign-pipeline-replay/1 from=<boundary> to=<boundary> offsets=<first>..<<end> output=<output>` (a
+/// boundary or output not known is left out), well within the 4096 bytes brokers keep by default.
 public struct ReplayCommitMetadata: Sendable, Equatable, CustomStringConvertible {
     /// `--from` as it applies to the partition (`beginning`, an RFC 3339 time, or `partition:offset`); `nil` when not
     /// known.
@@ -126,14 +176,18 @@ public struct ReplayCommitMetadata: Sendable, Equatable, CustomStringConvertible
     public var to: String?
     /// The offsets the boundaries resolved to when the replay started.
     public var range: Range<Int64>
+    /// Where the outputs went; `nil` when not known (a plan made in code, or a replay by an earlier campaign-pipeline,
+    /// which did not record it).
+    public var output: ReplayOutput?
 
     static let tag = "campaign-pipeline-replay/1"
 
     /// Creates the metadata of a range.
-    public init(from: String?, to: String?, range: Range<Int64>) {
+    public init(from: String?, to: String?, range: Range<Int64>, output: ReplayOutput? = nil) {
         self.from = from
         self.to = to
         self.range = range
+        self.output = output
     }
 
     /// Reads metadata a replay committed; `nil` for any other text (none, another client's, another version's).
@@ -148,7 +202,12 @@ public struct ReplayCommitMetadata: Sendable, Equatable, CustomStringConvertible
         guard let offsets = values["offsets"], let separator = offsets.firstRange(of: "..<"),
             let first = Int64(offsets[..<separator.lowerBound]), let end = Int64(offsets[separator.upperBound...]), first <= end
         else { return nil }
-        self.init(from: values["from"].map(String.init), to: values["to"].map(String.init), range: first..<end)
+        var output: ReplayOutput?
+        if let text = values["output"] {
+            guard let parsed = ReplayOutput(encoded: text) else { return nil }
+            output = parsed
+        }
+        self.init(from: values["from"].map(String.init), to: values["to"].map(String.init), range: first..<end, output: output)
     }
 
     /// The text committed.
@@ -157,13 +216,19 @@ public struct ReplayCommitMetadata: Sendable, Equatable, CustomStringConvertible
         if let from { fields.append("from=\(from)") }
         if let to { fields.append("to=\(to)") }
         fields.append("offsets=\(range.lowerBound)..<\(range.upperBound)")
+        if let output { fields.append("output=\(output.encoded)") }
         return fields.joined(separator: " ")
     }
 
-    /// Whether a replay of this range resumes from progress committed in `recorded`'s: the same boundaries (resolved
-    /// to the same offsets, or to a start no earlier: a start can only move on), or, boundaries not known, the same
-    /// offsets.
+    /// Whether a replay of this range resumes from progress committed in `recorded`'s: the same destination, and the
+    /// same range (``isSameRange(as:)``).
     func resumes(_ recorded: ReplayCommitMetadata) -> Bool {
+        output == recorded.output && isSameRange(as: recorded)
+    }
+
+    /// Whether this is the range `recorded` was progress in: the same boundaries (resolved to the same offsets, or to
+    /// a start no earlier: a start can only move on), or, boundaries not known, the same offsets.
+    func isSameRange(as recorded: ReplayCommitMetadata) -> Bool {
         if let from, let to, from == recorded.from, to == recorded.to {
             return recorded.range.lowerBound <= range.lowerBound
         }
@@ -176,11 +241,18 @@ public struct ReplayCommitMetadata: Sendable, Equatable, CustomStringConvertible
         guard from != nil || to != nil else { return offsets }
         return "--from \(from ?? "?") --to \(to ?? "?") (\(offsets))"
     }
+
+    /// Where the outputs went, for a message: `into topics prefixed 'replay.'`, or `without recording where its
+    /// outputs went` when not known.
+    var outputDescription: String {
+        output.map { "into \($0)" } ?? "without recording where its outputs went"
+    }
 }
 
-/// A replay's group has commits that are not progress in the replay's range: in another range (its commit metadata
-/// names it), or in none it names (committed by another client, or by an earlier campaign-pipeline) past the range's
-/// start. Resuming from them would skip records the group never replayed, so the replay does not start.
+/// A replay's group has commits that are not progress in the replay's range into its destination: in another range
+/// or into another destination (its commit metadata names them), or in none it names (committed by another client,
+/// or by an earlier campaign-pipeline) past the range's start. Resuming from them would skip records the group never
+/// replayed there, so the replay does not start.
 public struct ReplayGroupConflict: Error, Sendable, CustomStringConvertible {
     /// The replay's consumer group.
     public var group: String
@@ -202,6 +274,14 @@ public struct ReplayGroupConflict: Error, Sendable, CustomStringConvertible {
                 + "(\(range)), without saying which range it is progress in (a commit by another client, or by an earlier "
                 + "campaign-pipeline): resuming from it could skip records never replayed. Give a new --group (or none, for a new one) "
                 + "to replay this range"
+        }
+        if range.isSameRange(as: committedRange) {
+            // The same range, into another destination: `--deliver` after a replay into the replay.* topics must not
+            // be told that the group has delivered it all.
+            return "--group \(group) has replayed this range \(committedRange.outputDescription): in \(partition) it committed offset "
+                + "\(committedOffset) as progress in \(committedRange), and this replay writes \(range.outputDescription)\(more). A replay "
+                + "group keeps the progress of one range into one destination: give a new --group (or none, for a new one) to replay "
+                + "this range there"
         }
         return "--group \(group) has replayed another range: in \(partition) it committed offset \(committedOffset) as progress in "
             + "\(committedRange), and this replay is \(range)\(more). A replay group keeps the progress of one range: give a new "

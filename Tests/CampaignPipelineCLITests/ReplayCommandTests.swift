@@ -47,6 +47,10 @@ struct ReplayCommandTests {
             #expect(empty.status == 64, "\(option) '\(value)': \(empty.stderr)")
             #expect(empty.stderr.contains("\(option) must not be empty"), "\(empty.stderr)")
         }
+        // A prefix no topic name may start with: refused at once, naming the character, not when the first record is produced.
+        let prefix = try await runProcess(executable, base + ["--from", "beginning", "--output-prefix", "back fill."])
+        #expect(prefix.status == 64, "\(prefix.stderr)")
+        #expect(prefix.stderr.contains("--output-prefix 'back fill.' contains ' '"), "\(prefix.stderr)")
         let invalid = try await runProcess(executable, base + ["--from", "beginning", "--dry-run", "--kafka-property", "socket.timeout.ms=soon"])
         #expect(invalid.status != 0)
         #expect(invalid.stderr.contains("socket.timeout.ms"), "\(invalid.stderr)")

@@ -267,8 +267,8 @@ struct ReplayTests {
         try await withReplayCluster { kafka, configuration in
             try await produce(try events(600, base: Date()), to: configuration.topics.sends, kafka: kafka)
             let environment = childEnvironment(["LOG_LEVEL": "warning"])
-            func replay(_ from: String, _ to: String, group: String) async throws -> (status: Int32, stdout: String, stderr: String) {
-                let arguments = ["replay", "--bootstrap-servers", kafka.bootstrapServers, "--from", from, "--to", to, "--group", group]
+            func replay(_ from: String, _ to: String, group: String, _ more: [String] = []) async throws -> (status: Int32, stdout: String, stderr: String) {
+                let arguments = ["replay", "--bootstrap-servers", kafka.bootstrapServers, "--from", from, "--to", to, "--group", group] + more
                 return try await ChildProcess.run(executable, arguments, environment: environment, timeout: .seconds(120))
             }
             for (first, second, replayed) in [(("0:2", "0:4"), ("0:0", "0:2"), 2), (("0:5", "0:10"), ("0:0", "0:20"), 5)] {
@@ -282,6 +282,18 @@ struct ReplayTests {
                 #expect(other.stderr.contains("--group \(group)"), "names the flag and the group: \(other.stderr.suffix(2_000))")
                 #expect(other.stderr.contains("--from \(first.0) --to \(first.1)"), "names the range the group replayed: \(other.stderr.suffix(2_000))")
                 #expect(!other.stdout.contains("already replayed") && !other.stdout.contains("Resuming") && !other.stdout.contains("Replayed"), "\(other.stdout)")
+
+                // The same range into other topics: the group has not replayed it there. `--deliver` after a replay into the
+                // replay.* topics was told that the group had replayed the whole range, and sent nothing to phones.
+                for destination in [["--deliver"], ["--output-prefix", "backfill."]] where replayed == 2 {
+                    let elsewhere = try await replay(first.0, first.1, group: group, destination)
+                    #expect(elsewhere.status == 64, "\(destination): \(elsewhere.stdout)\n\(elsewhere.stderr.suffix(2_000))")
+                    #expect(
+                        elsewhere.stderr.contains("--group \(group) has replayed this range into topics prefixed 'replay.'"),
+                        "names where the group replayed the range: \(elsewhere.stderr.suffix(2_000))"
+                    )
+                    #expect(!elsewhere.stdout.contains("already replayed") && !elsewhere.stdout.contains("Replayed"), "\(elsewhere.stdout)")
+                }
 
                 // The same range again: the group has replayed it all.
                 let same = try await replay(first.0, first.1, group: group)
@@ -524,6 +536,31 @@ struct ReplayTests {
         let bare = ReplayPlan(ranges: [partition: 0..<306])
         #expect(try bare.start(of: partition, after: committed(100, growing.commitMetadata(of: partition)), group: "g") == 100)
         #expect(throws: ReplayGroupConflict.self) { try bare.start(of: partition, after: committed(100, grown.commitMetadata(of: partition)), group: "g") }
+
+        // Where the outputs went is recorded, and a replay resumes only into the same destination.
+        let intoReplayTopics = ReplayPlan(ranges: [partition: 2..<4], from: .offsets([0: 2]), to: .offsets([0: 4]), output: .prefixed("replay."))
+        let replayed = try #require(intoReplayTopics.commitMetadata(of: partition))
+        #expect(replayed.encoded == "campaign-pipeline-replay/1 from=0:2 to=0:4 offsets=2..<4 output=prefix:replay.")
+        #expect(ReplayCommitMetadata(parsing: replayed.encoded) == replayed)
+        #expect(ReplayCommitMetadata(parsing: "campaign-pipeline-replay/1 offsets=2..<4 output=elsewhere") == nil)
+        #expect(try intoReplayTopics.remainingCount(after: committed(3, replayed), group: "g") == 1)
+        var delivering = intoReplayTopics
+        delivering.output = .live
+        #expect(delivering.commitMetadata(of: partition)?.encoded.hasSuffix(" output=live") == true)
+        let notDelivered = #expect(throws: ReplayGroupConflict.self) { try delivering.remainingCount(after: committed(4, replayed), group: "nightly") }
+        #expect(
+            notDelivered?.description.contains(
+                "--group nightly has replayed this range into topics prefixed 'replay.': in campaign.sends/0 it committed offset 4 as progress in "
+                    + "--from 0:2 --to 0:4 (offsets 2..<4), and this replay writes into the LIVE topics (--deliver)"
+            ) == true,
+            "\(String(describing: notDelivered))"
+        )
+        var intoOtherTopics = intoReplayTopics
+        intoOtherTopics.output = .prefixed("backfill.")
+        #expect(throws: ReplayGroupConflict.self) { try intoOtherTopics.remainingCount(after: committed(3, replayed), group: "g") }
+        // A commit by an earlier campaign-pipeline, which recorded the range only: not known to be into the same topics.
+        let unrecorded = #expect(throws: ReplayGroupConflict.self) { try intoReplayTopics.remainingCount(after: committed(3, recorded), group: "g") }
+        #expect(unrecorded?.description.contains("has replayed this range without recording where its outputs went") == true, "\(String(describing: unrecorded))")
 
         // Commits naming no range: past the start they cannot be trusted; at or before it they claim nothing.
         let unnamed = #expect(throws: ReplayGroupConflict.self) { try nightly.start(of: partition, after: committed(3, nil), group: "old") }
