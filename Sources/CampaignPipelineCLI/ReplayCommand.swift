@@ -205,6 +205,14 @@ struct ReplayCommand: AsyncParsableCommand {
             )
         }
         Self.report("Replayed \(summary.totalIn) records: \(outcomes)")
+        if let failure = pipeline.finalCommitFailure, !dryRun {
+            // Every record was replayed; what the group records of it is behind. Said here, not only in the log: run
+            // again with the group, the replay would say how many are left and write them again.
+            Self.report(
+                "Note: group \(configuration.groupID)'s last progress was not committed (\(failure)): run again with --group "
+                    + "\(configuration.groupID), the replay would take the records after its last commit as left and replay them again"
+            )
+        }
     }
 
     /// The records of `plan` that `group` has not committed past in this range.

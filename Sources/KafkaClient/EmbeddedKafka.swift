@@ -79,6 +79,20 @@ public final class EmbeddedKafka: Sendable {
         }
     }
 
+    /// Makes the next `count` requests of the Kafka protocol request type `apiKey` (8 for OffsetCommit, 0 for
+    /// Produce, …), to any broker, fail with the protocol error `errorCode` (30 for GROUP_AUTHORIZATION_FAILED, …).
+    ///
+    /// - Throws: ``KafkaError/Code/embeddedBrokerFailed`` when the cluster was shut down.
+    public func failRequests(apiKey: Int16, count: Int, errorCode: Int32) throws(KafkaError) {
+        let errors = [rd_kafka_resp_err_t](repeating: rd_kafka_resp_err_t(rawValue: errorCode), count: count)
+        _ = try withCluster { cluster in
+            errors.withUnsafeBufferPointer { errors in
+                rd_kafka_mock_push_request_errors_array(cluster, apiKey, errors.count, errors.baseAddress)
+            }
+            return RD_KAFKA_RESP_ERR_NO_ERROR
+        }
+    }
+
     /// Stops the cluster; clients connected to it see the brokers disappear. Safe to call more than once.
     public func shutdown() {
         cluster.withLock { cluster in

@@ -76,6 +76,8 @@ public final class CampaignPipeline: Service {
     let runState = Mutex(RunState())
     /// Whether the replay reached the end of every range with nothing in flight (``hasFinishedReplay``).
     let replayFinished = Atomic<Bool>(false)
+    /// Why the run's last commit failed, if it did (``finalCommitFailure``).
+    let lastCommitFailure = Mutex<(any Error)?>(nil)
     /// Records of the replay's ranges its group had committed when it started (``ReplayProgress/doneBeforeStart``).
     let replayDoneBeforeStart = Atomic<Int64>(0)
     /// A replay's progress per partition: the highest position done (``store(_:consumer:)``), and the last committed
@@ -149,6 +151,11 @@ public final class CampaignPipeline: Service {
     /// before it stopped: `false` while it runs, for a replay stopped before (``stop()``, SIGINT, SIGTERM: resume it
     /// with the same group), and for a streaming pipeline.
     public var hasFinishedReplay: Bool { replayFinished.load(ordering: .acquiring) }
+
+    /// The error the run's last commit, made as it stops, failed with; `nil` when it succeeded or nothing was
+    /// committed. Every event was still finished: the events after the group's last commit are processed again by
+    /// the next run with the group (a replay resumed with its `--group` replays them again).
+    public var finalCommitFailure: (any Error)? { lastCommitFailure.withLock { $0 } }
 
     /// Whether outputs are written (not a dry run).
     var writesOutputs: Bool { !(replay?.isDryRun ?? false) }
@@ -315,6 +322,7 @@ public final class CampaignPipeline: Service {
                     try await consumer.commit()
                 }
             } catch {
+                lastCommitFailure.withLock { $0 = error }
                 logger.warning("Final commit failed; the uncommitted events will be processed again", metadata: ["error": "\(error)"])
             }
             await consumer.close()

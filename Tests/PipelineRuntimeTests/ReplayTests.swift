@@ -257,6 +257,25 @@ struct ReplayTests {
         }
     }
 
+    /// A replay whose commits all failed said only "Replayed 300 records" (and logged a warning): run again with its
+    /// group, it would replay the whole range again. The summary now says that its progress was not committed.
+    @Test("campaign-pipeline replay whose commits fail finishes, and says that its group's progress was not committed")
+    func finalCommitFailureIsSaid() async throws {
+        let executable = try #require(pipelineExecutable, "campaign-pipeline was not found next to the test bundle; build it first")
+        try await withReplayCluster { kafka, configuration in
+            try await produce(try events(60, base: Date()), to: configuration.topics.sends, kafka: kafka)
+            let group = "replay-unrecorded-\(UUID().uuidString.prefix(6))"
+            // Every OffsetCommit (API key 8) of the run fails with GROUP_AUTHORIZATION_FAILED (30), not retried.
+            try kafka.failRequests(apiKey: 8, count: 10_000, errorCode: 30)
+            let arguments = ["replay", "--bootstrap-servers", kafka.bootstrapServers, "--from", "beginning", "--group", group]
+            let run = try await ChildProcess.run(executable, arguments, environment: childEnvironment(["LOG_LEVEL": "warning"]), timeout: .seconds(120))
+            #expect(run.status == 0, "every record was replayed: \(run.stderr.suffix(2_000))")
+            #expect(run.stdout.contains("Replayed 60 records"), "\(run.stdout)")
+            #expect(run.stdout.contains("Note: group \(group)'s last progress was not committed ("), "\(run.stdout)")
+            #expect(run.stdout.contains("Group authorization failed") || run.stdout.contains("GROUP_AUTHORIZATION_FAILED"), "names the broker's error: \(run.stdout)")
+        }
+    }
+
     /// The reviewer's reproduction: a group reused for another range took its committed offset, progress in the first
     /// range, for progress in the second. `--from 0:2 --to 0:4` then `--from 0:0 --to 0:2` with the same group said
     /// the group had replayed the whole range (offsets 0 and 1 never were) and exited 0; `[0, 20)` after `[5, 10)`
