@@ -1,5 +1,6 @@
 public import ArgumentParser
 import Foundation
+import PipelineCore
 
 /// The root of the `campaign-pipeline` command line.
 ///
@@ -11,8 +12,9 @@ public struct CampaignPipelineCommand: AsyncParsableCommand {
         abstract: "Render campaign events into FCM and APNs payloads and deliver them (Kafka payload topics, FCM, APNs).",
         discussion: """
             Reads push.requested events from Kafka, renders each with a registered template plugin \
-            (basic, carousel, timer), writes the payloads to the platform sinks and reports every \
-            outcome on the analytics topic.
+            (\(BuiltinTemplates.renderers.map(\.templateID).joined(separator: ", ")); 'campaign-pipeline \
+            templates' lists them with their fields), writes the payloads to the platform sinks and reports \
+            every outcome on the analytics topic.
             """,
         version: "0.1.0",
         subcommands: [RunCommand.self, ReplayCommand.self, DemoCommand.self, BenchCommand.self, BrokerCommand.self, RenderCommand.self, TemplatesCommand.self, ProbeCommand.self]

@@ -21,6 +21,8 @@ struct RunHelpTests {
         let overview = Self.unwrapped(try await runProcess(executable, ["--help"]).stdout)
         #expect(!overview.contains("deliver them through Kafka."), "\(overview)")
         #expect(overview.contains("(Kafka payload topics, FCM, APNs)"), "\(overview)")
+        // The registered plugins, as the registry lists them (a plugin added to it is named without editing the text).
+        #expect(overview.contains("template plugin (basic, carousel, timer; 'campaign-pipeline templates' lists them"), "\(overview)")
     }
 
     /// `text` with every run of white space, line breaks included, as one space.
