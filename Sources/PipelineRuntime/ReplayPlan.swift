@@ -81,7 +81,8 @@ public struct ReplayPlan: Sendable, Equatable {
     /// most), otherwise at the range's start. `nil` for a partition the plan does not replay.
     ///
     /// - Throws: ``ReplayGroupConflict`` when the group's commit there is progress in another range or into another
-    ///   destination, or names no range while it lies past this range's start: resuming from it could skip records the group never replayed.
+    ///   destination, or names no range while it lies past this range's start: resuming from it could skip records
+    ///   the group never replayed there.
     public func start(of partition: KafkaTopicPartition, after committed: [KafkaOffsetAndMetadata], group: String) throws(ReplayGroupConflict) -> Int64? {
         guard let range = ranges[partition], let mine = commitMetadata(of: partition) else { return nil }
         guard let previous = committed.first(where: { $0.position.topicPartition == partition }), previous.position.offset >= 0 else {
@@ -278,8 +279,9 @@ public struct ReplayGroupConflict: Error, Sendable, CustomStringConvertible {
         if range.isSameRange(as: committedRange) {
             // The same range, into another destination: `--deliver` after a replay into the replay.* topics must not
             // be told that the group has delivered it all.
+            let mine = range.output.map { "this replay writes into \($0)" } ?? "this replay names no destination"
             return "--group \(group) has replayed this range \(committedRange.outputDescription): in \(partition) it committed offset "
-                + "\(committedOffset) as progress in \(committedRange), and this replay writes \(range.outputDescription)\(more). A replay "
+                + "\(committedOffset) as progress in \(committedRange), and \(mine)\(more). A replay "
                 + "group keeps the progress of one range into one destination: give a new --group (or none, for a new one) to replay "
                 + "this range there"
         }
