@@ -139,7 +139,13 @@ extension PipelineBenchmark {
     /// else. A timer's expiry is terminal only for an event that has no other outcome (a countdown over before the
     /// event was read); after a delivery it is not.
     private func account(_ topic: String, expected: Int) async throws -> (Bool, String) {
-        let consumer = try KafkaConsumer(configuration: KafkaConsumerConfiguration(bootstrapServers: [cluster.bootstrapServers], groupID: nil), logger: logger)
+        // A small prefetch: the accounting is not timed, and librdkafka's default (64 MiB of records read ahead)
+        // made it the process's peak, 50-60 MiB above the runs it checks.
+        let properties = ["queued.max.messages.kbytes": "4096"]
+        let consumer = try KafkaConsumer(
+            configuration: KafkaConsumerConfiguration(bootstrapServers: [cluster.bootstrapServers], groupID: nil, properties: properties),
+            logger: logger
+        )
         let count = try await consumer.partitionCount(topic: topic)
         var remaining: [Int32: Int64] = [:]
         for partition in 0..<count {
