@@ -462,6 +462,7 @@ public final class KafkaProducer: Sendable {
 /// one allocation, where a closure costs its context and a box for it. Subclasses must be safe to send: the report
 /// arrives on the producer's thread.
 open class KafkaDeliveryReceiver: @unchecked Sendable {
+    /// Creates a receiver; a subclass's initializer sets what its handling needs.
     public init() {}
 
     /// Called exactly once per record queued, from the producer's delivery thread, when it was stored (or, unless
