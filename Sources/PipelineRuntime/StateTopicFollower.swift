@@ -138,8 +138,14 @@ final class StateTopicFollower: Sendable {
         return await withTaskGroup(of: (Int32, Result<KafkaWatermarks, KafkaError>).self) { group in
             for partition in partitions {
                 group.addTask {
+                    // The watermarks bound to a name before the tuple is made: Swift 6.3's optimizer miscompiles a tuple
+                    // returned from a task's `do` block whose first part is known before a suspension and its second
+                    // after it (swiftlang/swift#91911, reverted in #92155): the partition came back as the bytes of
+                    // the topic's name, so no partition ever counted as caught up, and every catch-up waited out its
+                    // 10 s. `AsyncTupleMiscompileTests` keeps the shape out of the code.
                     do throws(KafkaError) {
-                        return (partition, .success(try await consumer.watermarks(topic: topic, partition: partition, timeout: timeout)))
+                        let marks = try await consumer.watermarks(topic: topic, partition: partition, timeout: timeout)
+                        return (partition, .success(marks))
                     } catch {
                         return (partition, .failure(error))
                     }
