@@ -28,6 +28,11 @@ public final class KafkaConsumer: Sendable {
         /// positions stored for them were committed first; positions stored from now on are not committed by
         /// this consumer.
         case partitionsRevoked([KafkaTopicPartition])
+        /// These partitions were taken away because the consumer lost its place in the group (its session timed
+        /// out, for example while the brokers were unreachable): as ``partitionsRevoked(_:)``, but nothing could be
+        /// committed for them, and another member may own them already. The consumer rejoins the group by itself once
+        /// it reaches the brokers again (``partitionsAssigned(_:)`` follows).
+        case partitionsLost([KafkaTopicPartition])
         /// A problem librdkafka reported that the consumer survives (a broker went down, a fetch failed).
         case error(KafkaError)
     }
@@ -815,7 +820,8 @@ extension KafkaConsumer {
             // With auto-commit on, commit what the application marked done before the partitions move, so their
             // next owner does not process it again (only stored offsets are committed: nothing unfinished).
             // A lost assignment (session timed out) can no longer be committed to; don't block trying.
-            if commitsOnRevocation && rd_kafka_assignment_lost(rk) == 0 {
+            let isLost = rd_kafka_assignment_lost(rk) != 0
+            if commitsOnRevocation && !isLost {
                 let commitError = rd_kafka_commit(rk, nil, 0)
                 if commitError != RD_KAFKA_RESP_ERR_NO_ERROR && commitError != RD_KAFKA_RESP_ERR__NO_OFFSET {
                     // What was done since the last commit is processed again by the partitions' next owner.
@@ -835,7 +841,7 @@ extension KafkaConsumer {
                 for partition in changed { state.positions[partition] = nil }
             }
             logger.debug("Partitions revoked", metadata: ["partitions": "\(changed.map(\.description).sorted().joined(separator: ","))"])
-            events.yield(.partitionsRevoked(changed))
+            events.yield(isLost ? .partitionsLost(changed) : .partitionsRevoked(changed))
         default:
             logger.warning("Rebalance failed: \(String(cString: rd_kafka_err2name(code)))")
             resumeInLibrdkafka(rk, shared.state.withLock { $0.paused })

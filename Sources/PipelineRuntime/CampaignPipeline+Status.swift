@@ -17,8 +17,9 @@ extension CampaignPipeline {
 
         /// The step the run is at.
         public var phase: Phase
-        /// Whether the consumer has been given its first assignment by the group (possibly none, when the group has
-        /// more instances than the sends topic has partitions).
+        /// Whether the consumer is a member of its group: given an assignment by the group (possibly none, when the
+        /// group has more instances than the sends topic has partitions), and not having lost it since (a session
+        /// that timed out, while the brokers were unreachable, until the group assigns partitions again).
         public var hasJoinedGroup: Bool
         /// Partitions of the sends topic this instance reads now.
         public var assignedPartitions: Int
@@ -32,7 +33,7 @@ extension CampaignPipeline {
         public var readiness: Readiness {
             switch phase {
             case .starting: .notReady("starting")
-            case .consuming: hasJoinedGroup ? .ready : .notReady("waiting to join the consumer group")
+            case .consuming: hasJoinedGroup ? .ready : .notReady("not in the consumer group (joining, or lost its session)")
             case .stopping: .notReady("stopping")
             case .stopped: .notReady("stopped")
             }

@@ -632,7 +632,7 @@ public final class CampaignPipeline: Service {
                     state.assignedPartitions = count
                 }
                 logger.info("Assigned", metadata: ["partitions": "\(partitions.map(\.description).sorted().joined(separator: ","))"])
-            case .partitionsRevoked(let partitions):
+            case .partitionsRevoked(let partitions), .partitionsLost(let partitions):
                 // Abandon in-flight work of revoked partitions: it was not committed, so their new owner
                 // processes it again (at least once; outputs carry the same message ids).
                 // The event arrives after the fact: a partition given straight back may already have a tracker
@@ -652,8 +652,21 @@ public final class CampaignPipeline: Service {
                     for partition in partitions { positions[partition] = nil }
                 }
                 let count = consumer.assignment.count
-                runState.withLock { $0.assignedPartitions = count }
-                logger.info("Revoked", metadata: ["partitions": "\(partitions.map(\.description).sorted().joined(separator: ","))"])
+                let isLost: Bool
+                if case .partitionsLost = event { isLost = true } else { isLost = false }
+                runState.withLock { state in
+                    state.assignedPartitions = count
+                    // Out of the group (its session timed out): not taking its share until the group assigns it again.
+                    if isLost { state.hasJoinedGroup = false }
+                }
+                if isLost {
+                    logger.warning(
+                        "Lost the consumer group's assignment (session timed out): not ready until the group assigns partitions again; their uncommitted events are processed again by their next owner",
+                        metadata: ["partitions": "\(partitions.map(\.description).sorted().joined(separator: ","))"]
+                    )
+                } else {
+                    logger.info("Revoked", metadata: ["partitions": "\(partitions.map(\.description).sorted().joined(separator: ","))"])
+                }
             case .error(let error):
                 // The consumer logs it at warning itself.
                 logger.debug("Consumer reported an error", metadata: ["error": "\(error)"])

@@ -70,6 +70,42 @@ struct KafkaConsumerGroupTests {
         }
     }
 
+    /// A member the group's coordinator forgot (a heartbeat answered UNKNOWN_MEMBER_ID, as after its session timed
+    /// out while the brokers were unreachable) loses its assignment: told as `partitionsLost`, not as an ordinary
+    /// revocation (nothing could be committed for them), and then assigned again as it rejoins.
+    @Test("a consumer whose group membership is lost reports partitionsLost, then is assigned again")
+    func lostAssignmentIsReportedAsLost() async throws {
+        try await withEmbeddedKafka(topics: ["losing": 2]) { kafka in
+            let consumer = try KafkaConsumer(configuration: consumerConfiguration(kafka, group: uniqueGroup()), logger: testLogger)
+            let seen = Mutex([KafkaConsumer.Event]())
+            let events = consumer.events
+            let listener = Task { for await event in events { seen.withLock { $0.append(event) } } }
+            try consumer.subscribe(topics: ["losing"])
+            let deadline = ContinuousClock.now + .seconds(30)
+            while consumer.assignment.count != 2 {
+                guard ContinuousClock.now < deadline else { throw TestTimeout(description: "never assigned") }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            // The next heartbeat (API key 12) is answered UNKNOWN_MEMBER_ID (25).
+            try kafka.failRequests(apiKey: 12, count: 1, errorCode: 25)
+            let partitions = Set((0..<2).map { KafkaTopicPartition(topic: "losing", partition: Int32($0)) })
+            func lostThenAssigned(_ events: [KafkaConsumer.Event]) -> Bool {
+                guard let lost = events.firstIndex(where: { if case .partitionsLost(let lost) = $0 { Set(lost) == partitions } else { false } }) else {
+                    return false
+                }
+                return events[(lost + 1)...].contains { if case .partitionsAssigned(let again) = $0 { Set(again) == partitions } else { false } }
+            }
+            let rejoinDeadline = ContinuousClock.now + .seconds(60)
+            while !lostThenAssigned(seen.withLock { $0 }) {
+                guard ContinuousClock.now < rejoinDeadline else { throw TestTimeout(description: "events: \(seen.withLock { $0 })") }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            #expect(!seen.withLock { $0 }.contains { if case .partitionsRevoked = $0 { true } else { false } }, "lost, not revoked")
+            await consumer.close()
+            await listener.value
+        }
+    }
+
     /// What the application does in `willRevokePartitions` happens before its partitions' next owner starts: the
     /// rebalance waits for it, the partitions are already out of the assignment it sees, and they are still
     /// librdkafka's, so positions can still be stored for the revocation's commit.

@@ -1,3 +1,4 @@
+import KafkaClient
 import PipelineCore
 import PipelineRuntime
 import Testing
@@ -45,6 +46,36 @@ struct PipelineStatusTests {
             #expect(stopped.phase == .stopped)
             #expect(stopped.readiness == .notReady("stopped"))
             #expect(stopped.assignedPartitions == 0 && !stopped.hasJoinedGroup && stopped.inFlightEvents == 0)
+        }
+    }
+
+    /// Found by an operator's review: once joined, an instance answered ready for good, also after its session was
+    /// lost and every partition taken away (the brokers unreachable), so an alert or a rollout gate on readiness
+    /// missed it. The group's coordinator here forgets the member (a heartbeat answered UNKNOWN_MEMBER_ID, as after a
+    /// session timeout): the instance is not ready until the group assigns it its partitions again.
+    @Test("an instance that lost its place in the group is not ready until the group assigns it partitions again")
+    func notReadyAfterLosingTheGroup() async throws {
+        try await withPipelineCluster(partitions: 4) { kafka, configuration in
+            var configuration = configuration
+            configuration.untilIdle = nil
+            let pipeline = CampaignPipeline(configuration: configuration, registry: builtinRegistry, logger: testLogger)
+            try await whileRunning(pipeline) {
+                _ = try await eventually("the pipeline to join its group", timeout: clusterTimeout) {
+                    pipeline.status.readiness == .ready ? true : nil
+                }
+                // The next heartbeat (API key 12) is answered UNKNOWN_MEMBER_ID (25): the assignment is lost.
+                try kafka.failRequests(apiKey: 12, count: 1, errorCode: 25)
+                let lost = try await eventually("the instance to count itself out of the group", timeout: clusterTimeout, every: .milliseconds(10)) {
+                    let status = pipeline.status
+                    return status.readiness != .ready ? status : nil
+                }
+                #expect(lost.phase == .consuming && !lost.hasJoinedGroup, "\(lost)")
+                #expect(lost.readiness == .notReady("not in the consumer group (joining, or lost its session)"))
+                let back = try await eventually("the group to assign the partitions again", timeout: clusterTimeout) {
+                    pipeline.status.readiness == .ready ? pipeline.status : nil
+                }
+                #expect(back.assignedPartitions == 4 && back.hasJoinedGroup)
+            }
         }
     }
 }
