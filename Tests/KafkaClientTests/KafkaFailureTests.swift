@@ -1,5 +1,6 @@
 import Foundation
 import KafkaClient
+import Logging
 import Synchronization
 import Testing
 
@@ -99,6 +100,25 @@ struct KafkaFailureTests {
         // cores also building); a hang never ends.
         #expect(ContinuousClock.now - started < .seconds(60), "bounded, not a hang")
         await producer.close(timeout: .seconds(1))
+    }
+
+    /// Found by an operator's review: each failed connection was logged twice at warning, once by librdkafka's log
+    /// (facility FAIL) and once by the client's error callback, which doubled a broker outage's log lines.
+    @Test("a failed connection is logged at warning once, by the client's error, not again by librdkafka's log")
+    func connectionFailuresAreLoggedOnce() async throws {
+        let recorded = RecordedLines()
+        var logger = Logger(label: "kafka-tests") { _ in RecordingLogHandler(recorded: recorded) }
+        logger.logLevel = .trace
+        var configuration = KafkaProducerConfiguration(bootstrapServers: ["127.0.0.1:1"])
+        configuration.messageTimeout = .seconds(2)
+        let producer = try KafkaProducer(configuration: configuration, logger: logger)
+        _ = try? await producer.send(KafkaProducerRecord(topic: "anything", value: Array("x".utf8)))
+        await producer.close(timeout: .seconds(1))
+        let failures = recorded.lines.withLock { $0 }.filter { $0.message.contains("Connect to") }
+        let warnings = failures.filter { $0.level >= .warning }
+        #expect(!warnings.isEmpty, "the failure is reported: \(failures)")
+        #expect(warnings.allSatisfy { $0.message.hasPrefix("Producer error: ") }, "once, by the client: \(warnings)")
+        #expect(failures.contains { $0.facility == "FAIL" && $0.level == .debug }, "librdkafka's own line kept at debug: \(failures)")
     }
 
     @Test("a record that is not delivered comes back to its receiver whole: topic, partition, key, value, headers")
@@ -227,5 +247,27 @@ private final class FailureReceiver: KafkaDeliveryReceiver, @unchecked Sendable 
 
     override func deliveryFailed(_ error: KafkaError, record: KafkaProducerRecord) {
         reports.withLock { $0.append(.failed(error, record)) }
+    }
+}
+
+/// Lines logged, with their librdkafka facility.
+private final class RecordedLines: Sendable {
+    let lines = Mutex([(level: Logger.Level, message: String, facility: String?)]())
+}
+
+/// Keeps every line logged in its ``RecordedLines``.
+private struct RecordingLogHandler: LogHandler {
+    let recorded: RecordedLines
+    var metadata: Logger.Metadata = [:]
+    var logLevel: Logger.Level = .trace
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        let facility = event.metadata?["kafka.facility"].map { "\($0)" }
+        recorded.lines.withLock { $0.append((event.level, event.message.description, facility)) }
     }
 }

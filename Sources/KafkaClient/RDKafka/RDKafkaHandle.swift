@@ -21,9 +21,10 @@ final class RDKafkaCallbacks: @unchecked Sendable {
         let swiftLevel: Logger.Level =
             switch level {
             case ...2: .critical
-            // Connection failures are retried by librdkafka itself; they matter when they last, which the
-            // client reports through its own errors.
-            case 3: facility == "FAIL" ? .warning : .error
+            // Connection failures are retried by librdkafka itself, and each is also handed to the client's error
+            // callback, which logs it at warning ("Consumer error: …", "Producer error: …"): logged here too, every
+            // failure came twice, and a broker outage's lines doubled.
+            case 3: facility == "FAIL" ? .debug : .error
             case 4: .warning
             case 5: .notice
             case 6: .info
