@@ -606,7 +606,18 @@ public final class CampaignPipeline: Service {
             try? await Task.sleep(for: .milliseconds(10))
             inFlight = totalUnfinished()
         }
-        logger.info("Drained in-flight work")
+        let unacknowledged = sender.unacknowledgedRecords
+        if unacknowledged > 0 {
+            // The assigned partitions' events are done; outputs of partitions taken away meanwhile (a lost session),
+            // or not tied to an event (timer records), can still wait for the brokers. Nothing is committed for them
+            // here: a partition's new owner processes its events again.
+            logger.info(
+                "Drained the in-flight events; output records still wait for the brokers (of partitions taken away during the run, or timer records) and are flushed as the producer closes",
+                metadata: ["unacknowledgedRecords": "\(unacknowledged)"]
+            )
+        } else {
+            logger.info("Drained in-flight work")
+        }
     }
 
     func totalInFlight() -> Int {

@@ -114,6 +114,9 @@ final class OutputSender: Sendable {
     /// Outputs waiting for another attempt.
     var pendingRetries: Int { state.withLock { $0.retries.count } }
 
+    /// Records queued in the producer and not acknowledged yet.
+    var unacknowledgedRecords: Int { producer.pendingCount }
+
     /// Queues an output, waiting (asynchronously) while librdkafka's local queue is full. For the processing loop,
     /// where waiting is the backpressure.
     func send(_ output: Output) async {
@@ -206,6 +209,12 @@ final class OutputSender: Sendable {
 
     private func scheduleRetry(_ output: Output, after error: KafkaError) {
         if error.code == .fatal { onFatalError(error) }
+        if error.code == .closed {
+            // The producer closed (the run is ending) before the record was acknowledged, or refuses records since
+            // it closed: no retry can send it, and it is not counted as one. Its event stays uncommitted, and the
+            // next run processes it again (the producer's close said how many records it dropped).
+            return
+        }
         if case .deadLetter(let ticket) = output.acknowledgement, Self.isPermanent(error) {
             deadLetterRefused(output, ticket: ticket, error: error)
             return

@@ -108,6 +108,26 @@ struct PipelineOutputRetryTests {
 
     /// A dead letter is the source record plus headers: it can pass a size limit the source record did not. Refused
     /// for good, it used to be sent again forever, the event never finished and its partition never committed.
+    /// Found by an operator's review: the records a closing producer dropped (the brokers gone at shutdown) were
+    /// each counted as retried (`outputsRetried=520` in the run's summary) and queued for a retry that could never
+    /// be sent.
+    @Test("a record the producer dropped as it closed is neither retried nor counted as a retry")
+    func recordsDroppedAtCloseAreNotRetries() async throws {
+        var configuration = KafkaProducerConfiguration(bootstrapServers: ["127.0.0.1:1"])
+        configuration.messageTimeout = .seconds(60)
+        let producer = try KafkaProducer(configuration: configuration, logger: testLogger)
+        let statistics = PipelineStatistics()
+        let sender = OutputSender(producer: producer, statistics: statistics, backoff: .milliseconds(10), maxBackoff: .seconds(1), logger: testLogger)
+        for index in 0..<5 {
+            sender.sendNow(OutputSender.Output(record: KafkaProducerRecord(topic: "anything", value: Array("record \(index)".utf8))) { _ in })
+        }
+        await producer.close(timeout: .milliseconds(200))
+        // Sent after the close: refused at once, as closed.
+        sender.sendNow(OutputSender.Output(record: KafkaProducerRecord(topic: "anything", value: Array("late".utf8))) { _ in })
+        #expect(statistics.snapshot.outputsRetried == 0)
+        #expect(sender.pendingRetries == 0)
+    }
+
     @Test("a dead letter refused for its size is written without the original value, and the event is committed")
     func oversizedDeadLetter() async throws {
         try await withPipelineCluster(partitions: 1) { kafka, configuration in
