@@ -672,7 +672,7 @@ public final class CampaignPipeline: Service {
                 }
                 if isLost {
                     logger.warning(
-                        "Lost the consumer group's assignment (session timed out): not ready until the group assigns partitions again; their uncommitted events are processed again by their next owner",
+                        "Lost the consumer group's assignment (its session timed out, or the coordinator no longer knew it): not ready until the group assigns partitions again; their uncommitted events are processed again by their next owner",
                         metadata: ["partitions": "\(partitions.map(\.description).sorted().joined(separator: ","))"]
                     )
                 } else {
