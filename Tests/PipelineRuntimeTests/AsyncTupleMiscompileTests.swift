@@ -38,6 +38,12 @@ struct AsyncTupleMiscompileTests {
             """
         #expect(Self.tuplesHoldingAwait(in: miscompiled) == [3])
         #expect(Self.tuplesHoldingAwait(in: "let pair = (\n  name,\n  await value()\n)") == [1])
+        // Found by review: the `await` in front of the tuple (miscompiled the same way), and a tuple after `?`.
+        #expect(Self.tuplesHoldingAwait(in: "do { return try await (partition, .success(marks(partition))) } catch {}") == [1])
+        #expect(Self.tuplesHoldingAwait(in: "let pair = await (name, value())") == [1])
+        #expect(Self.tuplesHoldingAwait(in: "return ready ? (partition, await value()) : (partition, nil)") == [1])
+        #expect(Self.tuplesHoldingAwait(in: "let value = await (compute())\nlet other = try await f?(x, await g())").isEmpty)
+        #expect(Self.tuplesHoldingAwait(in: "for await (partition, result) in group {}\nfor try await (a, b) in stream {}").isEmpty)
         let fine = """
             let marks = try await consumer.watermarks(topic: topic, partition: partition)
             return (partition, .success(marks))
@@ -63,6 +69,12 @@ struct AsyncTupleMiscompileTests {
                 index == 0 || !isIdentifier(code[index - 1]),
                 index + awaitWord.count == code.count || !isIdentifier(code[index + awaitWord.count])
             else { continue }
+            // A tuple the `await` covers: `await (a, f())`, `try await (a, .success(f()))`.
+            var next = index + awaitWord.count
+            while next < code.count, code[next] == UInt8(ascii: " ") || code[next] == UInt8(ascii: "\n") { next += 1 }
+            if next < code.count, code[next] == UInt8(ascii: "("), !isLoopPattern(code, await: index), hasTopLevelComma(code, after: next) {
+                lines.insert(code[..<next].count(where: { $0 == UInt8(ascii: "\n") }) + 1)
+            }
             // Out through each enclosing parenthesis, up to the closure, block or array around the expression.
             var position = index - 1
             while let open = enclosingOpener(in: code, before: position), code[open] == UInt8(ascii: "(") {
@@ -111,6 +123,22 @@ struct AsyncTupleMiscompileTests {
             || (byte | 0x20 >= UInt8(ascii: "a") && byte | 0x20 <= UInt8(ascii: "z"))
     }
 
+    /// Whether the `await` at `index` is a loop's (`for await (a, b) in …`, `for try await …`): a pattern follows,
+    /// not a tuple.
+    private static func isLoopPattern(_ code: [UInt8], await index: Int) -> Bool {
+        var words: [String] = []
+        var end = index
+        while words.count < 2 {
+            while end > 0, code[end - 1] == UInt8(ascii: " ") { end -= 1 }
+            var start = end
+            while start > 0, isIdentifier(code[start - 1]) { start -= 1 }
+            guard start < end else { break }
+            words.append(String(decoding: code[start..<end], as: UTF8.self))
+            end = start
+        }
+        return words.first == "for" || words == ["try", "for"]
+    }
+
     /// The index of the unmatched `(`, `[` or `{` before `position`.
     private static func enclosingOpener(in code: [UInt8], before position: Int) -> Int? {
         var depth = 0
@@ -137,6 +165,8 @@ struct AsyncTupleMiscompileTests {
         }
         guard index >= 0 else { return false }
         let byte = code[index]
+        // `c ? (a, b) : …`: a `?` after a space is the conditional operator, not optional chaining (`f?(…)`).
+        if byte == UInt8(ascii: "?"), index > 0, code[index - 1] == UInt8(ascii: " ") { return false }
         if [UInt8(ascii: ")"), UInt8(ascii: "]"), UInt8(ascii: ">"), UInt8(ascii: "?"), UInt8(ascii: "!")].contains(byte) { return true }
         guard isIdentifier(byte) else { return false }
         var start = index
