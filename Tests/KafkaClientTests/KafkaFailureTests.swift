@@ -121,6 +121,32 @@ struct KafkaFailureTests {
         #expect(failures.contains { $0.facility == "FAIL" && $0.level == .debug }, "librdkafka's own line kept at debug: \(failures)")
     }
 
+    /// The second review found "Disconnected" doubled the same way (librdkafka logs it at info or warning, facility
+    /// FAIL, and hands it to the error callback too).
+    @Test("a broker that goes away is logged at warning once per disconnection, by the client's error")
+    func disconnectionsAreLoggedOnce() async throws {
+        let recorded = RecordedLines()
+        var logger = Logger(label: "kafka-tests") { _ in RecordingLogHandler(recorded: recorded) }
+        logger.logLevel = .trace
+        let kafka = try EmbeddedKafka(logger: testLogger)
+        try kafka.createTopic("leaving", partitions: 1)
+        var configuration = KafkaProducerConfiguration(bootstrapServers: [kafka.bootstrapServers])
+        configuration.messageTimeout = .seconds(2)
+        let producer = try KafkaProducer(configuration: configuration, logger: logger)
+        _ = try await producer.send(KafkaProducerRecord(topic: "leaving", value: Array("x".utf8)))
+        kafka.shutdown()
+        let deadline = ContinuousClock.now + .seconds(30)
+        while !recorded.lines.withLock({ $0 }).contains(where: { $0.facility == "FAIL" }), ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        await producer.close(timeout: .seconds(1))
+        let lines = recorded.lines.withLock { $0 }
+        #expect(lines.contains { $0.facility == "FAIL" }, "librdkafka saw the broker go: \(lines.map(\.message))")
+        let doubled = lines.filter { $0.facility == "FAIL" && $0.level > .debug }
+        #expect(doubled.isEmpty, "librdkafka's FAIL lines only at debug: \(doubled)")
+        #expect(lines.contains { $0.level >= .warning && $0.message.hasPrefix("Producer error: ") }, "\(lines.map(\.message))")
+    }
+
     @Test("a record that is not delivered comes back to its receiver whole: topic, partition, key, value, headers")
     func failedRecordComesBack() async throws {
         let producer = try producerWithoutBroker(messageTimeout: .seconds(2))

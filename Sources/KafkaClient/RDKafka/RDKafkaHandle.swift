@@ -18,17 +18,21 @@ final class RDKafkaCallbacks: @unchecked Sendable {
     }
 
     func log(level: Int32, facility: String, message: String) {
+        // A broker connection's failures and disconnections (facility FAIL, at any level) are retried by librdkafka
+        // itself, and each is also handed to the client's error callback, which logs it at warning ("Consumer
+        // error: …", "Producer error: …"): logged here too, every one came twice, and a broker outage's lines doubled.
         let swiftLevel: Logger.Level =
-            switch level {
-            case ...2: .critical
-            // Connection failures are retried by librdkafka itself, and each is also handed to the client's error
-            // callback, which logs it at warning ("Consumer error: …", "Producer error: …"): logged here too, every
-            // failure came twice, and a broker outage's lines doubled.
-            case 3: facility == "FAIL" ? .debug : .error
-            case 4: .warning
-            case 5: .notice
-            case 6: .info
-            default: .debug
+            if facility == "FAIL" {
+                .debug
+            } else {
+                switch level {
+                case ...2: .critical
+                case 3: .error
+                case 4: .warning
+                case 5: .notice
+                case 6: .info
+                default: .debug
+                }
             }
         logger.log(level: swiftLevel, "\(message)", metadata: [KafkaLoggingKeys.facility: "\(facility)"])
     }
