@@ -106,8 +106,6 @@ struct PipelineOutputRetryTests {
         }
     }
 
-    /// A dead letter is the source record plus headers: it can pass a size limit the source record did not. Refused
-    /// for good, it used to be sent again forever, the event never finished and its partition never committed.
     /// Found by an operator's review: the records a closing producer dropped (the brokers gone at shutdown) were
     /// each counted as retried (`outputsRetried=520` in the run's summary) and queued for a retry that could never
     /// be sent.
@@ -128,6 +126,8 @@ struct PipelineOutputRetryTests {
         #expect(sender.pendingRetries == 0)
     }
 
+    /// A dead letter is the source record plus headers: it can pass a size limit the source record did not. Refused
+    /// for good, it used to be sent again forever, the event never finished and its partition never committed.
     @Test("a dead letter refused for its size is written without the original value, and the event is committed")
     func oversizedDeadLetter() async throws {
         try await withPipelineCluster(partitions: 1) { kafka, configuration in
