@@ -151,7 +151,7 @@ let package = Package(
 
         // MARK: - Tests
 
-        .testTarget(name: "KafkaClientTests", dependencies: ["KafkaClient", "KafkaWireTestSupport"]),
+        .testTarget(name: "KafkaClientTests", dependencies: ["KafkaClient", "KafkaWireTestSupport", "TestSupport"]),
         // Transaction markers written over the Kafka protocol: the embedded broker writes none of its own.
         .target(
             name: "KafkaWireTestSupport",

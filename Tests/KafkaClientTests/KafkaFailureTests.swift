@@ -2,6 +2,7 @@ import Foundation
 import KafkaClient
 import Logging
 import Synchronization
+import TestSupport
 import Testing
 
 @Suite("Failures are loud, typed and bounded")
@@ -106,15 +107,14 @@ struct KafkaFailureTests {
     /// (facility FAIL) and once by the client's error callback, which doubled a broker outage's log lines.
     @Test("a failed connection is logged at warning once, by the client's error, not again by librdkafka's log")
     func connectionFailuresAreLoggedOnce() async throws {
-        let recorded = RecordedLines()
-        var logger = Logger(label: "kafka-tests") { _ in RecordingLogHandler(recorded: recorded) }
-        logger.logLevel = .trace
+        let recorder = LogRecorder()
+        let logger = recorder.logger(label: "kafka-tests")
         var configuration = KafkaProducerConfiguration(bootstrapServers: ["127.0.0.1:1"])
         configuration.messageTimeout = .seconds(2)
         let producer = try KafkaProducer(configuration: configuration, logger: logger)
         _ = try? await producer.send(KafkaProducerRecord(topic: "anything", value: Array("x".utf8)))
         await producer.close(timeout: .seconds(1))
-        let failures = recorded.lines.withLock { $0 }.filter { $0.message.contains("Connect to") }
+        let failures = recorder.lines.filter { $0.message.contains("Connect to") }
         let warnings = failures.filter { $0.level >= .warning }
         #expect(!warnings.isEmpty, "the failure is reported: \(failures)")
         #expect(warnings.allSatisfy { $0.message.hasPrefix("Producer error: ") }, "once, by the client: \(warnings)")
@@ -125,9 +125,8 @@ struct KafkaFailureTests {
     /// FAIL, and hands it to the error callback too).
     @Test("a broker that goes away is logged at warning once per disconnection, by the client's error")
     func disconnectionsAreLoggedOnce() async throws {
-        let recorded = RecordedLines()
-        var logger = Logger(label: "kafka-tests") { _ in RecordingLogHandler(recorded: recorded) }
-        logger.logLevel = .trace
+        let recorder = LogRecorder()
+        let logger = recorder.logger(label: "kafka-tests")
         let kafka = try EmbeddedKafka(logger: testLogger)
         try kafka.createTopic("leaving", partitions: 1)
         var configuration = KafkaProducerConfiguration(bootstrapServers: [kafka.bootstrapServers])
@@ -136,11 +135,11 @@ struct KafkaFailureTests {
         _ = try await producer.send(KafkaProducerRecord(topic: "leaving", value: Array("x".utf8)))
         kafka.shutdown()
         let deadline = ContinuousClock.now + .seconds(30)
-        while !recorded.lines.withLock({ $0 }).contains(where: { $0.facility == "FAIL" }), ContinuousClock.now < deadline {
+        while !recorder.lines.contains(where: { $0.facility == "FAIL" }), ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(50))
         }
         await producer.close(timeout: .seconds(1))
-        let lines = recorded.lines.withLock { $0 }
+        let lines = recorder.lines
         #expect(lines.contains { $0.facility == "FAIL" }, "librdkafka saw the broker go: \(lines.map(\.message))")
         let doubled = lines.filter { $0.facility == "FAIL" && $0.level > .debug }
         #expect(doubled.isEmpty, "librdkafka's FAIL lines only at debug: \(doubled)")
@@ -276,24 +275,7 @@ private final class FailureReceiver: KafkaDeliveryReceiver, @unchecked Sendable 
     }
 }
 
-/// Lines logged, with their librdkafka facility.
-private final class RecordedLines: Sendable {
-    let lines = Mutex([(level: Logger.Level, message: String, facility: String?)]())
-}
-
-/// Keeps every line logged in its ``RecordedLines``.
-private struct RecordingLogHandler: LogHandler {
-    let recorded: RecordedLines
-    var metadata: Logger.Metadata = [:]
-    var logLevel: Logger.Level = .trace
-
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { metadata[key] }
-        set { metadata[key] = newValue }
-    }
-
-    func log(event: LogEvent) {
-        let facility = event.metadata?["kafka.facility"].map { "\($0)" }
-        recorded.lines.withLock { $0.append((event.level, event.message.description, facility)) }
-    }
+extension LogRecorder.Line {
+    /// The librdkafka facility of a line our Kafka layer logged for librdkafka (`kafka.facility`).
+    var facility: String? { metadata["kafka.facility"].map { "\($0)" } }
 }

@@ -73,18 +73,23 @@ struct AsyncTupleMiscompileTests {
             var next = index + awaitWord.count
             while next < code.count, code[next] == UInt8(ascii: " ") || code[next] == UInt8(ascii: "\n") { next += 1 }
             if next < code.count, code[next] == UInt8(ascii: "("), !isLoopPattern(code, await: index), hasTopLevelComma(code, after: next) {
-                lines.insert(code[..<next].count(where: { $0 == UInt8(ascii: "\n") }) + 1)
+                lines.insert(line(of: next, in: code))
             }
             // Out through each enclosing parenthesis, up to the closure, block or array around the expression.
             var position = index - 1
             while let open = enclosingOpener(in: code, before: position), code[open] == UInt8(ascii: "(") {
                 if !isCall(code, open: open), hasTopLevelComma(code, after: open) {
-                    lines.insert(code[..<open].count(where: { $0 == UInt8(ascii: "\n") }) + 1)
+                    lines.insert(line(of: open, in: code))
                 }
                 position = open - 1
             }
         }
         return lines.sorted()
+    }
+
+    /// The line (from 1) of the byte at `index`.
+    private static func line(of index: Int, in code: [UInt8]) -> Int {
+        code[..<index].count(where: { $0 == UInt8(ascii: "\n") }) + 1
     }
 
     /// `text` with comments and string literals replaced by spaces (line breaks kept).
