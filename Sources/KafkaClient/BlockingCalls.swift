@@ -1,11 +1,13 @@
 import Foundation
+import Synchronization
 
 /// Runs librdkafka calls that block (sync commit, offset and metadata look-ups, record probes) each on a thread of
 /// its own, so they never hold a thread of Swift's cooperative pool, nor wait behind one another: a concurrent
 /// dispatch queue runs only a few blocks at once on Linux (three on a 2-core machine), so slow calls (record probes
 /// waiting seconds for a fetch) held up every commit and look-up behind them.
 enum BlockingCalls {
-    /// Runs `body` off the cooperative pool and returns its result.
+    /// Runs `body` off the cooperative pool and returns its result. The caller waits for it even when its task is
+    /// cancelled: for calls whose effect must be known (commits, closing, flushing).
     static func run<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
         await withCheckedContinuation { continuation in
             let thread = Thread { continuation.resume(returning: body()) }
@@ -14,7 +16,7 @@ enum BlockingCalls {
         }
     }
 
-    /// Runs a throwing `body` off the cooperative pool.
+    /// Runs a throwing `body` off the cooperative pool. The caller waits for it even when its task is cancelled.
     static func run<T: Sendable>(
         _ body: @escaping @Sendable () throws(KafkaError) -> T
     ) async throws(KafkaError) -> T {
@@ -22,5 +24,138 @@ enum BlockingCalls {
             do throws(KafkaError) { return .success(try body()) } catch { return .failure(error) }
         }
         return try result.get()
+    }
+
+    /// Runs a look-up (`body` changes nothing: watermarks, committed offsets, metadata, record probes) off the
+    /// cooperative pool, and stops waiting for it when the caller's task is cancelled, or once `limit` (and a second
+    /// for librdkafka's own answer) has passed: librdkafka can wait longer than the timeout it is given (2.0.2's
+    /// watermark query waits for its requests' answers with no deadline, minutes when the brokers are gone), and a
+    /// stopping pipeline must not wait with it. An abandoned call ends on its thread in its own time (its result is
+    /// dropped); a task cancelled before the call starts never makes it.
+    ///
+    /// - Parameters:
+    ///   - what: what is looked up, for the errors.
+    ///   - code: the error's code when `limit` passes.
+    ///   - limit: the longest to wait (`nil`: until the call ends or the task is cancelled).
+    /// - Throws: ``KafkaError/Code/cancelled`` when the task was cancelled first; `code` (`_TIMED_OUT`) when `limit`
+    ///   passed first; otherwise what `body` threw.
+    static func lookUp<T: Sendable>(
+        _ what: String,
+        failingWith code: KafkaError.Code,
+        within limit: Duration?,
+        _ body: @escaping @Sendable () throws(KafkaError) -> T
+    ) async throws(KafkaError) -> T {
+        let outcome: LookUpOutcome<T>
+        if let limit {
+            outcome = await withTaskGroup(of: LookUpOutcome<T>.self) { group in
+                group.addTask { await waitAbandoningOnCancel(body) }
+                group.addTask {
+                    do { try await Task.sleep(for: limit + .seconds(1)) } catch { return .abandoned }
+                    return .timedOut
+                }
+                let first = await group.next() ?? .abandoned
+                group.cancelAll()
+                return first
+            }
+        } else {
+            outcome = await waitAbandoningOnCancel(body)
+        }
+        switch outcome {
+        case .answered(let result):
+            return try result.get()
+        case .abandoned:
+            throw KafkaError(code: .cancelled, message: "stopped waiting for \(what): the task was cancelled")
+        case .timedOut:
+            throw KafkaError(
+                code: code,
+                message: "no answer for \(what) within \(limit ?? .zero) (the call was abandoned)",
+                librdkafkaName: "_TIMED_OUT",
+                isRetriable: true
+            )
+        }
+    }
+
+    /// How a look-up ended for its caller.
+    private enum LookUpOutcome<T: Sendable>: Sendable {
+        case answered(Result<T, KafkaError>)
+        case abandoned
+        case timedOut
+    }
+
+    /// Runs `body` on a thread of its own and waits for it until the task is cancelled.
+    private static func waitAbandoningOnCancel<T: Sendable>(
+        _ body: @escaping @Sendable () throws(KafkaError) -> T
+    ) async -> LookUpOutcome<T> {
+        let call = AbandonableCall<T>()
+        let result = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                guard call.begin(continuation) else { return }
+                let thread = Thread {
+                    let result: Result<T, KafkaError>
+                    do throws(KafkaError) { result = .success(try body()) } catch { result = .failure(error) }
+                    call.finish(result)
+                }
+                thread.name = "kafka-blocking-call"
+                thread.start()
+            }
+        } onCancel: {
+            call.abandon()
+        }
+        return result.map { .answered($0) } ?? .abandoned
+    }
+}
+
+/// The meeting point of a look-up's thread and the task waiting for it, whichever of finishing and abandoning comes
+/// first (the other does nothing). `nil` is the abandoned call's result.
+private final class AbandonableCall<T: Sendable>: Sendable {
+    private enum State {
+        case notBegun
+        case waiting(CheckedContinuation<Result<T, KafkaError>?, Never>)
+        case abandonedBeforeBeginning
+        case over
+    }
+
+    private let state = Mutex(State.notBegun)
+
+    /// Takes the waiting task's continuation. `false` when the task was cancelled before (the continuation is then
+    /// resumed here, and the call is not to be made).
+    func begin(_ continuation: CheckedContinuation<Result<T, KafkaError>?, Never>) -> Bool {
+        let begins = state.withLock { state in
+            guard case .notBegun = state else {
+                state = .over
+                return false
+            }
+            state = .waiting(continuation)
+            return true
+        }
+        if !begins { continuation.resume(returning: nil) }
+        return begins
+    }
+
+    /// Hands the call's result to the waiting task, unless it stopped waiting.
+    func finish(_ result: Result<T, KafkaError>) {
+        let continuation = state.withLock { state -> CheckedContinuation<Result<T, KafkaError>?, Never>? in
+            guard case .waiting(let continuation) = state else { return nil }
+            state = .over
+            return continuation
+        }
+        continuation?.resume(returning: result)
+    }
+
+    /// Ends the waiting task's wait (its task was cancelled), or, before the call began, keeps it from beginning.
+    func abandon() {
+        let continuation = state.withLock { state -> CheckedContinuation<Result<T, KafkaError>?, Never>? in
+            switch state {
+            case .notBegun:
+                state = .abandonedBeforeBeginning
+                return nil
+            case .waiting(let continuation):
+                state = .over
+                return continuation
+            case .abandonedBeforeBeginning, .over:
+                return nil
+            }
+        }
+        continuation?.resume(returning: nil)
     }
 }

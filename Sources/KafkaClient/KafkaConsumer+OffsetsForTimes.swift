@@ -23,7 +23,8 @@ extension KafkaConsumer {
     /// which assumes timestamps do not decrease within a partition (true for producer-stamped streams written in
     /// order and for log-append time).
     ///
-    /// - Throws: ``KafkaError/Code/offsetLookupFailed`` naming the partition.
+    /// - Throws: ``KafkaError/Code/offsetLookupFailed`` naming the partition; ``KafkaError/Code/cancelled`` when the
+    ///   task is cancelled first (the look-up is abandoned).
     public func offsets(
         forTimestamp timestamp: Date,
         in partitions: [KafkaTopicPartition],
@@ -34,7 +35,12 @@ extension KafkaConsumer {
         let target = Int64((timestamp.timeIntervalSince1970 * 1000).rounded(.up))
         let logger = self.logger
         let frozenProperties = recordProbeProperties
-        return try await BlockingCalls.run { () throws(KafkaError) in
+        return try await BlockingCalls.lookUp(
+            "the offsets of \(Self.describe(partitions)) at \(timestamp)",
+            failingWith: .offsetLookupFailed,
+            // A search reads records step by step, each step bounded by `timeout`.
+            within: nil
+        ) { () throws(KafkaError) in
             var brokerAnswers: [KafkaTopicPartition: Int64] = [:]
             if strategy != .search {
                 let list = RDKafkaTopicPartitionList(partitions.map {
@@ -115,7 +121,8 @@ extension KafkaConsumer {
     /// Each call starts a consumer client of its own (and closes it): meant for the odd check, not for every record.
     ///
     /// - Parameter timeout: the longest each of its two steps (asking the high watermark, reading) waits.
-    /// - Throws: ``KafkaError/Code/offsetLookupFailed`` naming the partition, when a step got no answer in time.
+    /// - Throws: ``KafkaError/Code/offsetLookupFailed`` naming the partition, when a step got no answer in time;
+    ///   ``KafkaError/Code/cancelled`` when the task is cancelled first (the probe is abandoned).
     public func remainder(
         from offset: Int64,
         before end: Int64,
@@ -124,7 +131,11 @@ extension KafkaConsumer {
     ) async throws(KafkaError) -> RangeRemainder {
         let logger = self.logger
         let properties = recordProbeProperties
-        return try await BlockingCalls.run { () throws(KafkaError) in
+        return try await BlockingCalls.lookUp(
+            "what is left to read in \(partition) from \(offset)",
+            failingWith: .offsetLookupFailed,
+            within: timeout * 2
+        ) { () throws(KafkaError) in
             let probe = try RecordProbe(properties: properties, logger: logger, timeout: timeout)
             return try probe.remainder(from: offset, before: end, in: partition)
         }

@@ -302,6 +302,7 @@ public final class KafkaConsumer: Sendable {
     ///
     /// - Throws: ``KafkaError/Code/offsetLookupFailed`` when the look-up failed, for the request or for one of the
     ///   partitions (naming it): a partition whose look-up failed is never reported as having nothing committed.
+    ///   ``KafkaError/Code/cancelled`` when the task is cancelled first (the look-up is abandoned).
     public func committed(
         _ partitions: [KafkaTopicPartition],
         timeout: Duration = .seconds(10)
@@ -314,12 +315,13 @@ public final class KafkaConsumer: Sendable {
     ///
     /// - Throws: ``KafkaError/Code/offsetLookupFailed`` when the look-up failed, for the request or for one of the
     ///   partitions (naming it): a partition whose look-up failed is never reported as having nothing committed.
+    ///   ``KafkaError/Code/cancelled`` when the task is cancelled first (the look-up is abandoned).
     public func committedWithMetadata(
         _ partitions: [KafkaTopicPartition],
         timeout: Duration = .seconds(10)
     ) async throws(KafkaError) -> [KafkaOffsetAndMetadata] {
         let handle = self.handle
-        return try await BlockingCalls.run { () throws(KafkaError) in
+        return try await BlockingCalls.lookUp("the committed positions of \(Self.describe(partitions))", failingWith: .offsetLookupFailed, within: timeout) { () throws(KafkaError) in
             let list = RDKafkaTopicPartitionList(partitions)
             let err = rd_kafka_committed(handle.pointer, list.pointer, timeout.cMilliseconds)
             guard err == RD_KAFKA_RESP_ERR_NO_ERROR else {
@@ -480,23 +482,27 @@ public final class KafkaConsumer: Sendable {
     }
 
     /// The low and high watermark of a partition, asked of its leader.
+    ///
+    /// - Throws: ``KafkaError/Code/offsetLookupFailed`` naming the partition when its leader did not answer in time;
+    ///   ``KafkaError/Code/cancelled`` when the task is cancelled first (the look-up is abandoned).
     public func watermarks(
         topic: String,
         partition: Int32,
         timeout: Duration = .seconds(10)
     ) async throws(KafkaError) -> KafkaWatermarks {
         let handle = self.handle
-        return try await BlockingCalls.run { () throws(KafkaError) in
+        return try await BlockingCalls.lookUp("the watermarks of \(topic)/\(partition)", failingWith: .offsetLookupFailed, within: timeout) { () throws(KafkaError) in
             try handle.blockingWatermarks(topic: topic, partition: partition, timeout: timeout)
         }
     }
 
     /// The number of partitions of a topic.
     ///
-    /// - Throws: ``KafkaError/Code/metadataFailed`` (`UNKNOWN_TOPIC_OR_PART`) when the topic does not exist.
+    /// - Throws: ``KafkaError/Code/metadataFailed`` (`UNKNOWN_TOPIC_OR_PART`) when the topic does not exist;
+    ///   ``KafkaError/Code/cancelled`` when the task is cancelled first (the look-up is abandoned).
     public func partitionCount(topic: String, timeout: Duration = .seconds(10)) async throws(KafkaError) -> Int32 {
         let handle = self.handle
-        return try await BlockingCalls.run { () throws(KafkaError) in
+        return try await BlockingCalls.lookUp("the partition count of \(topic)", failingWith: .metadataFailed, within: timeout) { () throws(KafkaError) in
             let topics = try handle.blockingMetadata(topic: topic, timeout: timeout)
             return topics.first { $0.topic == topic }?.partitions ?? 0
         }

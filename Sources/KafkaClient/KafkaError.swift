@@ -19,6 +19,7 @@ public struct KafkaError: Error, Sendable, Hashable, CustomStringConvertible {
             case metadataFailed
             case fatal
             case closed
+            case cancelled
             case embeddedBrokerFailed
         }
 
@@ -49,6 +50,8 @@ public struct KafkaError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let fatal = Code(.fatal)
         /// The client was already closed.
         public static let closed = Code(.closed)
+        /// The task waiting for a look-up was cancelled; the look-up was abandoned (or never made).
+        public static let cancelled = Code(.cancelled)
         /// The embedded (mock) broker could not be started or configured.
         public static let embeddedBrokerFailed = Code(.embeddedBrokerFailed)
 
@@ -66,6 +69,7 @@ public struct KafkaError: Error, Sendable, Hashable, CustomStringConvertible {
             case .metadataFailed: "metadata failed"
             case .fatal: "fatal client error"
             case .closed: "client closed"
+            case .cancelled: "cancelled"
             case .embeddedBrokerFailed: "embedded broker failed"
             }
         }

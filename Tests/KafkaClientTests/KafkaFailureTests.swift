@@ -146,6 +146,57 @@ struct KafkaFailureTests {
         #expect(lines.contains { $0.level >= .warning && $0.message.hasPrefix("Producer error: ") }, "\(lines.map(\.message))")
     }
 
+    /// Found by an operator's review: with the brokers gone, a stopping pipeline sat in look-ups (a state topic's
+    /// watermarks, committed offsets) for their whole timeouts, one after another, and the shutdown's watchdog ended
+    /// the process before the drain. A look-up now stops waiting when its task is cancelled.
+    @Test("a look-up whose task is cancelled while the brokers are gone ends at once with .cancelled", .timeLimit(.minutes(2)))
+    func cancelledLookUpsEndAtOnce() async throws {
+        let consumer = try await consumerOfGoneBrokers()
+        // Each would wait out its timeout (longer than the test's time limit) for brokers that are gone.
+        let timeout = Duration.seconds(600)
+        let partition = KafkaTopicPartition(topic: "gone", partition: 0)
+        let lookUps: [(String, @Sendable () async throws -> Void)] = [
+            ("watermarks", { _ = try await consumer.watermarks(topic: "gone", partition: 0, timeout: timeout) }),
+            ("committed", { _ = try await consumer.committed([partition], timeout: timeout) }),
+            ("partition count", { _ = try await consumer.partitionCount(topic: "gone", timeout: timeout) }),
+            ("offsets for a time", { _ = try await consumer.offsets(forTimestamp: Date(), in: [partition], timeout: timeout) }),
+            ("remainder", { _ = try await consumer.remainder(from: 0, before: 10, in: partition, timeout: timeout) }),
+        ]
+        for (name, lookUp) in lookUps {
+            let task = Task { try await lookUp() }
+            try await Task.sleep(for: .milliseconds(200))
+            task.cancel()
+            let error = await #expect(throws: KafkaError.self, "\(name)") { try await task.value }
+            #expect(error?.code == .cancelled, "\(name): \(String(describing: error))")
+        }
+        // Cancelled before it begins: never made, so it does not wait either.
+        let cancelledFirst = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            _ = try await consumer.watermarks(topic: "gone", partition: 0, timeout: timeout)
+        }
+        let error = await #expect(throws: KafkaError.self) { try await cancelledFirst.value }
+        #expect(error?.code == .cancelled)
+        #expect(error?.message.contains("gone/0") == true, "names what was looked up: \(String(describing: error))")
+        await consumer.close()
+    }
+
+    /// librdkafka 2.0.2's watermark query waits for its requests' answers without a deadline: with the brokers gone,
+    /// a 3-second query was still waiting minutes later. A look-up now gives up at its timeout (and a second).
+    @Test("a look-up gives up at its own timeout while the brokers are gone, even when librdkafka would wait on", .timeLimit(.minutes(2)))
+    func lookUpsKeepTheirTimeout() async throws {
+        let consumer = try await consumerOfGoneBrokers()
+        let partition = KafkaTopicPartition(topic: "gone", partition: 0)
+        let watermarks = await #expect(throws: KafkaError.self) {
+            try await consumer.watermarks(topic: "gone", partition: 0, timeout: .seconds(3))
+        }
+        #expect(watermarks?.code == .offsetLookupFailed, "\(String(describing: watermarks))")
+        let committed = await #expect(throws: KafkaError.self) { try await consumer.committed([partition], timeout: .seconds(3)) }
+        #expect(committed?.code == .offsetLookupFailed, "\(String(describing: committed))")
+        let count = await #expect(throws: KafkaError.self) { try await consumer.partitionCount(topic: "gone", timeout: .seconds(3)) }
+        #expect(count?.code == .metadataFailed || count?.code == .brokerUnreachable, "\(String(describing: count))")
+        await consumer.close()
+    }
+
     @Test("a record that is not delivered comes back to its receiver whole: topic, partition, key, value, headers")
     func failedRecordComesBack() async throws {
         let producer = try producerWithoutBroker(messageTimeout: .seconds(2))
@@ -255,6 +306,16 @@ struct KafkaFailureTests {
             #expect(error?.code == .closed)
         }
     }
+}
+
+/// A group consumer that has reached its cluster (topic `gone`, one partition), whose brokers then went away for good.
+private func consumerOfGoneBrokers(_ name: String = #function) async throws -> KafkaConsumer {
+    let kafka = try EmbeddedKafka(logger: testLogger)
+    try kafka.createTopic("gone", partitions: 1)
+    let consumer = try KafkaConsumer(configuration: consumerConfiguration(kafka, group: uniqueGroup(name)), logger: testLogger)
+    _ = try await consumer.watermarks(topic: "gone", partition: 0)
+    kafka.shutdown()
+    return consumer
 }
 
 /// Records how its record was reported.
