@@ -162,6 +162,8 @@ final class StateTopicFollower: Sendable {
                     }
                 case .failure(let error):
                     unanswered.insert(partition)
+                    // Stopping: the look-up was abandoned, nothing to report.
+                    if error.code == .cancelled { continue }
                     logger.warning(
                         "Could not read a state topic's end offsets",
                         metadata: ["topic": "\(topic)", "partition": "\(partition)", "error": "\(error)"]

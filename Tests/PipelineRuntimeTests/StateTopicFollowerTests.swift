@@ -1,8 +1,10 @@
 import Foundation
 import KafkaClient
 import KafkaWireTestSupport
+import Logging
 import PipelineCore
 import Testing
+import TestSupport
 
 @testable import PipelineRuntime
 
@@ -65,6 +67,33 @@ struct StateTopicFollowerTests {
             #expect(follower.hasCaughtUp(since: written))
             #expect(!follower.hasCaughtUp(since: Date()), "a send written now may name a definition the catch-up did not see")
             #expect(!follower.hasCaughtUp(since: nil), "a send of unknown time waits")
+            await consumer.close()
+        }
+    }
+
+    /// Found by an operator's review: with the brokers gone, a pipeline asked to stop sat in a catch-up's look-ups
+    /// (librdkafka's watermark query, which waited minutes past its timeout), and the shutdown watchdog ended the
+    /// process before the drain. A cancelled catch-up now ends at once, quietly (stopping is not a failure to report);
+    /// one not cancelled gives up at its timeout, with its warning.
+    @Test("a catch-up while the brokers are gone ends at once when cancelled, and at its timeout otherwise", .timeLimit(.minutes(2)))
+    func catchUpWithTheBrokersGone() async throws {
+        try await withPipelineCluster(partitions: 2) { kafka, configuration in
+            let consumer = try KafkaConsumer(configuration: configuration.consumerConfiguration(groupID: nil), logger: testLogger)
+            let recorder = LogRecorder()
+            let logger = recorder.logger(level: .warning)
+            let patient = StateTopicFollower(consumer: consumer, topic: configuration.topics.definitions, partitionCount: 2, timeout: .seconds(600))
+            #expect(await patient.catchUp(logger: logger) == .reachedEnd)
+            kafka.shutdown()
+
+            let stopping = Task { await patient.catchUp(logger: logger) }
+            try await Task.sleep(for: .milliseconds(200))
+            stopping.cancel()
+            #expect(await stopping.value == .cancelled)
+            #expect(recorder.lines.isEmpty, "nothing to report when stopping: \(recorder.lines.map(\.message))")
+
+            let brief = StateTopicFollower(consumer: consumer, topic: configuration.topics.definitions, partitionCount: 2, timeout: .seconds(2))
+            #expect(await brief.catchUp(logger: logger) == .gaveUp)
+            #expect(recorder.lines.contains { $0.message.contains("end offsets") }, "\(recorder.lines.map(\.message))")
             await consumer.close()
         }
     }
