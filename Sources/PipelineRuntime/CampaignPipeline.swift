@@ -325,12 +325,16 @@ public final class CampaignPipeline: Service {
                 lastCommitFailure.withLock { $0 = error }
                 logger.warning("Final commit failed; the uncommitted events will be processed again", metadata: ["error": "\(error)"])
             }
+            // At once, each: with the brokers gone, each close waits out its own bound (the group's consumer, its
+            // commits waiting for a coordinator; a producer, its timeout).
+            async let stateConsumerClosed: Void = stateConsumer.close()
             await consumer.close()
-            await stateConsumer.close()
+            await stateConsumerClosed
             group.cancelAll()
         }
+        async let decisionsProducerClosed: Void? = decisionsProducer?.close(timeout: .seconds(5))
         await producer.close(timeout: .seconds(5))
-        await decisionsProducer?.close(timeout: .seconds(5))
+        await decisionsProducerClosed
         // The trackers hold the run's completion, which holds the pipeline and its consumer: let them go with the run.
         progress.withLock { $0 = [:] }
         completedTrackers.withLock { $0 = [:] }
