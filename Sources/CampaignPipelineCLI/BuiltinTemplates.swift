@@ -11,8 +11,8 @@ public enum BuiltinTemplates {
         [BasicTemplate(), CarouselTemplate(), TimerTemplate()]
     }
 
-    /// A registry with `basic`, `carousel` (alias `car`) and `timer`. Add your own plugins to a
-    /// copy with ``TemplateRegistry/registering(_:)``.
+    /// A registry of ``renderers``: `basic`, `carousel` (alias `car`) and `timer`, and any plugin a project added
+    /// there. Add your own plugins to a copy with ``TemplateRegistry/registering(_:)``.
     public static var registry: TemplateRegistry {
         TemplateRegistry(renderers)
     }

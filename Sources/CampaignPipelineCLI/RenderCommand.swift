@@ -49,6 +49,7 @@ struct RenderCommand: AsyncParsableCommand {
         let runner = RenderRunner(registry: BuiltinTemplates.registry, isEnvelope: envelope, campaigns: campaigns)
         var stdout = OutputBuffer(handle: .standardOutput)
         var stderr = OutputBuffer(handle: .standardError)
+        for line in runner.overrideWarnings { stderr.writeLine(line) }
         var failed = 0
         for file in files.isEmpty ? ["-"] : files {
             let input: [UInt8]

@@ -40,6 +40,12 @@ public struct RenderRunner: Sendable {
         self.campaigns = campaigns
     }
 
+    /// A `warning: …` line for each name a plugin took from another in ``registry``
+    /// (``TemplateRegistry/overrides``): that name's events render with the later plugin, which is often a mistake.
+    public var overrideWarnings: [String] {
+        registry.overrides.map { "warning: \($0)" }
+    }
+
     /// Renders every event in `input`.
     ///
     /// - Parameters:

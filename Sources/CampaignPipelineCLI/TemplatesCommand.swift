@@ -22,7 +22,8 @@ struct TemplatesCommand: AsyncParsableCommand {
         var text = ""
         for renderer in registry.renderers {
             text += renderer.templateID
-            if !renderer.aliases.isEmpty { text += " (aliases: \(renderer.aliases.joined(separator: ", ")))" }
+            let aliases = registry.aliases(of: renderer.templateID)
+            if !aliases.isEmpty { text += " (aliases: \(aliases.joined(separator: ", ")))" }
             text += "\n"
             if !renderer.summary.isEmpty { text += "  \(renderer.summary)\n" }
             let rows = [["field", "type", "fcm", "apns", "description"]] + renderer.fields.map { field in
@@ -46,6 +47,10 @@ struct TemplatesCommand: AsyncParsableCommand {
                 text += line + row[4] + "\n"
             }
             text += "\n"
+        }
+        if !registry.overrides.isEmpty {
+            text += "Names taken by a later registration:\n"
+            for override in registry.overrides { text += "  \(override)\n" }
         }
         return text
     }

@@ -190,6 +190,14 @@ public final class CampaignPipeline: Service {
                 "topic": "\(configuration.topics.sends)",
             ]
         )
+        // A plugin registered after another took one of its names (on purpose to override a shipped template, or by
+        // mistake): that name's events render with it.
+        for override in processor.registry.overrides {
+            logger.notice(
+                "A template plugin took a name from another; events naming it render with the later one",
+                metadata: ["name": "\(override.name)", "from": "\(override.previousTemplateID)", "to": "\(override.templateID)"]
+            )
+        }
         let producer = try makeProducer()
         let stateConsumer = try KafkaConsumer(configuration: configuration.consumerConfiguration(groupID: nil), logger: logger)
         let followers: StateFollowers

@@ -58,8 +58,29 @@ struct PluginExtensionTests {
     }
 
     @Test func shippedTemplatesStillWork() throws {
-        #expect(registry.renderers.map(\.templateID) == ["basic", "carousel", "timer", "shout"])
+        // Those `BuiltinTemplates` registers (the shipped ones first, then any a project added to it), then this one.
+        #expect(registry.renderers.map(\.templateID) == BuiltinTemplates.renderers.map(\.templateID) + ["shout"])
+        #expect(Array(registry.renderers.map(\.templateID).prefix(3)) == ["basic", "carousel", "timer"])
         #expect(try registry.renderer(named: "car").templateID == "carousel")
+    }
+
+    /// Found by a plugin author's trial: a plugin given the alias `car` took it from `carousel` without a word, and
+    /// `templates` still listed `carousel (aliases: car)`; the shipped carousel sample then failed through the other
+    /// plugin. The listing and `render` now say which plugin took which name.
+    @Test func aPluginTakingAShippedNameIsNamed() {
+        struct Promo: TemplateRenderer {
+            let templateID = "promo"
+            let aliases = ["car"]
+            func render(_ input: RenderInput) throws(PipelineError) -> TemplatePayload { .fcm(data: [:]) }
+        }
+        let registry = BuiltinTemplates.registry.registering(Promo())
+        let listing = TemplatesCommand.listing(for: registry)
+        #expect(listing.contains("\ncarousel\n"), "no alias left to carousel: \(listing)")
+        #expect(listing.contains("\npromo (aliases: car)\n"), "\(listing)")
+        #expect(listing.hasSuffix("Names taken by a later registration:\n  template 'promo' takes the name 'car' from template 'carousel'\n"), "\(listing)")
+        #expect(RenderRunner(registry: registry).overrideWarnings == ["warning: template 'promo' takes the name 'car' from template 'carousel'"])
+        #expect(RenderRunner(registry: self.registry).overrideWarnings.isEmpty)
+        #expect(!TemplatesCommand.listing(for: self.registry).contains("Names taken"))
     }
 
     @Test func templatesListingIncludesTheCustomPlugin() {

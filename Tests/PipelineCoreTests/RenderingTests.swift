@@ -409,4 +409,53 @@ struct RenderingTests {
         #expect(try registry.renderer(named: "car").templateID == "banner")
         #expect(try registry.renderer(named: "carousel").templateID == "carousel")
     }
+
+    /// Found by a plugin author's trial: a plugin that took a shipped template's alias was silent about it, and the
+    /// listings still named the alias beside the template that had lost it (`carousel (aliases: car)` and
+    /// `promo (aliases: car)`), so the shipped sample rendering through `promo` came as a surprise.
+    @Test("a name taken from another template is kept as an override, and listings name only the names that still reach a template")
+    func namesTakenAreOverrides() throws {
+        struct Named: TemplateRenderer {
+            let templateID: String
+            let aliases: [String]
+            func render(_ input: RenderInput) throws(PipelineError) -> TemplatePayload { .fcm(data: [:]) }
+        }
+        var registry = TemplateRegistry([Named(templateID: "basic", aliases: []), Named(templateID: "carousel", aliases: ["car", "slides"])])
+        #expect(registry.overrides.isEmpty)
+        registry.register(Named(templateID: "promo", aliases: ["car"]))
+        registry.register(Named(templateID: "basic", aliases: ["plain"]))
+        #expect(registry.overrides == [
+            .init(name: "car", previousTemplateID: "carousel", templateID: "promo"),
+            .init(name: "basic", previousTemplateID: "basic", templateID: "basic"),
+        ])
+        #expect(registry.overrides.map(\.description) == [
+            "template 'promo' takes the name 'car' from template 'carousel'",
+            "template 'basic' was registered again; the later registration answers to 'basic'",
+        ])
+        #expect(registry.aliases(of: "carousel") == ["slides"], "'car' reaches promo now")
+        #expect(registry.aliases(of: "promo") == ["car"])
+        #expect(registry.aliases(of: "basic") == ["plain"])
+        #expect(registry.aliases(of: "unknown").isEmpty)
+        let error = try #require(throws: PipelineError.self) { try registry.renderer(named: "cupon") }
+        #expect(error.issues.first?.reason == "unknown template 'cupon'; known: basic (plain), carousel (slides), promo (car)")
+    }
+
+    @Test("a template plugin with an empty id or alias is refused as it is registered")
+    func emptyNamesAreRefused() async {
+        await #expect(processExitsWith: .failure) {
+            struct Nameless: TemplateRenderer {
+                let templateID = ""
+                func render(_ input: RenderInput) throws(PipelineError) -> TemplatePayload { .fcm(data: [:]) }
+            }
+            _ = TemplateRegistry([Nameless()])
+        }
+        await #expect(processExitsWith: .failure) {
+            struct EmptyAlias: TemplateRenderer {
+                let templateID = "x"
+                let aliases = [""]
+                func render(_ input: RenderInput) throws(PipelineError) -> TemplatePayload { .fcm(data: [:]) }
+            }
+            _ = TemplateRegistry([EmptyAlias()])
+        }
+    }
 }

@@ -1,3 +1,4 @@
+import BasicTemplate
 import Foundation
 import KafkaClient
 import Logging
@@ -73,7 +74,10 @@ struct PipelineAccountingTests {
             let statistics: PipelineStatistics
             let logs = LogRecorder()
             do {
-                let pipeline = CampaignPipeline(configuration: configuration, registry: builtinRegistry, logger: logs.logger(level: .info))
+                // `basic` registered a second time (the same plugin: every outcome stays what `render` gives), which
+                // the pipeline reports as it starts.
+                let registry = builtinRegistry.registering(BasicTemplate())
+                let pipeline = CampaignPipeline(configuration: configuration, registry: registry, logger: logs.logger(level: .info))
                 finished = pipeline
                 statistics = pipeline.statistics
                 try await pipeline.run()
@@ -144,6 +148,12 @@ struct PipelineAccountingTests {
             let omitted = rejectionLines.compactMap { line in line.metadata["omittedSinceLastLogged"].flatMap { Int($0.description) } }
             #expect(logged + omitted.reduce(0, +) == brokenFields.count)
             #expect(logged < brokenFields.count / 2, "\(logged) of \(brokenFields.count) rejections logged in full")
+
+            // A name a later registration took is logged once, at notice, as the pipeline starts.
+            let overrides = logs.lines.filter { $0.message.hasPrefix("A template plugin took a name from another") }
+            #expect(overrides.count == 1)
+            #expect(overrides.first?.level == .notice)
+            #expect(overrides.first.map { "\($0.metadata["name"] ?? "")/\($0.metadata["from"] ?? "")/\($0.metadata["to"] ?? "")" } == "basic/basic/basic")
         }
     }
 }

@@ -10,8 +10,26 @@
 /// A value type: build it once, then share it freely (it is `Sendable`). Registering a template
 /// whose id or alias is already taken replaces the earlier owner of that name, so an application
 /// can override a shipped template; one left with no name of its own (its id and every alias taken)
-/// is no longer registered, and ``renderers`` no longer lists it.
+/// is no longer registered, and ``renderers`` no longer lists it. Each name taken that way is kept in
+/// ``overrides`` (the pipeline logs them as it starts, `campaign-pipeline render` and `templates`
+/// print them), and ``names(of:)`` gives the names that still reach a template.
 public struct TemplateRegistry: Sendable {
+    /// A name (id or alias) a later registration took from the template that had it.
+    public struct Override: Sendable, Hashable, CustomStringConvertible {
+        /// The name taken.
+        public var name: String
+        /// The id of the template the name reached before.
+        public var previousTemplateID: String
+        /// The id of the template it reaches now (the same id when a template was registered again).
+        public var templateID: String
+
+        public var description: String {
+            previousTemplateID == templateID
+                ? "template '\(templateID)' was registered again; the later registration answers to '\(name)'"
+                : "template '\(templateID)' takes the name '\(name)' from template '\(previousTemplateID)'"
+        }
+    }
+
     private var renderersByID: [String: any TemplateRenderer] = [:]
     private var idsByName: [String: String] = [:]
     private var order: [String] = []
@@ -22,6 +40,10 @@ public struct TemplateRegistry: Sendable {
     private var renderersByName: [any TemplateRenderer] = []
     /// Up to this many names are compared one by one.
     private static let namesComparedOneByOne = 16
+
+    /// Every name a registration took from another template (or from an earlier registration of the same id), in
+    /// registration order.
+    public private(set) var overrides: [Override] = []
 
     /// The payload size limit in bytes (APNs payload; FCM encoded `data` object). Default 4096.
     public var maximumPayloadSize = 4096
@@ -34,9 +56,20 @@ public struct TemplateRegistry: Sendable {
         for renderer in renderers { register(renderer) }
     }
 
-    /// Registers `renderer` under its ``TemplateRenderer/templateID`` and its aliases.
+    /// Registers `renderer` under its ``TemplateRenderer/templateID`` and its aliases. A name already taken is
+    /// taken from its owner (kept in ``overrides``).
+    ///
+    /// - Precondition: the id and every alias are non-empty (an event's `template` is never empty).
     public mutating func register(_ renderer: any TemplateRenderer) {
         let id = renderer.templateID
+        precondition(
+            !id.isEmpty && !renderer.aliases.contains(""),
+            "template plugin \(type(of: renderer)) has an empty templateID or alias: an event's 'template' cannot name it"
+        )
+        for name in [id] + renderer.aliases {
+            guard let previous = idsByName[name] else { continue }
+            overrides.append(Override(name: name, previousTemplateID: previous, templateID: id))
+        }
         if renderersByID[id] == nil { order.append(id) }
         renderersByID[id] = renderer
         idsByName[id] = id
@@ -66,6 +99,19 @@ public struct TemplateRegistry: Sendable {
         order.compactMap { renderersByID[$0] }
     }
 
+    /// The aliases that still reach the template `id` (those of its aliases no later registration took), in the
+    /// order the template declares them.
+    public func aliases(of id: String) -> [String] {
+        guard let renderer = renderersByID[id] else { return [] }
+        return renderer.aliases.filter { idsByName[$0] == id }
+    }
+
+    /// `id`, with the aliases that still reach it in parentheses: how listings and errors name a template.
+    func listingName(of id: String) -> String {
+        let aliases = aliases(of: id)
+        return aliases.isEmpty ? id : "\(id) (\(aliases.joined(separator: ", ")))"
+    }
+
     /// The renderer for a template id or alias.
     ///
     /// - Throws: ``PipelineError`` with code ``PipelineError/Code/unknownTemplate`` naming the
@@ -76,9 +122,7 @@ public struct TemplateRegistry: Sendable {
         } else if let id = idsByName[name], let renderer = renderersByID[id] {
             return renderer
         }
-        let known = renderers.map { renderer in
-            renderer.aliases.isEmpty ? renderer.templateID : "\(renderer.templateID) (\(renderer.aliases.joined(separator: ", ")))"
-        }
+        let known = order.map { listingName(of: $0) }
         let list = known.isEmpty ? "none registered" : "known: \(known.joined(separator: ", "))"
         throw PipelineError(.unknownTemplate, at: FieldPath("template"), "unknown template '\(name)'; \(list)")
     }
