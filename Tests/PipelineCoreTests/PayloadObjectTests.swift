@@ -39,11 +39,19 @@ struct PayloadObjectTests {
                     tree.set(key, text)
                 case 1:
                     let number = Int.random(in: -99...99, using: &rng)
-                    payload.set(key, number)
+                    if Bool.random(using: &rng) {
+                        payload.set(key, number)
+                    } else {
+                        payload.set(PayloadObject.MemberName(key), number)
+                    }
                     tree[key] = .int(number)
                 case 2:
                     let value = Self.randomValue(&rng)
-                    payload.set(key, value)
+                    if Bool.random(using: &rng) {
+                        payload.set(key, value)
+                    } else {
+                        payload.set(PayloadObject.MemberName(key), value)
+                    }
                     tree[key] = value
                 case 3:
                     // A value written by a writer: inserted as is, or as a string holding its text (FCM data).
@@ -77,7 +85,11 @@ struct PayloadObjectTests {
                 default:
                     var inner = PayloadObject()
                     inner.set("t", JSONFuzzTests.randomString(&rng))
-                    payload.set(key, object: inner)
+                    if Bool.random(using: &rng) {
+                        payload.set(key, object: inner)
+                    } else {
+                        payload.set(PayloadObject.MemberName(key), object: inner)
+                    }
                     tree[key] = .object(inner.object)
                 }
             }

@@ -271,7 +271,13 @@ struct RenderingTests {
 
         let numbered = try PushRequest(json: Array(eventJSON(template: "over", content: #"{"number":"yes"}"#).utf8))
         let error = try #require(throws: PipelineError.self) { try registry.render(numbered) }
-        #expect(error.issues.first?.reason == "template produced a non-string FCM data value for 'adb_count'")
+        // Found by a plugin author's trial: it said `content: template produced a non-string FCM data value`, which
+        // read as bad input and named no plugin.
+        #expect(error.issues.first?.path.description == "template")
+        #expect(
+            error.issues.first?.reason
+                == "template 'over' wrote a non-string value for the FCM data key 'adb_count'; FCM data values must be strings (a defect of the plugin, not of the event)"
+        )
     }
 
     /// The payload is made in the bytes of the template's object; what the template rendered is still what it gave,

@@ -135,15 +135,32 @@ public struct PayloadObject: Sendable, Equatable {
         setMember(key, tag: JSONObject.keyTag(of: key), name: nil, isString: false) { $0.write(.int(value)) }
     }
 
+    /// ``set(_:_:)-(String,Int?)`` with a prepared name.
+    public mutating func set(_ name: MemberName, _ value: Int?) {
+        guard let value else { return }
+        setMember(name.text, tag: name.tag, name: name, isString: false) { $0.write(.int(value)) }
+    }
+
     /// Sets `key` to `value`, any JSON; does nothing when `value` is `nil` (a JSON `null` is ``JSONValue/null``).
     public mutating func set(_ key: String, _ value: JSONValue?) {
         guard let value else { return }
         setMember(key, tag: JSONObject.keyTag(of: key), name: nil, isString: value.stringValue != nil) { $0.write(value) }
     }
 
+    /// ``set(_:_:)-(String,JSONValue?)`` with a prepared name.
+    public mutating func set(_ name: MemberName, _ value: JSONValue?) {
+        guard let value else { return }
+        setMember(name.text, tag: name.tag, name: name, isString: value.stringValue != nil) { $0.write(value) }
+    }
+
     /// Sets `key` to the object `value` (such as `aps.alert`).
     public mutating func set(_ key: String, object value: PayloadObject) {
         setMember(key, tag: JSONObject.keyTag(of: key), name: nil, isString: false) { $0.write(members: value) }
+    }
+
+    /// ``set(_:object:)-(String,_)`` with a prepared name.
+    public mutating func set(_ name: MemberName, object value: PayloadObject) {
+        setMember(name.text, tag: name.tag, name: name, isString: false) { $0.write(members: value) }
     }
 
     /// Sets `key` to the JSON value `json` wrote (one complete value: an array or object streamed with

@@ -68,7 +68,7 @@ extension TemplateRegistry {
         reader.warnAboutUnreadKeys(template: renderer.templateID)
         guard !diagnostics.hasIssues else { throw PipelineError(issues: diagnostics.issues) }
 
-        let encoded = try encode(templatePayload, for: request, platform: platform, scratch: scratch)
+        let encoded = try encode(templatePayload, of: renderer.templateID, for: request, platform: platform, scratch: scratch)
         try checkSize(platform: platform, limitedSize: encoded.limitedSize)
         return RenderedNotification(
             request: request,
@@ -98,6 +98,7 @@ extension TemplateRegistry {
     /// the platform's limit applies to (the FCM `data` object, the whole APNs payload) and the request headers.
     private func encode(
         _ templatePayload: consuming TemplatePayload,
+        of templateID: String,
         for request: PushRequest,
         platform: Platform,
         scratch: RenderScratch
@@ -108,7 +109,12 @@ extension TemplateRegistry {
         case .fcm(var data):
             guard platform == .fcm else { throw Self.otherPlatform(request, platform) }
             if let key = data.firstNonStringKey {
-                throw PipelineError(.invalidField, at: FieldPath("content"), "template produced a non-string FCM data value for '\(key)'")
+                // A defect of the plugin, whatever the event holds: said so, at the field that chose the plugin.
+                throw PipelineError(
+                    .invalidField,
+                    at: FieldPath("template"),
+                    "template '\(templateID)' wrote a non-string value for the FCM data key '\(key)'; FCM data values must be strings (a defect of the plugin, not of the event)"
+                )
             }
             let custom = request.customMembers
             let leftOut = custom.leftOut(by: data, leavesOutAPS: false)
