@@ -12,7 +12,7 @@
 /// can override a shipped template; one left with no name of its own (its id and every alias taken)
 /// is no longer registered, and ``renderers`` no longer lists it. Each name taken that way is kept in
 /// ``overrides`` (the pipeline logs them as it starts, `campaign-pipeline render` and `templates`
-/// print them), and ``names(of:)`` gives the names that still reach a template.
+/// print them), and ``aliases(of:)`` gives the aliases that still reach a template.
 public struct TemplateRegistry: Sendable {
     /// A name (id or alias) a later registration took from the template that had it.
     public struct Override: Sendable, Hashable, CustomStringConvertible {
