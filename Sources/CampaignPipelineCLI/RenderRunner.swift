@@ -106,11 +106,13 @@ public struct RenderRunner: Sendable {
         }
     }
 
-    /// `error: <eventId>: <path>: <reason>`, one line per issue; `(unknown)` when the id could not
-    /// be read.
+    /// `error: <eventId>: <path>: <reason>`, one line per issue, then `warning: <eventId>: <path>: <message>` for
+    /// each warning the event gave before it failed (a misspelt key is often why a required field is missing);
+    /// `(unknown)` when the id could not be read.
     public static func errorLines(_ error: PipelineError) -> [String] {
         let id = error.eventId ?? "(unknown)"
         return error.issues.map { "error: \(id): \($0.path): \($0.reason)" }
+            + error.warnings.map { "warning: \(id): \($0.path): \($0.message)" }
     }
 
     /// The `--envelope` object for a rendered notification.

@@ -50,6 +50,24 @@ struct RenderRunnerTests {
         #expect(captured.stderr == expected)
     }
 
+    /// Found by a plugin author's trial: an event that failed lost its warnings, among them the one that says why a
+    /// required field is missing (a misspelt key, read by no template).
+    @Test func aFailedEventKeepsItsWarnings() throws {
+        let sample = try JSONValue(parsing: Data(contentsOf: Paths.repositoryRoot.appendingPathComponent("Config/samples/basic-fcm.json")))
+        var event = try #require(sample.objectValue)
+        var content = try #require(event["content"]?.objectValue)
+        content["titel"] = content["title"]
+        content["title"] = nil
+        event["content"] = .object(content)
+        let id = try #require(event["eventId"]?.stringValue)
+        let captured = runner.capture(Array(JSONValue.object(event).jsonString.utf8), source: "misspelt.json")
+        #expect(captured.summary == RenderRunner.Summary(rendered: 0, failed: 1))
+        #expect(captured.stderr == [
+            "error: \(id): content.title: required",
+            "warning: \(id): content.titel: not a field of template 'basic'; ignored",
+        ])
+    }
+
     @Test func jsonLinesKeepGoingAfterABrokenLine() throws {
         let good = try JSONValue(parsing: Data(contentsOf: Paths.repositoryRoot.appendingPathComponent("Config/samples/basic-apns.json"))).jsonString
         let input = [good, "{\"eventId\": \"x\", oops", good, "", "[1,2]"].joined(separator: "\n")

@@ -61,6 +61,9 @@ public struct PipelineError: Error, Sendable, Hashable, CustomStringConvertible 
     public var eventId: String?
     /// Every problem found, in the order found. Never empty.
     public var issues: [Issue]
+    /// The warnings the event's content gave before it failed (a key the template does not read, an attribute
+    /// missing): often why a required field is missing, as with a misspelt key.
+    public var warnings: [RenderWarning] = []
 
     /// Creates an error from its issues; the ``code`` is derived from them.
     ///

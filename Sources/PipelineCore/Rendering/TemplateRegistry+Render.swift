@@ -66,7 +66,11 @@ extension TemplateRegistry {
         let diagnostics = reader.diagnostics
         let templatePayload = try renderer.render(RenderInput(request: request, platform: platform, content: reader))
         reader.warnAboutUnreadKeys(template: renderer.templateID)
-        guard !diagnostics.hasIssues else { throw PipelineError(issues: diagnostics.issues) }
+        guard !diagnostics.hasIssues else {
+            var error = PipelineError(issues: diagnostics.issues)
+            error.warnings = diagnostics.recordedWarnings
+            throw error
+        }
 
         let encoded = try encode(templatePayload, of: renderer.templateID, for: request, platform: platform, scratch: scratch)
         try checkSize(platform: platform, limitedSize: encoded.limitedSize)
