@@ -68,11 +68,17 @@ enum BlockingCalls {
         case .timedOut:
             throw KafkaError(
                 code: code,
-                message: "no answer for \(what) within \(limit ?? .zero) (the call was abandoned)",
+                message: "no answer for \(what) within \(Self.seconds(limit ?? .zero)) (the call was abandoned)",
                 librdkafkaName: "_TIMED_OUT",
                 isRetriable: true
             )
         }
+    }
+
+    /// `10.0 s`: a limit computed from a deadline is a hair under a round number, which `Duration` prints in full.
+    private static func seconds(_ duration: Duration) -> String {
+        let (seconds, attoseconds) = duration.components
+        return String(format: "%.1f s", Double(seconds) + Double(attoseconds) / 1e18)
     }
 
     /// How a look-up ended for its caller.

@@ -318,6 +318,10 @@ public final class CampaignPipeline: Service {
             }
             // Whatever ended the processing, everything from here on is shutting down.
             stopSignal.fire()
+            // Nothing more is read: what the consumer buffered is held back, so that its poll thread, which waits for
+            // room in a full buffer, keeps serving the group's callbacks. A session lost during the drain (the
+            // brokers gone) then retires its partitions' events at once instead of at the drain's timeout.
+            consumer.pause(Array(consumer.assignment))
             await drain(sender: sender)
             storeCompletedPositions(of: consumer)
             if let replay { storeReplayedRangeEnds(replay, consumer: consumer) }

@@ -190,6 +190,7 @@ struct KafkaFailureTests {
             try await consumer.watermarks(topic: "gone", partition: 0, timeout: .seconds(3))
         }
         #expect(watermarks?.code == .offsetLookupFailed, "\(String(describing: watermarks))")
+        #expect(watermarks?.message == "no answer for the watermarks of gone/0 within 3.0 s (the call was abandoned)")
         let committed = await #expect(throws: KafkaError.self) { try await consumer.committed([partition], timeout: .seconds(3)) }
         #expect(committed?.code == .offsetLookupFailed, "\(String(describing: committed))")
         let count = await #expect(throws: KafkaError.self) { try await consumer.partitionCount(topic: "gone", timeout: .seconds(3)) }

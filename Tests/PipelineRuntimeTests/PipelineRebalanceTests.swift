@@ -1,10 +1,12 @@
 import Foundation
 import KafkaClient
+import Logging
 import PipelineCore
 import PipelineRuntime
 import PushSinks
 import Synchronization
 import Testing
+import TestSupport
 
 /// A sink that never answers for one event, and holds up the batch at two of them: `submit` waits for the first
 /// gate at the held event (whose completion is never called) and for the second gate at the blocking event (then
@@ -146,6 +148,41 @@ struct PipelineRebalanceTests {
             await checker.close()
             #expect(sink.heldSubmissions >= 2, "the new reading read event-3 again")
             #expect(highestCommitted == 3, "committed \(highestCommitted) while event-3 (offset 3) has no outcome: a restart would skip it (or nothing was committed)")
+        }
+    }
+
+    /// Found by an operator's review: with events in flight when the brokers went away, a stop waited out the whole
+    /// drain timeout although the group's session was lost meanwhile (its partitions, and their events, another
+    /// instance's): the consumer's poll thread, waiting for room in the full buffer the stopped reading no longer
+    /// emptied, never served the loss. A stopping pipeline now pauses every partition, so the loss is served and
+    /// the drain ends with it. (Without the fix this waits out the 600 s drain, past the time limit.)
+    @Test("a stop with the brokers gone and events in flight ends once the session is lost, not at the drain timeout")
+    func stopWithTheBrokersGoneAndEventsInFlight() async throws {
+        try await withPipelineCluster(partitions: 12) { kafka, configuration in
+            var running = configuration
+            running.untilIdle = nil
+            running.drainTimeout = .seconds(600)
+            // No partition paused for its in-flight count: the consumer's buffer (10,000 records) fills while the
+            // events are decided, and the stopped reading leaves it full.
+            running.maxInFlightPerPartition = 100_000
+            // The payloads never land (their topic has no leader): every event read stays in flight.
+            for partition in 0..<12 { try kafka.setLeader(of: running.topics.fcm, partition: Int32(partition), to: nil) }
+            let factory = try EventFactory()
+            let events = (0..<24_000).map { index in
+                ("user-\(index)", JSONValue.object(factory.event("basic-fcm", id: "e-\(index)", recipient: "user-\(index)")).encoded())
+            }
+            try await produce(events, to: running.topics.sends, kafka: kafka)
+            let recorder = LogRecorder()
+            let pipeline = CampaignPipeline(configuration: running, registry: builtinRegistry, logger: recorder.logger(level: .info))
+            let run = Task { try await pipeline.run() }
+            _ = try await eventually("events read", timeout: clusterTimeout) { pipeline.statistics.snapshot.totalIn > 1_000 ? true : nil }
+            kafka.shutdown()
+            pipeline.stop()
+            _ = try? await run.value
+            let messages = recorder.lines.map(\.message)
+            #expect(messages.contains { $0.hasPrefix("Lost the consumer group's assignment") }, "\(messages)")
+            #expect(!messages.contains { $0.hasPrefix("Drain timed out") }, "\(messages)")
+            #expect(messages.contains { $0.hasPrefix("Drained the in-flight events") }, "\(messages)")
         }
     }
 }
