@@ -54,6 +54,8 @@ struct PluginExtensionTests {
         #expect(captured.stderr == [
             "error: e-fcm: content.title: required",
             "error: e-fcm: content.volume: must be between 0 and 5, found 9",
+            // Kept with the errors: a misspelt key is often why a required field is missing.
+            "warning: e-fcm: content.colour: not a field of template 'shout'; ignored",
         ])
     }
 
