@@ -117,7 +117,7 @@ private final class AbandonableCall<T: Sendable>: Sendable {
     private enum State {
         case notBegun
         case waiting(CheckedContinuation<Result<T, KafkaError>?, Never>)
-        case abandonedBeforeBeginning
+        /// Finished, or abandoned (before it began, too).
         case over
     }
 
@@ -127,10 +127,7 @@ private final class AbandonableCall<T: Sendable>: Sendable {
     /// resumed here, and the call is not to be made).
     func begin(_ continuation: CheckedContinuation<Result<T, KafkaError>?, Never>) -> Bool {
         let begins = state.withLock { state in
-            guard case .notBegun = state else {
-                state = .over
-                return false
-            }
+            guard case .notBegun = state else { return false }
             state = .waiting(continuation)
             return true
         }
@@ -152,14 +149,12 @@ private final class AbandonableCall<T: Sendable>: Sendable {
     func abandon() {
         let continuation = state.withLock { state -> CheckedContinuation<Result<T, KafkaError>?, Never>? in
             switch state {
-            case .notBegun:
-                state = .abandonedBeforeBeginning
+            case .notBegun, .over:
+                state = .over
                 return nil
             case .waiting(let continuation):
                 state = .over
                 return continuation
-            case .abandonedBeforeBeginning, .over:
-                return nil
             }
         }
         continuation?.resume(returning: nil)

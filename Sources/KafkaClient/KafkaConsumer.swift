@@ -54,6 +54,8 @@ public final class KafkaConsumer: Sendable {
         /// Partitions paused by the application: records of theirs that a poll still returns are held back with
         /// those buffered at the pause, and handed over after ``KafkaConsumer/resume(_:generation:)``.
         var paused: Set<KafkaTopicPartition> = []
+        /// ``KafkaConsumer/stopReading()`` was called: every partition stays paused, those assigned later included.
+        var isReadingStopped = false
         var commands: [@Sendable (OpaquePointer) -> Void] = []
     }
 
@@ -406,6 +408,16 @@ public final class KafkaConsumer: Sendable {
     /// fetched again counts twice).
     var recordsFetched: Int { shared.recordsFetched.load(ordering: .relaxed) }
 
+    /// Stops handing over records for good, while the consumer stays in its group: every partition is paused (those
+    /// assigned later too), and ``resume(_:generation:)`` does nothing from now on. For an application that stops
+    /// reading but still finishes work (a drain): its records stay unread, and the poll thread, which would otherwise
+    /// wait for room in the full buffer, keeps serving the group (a revocation or a lost session reaches ``events``
+    /// during the drain, not only at ``close()``).
+    public func stopReading() {
+        shared.state.withLock { $0.isReadingStopped = true }
+        pause(Array(assignment))
+    }
+
     /// Stops handing over records of the given partitions, for backpressure: fetching stops, and records already
     /// fetched but not yet handed over on ``messages`` are held back (a batch being handed over at the same moment may
     /// still carry a few). ``resume(_:generation:)`` hands them over, then continues fetching after them.
@@ -452,9 +464,9 @@ public final class KafkaConsumer: Sendable {
         let shared = self.shared
         let logger = self.logger
         enqueueCommand { rk in
-            let partitions = generation.map { generation in
-                shared.state.withLock { state in partitions.filter { state.generations[$0] == generation } }
-            } ?? partitions
+            let partitions = shared.state.withLock { state in
+                state.isReadingStopped ? [] : partitions.filter { generation == nil || state.generations[$0] == generation }
+            }
             guard !partitions.isEmpty else { return }
             let list = RDKafkaTopicPartitionList(partitions)
             let err = rd_kafka_resume_partitions(rk, list.pointer)
@@ -804,11 +816,16 @@ extension KafkaConsumer {
             } else {
                 rd_kafka_assign(rk, partitions)
             }
-            shared.state.withLock { state in
+            let isReadingStopped = shared.state.withLock { state in
                 if !isCooperative { state.assignment = [] }
                 state.assignment.formUnion(changed)
                 state.paused.subtract(changed)
                 for partition in changed { state.generations[partition, default: 0] += 1 }
+                return state.isReadingStopped
+            }
+            // The application reads nothing more (`stopReading()`): a partition given to it now stays paused.
+            if isReadingStopped, rd_kafka_pause_partitions(rk, partitions) == RD_KAFKA_RESP_ERR_NO_ERROR {
+                shared.state.withLock { $0.paused.formUnion(changed) }
             }
             // Debug: an application logs its own view of the assignment (the pipeline's "Assigned" at info).
             logger.debug("Partitions assigned", metadata: ["partitions": "\(changed.map(\.description).sorted().joined(separator: ","))"])

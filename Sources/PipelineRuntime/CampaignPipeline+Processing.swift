@@ -596,8 +596,7 @@ extension CampaignPipeline {
             // For this tracker's reading only: a tracker retired late must not pause (or resume) the next reading.
             if pause {
                 consumer.pause([partition], generation: tracker.generation)
-            } else if !isStopping {
-                // A stopping pipeline reads nothing more: every partition stays paused (see `run()`).
+            } else {
                 consumer.resume([partition], generation: tracker.generation)
             }
         }

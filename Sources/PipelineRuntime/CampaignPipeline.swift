@@ -318,10 +318,9 @@ public final class CampaignPipeline: Service {
             }
             // Whatever ended the processing, everything from here on is shutting down.
             stopSignal.fire()
-            // Nothing more is read: what the consumer buffered is held back, so that its poll thread, which waits for
-            // room in a full buffer, keeps serving the group's callbacks. A session lost during the drain (the
-            // brokers gone) then retires its partitions' events at once instead of at the drain's timeout.
-            consumer.pause(Array(consumer.assignment))
+            // Nothing more is read, and the consumer keeps serving the group: a session lost during the drain (the
+            // brokers gone) retires its partitions' events at once instead of at the drain's timeout.
+            consumer.stopReading()
             await drain(sender: sender)
             storeCompletedPositions(of: consumer)
             if let replay { storeReplayedRangeEnds(replay, consumer: consumer) }

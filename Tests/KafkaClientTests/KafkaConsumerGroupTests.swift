@@ -420,6 +420,34 @@ struct KafkaConsumerGroupTests {
         }
     }
 
+    /// A pipeline that stops reads nothing more while it drains, and its consumer must keep serving the group (a lost
+    /// session reaches the application during the drain): `stopReading()` pauses everything, and a backpressure
+    /// resume after it does not restart fetching.
+    @Test("after stopReading nothing more is handed over, even when a partition is resumed")
+    func stopReadingHoldsEverything() async throws {
+        try await withEmbeddedKafka(topics: ["stopped": 2]) { kafka in
+            let producer = try KafkaProducer(configuration: producerConfiguration(kafka), logger: testLogger)
+            let consumer = try KafkaConsumer(configuration: consumerConfiguration(kafka, group: nil), logger: testLogger)
+            try consumer.assign([
+                KafkaTopicPartitionOffset(topic: "stopped", partition: 0, offset: KafkaOffset.beginning),
+                KafkaTopicPartitionOffset(topic: "stopped", partition: 1, offset: KafkaOffset.beginning),
+            ])
+            _ = try await producer.send(KafkaProducerRecord(topic: "stopped", partition: 0, value: Array("before".utf8)))
+            #expect(try await collect(1, from: consumer).count == 1)
+
+            consumer.stopReading()
+            consumer.resume([KafkaTopicPartition(topic: "stopped", partition: 0)])
+            for index in 0..<10 {
+                _ = try await producer.send(KafkaProducerRecord(topic: "stopped", partition: Int32(index % 2), value: Array("after-\(index)".utf8)))
+            }
+            // Give the partitions time to (wrongly) deliver.
+            let nothingMore = try? await collect(1, from: consumer, timeout: .seconds(2))
+            #expect(nothingMore == nil)
+            await consumer.close()
+            await producer.close()
+        }
+    }
+
     /// librdkafka 2.0 keeps an application's pause across unassign and assign; the consumer forgets the pause with
     /// the revoked partition, so it must lift librdkafka's too.
     @Test("a partition paused, revoked and given back to the same consumer is read again")
