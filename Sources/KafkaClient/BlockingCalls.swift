@@ -45,12 +45,41 @@ enum BlockingCalls {
         within limit: Duration?,
         _ body: @escaping @Sendable () throws(KafkaError) -> T
     ) async throws(KafkaError) -> T {
-        let outcome: LookUpOutcome<T>
+        try await abandonable(what, failingWith: code, within: limit, grace: .seconds(1), note: "the call was abandoned", body)
+    }
+
+    /// Runs a call that takes no timeout of its own (a commit: librdkafka waits for a group coordinator until the
+    /// group's session times out) off the cooperative pool, waiting for it at most `limit`, and not at all once the
+    /// caller's task is cancelled. A call no longer waited for still ends on its thread, and still takes effect when
+    /// it does (a commit may land later).
+    ///
+    /// - Throws: ``KafkaError/Code/cancelled`` when the task was cancelled first; `code` (`_TIMED_OUT`) when `limit`
+    ///   passed first; otherwise what `body` threw.
+    static func waitingAtMost<T: Sendable>(
+        _ limit: Duration,
+        for what: String,
+        failingWith code: KafkaError.Code,
+        _ body: @escaping @Sendable () throws(KafkaError) -> T
+    ) async throws(KafkaError) -> T {
+        try await abandonable(what, failingWith: code, within: limit, grace: .zero, note: "no longer waited for; it may still take effect", body)
+    }
+
+    /// The waiting of ``lookUp(_:failingWith:within:_:)`` and ``waitingAtMost(_:for:failingWith:_:)``: it gives up
+    /// after `limit` plus `grace` and reports `limit`, with `note` on what became of the call.
+    private static func abandonable<T: Sendable>(
+        _ what: String,
+        failingWith code: KafkaError.Code,
+        within limit: Duration?,
+        grace: Duration,
+        note: String,
+        _ body: @escaping @Sendable () throws(KafkaError) -> T
+    ) async throws(KafkaError) -> T {
+        let outcome: WaitOutcome<T>
         if let limit {
-            outcome = await withTaskGroup(of: LookUpOutcome<T>.self) { group in
+            outcome = await withTaskGroup(of: WaitOutcome<T>.self) { group in
                 group.addTask { await waitAbandoningOnCancel(body) }
                 group.addTask {
-                    do { try await Task.sleep(for: limit + .seconds(1)) } catch { return .abandoned }
+                    do { try await Task.sleep(for: limit + grace) } catch { return .abandoned }
                     return .timedOut
                 }
                 let first = await group.next() ?? .abandoned
@@ -68,7 +97,7 @@ enum BlockingCalls {
         case .timedOut:
             throw KafkaError(
                 code: code,
-                message: "no answer for \(what) within \(Self.seconds(limit ?? .zero)) (the call was abandoned)",
+                message: "no answer for \(what) within \(Self.seconds(limit ?? .zero)) (\(note))",
                 librdkafkaName: "_TIMED_OUT",
                 isRetriable: true
             )
@@ -81,8 +110,8 @@ enum BlockingCalls {
         return String(format: "%.1f s", Double(seconds) + Double(attoseconds) / 1e18)
     }
 
-    /// How a look-up ended for its caller.
-    private enum LookUpOutcome<T: Sendable>: Sendable {
+    /// How the wait for an abandonable call ended for its caller.
+    private enum WaitOutcome<T: Sendable>: Sendable {
         case answered(Result<T, KafkaError>)
         case abandoned
         case timedOut
@@ -91,7 +120,7 @@ enum BlockingCalls {
     /// Runs `body` on a thread of its own and waits for it until the task is cancelled.
     private static func waitAbandoningOnCancel<T: Sendable>(
         _ body: @escaping @Sendable () throws(KafkaError) -> T
-    ) async -> LookUpOutcome<T> {
+    ) async -> WaitOutcome<T> {
         let call = AbandonableCall<T>()
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in

@@ -250,10 +250,19 @@ public final class KafkaConsumer: Sendable {
     /// Pass the position *after* the last record done (``KafkaConsumerMessage/nextPosition``). With no positions,
     /// commits every stored position of the current assignment.
     ///
-    /// - Throws: ``KafkaError/Code/commitFailed`` naming the partition the coordinator refused.
-    public func commit(_ positions: [KafkaTopicPartitionOffset] = []) async throws(KafkaError) {
+    /// With no group coordinator (the brokers gone), librdkafka keeps a commit waiting for one until the group's
+    /// session times out (`session.timeout.ms`, 45 s by librdkafka's default): a caller that cannot wait that long
+    /// (a stopping process) gives a `limit`. Past it, or once the caller's task is cancelled, this stops waiting; the
+    /// commit itself is not withdrawn and may still land.
+    ///
+    /// - Parameter limit: the longest to wait (`nil`: until the coordinator answers, even for a cancelled task).
+    /// - Throws: ``KafkaError/Code/commitFailed`` naming the partition the coordinator refused, or with `_TIMED_OUT`
+    ///   when `limit` passed first; ``KafkaError/Code/cancelled`` when the task was cancelled while waiting within a
+    ///   `limit`.
+    public func commit(_ positions: [KafkaTopicPartitionOffset] = [], within limit: Duration? = nil) async throws(KafkaError) {
         let handle = self.handle
-        try await BlockingCalls.run { () throws(KafkaError) in
+        let what = positions.isEmpty ? "the commit of the stored positions" : "the commit of \(Self.describe(positions))"
+        try await Self.waitForCommit(what, within: limit) { () throws(KafkaError) in
             let list = positions.isEmpty ? nil : RDKafkaTopicPartitionList(positions)
             let err = rd_kafka_commit(handle.pointer, list?.pointer, 0)
             if err == RD_KAFKA_RESP_ERR__NO_OFFSET { return }
@@ -280,12 +289,17 @@ public final class KafkaConsumer: Sendable {
     /// auto-commit and a commit of the stored positions commit them without it, replacing the text committed here:
     /// commit through this call only for partitions whose offsets are not stored.
     ///
+    /// `limit` bounds the wait as for the commit of positions without metadata.
+    ///
     /// - Throws: ``KafkaError/Code/commitFailed`` naming the partition the coordinator refused (a text longer than
-    ///   the broker's `offset.metadata.max.bytes`, 4096 by default, is refused with `OFFSET_METADATA_TOO_LARGE`).
-    public func commit(_ offsets: [KafkaOffsetAndMetadata]) async throws(KafkaError) {
+    ///   the broker's `offset.metadata.max.bytes`, 4096 by default, is refused with `OFFSET_METADATA_TOO_LARGE`), or
+    ///   with `_TIMED_OUT` when `limit` passed first; ``KafkaError/Code/cancelled`` when the task was cancelled while
+    ///   waiting within a `limit`.
+    public func commit(_ offsets: [KafkaOffsetAndMetadata], within limit: Duration? = nil) async throws(KafkaError) {
         guard !offsets.isEmpty else { return }
         let handle = self.handle
-        try await BlockingCalls.run { () throws(KafkaError) in
+        let what = "the commit of \(Self.describe(offsets.map(\.position))) with metadata"
+        try await Self.waitForCommit(what, within: limit) { () throws(KafkaError) in
             let list = RDKafkaTopicPartitionList(offsets)
             let err = rd_kafka_commit(handle.pointer, list.pointer, 0)
             guard err == RD_KAFKA_RESP_ERR_NO_ERROR else {
@@ -296,6 +310,19 @@ public final class KafkaConsumer: Sendable {
             if let failed = list.elements.first(where: { $0.error != RD_KAFKA_RESP_ERR_NO_ERROR }) {
                 throw KafkaError.librdkafka(.commitFailed, failed.error, topic: failed.position.topic, partition: failed.position.partition)
             }
+        }
+    }
+
+    /// Runs a commit off the cooperative pool: waited for to the end without a `limit`, at most `limit` with one.
+    private static func waitForCommit(
+        _ what: String,
+        within limit: Duration?,
+        _ commit: @escaping @Sendable () throws(KafkaError) -> Void
+    ) async throws(KafkaError) {
+        if let limit {
+            try await BlockingCalls.waitingAtMost(limit, for: what, failingWith: .commitFailed, commit)
+        } else {
+            try await BlockingCalls.run(commit)
         }
     }
 
@@ -525,6 +552,23 @@ public final class KafkaConsumer: Sendable {
     /// Leaves the group (committing stored positions when auto-commit is on), stops the poll thread and ends
     /// ``messages`` and ``events``. Safe to call more than once.
     public func close() async {
+        _ = await close(waitingAtMost: nil)
+    }
+
+    /// Closes as ``close()`` does, waiting at most `limit` for librdkafka's close.
+    ///
+    /// With no group coordinator (the brokers gone), librdkafka's close waits for the commits it has queued (the
+    /// background auto-commit's, the close's own) until the group's session times out (`session.timeout.ms`). Past
+    /// `limit` this returns anyway: the streams are ended, and the close goes on on the consumer's own thread until
+    /// librdkafka gives up (what it had not committed is read again by the partitions' next owner).
+    ///
+    /// - Returns: whether the close finished within `limit` (from a later call, at once: whether it has finished).
+    @discardableResult
+    public func close(within limit: Duration) async -> Bool {
+        await close(waitingAtMost: limit)
+    }
+
+    private func close(waitingAtMost limit: Duration?) async -> Bool {
         let thread = pollThread.withLock { $0 }
         let wasRequested = shared.state.withLock { state in
             defer {
@@ -533,16 +577,40 @@ public final class KafkaConsumer: Sendable {
             }
             return state.isCloseRequested
         }
-        guard !wasRequested else { return }
+        // A later call waits for nothing: it tells whether the first one's close has finished since.
+        guard !wasRequested else { return thread?.hasExited ?? true }
+        let finished: Bool
         if let thread {
-            await thread.stop()
+            if let limit {
+                finished = await thread.stop(within: limit)
+            } else {
+                await thread.stop()
+                finished = true
+            }
         } else {
             let handle = self.handle
-            _ = await BlockingCalls.run { rd_kafka_consumer_close(handle.pointer).rawValue }
+            if let limit {
+                do throws(KafkaError) {
+                    try await BlockingCalls.waitingAtMost(limit, for: "the consumer's close", failingWith: .consumerFailed) {
+                        _ = rd_kafka_consumer_close(handle.pointer)
+                    }
+                    finished = true
+                } catch {
+                    finished = false
+                }
+            } else {
+                _ = await BlockingCalls.run { rd_kafka_consumer_close(handle.pointer).rawValue }
+                finished = true
+            }
         }
         buffer.finish()
         eventContinuation.finish()
-        logger.debug("Consumer closed")
+        if finished {
+            logger.debug("Consumer closed")
+        } else {
+            logger.debug("Consumer close not finished within its limit; it goes on in the background")
+        }
+        return finished
     }
 
     private func enqueueCommand(_ command: @escaping @Sendable (OpaquePointer) -> Void, orElse: () -> Void) {

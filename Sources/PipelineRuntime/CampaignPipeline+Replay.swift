@@ -107,15 +107,16 @@ extension CampaignPipeline {
     /// Commits the replay's progress stored since the last commit (``store(_:consumer:)``), each offset with the
     /// range it is progress in as its metadata (``ReplayPlan/commitMetadata(of:)``): a later run with the group resumes
     /// from it only in the same range. (librdkafka 2.0 stores no metadata with an offset, so a replay commits its
-    /// progress itself rather than through the background auto-commit.)
-    func commitReplayProgress(_ plan: ReplayPlan, consumer: KafkaConsumer) async throws(KafkaError) {
+    /// progress itself rather than through the background auto-commit.) `limit` bounds the wait for the coordinator
+    /// (``KafkaConsumer/commit(_:within:)``; `nil`: until it answers).
+    func commitReplayProgress(_ plan: ReplayPlan, consumer: KafkaConsumer, within limit: Duration? = nil) async throws(KafkaError) {
         let due = replayCommits.withLock { commits in commits.done.filter { commits.committed[$0.key] != $0.value } }
         let offsets = due.sorted { $0.key.partition < $1.key.partition }.compactMap { partition, offset -> KafkaOffsetAndMetadata? in
             guard let metadata = plan.commitMetadata(of: partition) else { return nil }
             return KafkaOffsetAndMetadata(KafkaTopicPartitionOffset(topic: partition.topic, partition: partition.partition, offset: offset), metadata: metadata.encoded)
         }
         guard !offsets.isEmpty else { return }
-        try await consumer.commit(offsets)
+        try await consumer.commit(offsets, within: limit)
         replayCommits.withLock { commits in
             for (partition, offset) in due { commits.committed[partition] = max(commits.committed[partition] ?? offset, offset) }
         }

@@ -326,25 +326,32 @@ public final class CampaignPipeline: Service {
             if let replay { storeReplayedRangeEnds(replay, consumer: consumer) }
             replayCommitter?.cancel()
             await replayCommitter?.value
+            // The final commit and the consumers' closes are each waited for at most `closingCallLimit`: with the
+            // brokers gone, librdkafka keeps both waiting for a group coordinator until the group's session times
+            // out (45 s by Kafka's and librdkafka's default), past the shutdown's bound.
             do {
                 if let replay {
-                    if writesOutputs { try await commitReplayProgress(replay, consumer: consumer) }
+                    if writesOutputs { try await commitReplayProgress(replay, consumer: consumer, within: Self.closingCallLimit) }
                 } else if writesOutputs {
-                    try await consumer.commit()
+                    try await consumer.commit(within: Self.closingCallLimit)
                 }
             } catch {
                 lastCommitFailure.withLock { $0 = error }
                 logger.warning("Final commit failed; the uncommitted events will be processed again", metadata: ["error": "\(error)"])
             }
-            // At once, each: with the brokers gone, each close waits out its own bound (the group's consumer, its
-            // commits waiting for a coordinator; a producer, its timeout).
-            async let stateConsumerClosed: Void = stateConsumer.close()
-            await consumer.close()
-            await stateConsumerClosed
+            // At once, each: with the brokers gone, each close waits out its own bound.
+            async let stateConsumerClosed = stateConsumer.close(within: Self.closingCallLimit)
+            let consumerClosed = await consumer.close(within: Self.closingCallLimit)
+            if !consumerClosed {
+                logger.warning(
+                    "The consumer did not leave its group within \(Self.closingCallLimit) (no group coordinator answered); its partitions move when the group's session times out"
+                )
+            }
+            _ = await stateConsumerClosed
             group.cancelAll()
         }
-        async let decisionsProducerClosed: Void? = decisionsProducer?.close(timeout: .seconds(5))
-        await producer.close(timeout: .seconds(5))
+        async let decisionsProducerClosed: Void? = decisionsProducer?.close(timeout: Self.producerCloseLimit)
+        await producer.close(timeout: Self.producerCloseLimit)
         await decisionsProducerClosed
         // The trackers hold the run's completion, which holds the pipeline and its consumer: let them go with the run.
         progress.withLock { $0 = [:] }
@@ -582,6 +589,15 @@ public final class CampaignPipeline: Service {
             try await group.next()
         }
     }
+
+    /// How long a stopping pipeline waits for its final commit, and then for its consumers' closes. With the producers'
+    /// ``producerCloseLimit`` they fit the 15 s a shutdown has after its drain (the CLI's watchdog), with room to
+    /// spare; on a cluster that answers each takes milliseconds.
+    static let closingCallLimit: Duration = .seconds(3)
+
+    /// How long a stopping pipeline's producers may flush what is left before they close (records not acknowledged
+    /// by then are reported as not delivered; their events stay uncommitted).
+    static let producerCloseLimit: Duration = .seconds(5)
 
     /// How many decided batches can wait to be emitted (each for its decision times records and the batch before it)
     /// while the next one is decided.

@@ -198,6 +198,45 @@ struct KafkaFailureTests {
         await consumer.close()
     }
 
+    /// Found by an operator's review: with the brokers gone and the group's session longer than about 25 s
+    /// (`session.timeout.ms` is 45 s by default in Kafka and in librdkafka), a stopping pipeline's final commit and its
+    /// consumer's close each waited about that long for a coordinator, and the shutdown's watchdog ended the process.
+    /// Both can now be bounded. (Without the bounds each waits out the 120 s session, past the time limit.)
+    @Test("a commit and a close given a limit stop waiting at it while the brokers are gone", .timeLimit(.minutes(1)))
+    func boundedCommitAndCloseWhileTheBrokersAreGone() async throws {
+        let kafka = try EmbeddedKafka(logger: testLogger)
+        try kafka.createTopic("bounded", partitions: 2)
+        try await produceNumbered(20, to: "bounded", kafka: kafka)
+        var configuration = consumerConfiguration(kafka, group: uniqueGroup())
+        configuration.sessionTimeout = .seconds(120)
+        let consumer = try KafkaConsumer(configuration: configuration, logger: testLogger)
+        try consumer.subscribe(topics: ["bounded"])
+        let read = try await collect(20, from: consumer)
+        try consumer.storeOffsets(latestPositions(of: read))
+        kafka.shutdown()
+
+        let stored = await #expect(throws: KafkaError.self) { try await consumer.commit(within: .seconds(2)) }
+        #expect(stored?.code == .commitFailed, "\(String(describing: stored))")
+        #expect(stored?.librdkafkaName == "_TIMED_OUT", "\(String(describing: stored))")
+        #expect(
+            stored?.message == "no answer for the commit of the stored positions within 2.0 s (no longer waited for; it may still take effect)",
+            "\(String(describing: stored))"
+        )
+        let position = KafkaTopicPartitionOffset(topic: "bounded", partition: 0, offset: 1)
+        let explicit = await #expect(throws: KafkaError.self) { try await consumer.commit([position], within: .seconds(2)) }
+        #expect(explicit?.message.contains("bounded/0") == true, "names the partition: \(String(describing: explicit))")
+        let withMetadata = await #expect(throws: KafkaError.self) {
+            try await consumer.commit([KafkaOffsetAndMetadata(position, metadata: "m")], within: .seconds(2))
+        }
+        #expect(withMetadata?.code == .commitFailed, "\(String(describing: withMetadata))")
+
+        let closed = await consumer.close(within: .seconds(2))
+        #expect(!closed, "librdkafka's close waits for a coordinator until the session times out")
+        // Ended for the application all the same; a second close does not wait, and tells the close goes on.
+        for try await _ in consumer.messages {}
+        #expect(await consumer.close(within: .seconds(30)) == false)
+    }
+
     @Test("a record that is not delivered comes back to its receiver whole: topic, partition, key, value, headers")
     func failedRecordComesBack() async throws {
         let producer = try producerWithoutBroker(messageTimeout: .seconds(2))

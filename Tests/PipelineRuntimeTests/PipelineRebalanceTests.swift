@@ -185,4 +185,42 @@ struct PipelineRebalanceTests {
             #expect(messages.contains { $0.hasPrefix("Drained the in-flight events") }, "\(messages)")
         }
     }
+
+    /// Found by an operator's review: with the brokers gone and a group session longer than about 25 s (Kafka's and
+    /// librdkafka's default is 45 s), the final commit and the consumer's close each waited for a coordinator until
+    /// the session timed out, and the CLI's watchdog (drain timeout + 15 s) ended the process without its summary.
+    /// Each is now waited for at most 3 s. (Without the bounds the stop takes two 120 s sessions, past the time limit.)
+    @Test("a stop with the brokers gone and a long group session commits and closes within the shutdown's bound")
+    func stopWithTheBrokersGoneAndALongSession() async throws {
+        try await withPipelineCluster { kafka, configuration in
+            var running = configuration
+            running.untilIdle = nil
+            running.consumerProperties["session.timeout.ms"] = "120000"
+            // Nothing committed in the background: the final commit has the positions to commit.
+            running.consumerProperties["auto.commit.interval.ms"] = "600000"
+            let factory = try EventFactory()
+            let events = (0..<20).map { index in
+                ("user-\(index)", JSONValue.object(factory.event("basic-fcm", id: "e-\(index)", recipient: "user-\(index)")).encoded())
+            }
+            try await produce(events, to: running.topics.sends, kafka: kafka)
+            let recorder = LogRecorder()
+            let pipeline = CampaignPipeline(configuration: running, registry: builtinRegistry, logger: recorder.logger(level: .info))
+            let run = Task { try await pipeline.run() }
+            _ = try await eventually("every event delivered", timeout: clusterTimeout) {
+                pipeline.statistics.snapshot.outcomes[.delivered] == 20 ? true : nil
+            }
+            kafka.shutdown()
+            let stopped = ContinuousClock.now
+            pipeline.stop()
+            _ = try? await run.value
+            let took = ContinuousClock.now - stopped
+            #expect(took < running.drainTimeout + .seconds(15), "took \(took), past the CLI's shutdown bound")
+            let failure = pipeline.finalCommitFailure as? KafkaError
+            #expect(failure?.code == .commitFailed && failure?.librdkafkaName == "_TIMED_OUT", "\(String(describing: failure))")
+            let messages = recorder.lines.map(\.message)
+            #expect(messages.contains { $0.hasPrefix("Final commit failed") }, "\(messages)")
+            #expect(messages.contains { $0.hasPrefix("The consumer did not leave its group within") }, "\(messages)")
+            #expect(messages.contains("Pipeline stopped"), "\(messages)")
+        }
+    }
 }
