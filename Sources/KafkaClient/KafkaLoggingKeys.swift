@@ -7,4 +7,7 @@ enum KafkaLoggingKeys {
     static let groupID = "kafka.group.id"
     static let clientKind = "kafka.client"
     static let errorName = "kafka.error"
+    /// On a line of librdkafka's own: how many lines of its facility were logged at debug since the last one at
+    /// its level (``RepeatedLogLines``).
+    static let omittedSinceLastLogged = "omittedSinceLastLogged"
 }

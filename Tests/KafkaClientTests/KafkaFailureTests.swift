@@ -198,6 +198,34 @@ struct KafkaFailureTests {
         await consumer.close()
     }
 
+    /// Found by an operator's review: during an outage librdkafka logged "Offset commit (cgrp auto commit timer)
+    /// failed" (facility COMMITFAIL) at warning for every background commit, once a second by default, for as long
+    /// as the outage lasted. A facility's warnings are now logged at most five times a minute, the rest at debug.
+    @Test("a warning librdkafka repeats through an outage is logged at warning five times a minute, the rest at debug", .timeLimit(.minutes(1)))
+    func repeatedWarningsAreLimited() async throws {
+        let recorder = LogRecorder()
+        let kafka = try EmbeddedKafka(logger: testLogger)
+        try kafka.createTopic("noisy", partitions: 2)
+        try await produceNumbered(20, to: "noisy", kafka: kafka)
+        var configuration = consumerConfiguration(kafka, group: uniqueGroup())
+        configuration.autoCommitInterval = .milliseconds(100)
+        let consumer = try KafkaConsumer(configuration: configuration, logger: recorder.logger(label: "kafka-tests", level: .debug))
+        try consumer.subscribe(topics: ["noisy"])
+        let read = try await collect(20, from: consumer)
+        try consumer.storeOffsets(latestPositions(of: read))
+        kafka.shutdown()
+        // Once the session has timed out, every background commit fails at once.
+        _ = try await within(.seconds(40)) {
+            while recorder.lines.filter({ $0.facility == "COMMITFAIL" }).count < 20 { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        _ = await consumer.close(within: .seconds(1))
+        let commitFailures = recorder.lines.filter { $0.facility == "COMMITFAIL" }
+        #expect(commitFailures.count >= 20, "librdkafka repeats it: \(commitFailures.count)")
+        let warnings = commitFailures.filter { $0.level >= .warning }
+        #expect(warnings.count == 5, "\(warnings.map(\.message))")
+        #expect(commitFailures.filter { $0.level == .debug }.count == commitFailures.count - 5, "the rest at debug")
+    }
+
     /// Found by an operator's review: with the brokers gone and the group's session longer than about 25 s
     /// (`session.timeout.ms` is 45 s by default in Kafka and in librdkafka), a stopping pipeline's final commit and its
     /// consumer's close each waited about that long for a coordinator, and the shutdown's watchdog ended the process.

@@ -8,6 +8,8 @@ import Synchronization
 /// logger is a value. librdkafka may call ``log(level:facility:message:)`` from its own threads.
 final class RDKafkaCallbacks: @unchecked Sendable {
     let logger: Logger
+    /// librdkafka's warnings (and worse) of one facility, limited per minute.
+    private let repeatedLines = RepeatedLogLines()
     /// Called on the consumer's poll thread for assignment changes (`rebalance_cb`).
     var rebalance: ((OpaquePointer, rd_kafka_resp_err_t, UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?) -> Void)?
     /// Called on the thread that polls the client for client-level errors (`error_cb`).
@@ -34,7 +36,15 @@ final class RDKafkaCallbacks: @unchecked Sendable {
                 default: .debug
                 }
             }
-        logger.log(level: swiftLevel, "\(message)", metadata: [KafkaLoggingKeys.facility: "\(facility)"])
+        var metadata: Logger.Metadata = [KafkaLoggingKeys.facility: "\(facility)"]
+        if swiftLevel >= .warning {
+            guard let omitted = repeatedLines.admit(facility) else {
+                logger.debug("\(message)", metadata: metadata)
+                return
+            }
+            if omitted > 0 { metadata[KafkaLoggingKeys.omittedSinceLastLogged] = "\(omitted)" }
+        }
+        logger.log(level: swiftLevel, "\(message)", metadata: metadata)
     }
 }
 
