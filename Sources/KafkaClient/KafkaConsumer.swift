@@ -605,6 +605,7 @@ public final class KafkaConsumer: Sendable {
         }
         buffer.finish()
         eventContinuation.finish()
+        handle.callbacks.flushRepeatedLines()
         if finished {
             logger.debug("Consumer closed")
         } else {

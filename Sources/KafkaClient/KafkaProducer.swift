@@ -228,6 +228,7 @@ public final class KafkaProducer: Sendable {
             logger.error("Producer closed with records librdkafka never reported", metadata: ["records": "\(pendingCount)"])
         }
         await pollThread.stop()
+        handle.callbacks.flushRepeatedLines()
     }
 
     // MARK: - librdkafka

@@ -8,7 +8,7 @@ import Synchronization
 /// logger is a value. librdkafka may call ``log(level:facility:message:)`` from its own threads.
 final class RDKafkaCallbacks: @unchecked Sendable {
     let logger: Logger
-    /// librdkafka's warnings (and worse) of one facility, limited per minute.
+    /// librdkafka's warnings (and worse), limited per kind and minute.
     private let repeatedLines = RepeatedLogLines()
     /// Called on the consumer's poll thread for assignment changes (`rebalance_cb`).
     var rebalance: ((OpaquePointer, rd_kafka_resp_err_t, UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?) -> Void)?
@@ -38,13 +38,24 @@ final class RDKafkaCallbacks: @unchecked Sendable {
             }
         var metadata: Logger.Metadata = [KafkaLoggingKeys.facility: "\(facility)"]
         if swiftLevel >= .warning {
-            guard let omitted = repeatedLines.admit(facility) else {
+            guard let omitted = repeatedLines.admit(facility, message) else {
                 logger.debug("\(message)", metadata: metadata)
                 return
             }
             if omitted > 0 { metadata[KafkaLoggingKeys.omittedSinceLastLogged] = "\(omitted)" }
         }
         logger.log(level: swiftLevel, "\(message)", metadata: metadata)
+    }
+
+    /// Logs, for each kind of librdkafka warning held back since its last line logged at warning, the last one held
+    /// back with the count: called as the client closes, so a count is never left unsaid.
+    func flushRepeatedLines() {
+        for omitted in repeatedLines.flush() {
+            logger.warning(
+                "\(omitted.message) (\(omitted.count) like it not logged)",
+                metadata: [KafkaLoggingKeys.facility: "\(omitted.facility)", KafkaLoggingKeys.omittedSinceLastLogged: "\(omitted.count)"]
+            )
+        }
     }
 }
 
