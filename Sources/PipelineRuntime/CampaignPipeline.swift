@@ -366,10 +366,15 @@ public final class CampaignPipeline: Service {
             warning.flush(to: logger)
         }
         let summary = statistics.snapshot
+        // Read by this instance with no outcome written by it: in flight at the drain's timeout, or their partition
+        // taken away meanwhile. Not committed, so their next reader processes them again.
+        let unfinished = max(0, summary.totalIn - summary.outcomes.values.reduce(0, +))
         logger.info(
             "Pipeline stopped",
             metadata: [
                 "events": "\(summary.totalIn)",
+                "unfinished": "\(unfinished)",
+                "timerExpiries": "\(summary.timersFired)",
                 "delivered": "\(summary.outcomes[.delivered] ?? 0)",
                 "failed": "\(summary.outcomes[.failed] ?? 0)",
                 "rejected": "\(summary.outcomes[.rejected] ?? 0)",

@@ -1,8 +1,10 @@
 import Foundation
 import KafkaClient
+import Logging
 import PipelineCore
 @testable import PipelineRuntime
 import Testing
+import TestSupport
 
 /// The acceptance tests of the streaming pipeline. Serialized: most of them run a Kafka cluster and pipelines, and
 /// the timer tests measure time, so they must not compete with each other for the CPU.
@@ -138,7 +140,8 @@ struct PipelineAcceptanceTests {
 
             var running = configuration
             running.untilIdle = nil
-            let pipeline = CampaignPipeline(configuration: running, registry: builtinRegistry, logger: testLogger)
+            let recorder = LogRecorder()
+            let pipeline = CampaignPipeline(configuration: running, registry: builtinRegistry, logger: recorder.logger(level: .info))
             let records = try await whileRunning(pipeline) {
                 _ = try await eventually("both timers to expire", timeout: .seconds(40)) {
                     let records = try await analyticsRecords(configuration, kafka: kafka)
@@ -163,6 +166,11 @@ struct PipelineAcceptanceTests {
                 #expect(abs(error) <= 1, "\(label): expired at \(expired[0].event.occurredAt), due \(due), off by \(error) s")
             }
             #expect(pipeline.statistics.snapshot.timersFired == 2)
+            // The summary counts the expiries apart from the events' outcomes.
+            let summary = try #require(recorder.lines.last { $0.message == "Pipeline stopped" })
+            #expect(summary.metadata["timerExpiries"] == "2", "\(summary.metadata)")
+            #expect(summary.metadata["events"] == "2" && summary.metadata["delivered"] == "2", "\(summary.metadata)")
+            #expect(summary.metadata["unfinished"] == "0", "\(summary.metadata)")
         }
     }
 

@@ -183,6 +183,11 @@ struct PipelineRebalanceTests {
             #expect(messages.contains { $0.hasPrefix("Lost the consumer group's assignment") }, "\(messages)")
             #expect(!messages.contains { $0.hasPrefix("Drain timed out") }, "\(messages)")
             #expect(messages.contains { $0.hasPrefix("Drained the in-flight events") }, "\(messages)")
+            // The events given up with the partitions are counted apart, so the outcomes add up.
+            let summary = try #require(recorder.lines.last { $0.message == "Pipeline stopped" })
+            let snapshot = pipeline.statistics.snapshot
+            let unfinished = snapshot.totalIn - snapshot.outcomes.values.reduce(0, +)
+            #expect(unfinished > 0 && summary.metadata["unfinished"] == "\(unfinished)", "\(summary.metadata)")
         }
     }
 
