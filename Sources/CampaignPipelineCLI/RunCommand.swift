@@ -250,8 +250,9 @@ extension CampaignPipeline {
 
 extension PipelineConfiguration {
     /// How long a graceful shutdown may take from the signal: the drain timeout, then 15 s to commit and close the
-    /// clients and sinks (the pipeline waits at most 3 s for the final commit, 3 s for the consumers' close and 5 s for
-    /// the producers' last flush, with the brokers gone too; the watchdog is for what no bound foresaw).
+    /// clients and sinks (the pipeline waits for its final commit and its consumers' close until the drain timeout and
+    /// 6 s, then 5 s for the producers' last flush, with the brokers gone too; the watchdog is for what no bound
+    /// foresaw).
     var shutdownLimit: Duration { drainTimeout + .seconds(15) }
 }
 

@@ -50,7 +50,10 @@ extension CampaignPipeline {
     private func learnCommittedOffsets(sendsPartitionCount count: Int32) async {
         do throws(KafkaError) {
             // In the group, subscribed to nothing: it only asks.
-            let member = try KafkaConsumer(configuration: configuration.consumerConfiguration(groupID: configuration.groupID), logger: logger)
+            let member = try KafkaConsumer(
+                configuration: configuration.consumerConfiguration(groupID: configuration.groupID, role: .committedOffsets),
+                logger: KafkaClientRole.committedOffsets.logger(logger)
+            )
             await decisionTimes.trim(committedOf: configuration.topics.sends, askingThrough: member, also: 0..<count)
             await member.close()
         } catch {

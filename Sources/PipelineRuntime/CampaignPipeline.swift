@@ -198,8 +198,8 @@ public final class CampaignPipeline: Service {
                 metadata: ["name": "\(override.name)", "from": "\(override.previousTemplateID)", "to": "\(override.templateID)"]
             )
         }
-        let producer = try makeProducer()
-        let stateConsumer = try KafkaConsumer(configuration: configuration.consumerConfiguration(groupID: nil), logger: logger)
+        let producer = try makeProducer(role: .outputs)
+        let stateConsumer = try KafkaConsumer(configuration: configuration.consumerConfiguration(groupID: nil, role: .state), logger: KafkaClientRole.state.logger(logger))
         let followers: StateFollowers
         do {
             let partitions = try await checkTopics(using: stateConsumer)
@@ -230,7 +230,7 @@ public final class CampaignPipeline: Service {
             await producer.close(timeout: .seconds(1))
             throw error
         }
-        var sendsConfiguration = configuration.consumerConfiguration(groupID: configuration.groupID)
+        var sendsConfiguration = configuration.consumerConfiguration(groupID: configuration.groupID, role: .sends)
         // A replay commits its progress itself, with the range it is progress in (`commitReplayProgress`).
         if !writesOutputs || replay != nil { sendsConfiguration.isAutoCommitEnabled = false }
         if keepsDecisionTimes {
@@ -241,14 +241,14 @@ public final class CampaignPipeline: Service {
         // outputs wait for them.
         var decisionsProducer: KafkaProducer?
         do {
-            consumer = try KafkaConsumer(configuration: sendsConfiguration, logger: logger)
+            consumer = try KafkaConsumer(configuration: sendsConfiguration, logger: KafkaClientRole.sends.logger(logger))
             do {
                 if let replay {
                     try await assignReplayRanges(replay, consumer: consumer)
                 } else {
                     try consumer.subscribe(topics: [configuration.topics.sends])
                 }
-                if keepsDecisionTimes { decisionsProducer = try makeProducer(lingering: false) }
+                if keepsDecisionTimes { decisionsProducer = try makeProducer(role: .decisionTimes, lingering: false) }
             } catch {
                 await consumer.close()
                 throw error
@@ -321,30 +321,35 @@ public final class CampaignPipeline: Service {
             // Nothing more is read, and the consumer keeps serving the group: a session lost during the drain (the
             // brokers gone) retires its partitions' events at once instead of at the drain's timeout.
             consumer.stopReading()
+            let closingDeadline = ContinuousClock.now + configuration.drainTimeout + Self.commitAndCloseAllowance
             await drain(sender: sender)
             storeCompletedPositions(of: consumer)
             if let replay { storeReplayedRangeEnds(replay, consumer: consumer) }
             replayCommitter?.cancel()
             await replayCommitter?.value
-            // The final commit and the consumers' closes are each waited for at most `closingCallLimit`: with the
-            // brokers gone, librdkafka keeps both waiting for a group coordinator until the group's session times
-            // out (45 s by Kafka's and librdkafka's default), past the shutdown's bound.
+            // The final commit and the consumers' close are waited for until `closingDeadline` (the close gets at
+            // least its last `consumerCloseShare`): with the brokers gone, librdkafka keeps both waiting for a group
+            // coordinator until the group's session times out (45 s by Kafka's and librdkafka's default), past the
+            // shutdown's bound, while on a cluster that answers a close can rightly take seconds (its leave waits for
+            // a join round under way), and one cut short leaves its partitions unread for a session timeout.
             do {
+                let limit = Self.limit(until: closingDeadline - Self.consumerCloseShare)
                 if let replay {
-                    if writesOutputs { try await commitReplayProgress(replay, consumer: consumer, within: Self.closingCallLimit) }
+                    if writesOutputs { try await commitReplayProgress(replay, consumer: consumer, within: limit) }
                 } else if writesOutputs {
-                    try await consumer.commit(within: Self.closingCallLimit)
+                    try await consumer.commit(within: limit)
                 }
             } catch {
                 lastCommitFailure.withLock { $0 = error }
                 logger.warning("Final commit failed; the uncommitted events will be processed again", metadata: ["error": "\(error)"])
             }
             // At once, each: with the brokers gone, each close waits out its own bound.
-            async let stateConsumerClosed = stateConsumer.close(within: Self.closingCallLimit)
-            let consumerClosed = await consumer.close(within: Self.closingCallLimit)
+            let closeLimit = Self.limit(until: closingDeadline)
+            async let stateConsumerClosed = stateConsumer.close(within: closeLimit)
+            let consumerClosed = await consumer.close(within: closeLimit)
             if !consumerClosed {
                 logger.warning(
-                    "The consumer did not leave its group within \(Self.closingCallLimit) (no group coordinator answered); its partitions move when the group's session times out"
+                    "The consumer did not finish closing within \(closeLimit) (no answer from the group coordinator); the group moves its partitions when its session times out"
                 )
             }
             _ = await stateConsumerClosed
@@ -493,15 +498,16 @@ public final class CampaignPipeline: Service {
 
     /// A producer with the configuration's properties; one not `lingering` sends each record at once, whatever
     /// `linger.ms` the properties set.
-    private func makeProducer(lingering: Bool = true) throws(KafkaError) -> KafkaProducer {
+    private func makeProducer(role: KafkaClientRole, lingering: Bool = true) throws(KafkaError) -> KafkaProducer {
         var producerConfiguration = KafkaProducerConfiguration(bootstrapServers: configuration.bootstrapServers)
+        producerConfiguration.clientID = role.clientID
         producerConfiguration.messageTimeout = configuration.messageTimeout
         producerConfiguration.properties = configuration.kafkaProperties.merging(configuration.producerProperties) { $1 }
         if !lingering {
             producerConfiguration.linger = .zero
             for key in ["linger.ms", "queue.buffering.max.ms"] { producerConfiguration.properties[key] = nil }
         }
-        let producer = try KafkaProducer(configuration: producerConfiguration, logger: logger)
+        let producer = try KafkaProducer(configuration: producerConfiguration, logger: role.logger(logger))
         runProducers.withLock { $0.append(producer) }
         return producer
     }
@@ -595,10 +601,19 @@ public final class CampaignPipeline: Service {
         }
     }
 
-    /// How long a stopping pipeline waits for its final commit, and then for its consumers' closes. With the producers'
-    /// ``producerCloseLimit`` they fit the 15 s a shutdown has after its drain (the CLI's watchdog), with room to
-    /// spare; on a cluster that answers each takes milliseconds.
-    static let closingCallLimit: Duration = .seconds(3)
+    /// How long after the drain's timeout a stopping pipeline still waits for its final commit and its consumers'
+    /// close, together. With the producers' ``producerCloseLimit`` a stop ends within the drain timeout and 11 s,
+    /// inside the CLI's bound (the drain timeout and 15 s); on a cluster that answers, each usually takes
+    /// milliseconds.
+    static let commitAndCloseAllowance: Duration = .seconds(6)
+
+    /// The part of ``commitAndCloseAllowance`` kept for the consumers' close, however long the commit waited.
+    static let consumerCloseShare: Duration = .seconds(3)
+
+    /// The time left until `deadline`, and at least a second, to a tenth of a second.
+    static func limit(until deadline: ContinuousClock.Instant) -> Duration {
+        max(.seconds(1), deadline - .now).roundedToTenths
+    }
 
     /// How long a stopping pipeline's producers may flush what is left before they close (records not acknowledged
     /// by then are reported as not delivered; their events stay uncommitted).
@@ -839,5 +854,14 @@ struct ActiveRoutes: Sendable {
         case .fcm: fcm
         case .apns: apns
         }
+    }
+}
+
+extension Duration {
+    /// To the nearest tenth of a second: a limit computed from a deadline is a hair under a round number, and prints
+    /// in full ("9.999973529 seconds").
+    var roundedToTenths: Duration {
+        let (seconds, attoseconds) = components
+        return .milliseconds(((Double(seconds) + Double(attoseconds) / 1e18) * 10).rounded() * 100)
     }
 }

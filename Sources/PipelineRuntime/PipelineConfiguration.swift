@@ -151,4 +151,12 @@ extension PipelineConfiguration {
         consumerConfiguration.properties = kafkaProperties.merging(consumerProperties) { $1 }
         return consumerConfiguration
     }
+
+    /// ``consumerConfiguration(groupID:)`` for one of the pipeline's own consumers: its `client.id` names its role
+    /// (unless the properties set one).
+    func consumerConfiguration(groupID: String?, role: KafkaClientRole) -> KafkaConsumerConfiguration {
+        var consumerConfiguration = consumerConfiguration(groupID: groupID)
+        consumerConfiguration.clientID = role.clientID
+        return consumerConfiguration
+    }
 }

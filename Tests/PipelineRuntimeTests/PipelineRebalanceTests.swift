@@ -188,19 +188,26 @@ struct PipelineRebalanceTests {
             let snapshot = pipeline.statistics.snapshot
             let unfinished = snapshot.totalIn - snapshot.outcomes.values.reduce(0, +)
             #expect(unfinished > 0 && summary.metadata["unfinished"] == "\(unfinished)", "\(summary.metadata)")
+            // Each Kafka client's lines name its role: two producers and two consumers logged alike.
+            let unacknowledged = recorder.lines.filter { $0.message == "Producer closed with unacknowledged records" }
+            #expect(!unacknowledged.isEmpty && unacknowledged.allSatisfy { $0.metadata["kafka.role"] == "outputs" }, "\(unacknowledged.map(\.metadata))")
+            let subscribed = recorder.lines.filter { $0.message == "Subscribed" }
+            #expect(subscribed.count == 1 && subscribed.first?.metadata["kafka.role"] == "sends", "\(subscribed.map(\.metadata))")
         }
     }
 
     /// Found by an operator's review: with the brokers gone and a group session longer than about 25 s (Kafka's and
     /// librdkafka's default is 45 s), the final commit and the consumer's close each waited for a coordinator until
     /// the session timed out, and the CLI's watchdog (drain timeout + 15 s) ended the process without its summary.
-    /// Each is now waited for at most 3 s. (Without the bounds the stop takes two 120 s sessions, past the time limit.)
+    /// Both are now waited for until the drain's timeout and 6 s. (Without the bounds the stop takes two 120 s
+    /// sessions, past the time limit.)
     @Test("a stop with the brokers gone and a long group session commits and closes within the shutdown's bound")
     func stopWithTheBrokersGoneAndALongSession() async throws {
         try await withPipelineCluster { kafka, configuration in
             var running = configuration
             running.untilIdle = nil
             running.consumerProperties["session.timeout.ms"] = "120000"
+            running.drainTimeout = .seconds(2)
             // Nothing committed in the background: the final commit has the positions to commit.
             running.consumerProperties["auto.commit.interval.ms"] = "600000"
             let factory = try EventFactory()
@@ -224,8 +231,41 @@ struct PipelineRebalanceTests {
             #expect(failure?.code == .commitFailed && failure?.librdkafkaName == "_TIMED_OUT", "\(String(describing: failure))")
             let messages = recorder.lines.map(\.message)
             #expect(messages.contains { $0.hasPrefix("Final commit failed") }, "\(messages)")
-            #expect(messages.contains { $0.hasPrefix("The consumer did not leave its group within") }, "\(messages)")
+            #expect(messages.contains { $0.hasPrefix("The consumer did not finish closing within") }, "\(messages)")
             #expect(messages.contains("Pipeline stopped"), "\(messages)")
+        }
+    }
+
+    /// Found by an operator's review: with the consumer's close cut at 3 s, an instance stopped while its group was in
+    /// a join round (another instance had just started) gave up its close: its leave waits for the round to end (the
+    /// broker answers a connection's requests in turn), so the group waited a session timeout for it, with none of
+    /// the partitions read meanwhile. The close now has until the drain's timeout and 6 s.
+    @Test("a stop during a join round lets the consumer's close finish, so the group need not wait a session timeout")
+    func stopDuringAJoinRound() async throws {
+        try await withPipelineCluster { _, configuration in
+            var running = configuration
+            running.untilIdle = nil
+            let recorder = LogRecorder()
+            let first = CampaignPipeline(configuration: running, registry: builtinRegistry, logger: recorder.logger(level: .info))
+            let second = CampaignPipeline(configuration: running, registry: builtinRegistry, logger: testLogger)
+            let third = CampaignPipeline(configuration: running, registry: builtinRegistry, logger: testLogger)
+            let firstRun = Task { try await first.run() }
+            try await whileRunning(second) {
+                _ = try await eventually("split", timeout: clusterTimeout) {
+                    first.status.assignedPartitions == 3 && second.status.assignedPartitions == 3 ? true : nil
+                }
+                try await whileRunning(third) {
+                    // The third's join starts a round: the first gives its partitions back and joins again.
+                    _ = try await eventually("a join round under way", timeout: clusterTimeout, every: .milliseconds(20)) {
+                        first.status.assignedPartitions == 0 ? true : nil
+                    }
+                    first.stop()
+                    _ = try? await firstRun.value
+                    let messages = recorder.lines.map(\.message)
+                    #expect(!messages.contains { $0.hasPrefix("The consumer did not finish closing") }, "\(messages)")
+                    #expect(messages.contains("Pipeline stopped"), "\(messages)")
+                }
+            }
         }
     }
 }

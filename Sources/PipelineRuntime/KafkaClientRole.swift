@@ -1,0 +1,27 @@
+import Logging
+
+/// What one of the pipeline's Kafka clients is for. It has two producers and two consumers (and a short-lived third
+/// at start-up), which logged alike ("Producer closed with unacknowledged records" from either producer) and showed
+/// the brokers one `client.id`: each now carries its role in its log lines (`kafka.role`) and in its `client.id`.
+enum KafkaClientRole: String, Sendable {
+    /// The producer of payloads, analytics events, dead letters and timer records.
+    case outputs
+    /// The producer of decision times records (it sends at once, with no `linger.ms`).
+    case decisionTimes = "decision-times"
+    /// The group consumer of the sends topic.
+    case sends
+    /// The consumer of the state topics (campaign definitions, timers), in no group.
+    case state
+    /// The group member that asks the committed offsets at start-up.
+    case committedOffsets = "committed-offsets"
+
+    /// The client's `client.id`, unless the properties set one.
+    var clientID: String { "campaign-pipeline-\(rawValue)" }
+
+    /// `logger` with the role in its metadata.
+    func logger(_ logger: Logger) -> Logger {
+        var logger = logger
+        logger[metadataKey: "kafka.role"] = "\(rawValue)"
+        return logger
+    }
+}
