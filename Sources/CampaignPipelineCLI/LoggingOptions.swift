@@ -95,9 +95,11 @@ enum LoggingBootstrap {
     }
 }
 
-/// Hands log events to `inner` with the control characters of their message and metadata escaped (`\n`, `\u{1B}`):
-/// messages and metadata carry text from events (ids, template names, reasons), and a line break in it would
-/// forge a log line of its own.
+/// Hands log events to `inner` with the control characters and backslashes of their message and metadata escaped
+/// (`\n`, `\u{1B}`, `\\`): messages and metadata carry text from events (ids, template names, reasons), and a line
+/// break in it would forge a log line of its own. A metadata value with a space, `=` or `"` in it, or anything
+/// escaped, is also quoted (`reason="unknown template 'x y'"`): the text format writes metadata as `key=value` pairs,
+/// which an event's text could otherwise add to.
 struct EscapingLogHandler<Inner: LogHandler>: LogHandler {
     private var inner: Inner
 
@@ -108,10 +110,10 @@ struct EscapingLogHandler<Inner: LogHandler>: LogHandler {
     func log(event: LogEvent) {
         var escaped = event
         escaped.message = "\(Self.escaped(event.message.description))"
-        escaped.metadata = event.metadata.map(Self.escaped)
+        escaped.metadata = event.metadata.map(Self.quoted)
         if let error = event.error {
             // Under the keys `StreamLogHandler` shows it with, escaped like the rest.
-            escaped.metadata = (escaped.metadata ?? [:]).merging(Self.escaped(.describing(error))) { $1 }
+            escaped.metadata = (escaped.metadata ?? [:]).merging(Self.quoted(.describing(error))) { $1 }
             escaped.error = nil
         }
         inner.log(event: escaped)
@@ -137,15 +139,16 @@ struct EscapingLogHandler<Inner: LogHandler>: LogHandler {
         set { inner.logLevel = newValue }
     }
 
-    /// `text` with its control characters written as escapes.
+    /// `text` with its control characters and backslashes written as escapes.
     static func escaped(_ text: String) -> String {
-        guard text.unicodeScalars.contains(where: isControl) else { return text }
+        guard text.unicodeScalars.contains(where: { isControl($0) || $0 == "\\" }) else { return text }
         var result = ""
         for scalar in text.unicodeScalars {
             switch scalar {
             case "\n": result += "\\n"
             case "\r": result += "\\r"
             case "\t": result += "\\t"
+            case "\\": result += "\\\\"
             case _ where isControl(scalar): result += "\\u{\(String(scalar.value, radix: 16, uppercase: true))}"
             default: result.unicodeScalars.append(scalar)
             }
@@ -153,16 +156,26 @@ struct EscapingLogHandler<Inner: LogHandler>: LogHandler {
         return result
     }
 
-    static func escaped(_ metadata: Logger.Metadata) -> Logger.Metadata {
-        metadata.mapValues(escaped)
+    /// `text` escaped, and in quotes (with its own quotes escaped) when it is empty, has a space, `=` or `"`, or
+    /// anything escaped: one `key=value` pair of the text format whatever it holds.
+    static func quoted(_ text: String) -> String {
+        let escapedText = escaped(text)
+        guard escapedText.isEmpty || escapedText != text || text.unicodeScalars.contains(where: { $0 == " " || $0 == "=" || $0 == "\"" }) else {
+            return text
+        }
+        return "\"" + escapedText.replacingOccurrences(of: "\"", with: "\\\"") + "\""
     }
 
-    static func escaped(_ value: Logger.Metadata.Value) -> Logger.Metadata.Value {
+    static func quoted(_ metadata: Logger.Metadata) -> Logger.Metadata {
+        metadata.mapValues(quoted)
+    }
+
+    static func quoted(_ value: Logger.Metadata.Value) -> Logger.Metadata.Value {
         switch value {
-        case .string(let text): .string(escaped(text))
-        case .stringConvertible(let convertible): .string(escaped(convertible.description))
-        case .dictionary(let metadata): .dictionary(escaped(metadata))
-        case .array(let values): .array(values.map(escaped))
+        case .string(let text): .string(quoted(text))
+        case .stringConvertible(let convertible): .string(quoted(convertible.description))
+        case .dictionary(let metadata): .dictionary(quoted(metadata))
+        case .array(let values): .array(values.map(quoted))
         }
     }
 

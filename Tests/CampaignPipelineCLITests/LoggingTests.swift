@@ -30,10 +30,36 @@ struct LoggingTests {
         #expect(lines.count == 1)
         let (message, metadata) = (lines[0].message, lines[0].metadata)
         #expect(message == #"Event rejected: template 'x\nFAKE error: line'"#)
-        #expect(metadata["reason"] == .string(#"unknown template 'we"ird\\r\nname'; é ✓"#))
-        #expect(metadata["nested"] == .dictionary(["ids": .array([.string(#"a\u{1B}[31m"#), .string(#"b\u{2028}c"#)])]))
+        #expect(metadata["reason"] == .string(#""unknown template 'we\"ird\\\r\nname'; é ✓""#), "quoted, its quote and backslash escaped")
+        #expect(metadata["nested"] == .dictionary(["ids": .array([.string(#""a\u{1B}[31m""#), .string(#""b\u{2028}c""#)])]))
         #expect(metadata["number"] == .string("42"))
         #expect(!message.contains("\n") && !"\(metadata)".contains("\n"))
+    }
+
+    /// Found by review: the text format writes metadata as `key=value` pairs, unquoted, so an event id with spaces
+    /// and `=` in it added pairs of its own to the line (`eventId=1111 offset=424242 … [PipelineRuntime] Event
+    /// accepted`), and a backslash and `n` typed into an event read as an escaped line break.
+    @Test("metadata values with a space, = or \" in them, or anything escaped, are quoted; plain ones are not")
+    func metadataValuesQuoted() {
+        let recorder = LogRecorder()
+        let logger = Logger(label: "test") { _ in EscapingLogHandler(recorder.handler()) }
+        logger.warning(
+            "Event rejected",
+            metadata: [
+                "eventId": "1111 offset=424242 [PipelineRuntime] Event accepted",
+                "typed": #"a\nb"#,
+                "empty": "",
+                "plain": "campaign.sends/0,campaign.sends/1",
+                "number": "\(42)",
+            ]
+        )
+        let metadata = recorder.lines.first?.metadata ?? [:]
+        #expect(metadata["eventId"] == .string(#""1111 offset=424242 [PipelineRuntime] Event accepted""#))
+        #expect(metadata["typed"] == .string(#""a\\nb""#), "a typed backslash is not an escape")
+        #expect(metadata["empty"] == .string(#""""#))
+        #expect(metadata["plain"] == .string("campaign.sends/0,campaign.sends/1"))
+        #expect(metadata["number"] == .string("42"))
+        #expect(EscapingLogHandler<StreamLogHandler>.escaped(#"C:\path"#) == #"C:\\path"#, "messages escape backslashes too")
     }
 
     @Test("LOG_LEVEL and LOG_FORMAT set but empty mean their defaults, as the configuration's variables do")
@@ -57,8 +83,8 @@ struct LoggingTests {
         logger.error("Send failed", error: Failure())
         let lines = recorder.lines
         #expect(lines.count == 1)
-        #expect(lines.first?.metadata["error.message"] == .string(#"bad\nFAKE critical: forged"#))
-        #expect(lines.first?.metadata["error.type"]?.description.hasSuffix("Failure") == true)
+        #expect(lines.first?.metadata["error.message"] == .string(#""bad\nFAKE critical: forged""#))
+        #expect(lines.first?.metadata["error.type"]?.description.contains("Failure") == true)
     }
 
     @Test("--log-format json: one JSON object per line with time, level, label, source, message and metadata")
