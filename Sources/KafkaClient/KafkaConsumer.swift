@@ -251,7 +251,7 @@ public final class KafkaConsumer: Sendable {
     /// commits every stored position of the current assignment.
     ///
     /// With no group coordinator (the brokers gone), librdkafka keeps a commit waiting for one until the group's
-    /// session times out (`session.timeout.ms`, 45 s by librdkafka's default): a caller that cannot wait that long
+    /// session times out (``KafkaConsumerConfiguration/sessionTimeout``): a caller that cannot wait that long
     /// (a stopping process) gives a `limit`. Past it, or once the caller's task is cancelled, this stops waiting; the
     /// commit itself is not withdrawn and may still land.
     ///

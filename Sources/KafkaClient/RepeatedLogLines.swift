@@ -6,10 +6,10 @@ import Synchronization
 /// buried the lines that say something new.
 ///
 /// A kind is the facility and the text up to its detail, with its numbers left out (``shape(of:)``: "failed for 5/6
-/// partition(s)" and "6/6" are one kind; the warnings about two different properties are two). Past ``limit`` lines of a kind in one ``interval``, a
-/// line is logged at debug instead (so `--log-level debug` still shows every one) and counted; the next one logged at
-/// its level carries that count as `omittedSinceLastLogged`, and ``flush()`` hands over the counts still open when
-/// the client closes.
+/// partition(s)" and "6/6" are one kind; the warnings about two different properties are two). Past ``limit`` lines
+/// of a kind in one ``interval``, a line is logged at debug instead (so `--log-level debug` still shows every one) and
+/// counted; the next one logged at its level carries that count as `omittedSinceLastLogged`, and ``flush()`` hands
+/// over the counts still open when the client closes.
 final class RepeatedLogLines: Sendable {
     /// The most lines of one kind logged at their level in one ``interval``.
     let limit: Int

@@ -199,7 +199,10 @@ public final class CampaignPipeline: Service {
             )
         }
         let producer = try makeProducer(role: .outputs)
-        let stateConsumer = try KafkaConsumer(configuration: configuration.consumerConfiguration(groupID: nil, role: .state), logger: KafkaClientRole.state.logger(logger))
+        let stateConsumer = try KafkaConsumer(
+            configuration: configuration.consumerConfiguration(groupID: nil, role: .state),
+            logger: KafkaClientRole.state.logger(logger)
+        )
         let followers: StateFollowers
         do {
             let partitions = try await checkTopics(using: stateConsumer)
@@ -329,8 +332,8 @@ public final class CampaignPipeline: Service {
             await replayCommitter?.value
             // The final commit and the consumers' close are waited for until `closingDeadline` (the close gets at
             // least its last `consumerCloseShare`): with the brokers gone, librdkafka keeps both waiting for a group
-            // coordinator until the group's session times out (45 s by Kafka's and librdkafka's default), past the
-            // shutdown's bound, while on a cluster that answers a close can rightly take seconds (its leave waits for
+            // coordinator until the group's session times out (10 s by default here, 45 s by Kafka's), which can be
+            // past the shutdown's bound, while on a cluster that answers a close can rightly take seconds (its leave waits for
             // a join round under way), and one cut short leaves its partitions unread for a session timeout.
             do {
                 let limit = Self.limit(until: closingDeadline - Self.consumerCloseShare)
