@@ -213,9 +213,11 @@ struct KafkaFailureTests {
         let consumer = try KafkaConsumer(configuration: configuration, logger: recorder.logger(label: "kafka-tests", level: .debug))
         try consumer.subscribe(topics: ["noisy"])
         let read = try await collect(20, from: consumer)
-        try consumer.storeOffsets(latestPositions(of: read))
         kafka.shutdown()
-        // Once the session has timed out, every background commit fails at once.
+        // Stored once the brokers are gone, so that the background commit has them to commit (stored before, they
+        // can be committed before the brokers go, and then nothing is tried again). Once the session has timed out,
+        // every background commit fails at once.
+        try consumer.storeOffsets(latestPositions(of: read))
         let isBackgroundCommitFailure: @Sendable (LogRecorder.Line) -> Bool = { line in
             line.facility == "COMMITFAIL" && line.message.contains("cgrp auto commit timer")
         }
@@ -253,8 +255,10 @@ struct KafkaFailureTests {
         let consumer = try KafkaConsumer(configuration: configuration, logger: testLogger)
         try consumer.subscribe(topics: ["bounded"])
         let read = try await collect(20, from: consumer)
-        try consumer.storeOffsets(latestPositions(of: read))
         kafka.shutdown()
+        // Stored once the brokers are gone: stored before, the background commit could commit them first, and a
+        // commit of the stored positions would then have nothing to do.
+        try consumer.storeOffsets(latestPositions(of: read))
 
         let stored = await #expect(throws: KafkaError.self) { try await consumer.commit(within: .seconds(2)) }
         #expect(stored?.code == .commitFailed, "\(String(describing: stored))")
