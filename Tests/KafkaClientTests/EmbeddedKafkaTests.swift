@@ -47,7 +47,7 @@ struct EmbeddedKafkaTests {
     ///
     /// The listeners are told apart by their sockets' inodes, not by their ports: a port freed by the shutdown can be
     /// bound at once by another cluster started by a thread or test running beside this one. (Found in CI: a listener
-    /// still listening after the shutdown, held by a process that another test had started while the cluster ran.)
+    /// still listening after the shutdown, most likely a copy held by a child process another test was starting.)
     private static func createAndShutDown() throws -> Duration {
         let kafka = try EmbeddedKafka(brokers: 2, logger: testLogger)
         try kafka.createTopic("topic", partitions: 2)
@@ -59,8 +59,9 @@ struct EmbeddedKafkaTests {
         let start = ContinuousClock.now
         kafka.shutdown()
         let took = ContinuousClock.now - start
-        // Only this process's own: a process another test started while the cluster ran (kcat, the command line)
-        // can hold a copy of a listener until it ends, which the shutdown cannot close.
+        // Only this process's own: a process another test is starting (kcat, the command line, an exit test) holds
+        // copies of this process's descriptors from its spawn until it runs its program (librdkafka marks the
+        // listeners close-on-exec), and the shutdown cannot close those.
         let own = try ownSocketInodes()
         let stillListening = try listeningSockets().intersection(listeners).filter { own.contains($0.inode) }
         guard stillListening.isEmpty else {

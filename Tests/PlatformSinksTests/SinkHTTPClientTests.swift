@@ -51,7 +51,9 @@ struct SinkHTTPClientTests {
         let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(TrickleHandler(bodyLength: 40, interval: .seconds(1)))
+                    // A byte every 250 ms for 40 s: with a byte a second, a pause past 2 s under CI's load once let the
+                    // read timeout (2 s, per read) end the send before the request's deadline did.
+                    try channel.pipeline.syncOperations.addHandler(TrickleHandler(bodyLength: 160, interval: .milliseconds(250)))
                 }
             }
             .bind(host: "127.0.0.1", port: 0).get()
