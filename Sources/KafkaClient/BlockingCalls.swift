@@ -48,20 +48,22 @@ enum BlockingCalls {
         try await abandonable(what, failingWith: code, within: limit, grace: .seconds(1), note: "the call was abandoned", body)
     }
 
-    /// Runs a call that takes no timeout of its own (a commit: librdkafka waits for a group coordinator until the
-    /// group's session times out) off the cooperative pool, waiting for it at most `limit`, and not at all once the
-    /// caller's task is cancelled. A call no longer waited for still ends on its thread, and still takes effect when
-    /// it does (a commit may land later).
+    /// Runs a call that takes no timeout of its own (a commit, a consumer's close: librdkafka waits for a group
+    /// coordinator until the group's session times out) off the cooperative pool. With a `limit`, it is waited for at
+    /// most that long, and not at all once the caller's task is cancelled; a call no longer waited for still ends on
+    /// its thread, and still takes effect when it does (a commit may land later). Without one, it is waited for to its
+    /// end, even by a cancelled task, as `run` waits.
     ///
     /// - Throws: ``KafkaError/Code/cancelled`` when the task was cancelled first; `code` (`_TIMED_OUT`) when `limit`
     ///   passed first; otherwise what `body` threw.
     static func waitingAtMost<T: Sendable>(
-        _ limit: Duration,
+        _ limit: Duration?,
         for what: String,
         failingWith code: KafkaError.Code,
         _ body: @escaping @Sendable () throws(KafkaError) -> T
     ) async throws(KafkaError) -> T {
-        try await abandonable(what, failingWith: code, within: limit, grace: .zero, note: "no longer waited for; it may still take effect", body)
+        guard let limit else { return try await run(body) }
+        return try await abandonable(what, failingWith: code, within: limit, grace: .zero, note: "no longer waited for; it may still take effect", body)
     }
 
     /// The waiting of ``lookUp(_:failingWith:within:_:)`` and ``waitingAtMost(_:for:failingWith:_:)``: it gives up

@@ -262,7 +262,7 @@ public final class KafkaConsumer: Sendable {
     public func commit(_ positions: [KafkaTopicPartitionOffset] = [], within limit: Duration? = nil) async throws(KafkaError) {
         let handle = self.handle
         let what = positions.isEmpty ? "the commit of the stored positions" : "the commit of \(Self.describe(positions))"
-        try await Self.waitForCommit(what, within: limit) { () throws(KafkaError) in
+        try await BlockingCalls.waitingAtMost(limit, for: what, failingWith: .commitFailed) { () throws(KafkaError) in
             let list = positions.isEmpty ? nil : RDKafkaTopicPartitionList(positions)
             let err = rd_kafka_commit(handle.pointer, list?.pointer, 0)
             if err == RD_KAFKA_RESP_ERR__NO_OFFSET { return }
@@ -299,7 +299,7 @@ public final class KafkaConsumer: Sendable {
         guard !offsets.isEmpty else { return }
         let handle = self.handle
         let what = "the commit of \(Self.describe(offsets.map(\.position))) with metadata"
-        try await Self.waitForCommit(what, within: limit) { () throws(KafkaError) in
+        try await BlockingCalls.waitingAtMost(limit, for: what, failingWith: .commitFailed) { () throws(KafkaError) in
             let list = RDKafkaTopicPartitionList(offsets)
             let err = rd_kafka_commit(handle.pointer, list.pointer, 0)
             guard err == RD_KAFKA_RESP_ERR_NO_ERROR else {
@@ -310,19 +310,6 @@ public final class KafkaConsumer: Sendable {
             if let failed = list.elements.first(where: { $0.error != RD_KAFKA_RESP_ERR_NO_ERROR }) {
                 throw KafkaError.librdkafka(.commitFailed, failed.error, topic: failed.position.topic, partition: failed.position.partition)
             }
-        }
-    }
-
-    /// Runs a commit off the cooperative pool: waited for to the end without a `limit`, at most `limit` with one.
-    private static func waitForCommit(
-        _ what: String,
-        within limit: Duration?,
-        _ commit: @escaping @Sendable () throws(KafkaError) -> Void
-    ) async throws(KafkaError) {
-        if let limit {
-            try await BlockingCalls.waitingAtMost(limit, for: what, failingWith: .commitFailed, commit)
-        } else {
-            try await BlockingCalls.run(commit)
         }
     }
 
@@ -581,26 +568,16 @@ public final class KafkaConsumer: Sendable {
         guard !wasRequested else { return thread?.hasExited ?? true }
         let finished: Bool
         if let thread {
-            if let limit {
-                finished = await thread.stop(within: limit)
-            } else {
-                await thread.stop()
-                finished = true
-            }
+            finished = await thread.stop(within: limit)
         } else {
             let handle = self.handle
-            if let limit {
-                do throws(KafkaError) {
-                    try await BlockingCalls.waitingAtMost(limit, for: "the consumer's close", failingWith: .consumerFailed) {
-                        _ = rd_kafka_consumer_close(handle.pointer)
-                    }
-                    finished = true
-                } catch {
-                    finished = false
+            do throws(KafkaError) {
+                try await BlockingCalls.waitingAtMost(limit, for: "the consumer's close", failingWith: .consumerFailed) {
+                    _ = rd_kafka_consumer_close(handle.pointer)
                 }
-            } else {
-                _ = await BlockingCalls.run { rd_kafka_consumer_close(handle.pointer).rawValue }
                 finished = true
+            } catch {
+                finished = false
             }
         }
         buffer.finish()

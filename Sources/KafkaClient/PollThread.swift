@@ -40,20 +40,19 @@ final class PollThread: Sendable {
         state.withLock { $0.isStopRequested = true }
     }
 
-    /// Asks the loop to end and waits until the thread has finished, even when the task is cancelled.
-    func stop() async {
-        requestStop()
-        let waiter = newWaiter()
-        _ = await withCheckedContinuation { continuation in
-            wait(continuation, as: waiter, unlessCancelled: false)
-        }
-    }
-
-    /// Asks the loop to end and waits until the thread has finished, or until `limit` has passed.
+    /// Asks the loop to end and waits until the thread has finished, or until `limit` has passed (`nil`: until it
+    /// has finished, even when the task is cancelled).
     ///
     /// - Returns: whether the thread finished in time (otherwise it goes on, and ends by itself).
-    func stop(within limit: Duration) async -> Bool {
+    @discardableResult
+    func stop(within limit: Duration? = nil) async -> Bool {
         requestStop()
+        guard let limit else {
+            let waiter = newWaiter()
+            return await withCheckedContinuation { continuation in
+                wait(continuation, as: waiter, unlessCancelled: false)
+            }
+        }
         return await withTaskGroup(of: Bool.self) { group in
             group.addTask { await self.waitForExitUntilCancelled() }
             group.addTask {
