@@ -32,9 +32,7 @@ final class RepeatedLogLines: Sendable {
     }
 
     private struct Window {
-        var start: ContinuousClock.Instant
-        var logged = 0
-        var omitted = 0
+        var lines = RepeatedLineWindow()
         var lastOmitted = ""
     }
 
@@ -54,20 +52,11 @@ final class RepeatedLogLines: Sendable {
     func admit(_ facility: String, _ message: String, at now: ContinuousClock.Instant = .now) -> Int? {
         let kind = Kind(facility: facility, shape: Self.shape(of: message))
         return windows.withLock { windows in
-            guard var window = windows[kind] ?? (windows.count < maxKinds ? Window(start: now) : nil) else { return 0 }
-            if now - window.start >= interval {
-                window.start = now
-                window.logged = 0
-            }
+            guard var window = windows[kind] ?? (windows.count < maxKinds ? Window() : nil) else { return 0 }
             defer { windows[kind] = window }
-            guard window.logged < limit else {
-                window.omitted += 1
-                window.lastOmitted = message
-                return nil
-            }
-            window.logged += 1
-            defer { window.omitted = 0 }
-            return window.omitted
+            let omitted = window.lines.admit(at: now, limit: limit, interval: interval)
+            if omitted == nil { window.lastOmitted = message }
+            return omitted
         }
     }
 
@@ -76,9 +65,11 @@ final class RepeatedLogLines: Sendable {
     func flush() -> [Omitted] {
         windows.withLock { windows in
             var omitted: [Omitted] = []
-            for (kind, window) in windows where window.omitted > 0 {
-                omitted.append(Omitted(facility: kind.facility, message: window.lastOmitted, count: window.omitted))
-                windows[kind]?.omitted = 0
+            for (kind, var window) in windows {
+                let count = window.lines.takeOmitted()
+                guard count > 0 else { continue }
+                windows[kind] = window
+                omitted.append(Omitted(facility: kind.facility, message: window.lastOmitted, count: count))
             }
             return omitted.sorted { ($0.facility, $0.message) < ($1.facility, $1.message) }
         }
@@ -107,5 +98,41 @@ final class RepeatedLogLines: Sendable {
             }
         }
         return shape
+    }
+}
+
+/// The window of one kind of repeated log line: a window starts at the first line past the previous one's end and
+/// lasts an interval; in it, the first so many lines are logged and the rest held back and counted. Shared by the
+/// limits on librdkafka's warnings (``RepeatedLogLines``) and on the pipeline's per-record warnings.
+package struct RepeatedLineWindow: Sendable {
+    private var start: ContinuousClock.Instant?
+    private var logged = 0
+    private var omitted = 0
+
+    package init() {}
+
+    /// Counts a line at `now`.
+    ///
+    /// - Returns: `nil` when the window already logged `limit` lines (this one is held back and counted); otherwise
+    ///   how many were held back since the last one logged (the count starts again from zero).
+    package mutating func admit(at now: ContinuousClock.Instant, limit: Int, interval: Duration) -> Int? {
+        if let start, now - start < interval {
+            guard logged < limit else {
+                omitted += 1
+                return nil
+            }
+        } else {
+            start = now
+            logged = 0
+        }
+        logged += 1
+        defer { omitted = 0 }
+        return omitted
+    }
+
+    /// How many lines were held back since the last one logged; the count starts again from zero.
+    package mutating func takeOmitted() -> Int {
+        defer { omitted = 0 }
+        return omitted
     }
 }

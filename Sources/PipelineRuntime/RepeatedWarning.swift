@@ -1,3 +1,4 @@
+import KafkaClient
 import Logging
 import Synchronization
 
@@ -17,13 +18,7 @@ final class RepeatedWarning: Sendable {
     /// How long one window of ``limit`` warnings lasts.
     let interval: Duration
 
-    private struct State {
-        var windowStart: ContinuousClock.Instant?
-        var loggedInWindow = 0
-        var omitted = 0
-    }
-
-    private let state = Mutex(State())
+    private let window = Mutex(RepeatedLineWindow())
 
     /// A warning with `message`, logged at most `limit` times per `interval`.
     init(_ message: Logger.Message, limit: Int = 10, interval: Duration = .seconds(10)) {
@@ -36,20 +31,7 @@ final class RepeatedWarning: Sendable {
     /// Logs one occurrence: as a warning while this window has room, otherwise at debug. `metadata` is made only when
     /// a line is written.
     func log(to logger: Logger, at now: ContinuousClock.Instant = .now, metadata: @autoclosure () -> Logger.Metadata) {
-        let omitted: Int? = state.withLock { state in
-            if let start = state.windowStart, now - start < interval {
-                guard state.loggedInWindow < limit else {
-                    state.omitted += 1
-                    return nil
-                }
-            } else {
-                state.windowStart = now
-                state.loggedInWindow = 0
-            }
-            state.loggedInWindow += 1
-            defer { state.omitted = 0 }
-            return state.omitted
-        }
+        let omitted = window.withLock { $0.admit(at: now, limit: limit, interval: interval) }
         guard let omitted else {
             logger.debug(message, metadata: metadata())
             return
@@ -61,10 +43,7 @@ final class RepeatedWarning: Sendable {
 
     /// Logs how many occurrences were not logged as warnings since the last one that was, if any.
     func flush(to logger: Logger) {
-        let omitted = state.withLock { state in
-            defer { state.omitted = 0 }
-            return state.omitted
-        }
+        let omitted = window.withLock { $0.takeOmitted() }
         guard omitted > 0 else { return }
         logger.warning("\(message): \(omitted) more not logged", metadata: ["omittedSinceLastLogged": "\(omitted)"])
     }
