@@ -167,11 +167,7 @@ struct PipelineRebalanceTests {
             running.maxInFlightPerPartition = 100_000
             // The payloads never land (their topic has no leader): every event read stays in flight.
             for partition in 0..<12 { try kafka.setLeader(of: running.topics.fcm, partition: Int32(partition), to: nil) }
-            let factory = try EventFactory()
-            let events = (0..<24_000).map { index in
-                ("user-\(index)", JSONValue.object(factory.event("basic-fcm", id: "e-\(index)", recipient: "user-\(index)")).encoded())
-            }
-            try await produce(events, to: running.topics.sends, kafka: kafka)
+            try await produceBasicSends(24_000, configuration: running, kafka: kafka)
             let recorder = LogRecorder()
             let pipeline = CampaignPipeline(configuration: running, registry: builtinRegistry, logger: recorder.logger(level: .info))
             let run = Task { try await pipeline.run() }
@@ -212,11 +208,7 @@ struct PipelineRebalanceTests {
             running.drainTimeout = .seconds(2)
             // Nothing committed in the background: the final commit has the positions to commit.
             running.consumerProperties["auto.commit.interval.ms"] = "600000"
-            let factory = try EventFactory()
-            let events = (0..<20).map { index in
-                ("user-\(index)", JSONValue.object(factory.event("basic-fcm", id: "e-\(index)", recipient: "user-\(index)")).encoded())
-            }
-            try await produce(events, to: running.topics.sends, kafka: kafka)
+            try await produceBasicSends(20, configuration: running, kafka: kafka)
             let recorder = LogRecorder()
             let pipeline = CampaignPipeline(configuration: running, registry: builtinRegistry, logger: recorder.logger(level: .info))
             let run = Task { try await pipeline.run() }
@@ -270,4 +262,13 @@ struct PipelineRebalanceTests {
             }
         }
     }
+}
+
+/// Sends `count` basic FCM events (`e-<n>`, to `user-<n>`, keyed by recipient) to the sends topic.
+private func produceBasicSends(_ count: Int, configuration: PipelineConfiguration, kafka: EmbeddedKafka) async throws {
+    let factory = try EventFactory()
+    let events = (0..<count).map { index in
+        ("user-\(index)", JSONValue.object(factory.event("basic-fcm", id: "e-\(index)", recipient: "user-\(index)")).encoded())
+    }
+    try await produce(events, to: configuration.topics.sends, kafka: kafka)
 }
