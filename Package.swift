@@ -203,6 +203,7 @@ let package = Package(
             dependencies: [
                 "PipelineRuntime", "PipelineCore", "KafkaClient", "PushSinks", "PlatformSinks", "BasicTemplate", "CarouselTemplate",
                 "TimerTemplate", "TestSupport", "SinkTestSupport", "KafkaWireTestSupport",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         .testTarget(

@@ -205,15 +205,22 @@ public final class CampaignPipeline: Service {
         )
         let followers: StateFollowers
         do {
-            let partitions = try await checkTopics(using: stateConsumer)
-            followers = StateFollowers(
+            // Both wait on the brokers (each look-up up to 10 s when they are gone): a stop asked for meanwhile ends
+            // the start-up at once.
+            let partitions = try await unlessStopped { try await self.checkTopics(using: stateConsumer) }
+            let folded = StateFollowers(
                 definitions: StateTopicFollower(consumer: stateConsumer, topic: configuration.topics.definitions, partitionCount: partitions.definitions),
                 timers: keepsDecisionTimes ? StateTopicFollower(consumer: stateConsumer, topic: configuration.topics.timers, partitionCount: partitions.timers) : nil
             )
-            try await foldState(from: stateConsumer, partitions: partitions, followers: followers)
+            try await unlessStopped { try await self.foldState(from: stateConsumer, partitions: partitions, followers: folded) }
+            followers = folded
         } catch {
             await stateConsumer.close()
             await producer.close(timeout: .seconds(1))
+            if error is StoppedWhileStarting {
+                logger.info("Pipeline stopped while starting, before it read any event")
+                return
+            }
             throw error
         }
         let sender = OutputSender(
@@ -518,6 +525,30 @@ public final class CampaignPipeline: Service {
     /// Checks that the topics exist and that the timers topic mirrors the sends topic's partitions.
     ///
     /// - Returns: the partition counts of the definitions and timers topics.
+    /// Runs `step` of the start-up, given up as soon as the pipeline is asked to stop (``stop()``, or a graceful
+    /// shutdown, which before the processing starts nothing else hears): a SIGTERM to an instance whose brokers are
+    /// gone ends it at once, not after the look-ups' timeouts and with an error.
+    ///
+    /// - Throws: ``StoppedWhileStarting`` when the stop came first (the step is cancelled); otherwise what `step`
+    ///   threw.
+    private func unlessStopped<T: Sendable>(_ step: @escaping @Sendable () async throws -> T) async throws -> T {
+        try await withGracefulShutdownHandler {
+            try await withThrowingTaskGroup(of: StartUpStep<T>.self) { group in
+                group.addTask { .done(try await step()) }
+                group.addTask {
+                    await self.stopSignal.wait()
+                    return .stopped
+                }
+                defer { group.cancelAll() }
+                guard case .done(let value)? = try await group.next() else { throw StoppedWhileStarting() }
+                return value
+            }
+        } onGracefulShutdown: {
+            self.logger.info("Shutdown requested while starting: stopping")
+            self.stopSignal.fire()
+        }
+    }
+
     private func checkTopics(using consumer: KafkaConsumer) async throws -> (definitions: Int32, timers: Int32) {
         let topics = configuration.topics
         var counts: [String: Int32] = [:]
@@ -779,6 +810,15 @@ public enum PipelineRuntimeError: Error, CustomStringConvertible, Equatable {
             "the Kafka producer failed for good: \(reason). The pipeline stopped consuming; events whose outputs were not written stay uncommitted. Restart to go on with a new producer"
         }
     }
+}
+
+/// The pipeline was asked to stop before its start-up ended (``CampaignPipeline/run()`` then returns normally).
+struct StoppedWhileStarting: Error {}
+
+/// How a start-up step raced with a stop (``CampaignPipeline/unlessStopped(_:)``).
+private enum StartUpStep<T: Sendable>: Sendable {
+    case done(T)
+    case stopped
 }
 
 /// A one-shot signal: ``fire()`` wakes every ``wait()``, now and later. A cancelled waiter returns too.
