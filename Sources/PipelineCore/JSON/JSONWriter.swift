@@ -261,18 +261,35 @@ public struct JSONWriter: Sendable {
         output[target] = UInt8(ascii: "\"")
         var source = start &+ count
         // Each byte moves to `target`, which stays after `source`: by one (the opening quote) plus the escapes up to
-        // and including that byte.
-        while source > start {
-            source &-= 1
-            let byte = output[source]
-            target &-= 1
-            output[target] = byte
-            if Self.isQuoteOrBackslash(byte) {
-                target &-= 1
-                output[target] = UInt8(ascii: "\\")
+        // and including that byte. Eight bytes without a `"` or `\` move as one word (read whole before it is
+        // written, so the overlap does not matter); a word with one moves byte by byte.
+        while source &- start >= 8 {
+            let word = SWAR.load(output.span, at: source &- 8)
+            if SWAR.quoteAndBackslashBits(word) == 0 {
+                target &-= 8
+                source &-= 8
+                var raw = output.mutableBytes
+                raw.storeBytes(of: word.littleEndian, toByteOffset: target, as: UInt64.self)
+                continue
             }
+            for _ in 0..<8 { Self.moveEscaping(&output, from: &source, to: &target) }
         }
+        while source > start { Self.moveEscaping(&output, from: &source, to: &target) }
         output[start] = UInt8(ascii: "\"")
+    }
+
+    /// Moves the byte before `source` to before `target`, with a `\` in front of a `"` or `\`, and both indexes to the
+    /// moved byte (``quoteWrittenJSONText(from:)``).
+    @inline(__always)
+    private static func moveEscaping(_ output: inout MutableSpan<UInt8>, from source: inout Int, to target: inout Int) {
+        source &-= 1
+        let byte = output[source]
+        target &-= 1
+        output[target] = byte
+        if isQuoteOrBackslash(byte) {
+            target &-= 1
+            output[target] = UInt8(ascii: "\\")
+        }
     }
 
     /// The number of `"` and `\` in `json`, counted eight bytes at a time; `nil` when it has a control character.
