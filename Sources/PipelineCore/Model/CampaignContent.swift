@@ -50,6 +50,8 @@ public struct CampaignContent: Sendable, Equatable {
 
     /// The reader of the fields, at `path`, for one render, its reading state in `scratch`.
     func reader(path: FieldPath, personalizer: Personalizer?, scratch: RenderScratch) -> FieldReader {
-        FieldReader(root: scratch.diagnostics(document: document, node: node, path: path, personalizer: personalizer))
+        // Attributes in this content's own document (an event's, read with its own content) are kept by node only.
+        let personalizer = personalizer.map { Personalizer(attributes: $0.attributes.relative(to: document)) }
+        return FieldReader(root: scratch.diagnostics(document: document, node: node, path: path, personalizer: personalizer))
     }
 }

@@ -29,7 +29,7 @@ struct Personalizer: Sendable {
 
     /// Renders `text`; `path` (the field's path, for issues and warnings) is only built when needed.
     func render(_ text: String, at path: @autoclosure () -> FieldPath, into diagnostics: RenderDiagnostics) -> String {
-        render(text.utf8.span, text: text, at: path(), into: diagnostics) ?? text
+        render(text.utf8.span, text: text, readingFrom: diagnostics.document, at: path(), into: diagnostics) ?? text
     }
 
     /// Renders the string at `node` of `document`, which has no escapes, from its bytes; `nil` when it has no
@@ -44,18 +44,25 @@ struct Personalizer: Sendable {
         // The bytes read here rather than in a closure of `withUnescapedBytes`, which would copy this personalizer
         // (its attributes hold their document: a reference count each time).
         let bytes = document.bytes
-        return render(bytes.span.extracting(document.unescapedRange(ofStringAt: node)), text: document.string(at: node), at: path(), into: diagnostics)
+        return render(
+            bytes.span.extracting(document.unescapedRange(ofStringAt: node)),
+            text: document.string(at: node),
+            readingFrom: document,
+            at: path(),
+            into: diagnostics
+        )
     }
 
-    /// Renders the UTF-8 text `bytes` (`text` as a `String`, made only for Mustache); `nil` when it has no
-    /// placeholder.
+    /// Renders the UTF-8 text `bytes` (`text` as a `String`, made only for Mustache), a text of `readDocument`; `nil`
+    /// when it has no placeholder.
     private func render(
         _ bytes: Span<UInt8>,
         text: @autoclosure () -> String,
+        readingFrom readDocument: JSONDocument,
         at path: @autoclosure () -> FieldPath,
         into diagnostics: RenderDiagnostics
     ) -> String? {
-        let filled = SimpleTemplate.fill(bytes, attributes, scratch: &diagnostics.personalizationScratch) { name in
+        let filled = SimpleTemplate.fill(bytes, attributes, readingFrom: readDocument, scratch: &diagnostics.personalizationScratch) { name in
             diagnostics.record(Self.missingAttribute(name, at: path()))
         }
         switch filled {
@@ -78,7 +85,7 @@ struct Personalizer: Sendable {
             diagnostics.record(.init(.invalidField, at: path, "invalid {{placeholder}} syntax (\(error))"))
             return text
         }
-        let lookup = AttributeLookup(attributes.dictionary)
+        let lookup = AttributeLookup(attributes.dictionary(readingFrom: diagnostics.document))
         let rendered = template.render(lookup)
         for name in lookup.missing {
             diagnostics.record(Self.missingAttribute(name, at: path))
@@ -87,17 +94,19 @@ struct Personalizer: Sendable {
     }
 
     /// Measures the string at `node` of `document`, which has no escapes, for filling as it is written into a payload
-    /// (``SimpleTemplate/measure(_:_:missing:)``), with a warning for each absent attribute of a simple text.
+    /// (``SimpleTemplate/measure(_:_:readingFrom:absent:)``), with a warning for each absent attribute of a simple text.
     func measure(
         unescapedStringAt node: Int,
         of document: JSONDocument,
         at path: @autoclosure () -> FieldPath,
         into diagnostics: RenderDiagnostics
     ) -> SimpleTemplate.Measured {
-        let bytes = document.bytes  // read here, not in a closure that would copy this personalizer
-        return SimpleTemplate.measure(bytes.span.extracting(document.unescapedRange(ofStringAt: node)), attributes) { name in
-            diagnostics.record(Self.missingAttribute(name, at: path()))
+        var absent: [String] = []
+        let measured = document.measureSimpleTemplate(ofStringAt: node, from: attributes, absent: &absent)
+        if case .simple = measured {
+            for name in absent { diagnostics.record(Self.missingAttribute(name, at: path())) }
         }
+        return measured
     }
 
     /// The warning for a placeholder whose attribute the recipient does not have.
@@ -115,7 +124,7 @@ struct Personalizer: Sendable {
 /// brace, and Mustache parses by `Character`), and text whose first line is blank (the personalizer puts the
 /// `CONTENT_TYPE` pragma on a line of its own before it, which Mustache drops).
 enum SimpleTemplate {
-    /// What ``fill(_:_:scratch:missing:)`` made of a text.
+    /// What ``fill(_:_:readingFrom:scratch:missing:)`` made of a text.
     enum Filled {
         /// The text has no `{{`: it is its own rendering.
         case noPlaceholder
@@ -134,7 +143,7 @@ enum SimpleTemplate {
     /// is not simple. Calls `missing` once per absent name, in order of first use.
     static func render(_ text: String, _ attributes: [String: String], missing: (String) -> Void) -> String? {
         var scratch: [UInt8] = []
-        switch fill(text.utf8.span, .dictionary(attributes), scratch: &scratch, missing: missing) {
+        switch fill(text.utf8.span, .dictionary(attributes), readingFrom: nil, scratch: &scratch, missing: missing) {
         case .noPlaceholder: return text
         case .filled(let filled): return filled
         case .notSimple: return nil
@@ -148,11 +157,18 @@ enum SimpleTemplate {
     /// values are appended as the tags are found, and the result is made a `String` once. Tags are ASCII and so is
     /// the byte on each side of one, so the pieces join into valid UTF-8. A text that turns out not to be simple
     /// leaves `scratch` with a part of it, and `missing` uncalled.
-    static func fill(_ source: Span<UInt8>, _ attributes: AttributeSource, scratch result: inout [UInt8], missing: (String) -> Void) -> Filled {
+    static func fill(
+        _ source: Span<UInt8>,
+        _ attributes: AttributeSource,
+        readingFrom readDocument: JSONDocument?,
+        scratch result: inout [UInt8],
+        missing: (String) -> Void
+    ) -> Filled {
         var absent: [String] = []
         var textStart = 0
         var isFirstTag = true
-        let found = scan(source) { nameRange, tagRange in
+        var scanner = TagScanner()
+        while let (nameRange, tagRange) = scanner.next(in: source) {
             if isFirstTag {
                 isFirstTag = false
                 result.removeAll(keepingCapacity: true)
@@ -161,13 +177,13 @@ enum SimpleTemplate {
             }
             result.append(copying: source.extracting(textStart..<tagRange.lowerBound))
             let name = source.extracting(nameRange)
-            if !attributes.appendValue(named: name, to: &result) {
+            if !attributes.appendValue(named: name, readingFrom: readDocument, to: &result) {
                 let text = String(plainASCII: name)
                 if !absent.contains(text) { absent.append(text) }
             }
             textStart = tagRange.upperBound
         }
-        switch found {
+        switch scanner.result {
         case .noPlaceholder: return .noPlaceholder
         case .notSimple: return .notSimple
         case .simple:
@@ -177,7 +193,7 @@ enum SimpleTemplate {
         }
     }
 
-    /// What ``measure(_:_:missing:)`` found in a text.
+    /// What ``measure(_:_:readingFrom:absent:)`` found in a text.
     enum Measured: Equatable {
         /// The text has no `{{`: it is its own rendering.
         case noPlaceholder
@@ -188,43 +204,43 @@ enum SimpleTemplate {
     }
 
     /// Whether `source` is simple and how long it is once its variables are filled from `attributes`, without
-    /// filling it: a text that is written into a payload is filled as it is written (``write(_:_:into:)``), with no
-    /// `String` or copy made for it. Calls `missing` as ``fill(_:_:scratch:missing:)`` does: once per absent name,
-    /// in order of first use, and only for a simple text.
-    static func measure(_ source: Span<UInt8>, _ attributes: AttributeSource, missing: (String) -> Void) -> Measured {
-        var absent: [String] = []
+    /// filling it: a text that is written into a payload is filled as it is written (``write(_:_:readingFrom:into:)``), with no
+    /// `String` or copy made for it. Appends to `absent` the names of absent attributes, once each, in order of first
+    /// use (for a text that is not simple, a part of them).
+    static func measure(_ source: Span<UInt8>, _ attributes: AttributeSource, readingFrom readDocument: JSONDocument?, absent: inout [String]) -> Measured {
         var filledCount = source.count
-        let found = scan(source) { nameRange, tagRange in
+        var scanner = TagScanner()
+        while let (nameRange, tagRange) = scanner.next(in: source) {
             filledCount &-= tagRange.count
-            if let valueCount = attributes.valueByteCount(named: source.extracting(nameRange)) {
+            if let valueCount = attributes.valueByteCount(named: source.extracting(nameRange), readingFrom: readDocument) {
                 filledCount &+= valueCount
             } else {
                 let text = String(plainASCII: source.extracting(nameRange))
                 if !absent.contains(text) { absent.append(text) }
             }
         }
-        switch found {
+        switch scanner.result {
         case .noPlaceholder: return .noPlaceholder
         case .notSimple: return .notSimple
         case .simple:
-            for name in absent { missing(name) }
             return .simple(filledCount: filledCount)
         }
     }
 
-    /// Writes `source`, a simple text (``measure(_:_:missing:)``) without escapes (a string node written without
+    /// Writes `source`, a simple text (``measure(_:_:readingFrom:absent:)``) without escapes (a string node written without
     /// them: no byte of it needs one), as a quoted JSON string with its variables filled from `attributes`: the text
     /// around the tags copied as it is, each value escaped as needed, an absent one as nothing. The same bytes as
-    /// writing the `String` that ``fill(_:_:scratch:missing:)`` makes.
-    static func write(_ source: Span<UInt8>, _ attributes: AttributeSource, into writer: inout JSONWriter) {
+    /// writing the `String` that ``fill(_:_:readingFrom:scratch:missing:)`` makes.
+    static func write(_ source: Span<UInt8>, _ attributes: AttributeSource, readingFrom readDocument: JSONDocument?, into writer: inout JSONWriter) {
         writer.writeRaw(byte: UInt8(ascii: "\""))
         var textStart = 0
-        let found = scan(source) { nameRange, tagRange in
+        var scanner = TagScanner()
+        while let (nameRange, tagRange) = scanner.next(in: source) {
             writer.append(copying: source.extracting(textStart..<tagRange.lowerBound))
-            attributes.writeValue(named: source.extracting(nameRange), into: &writer)
+            attributes.writeValue(named: source.extracting(nameRange), readingFrom: readDocument, into: &writer)
             textStart = tagRange.upperBound
         }
-        assert(found == .simple, "SimpleTemplate.write of a text that is not simple")
+        assert(scanner.result == .simple, "SimpleTemplate.write of a text that is not simple")
         writer.append(copying: source.extracting(textStart..<source.count))
         writer.writeRaw(byte: UInt8(ascii: "\""))
     }
@@ -234,62 +250,89 @@ enum SimpleTemplate {
     static func filledString(ofStringAt node: Int, of document: JSONDocument, from attributes: AttributeSource) -> String {
         let bytes = document.bytes  // a local: a span of a class's stored property cannot outlive the property access
         var scratch: [UInt8] = []
-        switch fill(bytes.span.extracting(document.unescapedRange(ofStringAt: node)), attributes, scratch: &scratch, missing: { _ in }) {
+        switch fill(bytes.span.extracting(document.unescapedRange(ofStringAt: node)), attributes, readingFrom: document, scratch: &scratch, missing: { _ in }) {
         case .filled(let text): return text
         case .noPlaceholder, .notSimple: return document.string(at: node)  // never measured as simple
         }
     }
 
-    /// ``write(_:_:into:)`` of the string at `node` of `document` (no escapes, only simple placeholders).
+    /// ``write(_:_:readingFrom:into:)`` of the string at `node` of `document` (no escapes, only simple placeholders).
     static func write(stringAt node: Int, of document: JSONDocument, from attributes: AttributeSource, into writer: inout JSONWriter) {
         let bytes = document.bytes  // a local: a span of a class's stored property cannot outlive the property access
-        write(bytes.span.extracting(document.unescapedRange(ofStringAt: node)), attributes, into: &writer)
+        write(bytes.span.extracting(document.unescapedRange(ofStringAt: node)), attributes, readingFrom: document, into: &writer)
     }
 
     /// Finds the tags of `bytes`, passing each tag's name and whole range to `tag`: ``Scan/noPlaceholder`` when it has
     /// no `{{`, ``Scan/notSimple`` (possibly after some calls) as soon as it turns out not to be simple.
-    ///
-    /// Inlined into its three callers: a call kept apart passes `tag`'s context, and the attributes that closure
-    /// captures were copied for it (a reference count each way per personalized text, 17 per render).
     static func scan(_ bytes: Span<UInt8>, tag: (Range<Int>, Range<Int>) -> Void) -> Scan {
-        let end = bytes.count
-        var index = 0
-        var hasTag = false
-        while index < end - 1 {
-            // Eight bytes without a `{` hold no tag's start.
-            if index + 8 <= end, !SWAR.contains(UInt8(ascii: "{"), in: SWAR.load(bytes, at: index)) {
-                index += 8
-                continue
-            }
-            guard bytes[index] == UInt8(ascii: "{"), bytes[index + 1] == UInt8(ascii: "{") else {
-                index += 1
-                continue
-            }
-            // A tag starts at `index`: the text must not start with a blank line (checked at the first), and the
-            // byte before the tag must be ASCII.
-            if !hasTag {
-                guard Self.firstLineIsNotBlank(bytes) else { return .notSimple }
+        var scanner = TagScanner()
+        while let (name, whole) = scanner.next(in: bytes) { tag(name, whole) }
+        return scanner.result
+    }
+
+    /// ``scan(_:tag:)`` one tag at a time, for loops that use each tag at once: `fill`, `measure` and `write` take
+    /// their tags from a scanner rather than through a closure, whose context would copy the attributes it captures
+    /// (a reference count each way per personalized text).
+    struct TagScanner {
+        /// Where the search goes on.
+        private var index = 0
+        /// Whether a tag was found.
+        private var hasTag = false
+        /// Whether the text turned out not to be simple (the scan is then over).
+        private var isNotSimple = false
+
+        /// What the tags found so far make of the text; once ``next(in:)`` returned `nil`, of the whole text.
+        var result: Scan {
+            isNotSimple ? .notSimple : hasTag ? .simple : .noPlaceholder
+        }
+
+        /// The next tag of `bytes` (the same bytes at every call): its name's range and its whole range; `nil` at the
+        /// end, or as soon as the text turns out not to be simple (``result``).
+        mutating func next(in bytes: Span<UInt8>) -> (name: Range<Int>, tag: Range<Int>)? {
+            let end = bytes.count
+            while !isNotSimple, index < end - 1 {
+                // Eight bytes without a `{` hold no tag's start.
+                if index + 8 <= end, !SWAR.contains(UInt8(ascii: "{"), in: SWAR.load(bytes, at: index)) {
+                    index += 8
+                    continue
+                }
+                guard bytes[index] == UInt8(ascii: "{"), bytes[index + 1] == UInt8(ascii: "{") else {
+                    index += 1
+                    continue
+                }
+                guard let found = Self.tag(at: index, in: bytes, isFirst: !hasTag) else {
+                    isNotSimple = true
+                    return nil
+                }
                 hasTag = true
+                index = found.tag.upperBound
+                return found
             }
-            if index > 0, bytes[index - 1] >= 0x80 { return .notSimple }
-            var nameStart = index + 2
+            return nil
+        }
+
+        /// The tag that starts with the `{{` at `start`; `nil` when it makes the text not simple. The text must not
+        /// start with a blank line (checked at its first tag), and the bytes on both sides of a tag must be ASCII.
+        private static func tag(at start: Int, in bytes: Span<UInt8>, isFirst: Bool) -> (name: Range<Int>, tag: Range<Int>)? {
+            let end = bytes.count
+            if isFirst, !SimpleTemplate.firstLineIsNotBlank(bytes) { return nil }
+            if start > 0, bytes[start - 1] >= 0x80 { return nil }
+            var nameStart = start + 2
             let isTriple = nameStart < end && bytes[nameStart] == UInt8(ascii: "{")
             if isTriple { nameStart += 1 }
             var nameEnd = nameStart
-            while nameEnd < end, isNameByte(bytes[nameEnd]) { nameEnd += 1 }
-            guard nameEnd > nameStart else { return .notSimple }
+            while nameEnd < end, SimpleTemplate.isNameByte(bytes[nameEnd]) { nameEnd += 1 }
+            guard nameEnd > nameStart else { return nil }
             // Closing braces: `}}`, or `}}}` for a triple.
             var close = nameEnd
             for _ in 0..<(isTriple ? 3 : 2) {
-                guard close < end, bytes[close] == UInt8(ascii: "}") else { return .notSimple }
+                guard close < end, bytes[close] == UInt8(ascii: "}") else { return nil }
                 close += 1
             }
             // The byte after the tag must be ASCII.
-            if close < end, bytes[close] >= 0x80 { return .notSimple }
-            tag(nameStart..<nameEnd, index..<close)
-            index = close
+            if close < end, bytes[close] >= 0x80 { return nil }
+            return (nameStart..<nameEnd, start..<close)
         }
-        return hasTag ? .simple : .noPlaceholder
     }
 
     /// Whether the text's first line is not blank: after any spaces and tabs comes neither a control character nor
@@ -341,4 +384,14 @@ private final class AttributeLookup: MustacheParent, CustomStringConvertible {
 
     /// What `{{.}}` renders: nothing.
     var description: String { "" }
+}
+
+extension JSONDocument {
+    /// ``SimpleTemplate/measure(_:_:readingFrom:absent:)`` of the string at `node`, which has no escapes, with the
+    /// attributes in the read document looked up in this one: a document's method reads its bytes without counting a
+    /// reference to them, where a caller's copy of ``bytes`` counts one each way.
+    func measureSimpleTemplate(ofStringAt node: Int, from attributes: AttributeSource, absent: inout [String]) -> SimpleTemplate.Measured {
+        let bytes = self.bytes  // a local: a span of a class's stored property cannot outlive the property access
+        return SimpleTemplate.measure(bytes.span.extracting(unescapedRange(ofStringAt: node)), attributes, readingFrom: self, absent: &absent)
+    }
 }
