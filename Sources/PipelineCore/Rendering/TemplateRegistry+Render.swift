@@ -58,17 +58,18 @@ extension TemplateRegistry {
             throw PipelineError(.missingField, at: FieldPath("content"), "required (the event has no content and none was supplied)")
         }
         let platform = request.recipient.platform
-        let reader = content.reader(
-            path: Self.contentPath,
-            personalizer: Personalizer(attributes: request.recipient.attributeSource),
-            scratch: scratch
+        // The reader is made in the input and read there: a reader kept aside and copied into the input would count a
+        // reference each way to its diagnostics and its document.
+        let input = RenderInput(
+            request: request,
+            platform: platform,
+            content: content.reader(path: Self.contentPath, personalizer: Personalizer(attributes: request.recipient.attributeSource), scratch: scratch)
         )
-        let diagnostics = reader.diagnostics
-        let templatePayload = try renderer.render(RenderInput(request: request, platform: platform, content: reader))
-        reader.warnAboutUnreadKeys(template: renderer.templateID)
-        guard !diagnostics.hasIssues else {
-            var error = PipelineError(issues: diagnostics.issues)
-            error.warnings = diagnostics.recordedWarnings
+        let templatePayload = try renderer.render(input)
+        input.content.warnAboutUnreadKeys(template: renderer.templateID)
+        guard !input.content.diagnostics.hasIssues else {
+            var error = PipelineError(issues: input.content.diagnostics.issues)
+            error.warnings = input.content.diagnostics.recordedWarnings
             throw error
         }
 
@@ -82,7 +83,7 @@ extension TemplateRegistry {
             templateMembers: encoded.members,
             payloadBytes: encoded.bytes,
             headers: encoded.headers,
-            warnings: diagnostics.recordedWarnings
+            warnings: input.content.diagnostics.recordedWarnings
         )
     }
 
