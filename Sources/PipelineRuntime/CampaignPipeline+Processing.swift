@@ -715,9 +715,9 @@ extension CampaignPipeline {
     /// or under none for a name no plugin has: the counts by template (run summary, `/metrics`) then hold one
     /// `unknown` entry, however many names the input makes up, rather than one per name for as long as the process
     /// runs. (A rendered event is counted under its notification's template id, which is registered.)
-    func recordInput(of identity: MessageIdentity, payload: [UInt8]? = nil) {
+    func recordInput(of identity: MessageIdentity, payload: @autoclosure () -> [UInt8]? = nil) {
         let template = identity.template.flatMap { try? processor.registry.renderer(named: $0).templateID }
-        statistics.recordInput(template: template, platform: identity.platform, payload: payload)
+        statistics.recordInput(template: template, platform: identity.platform, payload: payload())
     }
 
     /// The event's own time when replaying by event time, otherwise now.
@@ -749,7 +749,9 @@ final class SinkDelivery: Sendable {
     let timer: EventProcessor.TimerSchedule?
     let ticket: EventTicket
     /// The answers so far, when more than one sink was given the notification (with one, its answer is the outcome).
-    private let answers = Mutex<[(outcome: SinkOutcome, sink: String)]>([])
+    /// `nil` until the first: an empty array would take a reference to the empty-array singleton every thread shares,
+    /// for every event.
+    private let answers = Mutex<[(outcome: SinkOutcome, sink: String)]?>(nil)
     private let sinkCount: Int
 
     /// Creates the delivery of `notification`, read from `source`.
@@ -765,12 +767,12 @@ final class SinkDelivery: Sendable {
             messageId: notification.messageId,
             eventId: notification.request.eventId,
             campaignId: notification.request.campaignId,
-            recipientId: notification.request.recipient.id,
-            platform: notification.request.recipient.platform,
+            recipientId: notification.recipientId,
+            platform: notification.recipientPlatform,
             template: notification.templateID
         )
         platform = notification.platform
-        token = notification.request.recipient.token
+        token = notification.token
         occurredAt = notification.request.occurredAt
         partition = source.partition
         sourceTimestamp = source.timestamp
@@ -790,8 +792,10 @@ final class SinkDelivery: Sendable {
     /// otherwise delivered (by the last to answer).
     func answer(_ outcome: SinkOutcome, from sink: String) -> (outcome: SinkOutcome, sink: String)? {
         guard sinkCount > 1 else { return (outcome, sink) }
-        return answers.withLock { answers in
+        return answers.withLock { kept in
+            var answers = kept ?? []
             answers.append((outcome, sink))
+            kept = answers
             guard answers.count == sinkCount else { return nil }
             return answers.first { if case .abandoned = $0.outcome { true } else { false } }
                 ?? answers.first { if case .failed = $0.outcome { true } else { false } }

@@ -55,10 +55,10 @@ public final class PipelineStatistics: Sendable {
         /// The first payload rendered.
         var samplePayload: [UInt8]?
 
-        /// Counts an event, keeping `payload` when it is the first rendered.
-        mutating func record(_ payload: [UInt8]?) {
+        /// Counts an event, keeping `payload` when it is the first rendered (asked for only until then).
+        mutating func record(_ payload: () -> [UInt8]?) {
             count += 1
-            if samplePayload == nil, let payload { samplePayload = payload }
+            if samplePayload == nil, let payload = payload() { samplePayload = payload }
         }
     }
 
@@ -89,7 +89,10 @@ public final class PipelineStatistics: Sendable {
 
     /// Counts an event read; `payload` is its rendered payload (kept as the sample of its template and platform
     /// when it is the first).
-    func recordInput(template: String?, platform: Platform?, payload: [UInt8]? = nil) {
+    ///
+    /// `payload` is asked for only for the first event of its template and platform: a payload handed over for every
+    /// event would count a reference each way to bytes another thread made.
+    func recordInput(template: String?, platform: Platform?, payload: @autoclosure () -> [UInt8]? = nil) {
         let key = InputKey(template: template, platform: platform)
         state.withLock { state in
             if state.firstInputAt == nil { state.firstInputAt = Date() }

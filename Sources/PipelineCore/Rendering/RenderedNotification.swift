@@ -139,7 +139,20 @@ public struct RenderedNotification: Sendable {
     /// The event id.
     public var eventId: String { request.eventId }
     /// The device token.
-    public var token: String { request.recipient.token }
+    public var token: String {
+        _read { yield storage.fields.request.recipient.token }
+    }
+
+    /// The recipient's id, read where the request keeps it (another module's `notification.request.recipient.id`
+    /// copies the whole recipient first, a reference count each way for each of its fields).
+    public var recipientId: String {
+        _read { yield storage.fields.request.recipient.id }
+    }
+
+    /// The recipient's platform (the one rendered for, ``platform``, unless that was changed since), read in place.
+    public var recipientPlatform: Platform {
+        storage.fields.request.recipient.platform
+    }
 
     /// The member `key` of the object the template fills, as sent: FCM `message.data`, or the APNs payload's top
     /// level (other than `aps`). That is the template's member, or else the event's `custom` key of that name.
