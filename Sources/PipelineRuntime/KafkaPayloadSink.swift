@@ -48,7 +48,7 @@ struct KafkaPayloadSink: PushSink {
         }
         return KafkaProducerRecord(
             topic: topic,
-            key: Array(notification.request.recipient.id.utf8),
+            key: Array(notification.recipientId.utf8),
             value: notification.payloadBytes,
             headers: headers
         )

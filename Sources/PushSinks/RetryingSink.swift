@@ -147,7 +147,7 @@ public final class RetryingSink<Sender: PlatformSender>: PushSink {
             return
         }
         let job = Job(notification: notification, isCancelled: isCancelled, completion: completion)
-        if !queue.submit(job, key: notification.request.recipient.id) {
+        if !queue.submit(job, key: notification.recipientId) {
             completion(.abandoned(health.withLock { $0.stopped } ?? SinkFailure(.unavailable, "\(name) is shut down")))
         }
     }
