@@ -6,6 +6,9 @@ import Synchronization
 extension CampaignPipeline {
     /// Folds the campaign definitions and the pending timers from the beginning of their topics, up to their end
     /// offsets at start-up, before any send is processed.
+    ///
+    /// - Throws: `CancellationError` when the task is cancelled before the fold ends (a stop while starting): what was
+    ///   folded is then not all there is.
     func foldState(
         from consumer: KafkaConsumer,
         partitions: (definitions: Int32, timers: Int32),
@@ -26,7 +29,9 @@ extension CampaignPipeline {
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
                 var iterator = consumer.messages.makeAsyncIterator()
-                while !progress.isDone, let batch = try await iterator.nextBatch() {
+                // Checked at each batch: the stream hands over what it holds before it looks at cancellation, and
+                // with a backlog it always holds a batch.
+                while !progress.isDone, !Task.isCancelled, let batch = try await iterator.nextBatch() {
                     for message in batch {
                         self.applyState(message, followers: followers)
                         progress.read(message)
@@ -38,6 +43,7 @@ extension CampaignPipeline {
             try await group.next()
             group.cancelAll()
         }
+        try Task.checkCancellation()
         logger.info(
             "Campaign state loaded",
             metadata: ["campaigns": "\(campaigns.withLock { $0.count })", "pendingTimers": "\(timers.count)"]

@@ -217,10 +217,7 @@ public final class CampaignPipeline: Service {
         } catch {
             await stateConsumer.close()
             await producer.close(timeout: .seconds(1))
-            if error is StoppedWhileStarting {
-                logger.info("Pipeline stopped while starting, before it read any event")
-                return
-            }
+            if error is StoppedWhileStarting { return logStoppedWhileStarting() }
             throw error
         }
         let sender = OutputSender(
@@ -254,7 +251,8 @@ public final class CampaignPipeline: Service {
             consumer = try KafkaConsumer(configuration: sendsConfiguration, logger: KafkaClientRole.sends.logger(logger))
             do {
                 if let replay {
-                    try await assignReplayRanges(replay, consumer: consumer)
+                    // Look-ups of committed offsets and of positions by time, on brokers that may not answer.
+                    try await unlessStopped { try await self.assignReplayRanges(replay, consumer: consumer) }
                 } else {
                     try consumer.subscribe(topics: [configuration.topics.sends])
                 }
@@ -267,6 +265,7 @@ public final class CampaignPipeline: Service {
             for sink in sinks { await sink.shutdown() }
             await stateConsumer.close()
             await producer.close(timeout: .seconds(1))
+            if error is StoppedWhileStarting { return logStoppedWhileStarting() }
             throw error
         }
         let decisionsSender = decisionsProducer.map {
@@ -522,9 +521,11 @@ public final class CampaignPipeline: Service {
         return producer
     }
 
-    /// Checks that the topics exist and that the timers topic mirrors the sends topic's partitions.
-    ///
-    /// - Returns: the partition counts of the definitions and timers topics.
+    /// The last line of a run stopped before its start-up ended (``unlessStopped(_:)``).
+    private func logStoppedWhileStarting() {
+        logger.info("Pipeline stopped while starting, before it read any event")
+    }
+
     /// Runs `step` of the start-up, given up as soon as the pipeline is asked to stop (``stop()``, or a graceful
     /// shutdown, which before the processing starts nothing else hears): a SIGTERM to an instance whose brokers are
     /// gone ends it at once, not after the look-ups' timeouts and with an error.
@@ -549,6 +550,9 @@ public final class CampaignPipeline: Service {
         }
     }
 
+    /// Checks that the topics exist and that the timers topic mirrors the sends topic's partitions.
+    ///
+    /// - Returns: the partition counts of the definitions and timers topics.
     private func checkTopics(using consumer: KafkaConsumer) async throws -> (definitions: Int32, timers: Int32) {
         let topics = configuration.topics
         var counts: [String: Int32] = [:]

@@ -42,7 +42,7 @@ struct PersonalizerFastPathTests {
     /// A content string read from the event's bytes (``FieldReader``, with the attributes read in place from the
     /// same document, or given as a dictionary) is personalized exactly as Mustache does it with the attributes as a
     /// dictionary: by `string(_:)` and by `text(_:)`, escaped in the event or not, with the same warnings. Text read
-    /// with `text(_:)` is filled as it is written (``SimpleTemplate/write(_:_:into:)``): the same bytes as Mustache's
+    /// with `text(_:)` is filled as it is written (``SimpleTemplate/write(_:_:readingFrom:into:)``): the same bytes as Mustache's
     /// text written as a JSON string, and as long as it said.
     @Test(arguments: texts, [false, true])
     func readFromTheEventAsMustache(_ text: String, escapedInTheEvent: Bool) throws {

@@ -1,9 +1,11 @@
 import Foundation
 import KafkaClient
 import KafkaWireTestSupport
+import Logging
 import PipelineCore
 import PipelineRuntime
 import Synchronization
+import TestSupport
 import Testing
 
 @Suite("Replaying a range of the sends topic")
@@ -43,6 +45,35 @@ struct ReplayTests {
             let kind = EventFactory.kinds[index % EventFactory.kinds.count]
             let event = factory.event(kind, id: "event-\(index)", recipient: recipient, occurredAt: base.addingTimeInterval(Double(index)))
             return (recipient, JSONValue.object(event).encoded())
+        }
+    }
+
+    /// Found by a review of the stop while starting: a replay's start-up looks up its group's committed offsets (up to
+    /// 10 s when the group's coordinator does not answer), and a stop then went unheard: the replay failed with the
+    /// look-up's error.
+    @Test("a stop while the replay looks up its group's committed offsets ends it without an error", .timeLimit(.minutes(3)))
+    func stopWhileLookingUpCommittedOffsets() async throws {
+        try await withReplayCluster { kafka, configuration in
+            try await produce(try events(20, base: Date()), to: configuration.topics.sends, kafka: kafka)
+            let plan = ReplayPlan(ranges: try await ranges(.beginning, .end, kafka: kafka, topic: configuration.topics.sends))
+            let recorder = LogRecorder()
+            let replay = CampaignPipeline(
+                configuration: replayConfiguration(configuration),
+                registry: builtinRegistry,
+                replay: plan,
+                logger: recorder.logger(level: .info)
+            )
+            // FindCoordinator (10) answered COORDINATOR_NOT_AVAILABLE (15): the group's committed offsets stay unknown.
+            try kafka.failRequests(apiKey: 10, count: 10_000, errorCode: 15)
+            let running = Task { try await replay.run() }
+            _ = try await eventually("the replay to read its state topics", timeout: clusterTimeout) {
+                recorder.lines.contains { $0.message == "Campaign state loaded" } ? true : nil
+            }
+            replay.stop()
+            // Without the stop heard, this throws the look-up's error (`offsetLookupFailed`).
+            try await running.value
+            #expect(recorder.lines.contains { $0.message == "Pipeline stopped while starting, before it read any event" })
+            #expect(!recorder.lines.contains { $0.message == "Replay assigned" })
         }
     }
 

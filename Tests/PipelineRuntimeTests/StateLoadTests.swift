@@ -1,7 +1,10 @@
 import Foundation
 import KafkaClient
 import KafkaWireTestSupport
+import Logging
 import PipelineCore
+import Synchronization
+import TestSupport
 import Testing
 
 @testable import PipelineRuntime
@@ -41,6 +44,43 @@ struct StateLoadTests {
             load.read(message(waiting, 4))
             try await watcher.value
             #expect(load.isDone)
+            await consumer.close()
+        }
+    }
+
+    /// Found by a review of the stop while starting, which cancels the fold: the fold's reading loop went on taking
+    /// batches while the stream held one (it hands over what it holds before it looks at cancellation), and a fold
+    /// that ended then logged `Campaign state loaded` as if it were complete.
+    @Test("a cancelled fold ends with the cancellation and does not report the state loaded")
+    func cancelledFold() async throws {
+        try await withPipelineCluster(partitions: 4) { kafka, configuration in
+            let now = EventFactory.rfc3339(Date())
+            let definitions = (0..<40_000).map { index -> (key: String, value: [UInt8]) in
+                let campaign = "campaign-\(index)"
+                let event: JSONObject = [
+                    "type": "campaign.defined", "campaignId": .string(campaign), "version": 1, "template": "basic",
+                    "content": ["title": "Title", "body": "Body"], "occurredAt": .string(now),
+                ]
+                return (campaign, JSONValue.object(event).encoded())
+            }
+            try await produce(definitions, to: configuration.topics.definitions, kafka: kafka)
+            let recorder = LogRecorder()
+            let pipeline = CampaignPipeline(configuration: configuration, registry: builtinRegistry, logger: recorder.logger(level: .info))
+            let consumer = try KafkaConsumer(configuration: configuration.consumerConfiguration(groupID: nil, role: .state), logger: testLogger)
+            let followers = StateFollowers(
+                definitions: StateTopicFollower(consumer: consumer, topic: configuration.topics.definitions, partitionCount: 4),
+                timers: nil
+            )
+            let fold = Task { try await pipeline.foldState(from: consumer, partitions: (definitions: 4, timers: 0), followers: followers) }
+            _ = try await eventually("the fold to begin", timeout: .seconds(50), every: .milliseconds(5)) {
+                pipeline.campaigns.withLock { $0.count } > 0 ? true : nil
+            }
+            fold.cancel()
+            await #expect(throws: CancellationError.self) { try await fold.value }
+            // Stopped at the next batch, far from the topic's end (without the check, the fold read all of it).
+            let folded = pipeline.campaigns.withLock { $0.count }
+            #expect(folded < definitions.count, "the fold stopped before the end of the topic, not after \(folded) definitions")
+            #expect(!recorder.lines.contains { $0.message == "Campaign state loaded" })
             await consumer.close()
         }
     }

@@ -3,7 +3,9 @@
 /// A value type whose fields live in one shared box: a notification goes from the renderer through the pipeline to
 /// every sink, and a copy costs one reference count instead of one per string, array and payload value inside it.
 /// Setting a field gives the changed value a box of its own, so copies never affect each other. Reading a field
-/// borrows it from the box (`_read`): `notification.request.recipient.id` copies the id, not the whole request.
+/// borrows it from the box (`_read`): `notification.request.recipient.id` copies the id, not the whole request. From
+/// another module that chain copies the whole recipient to read its id; ``recipientId``, ``recipientPlatform`` and
+/// ``token`` read them in place.
 public struct RenderedNotification: Sendable {
     private struct Fields: Sendable {
         var request: PushRequest
