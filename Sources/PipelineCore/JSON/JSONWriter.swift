@@ -332,7 +332,8 @@ public struct JSONWriter: Sendable {
     }
 
     /// Appends the valid UTF-8 text `utf8` escaped as the inside of a JSON string, without quotes: for a string
-    /// written in pieces (a text whose placeholders are filled as it is written, ``SimpleTemplate/write(_:_:readingFrom:into:)``).
+    /// written in pieces (a text whose placeholders are filled as it is written,
+    /// ``SimpleTemplate/write(_:_:readingFrom:into:)``).
     mutating func write(stringContentsUTF8 utf8: Span<UInt8>) {
         let plain = Self.plainPrefixLength(of: utf8)
         guard plain < utf8.count else { return append(utf8) }

@@ -18,7 +18,8 @@ public struct ContentText: Sendable, Hashable, CustomStringConvertible, Expressi
         /// A string node of `document` without escapes.
         case document(JSONDocument, node: Int)
         /// A string node of `document` without escapes whose placeholders are all simple
-        /// (``SimpleTemplate/measure(_:_:readingFrom:absent:)``), filled from `attributes` when written; `byteCount` long filled.
+        /// (``SimpleTemplate/measure(_:_:readingFrom:absent:)``), filled from `attributes` (attributes in the read
+        /// document are in `document`) when written; `byteCount` long filled.
         case personalized(JSONDocument, node: Int, attributes: AttributeSource, byteCount: Int)
     }
 

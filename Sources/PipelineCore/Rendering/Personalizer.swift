@@ -94,7 +94,8 @@ struct Personalizer: Sendable {
     }
 
     /// Measures the string at `node` of `document`, which has no escapes, for filling as it is written into a payload
-    /// (``SimpleTemplate/measure(_:_:readingFrom:absent:)``), with a warning for each absent attribute of a simple text.
+    /// (``SimpleTemplate/measure(_:_:readingFrom:absent:)``), with a warning for each absent attribute of a simple
+    /// text.
     func measure(
         unescapedStringAt node: Int,
         of document: JSONDocument,
@@ -204,8 +205,8 @@ enum SimpleTemplate {
     }
 
     /// Whether `source` is simple and how long it is once its variables are filled from `attributes`, without
-    /// filling it: a text that is written into a payload is filled as it is written (``write(_:_:readingFrom:into:)``), with no
-    /// `String` or copy made for it. Appends to `absent` the names of absent attributes, once each, in order of first
+    /// filling it: a text that is written into a payload is filled as it is written
+    /// (``write(_:_:readingFrom:into:)``), with no `String` or copy made for it. Appends to `absent` the names of absent attributes, once each, in order of first
     /// use (for a text that is not simple, a part of them).
     static func measure(_ source: Span<UInt8>, _ attributes: AttributeSource, readingFrom readDocument: JSONDocument?, absent: inout [String]) -> Measured {
         var filledCount = source.count
@@ -227,8 +228,8 @@ enum SimpleTemplate {
         }
     }
 
-    /// Writes `source`, a simple text (``measure(_:_:readingFrom:absent:)``) without escapes (a string node written without
-    /// them: no byte of it needs one), as a quoted JSON string with its variables filled from `attributes`: the text
+    /// Writes `source`, a simple text (``measure(_:_:readingFrom:absent:)``) without escapes (a string node written
+    /// without them: no byte of it needs one), as a quoted JSON string with its variables filled from `attributes`: the text
     /// around the tags copied as it is, each value escaped as needed, an absent one as nothing. The same bytes as
     /// writing the `String` that ``fill(_:_:readingFrom:scratch:missing:)`` makes.
     static func write(_ source: Span<UInt8>, _ attributes: AttributeSource, readingFrom readDocument: JSONDocument?, into writer: inout JSONWriter) {
