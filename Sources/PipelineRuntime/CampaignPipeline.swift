@@ -173,7 +173,8 @@ public final class CampaignPipeline: Service {
         stopSignal.fire()
     }
 
-    /// Runs until ``stop()``, graceful shutdown, or (with ``PipelineConfiguration/untilIdle``) idleness.
+    /// Runs until ``stop()``, graceful shutdown, or (with ``PipelineConfiguration/untilIdle``) idleness. A stop while
+    /// it starts (its look-ups waiting on the brokers) ends the start-up at once, and it returns without reading.
     ///
     /// - Throws: ``KafkaError`` or ``PipelineRuntimeError`` when it cannot start (no broker, a missing topic,
     ///   mismatched partition counts), or the consumer or a producer fails for good.
