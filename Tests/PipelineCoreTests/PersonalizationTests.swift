@@ -98,6 +98,9 @@ extension Personalizer {
     /// Whether `text` has a `{{` (a placeholder may start there): what the personalizer's scan finds before it fills
     /// or hands over a text.
     static func containsPlaceholder(_ text: String) -> Bool {
-        SimpleTemplate.scan(text.utf8.span) { _, _ in } != .noPlaceholder
+        let bytes = text.utf8.span
+        var scanner = SimpleTemplate.TagScanner()
+        while scanner.next(in: bytes) != nil {}
+        return scanner.result != .noPlaceholder
     }
 }

@@ -135,7 +135,7 @@ enum SimpleTemplate {
         case notSimple
     }
 
-    /// What ``scan(_:tag:)`` found: no `{{`, only simple tags (each passed on), or a text for Mustache.
+    /// What ``TagScanner`` found: no `{{`, only simple tags (each passed on), or a text for Mustache.
     enum Scan: Equatable {
         case noPlaceholder, simple, notSimple
     }
@@ -263,15 +263,8 @@ enum SimpleTemplate {
         write(bytes.span.extracting(document.unescapedRange(ofStringAt: node)), attributes, readingFrom: document, into: &writer)
     }
 
-    /// Finds the tags of `bytes`, passing each tag's name and whole range to `tag`: ``Scan/noPlaceholder`` when it has
-    /// no `{{`, ``Scan/notSimple`` (possibly after some calls) as soon as it turns out not to be simple.
-    static func scan(_ bytes: Span<UInt8>, tag: (Range<Int>, Range<Int>) -> Void) -> Scan {
-        var scanner = TagScanner()
-        while let (name, whole) = scanner.next(in: bytes) { tag(name, whole) }
-        return scanner.result
-    }
-
-    /// ``scan(_:tag:)`` one tag at a time, for loops that use each tag at once: `fill`, `measure` and `write` take
+    /// Finds the tags of a text one at a time (``Scan/noPlaceholder`` when it has no `{{`, ``Scan/notSimple`` as soon
+    /// as it turns out not to be simple), for loops that use each tag at once: `fill`, `measure` and `write` take
     /// their tags from a scanner rather than through a closure, whose context would copy the attributes it captures
     /// (a reference count each way per personalized text).
     struct TagScanner {
