@@ -47,9 +47,9 @@ struct RenderCommand: AsyncParsableCommand {
     func run() async throws {
         let campaigns = try definitions.map(Self.campaigns(from:))
         let runner = RenderRunner(registry: BuiltinTemplates.registry, isEnvelope: envelope, campaigns: campaigns)
+        Self.reportOverrides(of: runner, to: .standardError)
         var stdout = OutputBuffer(handle: .standardOutput)
         var stderr = OutputBuffer(handle: .standardError)
-        for line in runner.overrideWarnings { stderr.writeLine(line) }
         var failed = 0
         for file in files.isEmpty ? ["-"] : files {
             let input: [UInt8]
@@ -82,6 +82,14 @@ struct RenderCommand: AsyncParsableCommand {
 }
 
 extension RenderCommand {
+    /// Writes a warning for each name a later registration took from an earlier template (``RenderRunner/overrideWarnings``)
+    /// to `handle` at once, so that it comes before any output even when both streams go to one terminal or file.
+    static func reportOverrides(of runner: RenderRunner, to handle: FileHandle) {
+        let warnings = runner.overrideWarnings
+        guard !warnings.isEmpty else { return }
+        handle.write(Data(warnings.map { $0 + "\n" }.joined().utf8))
+    }
+
     /// The campaign table of the definitions file at `path`: one campaign event per line.
     static func campaigns(from path: String) throws -> CampaignTable {
         guard let data = FileManager.default.contents(atPath: path) else { throw CommandError("--definitions: cannot read \(path)") }

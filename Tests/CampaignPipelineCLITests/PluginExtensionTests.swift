@@ -1,4 +1,5 @@
 @testable import CampaignPipelineCLI
+import Foundation
 import PipelineCore
 import Testing
 
@@ -83,6 +84,23 @@ struct PluginExtensionTests {
         #expect(RenderRunner(registry: registry).overrideWarnings == ["warning: template 'promo' takes the name 'car' from template 'carousel'"])
         #expect(RenderRunner(registry: self.registry).overrideWarnings.isEmpty)
         #expect(!TemplatesCommand.listing(for: self.registry).contains("Names taken"))
+    }
+
+    /// `render`'s warnings for names taken are written at once, before any output. Found by a plugin author's trial:
+    /// they were buffered with the event's diagnostics and came after the payloads, where Plugins/README.md says
+    /// "before its output".
+    @Test func renderWarnsAboutTakenNamesBeforeItsOutput() throws {
+        struct Promo: TemplateRenderer {
+            let templateID = "promo"
+            let aliases = ["car"]
+            func render(_ input: RenderInput) throws(PipelineError) -> TemplatePayload { .fcm(data: [:]) }
+        }
+        let pipe = Pipe()
+        RenderCommand.reportOverrides(of: RenderRunner(registry: BuiltinTemplates.registry.registering(Promo())), to: pipe.fileHandleForWriting)
+        RenderCommand.reportOverrides(of: RenderRunner(registry: registry), to: pipe.fileHandleForWriting)
+        try pipe.fileHandleForWriting.close()
+        let written = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(written == "warning: template 'promo' takes the name 'car' from template 'carousel'\n")
     }
 
     @Test func templatesListingIncludesTheCustomPlugin() {

@@ -54,4 +54,17 @@ struct FieldReaderLookupTests {
         #expect(lookups == 16_000)
         #expect(tableObjects > 200, "the test must reach the table path")
     }
+
+    /// `ignore` marks keys as read without reading them, by `String` and by prepared name (``FieldName``): they are
+    /// not reported as unread, and the key neither names is. Found by a plugin author's trial: `ignore` took only
+    /// `String`s, where the README says every reader accessor takes either.
+    @Test func ignoreMarksKeysByStringAndByPreparedName() throws {
+        let document = try JSONDocument(parsing: Array(#"{"legacy":1,"beta":{"x":2},"note":"n","extra":true}"#.utf8))
+        let diagnostics = RenderDiagnostics(document: document, node: 0, path: FieldPath("content"))
+        let reader = FieldReader(root: diagnostics)
+        reader.ignore("legacy", "note")
+        reader.ignore(FieldName("beta"))
+        diagnostics.warnAboutUnreadKeys(template: "t")
+        #expect(diagnostics.recordedWarnings.map(\.path.description) == ["content.extra"])
+    }
 }

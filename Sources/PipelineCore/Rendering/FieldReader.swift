@@ -7,7 +7,7 @@
 ///
 /// `null` counts as absent. Content strings are personalized (`{{name}}`) when read with
 /// ``string(_:required:personalize:)``. Keys a renderer never reads are reported as warnings
-/// ("unknown field; ignored"), so read every field you support regardless of the platform.
+/// ("not a field of template '…'; ignored"), so read every field you support regardless of the platform.
 ///
 /// Content is read in place from its ``JSONDocument``: a string is created only when it is read, and ``value(_:)``
 /// builds a tree only for the object or array asked for.
@@ -89,6 +89,12 @@ public struct FieldReader {
     /// Marks keys as read without validating them (fields a renderer deliberately ignores).
     public func ignore(_ keys: String...) {
         for key in keys { _ = lookup(FieldName(lookingUp: key)) }
+    }
+
+    /// ``ignore(_:)-(String...)`` by prepared names (``FieldName``): the same result, without finding the names' bytes
+    /// and tags again.
+    public func ignore(_ keys: FieldName...) {
+        for key in keys { _ = lookup(key) }
     }
 
     /// The number of elements of the array `key`, whatever their types (`nil` when absent, `null` or not an
