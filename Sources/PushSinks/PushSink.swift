@@ -124,6 +124,11 @@ public struct SinkFailure: Error, Sendable, Equatable, CustomStringConvertible {
     /// For ``Code/throttled``: the limit concerns this recipient's device only (APNs' 429 `TooManyRequests` is per
     /// device token), so only this recipient's notifications wait, not the sink.
     public var concernsOneRecipient: Bool
+    /// For ``Code/throttled``: the platform gives this same answer for a limit on the whole sink and for a limit on
+    /// this recipient's device (FCM's 429 `QUOTA_EXCEEDED`: the project's quota, or one device's message rate). It is
+    /// taken as this recipient's (only its notifications wait) until another recipient is throttled the same way with
+    /// no notification accepted in between; that one throttles the whole sink (``RetryPolicy/sinkWideHold(after:)``).
+    public var mayConcernOneRecipient: Bool
     /// For ``Code/invalidToken``: the answer shows that the sink's environment, topic and project are right: the
     /// token was known to them and is no longer registered (APNs 410 `Unregistered`, FCM `UNREGISTERED`). A wrong
     /// configuration makes every token look bad in other words (`BadDeviceToken`, `DeviceTokenNotForTopic`,
@@ -142,6 +147,7 @@ public struct SinkFailure: Error, Sendable, Equatable, CustomStringConvertible {
         tokenInvalidatedAt: Timestamp? = nil,
         attempts: Int = 1,
         concernsOneRecipient: Bool = false,
+        mayConcernOneRecipient: Bool = false,
         confirmsConfiguration: Bool = false,
         wasNotSent: Bool = false
     ) {
@@ -151,6 +157,7 @@ public struct SinkFailure: Error, Sendable, Equatable, CustomStringConvertible {
         self.tokenInvalidatedAt = tokenInvalidatedAt
         self.attempts = attempts
         self.concernsOneRecipient = concernsOneRecipient
+        self.mayConcernOneRecipient = mayConcernOneRecipient
         self.confirmsConfiguration = confirmsConfiguration
         self.wasNotSent = wasNotSent
     }

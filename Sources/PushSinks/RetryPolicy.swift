@@ -34,10 +34,11 @@ public struct RetryPolicy: Sendable, Equatable {
     public static let longestRetryAfter: Duration = .seconds(86_400)
 
     /// How long an answer holds back every attempt of the sink: a throttle of the whole sink (not one recipient's
-    /// limit) for its `Retry-After` (at least ``initialBackoff``, at most ``longestRetryAfter``), or
-    /// ``throttledBackoff`` without one; `nil` for any other answer.
+    /// limit, nor one that may be, ``SinkFailure/mayConcernOneRecipient``) for its `Retry-After` (at least
+    /// ``initialBackoff``, at most ``longestRetryAfter``), or ``throttledBackoff`` without one; `nil` for any other
+    /// answer.
     public func sinkWideHold(after failure: SinkFailure) -> Duration? {
-        guard failure.code == .throttled, !failure.concernsOneRecipient else { return nil }
+        guard failure.code == .throttled, !failure.concernsOneRecipient, !failure.mayConcernOneRecipient else { return nil }
         // A `Retry-After: 0` (or a date already past) is no reason for the rest of the queue to meet the quota at once.
         return failure.retryAfter.map { max(min($0, Self.longestRetryAfter), initialBackoff) } ?? throttledBackoff
     }

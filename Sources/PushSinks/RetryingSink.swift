@@ -45,6 +45,9 @@ public final class RetryingSink<Sender: PlatformSender>: PushSink {
         var isConfirmed = false
         /// Dead-token answers in a row that a wrong configuration would also give, while it was never confirmed.
         var refusalsInARow = 0
+        /// The recipient of the last throttle that may have been its device's alone
+        /// (``SinkFailure/mayConcernOneRecipient``), until a notification is accepted.
+        var unscopedThrottleRecipient: String?
         var lastRetryLog: Duration?
         var retriesSinceLog = 0
     }
@@ -185,7 +188,7 @@ public final class RetryingSink<Sender: PlatformSender>: PushSink {
                 let failure = await sender.attempt(job.notification)
                 lastAnswer = failure.map { (number, $0) }
                 // Judged while the attempt's permit is held: a stop it causes is seen by every attempt after it.
-                refusalStop = judge(failure)
+                refusalStop = judge(failure, recipient: job.notification.recipientId)
                 return failure
             }
         )
@@ -206,21 +209,22 @@ public final class RetryingSink<Sender: PlatformSender>: PushSink {
         }
     }
 
-    /// Updates the sink's health with an attempt's answer (`nil`: accepted), stopping the sink on refused
-    /// credentials; returns the stop's failure when this answer reached the refusal limit.
-    private func judge(_ failure: SinkFailure?) -> SinkFailure? {
+    /// Updates the sink's health with an attempt's answer for `recipient` (`nil`: accepted), stopping the sink on
+    /// refused credentials; returns the stop's failure when this answer reached the refusal limit.
+    private func judge(_ failure: SinkFailure?, recipient: String) -> SinkFailure? {
         guard let failure else {
             let now = clock.now()
             health.withLock { health in
                 health.isConfirmed = true
                 health.refusalsInARow = 0
+                health.unscopedThrottleRecipient = nil
                 if now - health.lastThrottled >= .seconds(1) { health.isThrottled = false }
             }
             return nil
         }
         // A throttle of the whole sink (a quota, not one device's limit) holds every attempt of the sink, and marks
         // it throttled (the pipeline then stops reading for it), also when this notification is not retried.
-        if let hold = policy.sinkWideHold(after: failure) {
+        if let hold = policy.sinkWideHold(after: failure) ?? sinkWideHold(afterUnscoped: failure, recipient: recipient) {
             let now = clock.now()
             health.withLock { health in
                 health.isThrottled = true
@@ -255,6 +259,21 @@ public final class RetryingSink<Sender: PlatformSender>: PushSink {
         default:
             return nil
         }
+    }
+
+    /// The hold of a throttle that may be one device's (``SinkFailure/mayConcernOneRecipient``) once it shows it is
+    /// not: another recipient was throttled so before it, with no notification accepted in between. `nil` otherwise,
+    /// when only this recipient's notifications wait (one device over its message rate leaves the others sent).
+    private func sinkWideHold(afterUnscoped failure: SinkFailure, recipient: String) -> Duration? {
+        guard failure.code == .throttled, failure.mayConcernOneRecipient else { return nil }
+        let isSinkWide = health.withLock { health in
+            defer { health.unscopedThrottleRecipient = recipient }
+            return health.unscopedThrottleRecipient.map { $0 != recipient } ?? false
+        }
+        guard isSinkWide else { return nil }
+        var sinkWide = failure
+        sinkWide.mayConcernOneRecipient = false
+        return policy.sinkWideHold(after: sinkWide)
     }
 
     /// Marks the sink stopped and answers everything it holds as abandoned.

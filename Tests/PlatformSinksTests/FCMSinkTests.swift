@@ -153,6 +153,13 @@ struct FCMSinkTests {
             outcome: .delivered(attempts: 2), sleeps: [.seconds(7)], requests: 2
         ),
         ErrorCase(
+            // The same answer as the project's quota, but only this recipient is throttled: maybe its device alone
+            // (RetryingSinkTests covers the second recipient that makes it the sink's).
+            name: "429 QUOTA_EXCEEDED without Retry-After for one recipient → its own backoff, not the sink's minute",
+            answers: [fcmError(429, "QUOTA_EXCEEDED", "Quota exceeded")],
+            outcome: .delivered(attempts: 2), sleeps: [.milliseconds(500)], requests: 2
+        ),
+        ErrorCase(
             name: "503 UNAVAILABLE twice → retried with backoff",
             answers: [fcmError(503, "UNAVAILABLE", "The service is unavailable"), fcmError(503, "UNAVAILABLE", "The service is unavailable")],
             outcome: .delivered(attempts: 3), sleeps: [.milliseconds(500), .seconds(1)], requests: 3

@@ -36,6 +36,9 @@ struct RetryPolicyTests {
         #expect(policy.sinkWideHold(after: oneDevice) == nil)
         #expect(policy.delay(after: oneDevice, attempts: 1, random: 0) == .milliseconds(500))
         #expect(policy.sinkWideHold(after: SinkFailure(.unavailable, "503")) == nil)
+        let maybeOneDevice = SinkFailure(.throttled, "FCM 429 QUOTA_EXCEEDED", mayConcernOneRecipient: true)
+        #expect(policy.sinkWideHold(after: maybeOneDevice) == nil, "RetryingSink decides, from the other recipients' answers")
+        #expect(policy.delay(after: maybeOneDevice, attempts: 1, random: 0) == .milliseconds(500))
     }
 
     @Test("unavailable attempts are retried with growing waits until one succeeds")

@@ -293,6 +293,66 @@ struct RetryingSinkTests {
         #expect(clock.virtual.sleeps == [.seconds(30)], "Retry-After honoured")
     }
 
+    /// A sink of one attempt at a time on a held clock, whose platform answers FCM's 429 `QUOTA_EXCEEDED` (which may
+    /// be one device's, ``SinkFailure/mayConcernOneRecipient``) to the first attempt of each recipient `throttles`
+    /// names, and accepts every other attempt. A sink-wide throttle without `Retry-After` holds it 60 s.
+    func quotaSink(throttling throttles: @escaping @Sendable (String) -> Bool) -> (HeldClock, ScriptedPlatform, RetryingSink<ScriptedPlatform>) {
+        let clock = HeldClock()
+        let platform = ScriptedPlatform { notification, attempt in
+            attempt == 1 && throttles(notification.request.recipient.id)
+                ? SinkFailure(.throttled, "FCM 429 QUOTA_EXCEEDED", mayConcernOneRecipient: true) : nil
+        }
+        let policy = RetryPolicy(jitter: 0, throttledBackoff: .seconds(60))
+        return (clock, platform, RetryingSink(sender: platform, concurrency: 1, policy: policy, clock: clock.retryClock, logger: logger))
+    }
+
+    /// FCM answers 429 `QUOTA_EXCEEDED` both for the project's quota and for one device's message rate. One device
+    /// over its rate, while other recipients' notifications are accepted, holds only that recipient: every FCM 429 used
+    /// to hold the whole sink for a minute (found by review), so one busy device stalled every recipient.
+    @Test("a throttle that may be one device's holds only its recipient while others are accepted")
+    func unscopedThrottleOfOneDevice() async throws {
+        let (clock, _, sink) = quotaSink(throttling: { $0 == "busy" })
+        let log = OutcomeLog()
+        try await running(sink) {
+            try await submit(0..<1, to: sink, log: log, recipient: { _ in "busy" })
+            try await submit(1..<4, to: sink, log: log, recipient: { "free-\($0)" })
+            try await log.waitForCount(3)
+            #expect(log.all.map(\.0) == ["event-1", "event-2", "event-3"], "the other recipients are sent meanwhile")
+            #expect(sink.state == .ready, "one device's rate is not the sink's")
+            clock.release()
+            try await log.waitForCount(4)
+        }
+        #expect(log.all.first { $0.0 == "event-0" }?.1 == .delivered(attempts: 2))
+        #expect(clock.virtual.sleeps == [.milliseconds(500)], "its own backoff, not the sink's minute")
+    }
+
+    /// The same answer for two recipients in a row, with none accepted in between, is the project's quota: the whole
+    /// sink waits its throttled backoff, as after any sink-wide throttle.
+    @Test("a throttle that may be one device's throttles the sink once another recipient is throttled so before any is accepted")
+    func unscopedThrottleOfTheProject() async throws {
+        let (clock, platform, sink) = quotaSink(throttling: { _ in true })
+        let log = OutcomeLog()
+        try await running(sink) {
+            try await submit(0..<1, to: sink, log: log, recipient: { _ in "a" })
+            while platform.attempts.count < 1 { try await Task.sleep(for: .milliseconds(2)) }
+            try await submit(1..<2, to: sink, log: log, recipient: { _ in "b" })
+            // The answer is judged just after the attempt returns.
+            let start = ContinuousClock.now
+            while sink.state != .throttled, ContinuousClock.now - start < .seconds(30) { try await Task.sleep(for: .milliseconds(2)) }
+            #expect(sink.state == .throttled, "a second recipient throttled with none accepted: the project's quota")
+            // A third recipient is not tried while the sink is held (without the hold it would be at once: the two
+            // waiting hold no attempt).
+            try await submit(2..<3, to: sink, log: log, recipient: { _ in "c" })
+            try await Task.sleep(for: .milliseconds(200))
+            #expect(platform.attempts == ["event-0", "event-1"])
+            clock.release()
+            try await log.waitForCount(3)
+        }
+        #expect(log.all.allSatisfy { if case .delivered = $0.1 { true } else { false } }, "\(log.all)")
+        let waited = clock.virtual.sleeps.reduce(Duration.zero, +)
+        #expect(waited >= .seconds(60), "the sink waited its throttled backoff: \(clock.virtual.sleeps)")
+    }
+
     /// A `Retry-After` longer than the retry deadline gives the message up at once: the sink used to stay "ready"
     /// then, and the pipeline kept reading at full speed into the quota (found by review).
     @Test("a sink-wide throttle marks the sink throttled also when its message is given up")
