@@ -86,6 +86,16 @@ func collect(
     return received
 }
 
+/// Waits `duration` for a record from `consumer`, and records an issue if one arrives or the stream ends meanwhile; a
+/// failure of the stream is thrown (a `try?` around ``collect(_:from:timeout:)`` took any error for "nothing came").
+func expectNoRecord(from consumer: KafkaConsumer, for duration: Duration, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+    let arrived = try await within(duration) { () -> String in
+        for try await message in consumer.messages { return "a record of partition \(message.partition) at offset \(message.offset)" }
+        return "the end of the stream"
+    }
+    #expect(arrived == nil, "nothing should arrive, but got \(arrived ?? "")", sourceLocation: sourceLocation)
+}
+
 /// Runs `body`, giving up after `timeout` (then `nil`): a reader waiting for records that never come would hang the
 /// test otherwise.
 func within<T: Sendable>(_ timeout: Duration, _ body: @escaping @Sendable () async throws -> T) async throws -> T? {

@@ -170,7 +170,13 @@ struct EventProcessorTests {
         }
         #expect(error.code == .invalidJSON)
         #expect(identity.eventId == nil)
-        guard case .rejected(let again, _) = processor.process(Array("{not json".utf8), sourcePosition: "s/3@17", campaigns: CampaignTable(), decisionTime: nil) else { return }
-        #expect(again.messageId == identity.messageId, "deterministic")
+        let again = processor.process(Array("{not json".utf8), sourcePosition: "s/3@17", campaigns: CampaignTable(), decisionTime: nil)
+        let elsewhere = processor.process(Array("{not json".utf8), sourcePosition: "s/3@18", campaigns: CampaignTable(), decisionTime: nil)
+        guard case .rejected(let againIdentity, _) = again, case .rejected(let elsewhereIdentity, _) = elsewhere else {
+            Issue.record("expected rejections: \(again), \(elsewhere)")
+            return
+        }
+        #expect(againIdentity.messageId == identity.messageId, "deterministic")
+        #expect(elsewhereIdentity.messageId != identity.messageId, "the same bytes at another offset are another event")
     }
 }

@@ -478,24 +478,33 @@ struct PipelineAcceptanceTests {
     }
 }
 
-/// Every id in `eventIds` has at least one terminal analytics event, and all of an event's terminal events carry
-/// the same message id (duplicates from a replay are allowed; missing events are not).
+/// Every id in `eventIds` has at least one terminal analytics event, and all of an event's terminal events are the
+/// same outcome: the same type with the same message id (a repeat after a crash or a rebalance is allowed, and must
+/// say what the first said; missing events are not).
 func expectEveryEventHasATerminalOutcome(
     _ events: [AnalyticsEvent],
     eventIds: [String],
     sourceLocation: SourceLocation = #_sourceLocation
 ) throws {
     var messageIds: [String: Set<String>] = [:]
+    var kinds: [String: Set<String>] = [:]
     var counts: [String: Int] = [:]
     for event in events where event.isTerminal {
         guard let id = event.identity.eventId else { continue }
         messageIds[id, default: []].insert(event.identity.messageId)
+        kinds[id, default: []].insert("\(event.kind)")
         counts[id, default: 0] += 1
     }
     let missing = eventIds.filter { messageIds[$0] == nil }
     #expect(missing.isEmpty, "\(missing.count) events have no terminal outcome, e.g. \(missing.prefix(5))", sourceLocation: sourceLocation)
     let conflicting = messageIds.filter { $0.value.count > 1 }
     #expect(conflicting.isEmpty, "\(conflicting.count) events have outcomes with different message ids", sourceLocation: sourceLocation)
+    let contradicting = kinds.filter { $0.value.count > 1 }
+    #expect(
+        contradicting.isEmpty,
+        "\(contradicting.count) events have terminal outcomes of different types, e.g. \(contradicting.prefix(3).map { "\($0.key): \($0.value.sorted())" })",
+        sourceLocation: sourceLocation
+    )
     let unexpected = Set(messageIds.keys).subtracting(eventIds)
     #expect(unexpected.isEmpty, "outcomes for events never sent: \(unexpected.prefix(5))", sourceLocation: sourceLocation)
     let duplicated = counts.values.filter { $0 > 1 }.count

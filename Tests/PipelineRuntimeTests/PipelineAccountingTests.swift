@@ -106,16 +106,22 @@ struct PipelineAccountingTests {
             let multiple = terminalByEvent.filter { $0.value.count != 1 }
             #expect(multiple.isEmpty, "exactly one terminal outcome each; \(multiple.count) had more")
 
-            // Broken events: rejected, in the DLQ with the original bytes, the reason naming the field.
+            // Broken events: rejected, in the DLQ with the original bytes, the reason naming the field, the source
+            // record's place, and the code of the event's `push.rejected`.
             #expect(deadLetters.count == brokenFields.count)
+            let sends = try await readAll(configuration.topics.sends, kafka: kafka)
+            let rejectedByMessageId = Dictionary(events.filter { $0.kind == .rejected }.map { ($0.identity.messageId, $0) }) { first, _ in first }
             for record in deadLetters {
                 let code = try #require(record.header("error.code"))
                 let detail = try #require(record.header("error.detail"))
-                #expect(!code.isEmpty)
+                let messageId = try #require(record.header("messageId"))
+                let rejected = try #require(rejectedByMessageId[messageId], "the dead letter's event was rejected")
+                #expect(code == rejected.reasonCode, "the dead letter's code is its push.rejected's")
                 #expect(record.header("source.topic") == configuration.topics.sends)
                 #expect(record.header("origin") == "test", "the original headers are kept")
-                let offset = try #require(Int(record.header("source.offset") ?? ""))
-                #expect(offset >= 0)
+                let source = try #require(sends.first { $0.value == record.value }, "the dead letter holds a record's original bytes")
+                #expect(record.header("source.partition") == "\(source.partition)")
+                #expect(record.header("source.offset") == "\(source.offset)")
                 let id = brokenFields.keys.first { record.valueString.contains("\"\($0)\"") }
                 if let id, let field = brokenFields[id], field != "$" {
                     #expect(detail.contains(field), "\(id): '\(detail)' should name \(field)")
