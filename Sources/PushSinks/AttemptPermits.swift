@@ -38,6 +38,11 @@ final class AttemptPermits: Sendable {
         }
     }
 
+    /// How many tasks are waiting for a permit.
+    var waitingCount: Int {
+        state.withLock { $0.waiters.count }
+    }
+
     /// Gives a permit back, to the longest waiter if any.
     func release() {
         let next: CheckedContinuation<Bool, Never>? = state.withLock { state in

@@ -18,6 +18,9 @@ struct Waiters<Value: Sendable> {
         order.append(id)
     }
 
+    /// How many are waiting.
+    var count: Int { continuations.count }
+
     /// Takes the waiter `id` out of line (its task was cancelled); `nil` when it is no longer waiting.
     mutating func remove(_ id: Int) -> CheckedContinuation<Value, Never>? {
         order.removeAll { $0 == id }

@@ -2,7 +2,7 @@
 import Synchronization
 import Testing
 
-@Suite("Permits for attempts in flight")
+@Suite("Permits for attempts in flight", .timeLimit(.minutes(1)))
 struct AttemptPermitsTests {
     /// What the waiters got, in the order they got it.
     final class Grants: Sendable {
@@ -22,19 +22,19 @@ struct AttemptPermitsTests {
             order.append("first \(granted)")
             if granted { permits.release() }
         }
-        try await Task.sleep(for: .milliseconds(50))
+        while permits.waitingCount < 1 { try await Task.sleep(for: .milliseconds(1)) }
         let cancelled = Task {
             let granted = await permits.acquire()
             order.append("cancelled \(granted)")
             if granted { permits.release() }
         }
-        try await Task.sleep(for: .milliseconds(50))
+        while permits.waitingCount < 2 { try await Task.sleep(for: .milliseconds(1)) }
         let last = Task {
             let granted = await permits.acquire()
             order.append("last \(granted)")
             if granted { permits.release() }
         }
-        try await Task.sleep(for: .milliseconds(50))
+        while permits.waitingCount < 3 { try await Task.sleep(for: .milliseconds(1)) }
         cancelled.cancel()
         await cancelled.value
         permits.release()
