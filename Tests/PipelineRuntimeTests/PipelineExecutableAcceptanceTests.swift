@@ -16,11 +16,20 @@ extension PipelineAcceptanceTests {
             let factory = try EventFactory()
             let total = Int(ProcessInfo.processInfo.environment["PIPELINE_CRASH_TEST_EVENTS"] ?? "20000")!
             let eventIds = (0..<total).map { "crash-\($0)" }
+            // Every seventh event expires at an instant spread over the next minute, so that some are read before
+            // their expiry, lost to a kill before their commit and read again after it: they must be judged as at
+            // their first reading (the outcome they had), not sent once and expired the next time.
+            let expiriesFrom = Date().timeIntervalSince1970 + 5
             try await produce(
                 eventIds.enumerated().map { index, id in
                     let recipient = "user-\(index % 500)"
                     let kind = EventFactory.kinds[index % EventFactory.kinds.count]
-                    return (recipient, JSONValue.object(factory.event(kind, id: id, recipient: recipient)).encoded())
+                    var event = factory.event(kind, id: id, recipient: recipient)
+                    if index % 7 == 0 {
+                        let expiresAt = Timestamp(secondsSince1970: Int64(expiriesFrom + 60 * Double(index) / Double(total)))
+                        event = event.setting(["expiresAt"], to: .string(expiresAt.rfc3339))
+                    }
+                    return (recipient, JSONValue.object(event).encoded())
                 },
                 to: configuration.topics.sends,
                 kafka: kafka
@@ -75,7 +84,8 @@ extension PipelineAcceptanceTests {
             #expect(status == 0, "the final run must exit 0 (seed \(seed)); stderr:\n\(final.stderrTail())")
 
             let events = try await analyticsRecords(configuration, kafka: kafka).map(\.event)
-            print("crash test (seed \(seed)): " + log.joined(separator: "; ") + "; final: \(events.count) analytics for \(total) events")
+            let expired = events.filter { $0.kind == .expired && $0.cause == .ttl }.count
+            print("crash test (seed \(seed)): " + log.joined(separator: "; ") + "; final: \(events.count) analytics for \(total) events, \(expired) expired unsent")
             try expectEveryEventHasATerminalOutcome(events, eventIds: eventIds)
             if events.filter(\.isTerminal).count < total {
                 Issue.record("final run's stderr:\n\(final.stderrTail())")
