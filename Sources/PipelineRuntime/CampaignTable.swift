@@ -62,7 +62,13 @@ public struct CampaignTable: Sendable {
             let version: Int
             switch object["version"] {
             case .int(let number)?: version = number
-            case nil, .null?: version = (campaigns[campaignId]?.definitions.map(\.version).max() ?? 0) + 1
+            case nil, .null?:
+                let latest = campaigns[campaignId]?.definitions.map(\.version).max() ?? 0
+                // A definition given the largest version leaves no next one to number this with (it trapped).
+                guard latest < Int.max else {
+                    throw PipelineError(.missingField, at: FieldPath("version"), "required: the campaign's latest version is \(latest), which has no next one")
+                }
+                version = latest + 1
             default: throw PipelineError(.invalidField, at: FieldPath("version"), "expected an integer")
             }
             var definition = Definition(

@@ -67,4 +67,17 @@ struct CampaignTableTests {
         #expect(title(table.definition("c-1", version: nil, asOf: instant)) == "reworded")
         #expect(title(table.definition("c-1", version: 3, asOf: time("2026-11-20T10:45:00Z"))) == "late arrival")
     }
+
+    /// Found by review: a definition without a version after one given the largest (`9223372036854775807`) trapped
+    /// numbering the next, and since every instance folds the topic from its beginning as it starts, every start
+    /// crashed the same way. It is now a campaign event refused with its field, which the fold logs and skips.
+    @Test("a definition without a version after the largest version is refused, naming the version")
+    func noVersionAfterTheLargest() throws {
+        var table = CampaignTable()
+        try table.apply(json: defined(version: Int.max, at: "2026-11-20T09:00:00Z", title: "last"))
+        let unnumbered = Array(#"{"type":"campaign.defined","campaignId":"c-1","occurredAt":"2026-11-20T09:00:01Z","content":{"title":"t","body":"b"}}"#.utf8)
+        let error = #expect(throws: PipelineError.self) { try table.apply(json: unnumbered) }
+        #expect(error?.issues.first?.path.description == "version", "\(String(describing: error))")
+        #expect(title(table.definition("c-1", version: Int.max, asOf: time("2026-11-20T09:00:02Z"))) == "last", "the table is as before")
+    }
 }
