@@ -56,6 +56,9 @@ public final class KafkaConsumer: Sendable {
         var paused: Set<KafkaTopicPartition> = []
         /// ``KafkaConsumer/stopReading()`` was called: every partition stays paused, those assigned later included.
         var isReadingStopped = false
+        /// Partitions the poll thread paused in librdkafka while the buffer was full (not the application's pauses):
+        /// resumed once there is room again.
+        var pausedWhileFull: Set<KafkaTopicPartition> = []
         var commands: [@Sendable (OpaquePointer) -> Void] = []
     }
 
@@ -418,6 +421,9 @@ public final class KafkaConsumer: Sendable {
         return items.count > 8 ? "\(named) and \(items.count - 8) more" : named
     }
 
+    /// The partitions paused by the application, once each pause has taken effect on the poll thread (for tests).
+    var pausedPartitions: Set<KafkaTopicPartition> { shared.state.withLock { $0.paused } }
+
     /// How many records the consumer has taken from librdkafka for ``messages`` (for tests: a record dropped and
     /// fetched again counts twice).
     var recordsFetched: Int { shared.recordsFetched.load(ordering: .relaxed) }
@@ -644,6 +650,13 @@ extension KafkaConsumer {
         let maxBatch = max(1, configuration.maxBatchSize)
         var raw = [UnsafeMutablePointer<rd_kafka_message_t>?](repeating: nil, count: maxBatch)
         var topicNames = SmallTable<OpaquePointer, String>()
+        // Records a poll returned while the buffer was full (fetched before their partitions paused), handed over
+        // first once there is room.
+        var overflow: [KafkaConsumerMessage] = []
+        // Since when the buffer has been full. A second of it (not the moments a busy application leaves it full
+        // between two batches) pauses the partitions to keep serving the group: the pause drops what librdkafka had
+        // fetched ahead, which is fetched again after the resume.
+        var fullSince: ContinuousClock.Instant?
 
         while !thread.isStopRequested {
             let commands = shared.state.withLock { state in
@@ -651,7 +664,24 @@ extension KafkaConsumer {
                 return state.commands
             }
             for command in commands { command(rk) }
-            guard buffer.waitForSpace(timeout: 0.1) else { continue }
+            guard buffer.waitForSpace(timeout: 0.1) else {
+                let now = ContinuousClock.now
+                if fullSince == nil { fullSince = now }
+                guard let since = fullSince, now - since >= .seconds(1) else { continue }
+                // The application takes nothing: the group is still served (rebalances run only inside a poll).
+                let fatal = Self.serveGroupWhileFull(
+                    handle: handle, shared: shared, buffer: buffer, events: events, logger: logger, overflow: &overflow, topicNames: &topicNames
+                )
+                if let fatal {
+                    buffer.push(overflow)
+                    buffer.finish(error: fatal)
+                    thread.requestStop()
+                    break
+                }
+                continue
+            }
+            fullSince = nil
+            Self.resumeAfterFull(rk, shared: shared, buffer: buffer, logger: logger, overflow: &overflow)
 
             // rd_kafka_consumer_poll (not rd_kafka_consume_batch_queue) for every record: in librdkafka 2.0 only
             // it advances the application position that pause/resume and seek restart fetching from.
@@ -727,6 +757,92 @@ extension KafkaConsumer {
         let err = rd_kafka_consumer_close(rk)
         if err != RD_KAFKA_RESP_ERR_NO_ERROR {
             logger.warning("Consumer close reported \(String(cString: rd_kafka_err2name(err)))")
+        }
+    }
+
+    /// One turn of the poll loop while the buffer is full: every assigned partition the application has not paused is
+    /// paused in librdkafka (fetching stops; what it had fetched but not returned is dropped and fetched again after
+    /// the resume), then the consumer is polled once, briefly, for what only a poll serves: the group's rebalances
+    /// and errors. A record it still returns (fetched before the pause) goes to `overflow`, or is held back with its
+    /// partition's if the application paused it. Returns a fatal error a poll reported.
+    private static func serveGroupWhileFull(
+        handle: RDKafkaHandle,
+        shared: Shared,
+        buffer: MessageBuffer,
+        events: AsyncStream<Event>.Continuation,
+        logger: Logger,
+        overflow: inout [KafkaConsumerMessage],
+        topicNames: inout SmallTable<OpaquePointer, String>
+    ) -> KafkaError? {
+        let rk = handle.pointer
+        // Every turn: a partition assigned or resumed by the application meanwhile is paused too.
+        let fetching = shared.state.withLock { $0.assignment.subtracting($0.paused) }
+        if !fetching.isEmpty {
+            let list = RDKafkaTopicPartitionList(Array(fetching))
+            if rd_kafka_pause_partitions(rk, list.pointer) == RD_KAFKA_RESP_ERR_NO_ERROR {
+                shared.state.withLock { $0.pausedWhileFull.formUnion(fetching) }
+            }
+        }
+        let message = rd_kafka_consumer_poll(rk, 100)
+        defer { if let message { rd_kafka_message_destroy(message) } }
+        // A revocation served inside the poll makes what was kept before it for those partitions stale.
+        let (revoked, paused, generations) = shared.state.withLock { state in
+            defer { state.revokedDuringPoll = [] }
+            return (state.revokedDuringPoll, state.paused, state.generations)
+        }
+        if !revoked.isEmpty { overflow.removeAll { revoked.contains($0.topicPartition) } }
+        guard let message else { return nil }
+        if message.pointee.err != RD_KAFKA_RESP_ERR_NO_ERROR {
+            return Self.report(message, handle: handle, events: events, logger: logger)
+        }
+        var generation = GenerationLookup(generations: generations)
+        let record = Self.convert(message, topicNames: &topicNames, generation: &generation)
+        Self.advancePositions(over: [record], in: shared)
+        shared.recordsFetched.add(1, ordering: .relaxed)
+        if paused.contains(record.topicPartition) {
+            buffer.hold([record])
+        } else {
+            overflow.append(record)
+        }
+        return nil
+    }
+
+    /// Once there is room after the buffer was full: the records polled meanwhile are handed over (or held back, for
+    /// partitions the application paused since), and the partitions paused for the full buffer fetch again from
+    /// after the last record kept, except those the application paused.
+    private static func resumeAfterFull(
+        _ rk: OpaquePointer,
+        shared: Shared,
+        buffer: MessageBuffer,
+        logger: Logger,
+        overflow: inout [KafkaConsumerMessage]
+    ) {
+        guard !overflow.isEmpty || shared.state.withLock({ !$0.pausedWhileFull.isEmpty }) else { return }
+        let (resumed, positions, paused) = shared.state.withLock { state in
+            let resumed = state.pausedWhileFull.intersection(state.assignment).subtracting(state.paused)
+            state.pausedWhileFull = []
+            let positions = resumed.compactMap { partition in
+                state.positions[partition].map { KafkaTopicPartitionOffset(topic: partition.topic, partition: partition.partition, offset: $0) }
+            }
+            return (resumed, positions, state.paused)
+        }
+        if !overflow.isEmpty {
+            buffer.hold(overflow.filter { paused.contains($0.topicPartition) })
+            buffer.push(overflow.filter { !paused.contains($0.topicPartition) })
+            overflow = []
+        }
+        guard !resumed.isEmpty else { return }
+        let list = RDKafkaTopicPartitionList(Array(resumed))
+        let err = rd_kafka_resume_partitions(rk, list.pointer)
+        if err != RD_KAFKA_RESP_ERR_NO_ERROR {
+            logger.warning("Resume after a full buffer failed", metadata: [KafkaLoggingKeys.errorName: "\(String(cString: rd_kafka_err2name(err)))"])
+            return
+        }
+        // As after the application's resume: librdkafka 2.0 would otherwise restart from an older position.
+        guard !positions.isEmpty else { return }
+        let seekList = RDKafkaTopicPartitionList(positions)
+        if let error = rd_kafka_seek_partitions(rk, seekList.pointer, 0) {
+            logger.warning("Repositioning after a full buffer failed", metadata: ["error": "\(KafkaError.consuming(.seekFailed, error))"])
         }
     }
 
@@ -855,8 +971,12 @@ extension KafkaConsumer {
         let isCooperative = String(cString: rd_kafka_rebalance_protocol(rk)) == "COOPERATIVE"
         switch code {
         case RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS:
-            // A reading starts unpaused (a pause the revocation missed would hold it back for good).
-            resumeInLibrdkafka(rk, shared.state.withLock { $0.paused.intersection(changed) })
+            // A reading starts unpaused (a pause the revocation missed would hold it back for good); while the buffer
+            // is full, the poll loop pauses it again.
+            resumeInLibrdkafka(rk, shared.state.withLock { state in
+                defer { state.pausedWhileFull.subtract(changed) }
+                return state.paused.union(state.pausedWhileFull).intersection(changed)
+            })
             if isCooperative {
                 if let error = rd_kafka_incremental_assign(rk, partitions) { rd_kafka_error_destroy(error) }
             } else {
@@ -878,7 +998,10 @@ extension KafkaConsumer {
             events.yield(.partitionsAssigned(changed))
         case RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS:
             buffer.remove(partitions: Set(changed))
-            resumeInLibrdkafka(rk, shared.state.withLock { $0.paused.intersection(changed) })
+            resumeInLibrdkafka(rk, shared.state.withLock { state in
+                defer { state.pausedWhileFull.subtract(changed) }
+                return state.paused.union(state.pausedWhileFull).intersection(changed)
+            })
             // Out of the assignment the application sees from here on, so that nothing new starts for them while
             // the application finishes their work (`willRevoke`) and the commit runs.
             shared.state.withLock { state in
@@ -913,7 +1036,10 @@ extension KafkaConsumer {
             events.yield(isLost ? .partitionsLost(changed) : .partitionsRevoked(changed))
         default:
             logger.warning("Rebalance failed: \(String(cString: rd_kafka_err2name(code)))")
-            resumeInLibrdkafka(rk, shared.state.withLock { $0.paused })
+            resumeInLibrdkafka(rk, shared.state.withLock { state in
+                defer { state.pausedWhileFull = [] }
+                return state.paused.union(state.pausedWhileFull)
+            })
             let previous = shared.state.withLock { state in
                 defer {
                     state.revokedDuringPoll.formUnion(state.assignment)

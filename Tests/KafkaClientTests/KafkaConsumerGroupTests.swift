@@ -233,6 +233,110 @@ struct KafkaConsumerGroupTests {
         }
     }
 
+    /// A consumer whose application takes nothing (its buffer full, as when its outputs cannot be written) still
+    /// serves its group: a member joining gets its share within a join, not after `max.poll.interval.ms` (found by
+    /// review: the poll thread stopped polling while the buffer was full, and librdkafka serves rebalances only inside
+    /// a poll). The records the full consumer had fetched are then read exactly once: its own partition's by it, in
+    /// order, and the other's by the new member from the start (nothing was committed).
+    @Test("a consumer with a full buffer still serves a rebalance, and nothing is then read twice or lost")
+    func fullBufferServesTheGroup() async throws {
+        try await withEmbeddedKafka(topics: ["full": 2]) { kafka in
+            try await produceNumbered(600, to: "full", kafka: kafka)
+            let group = uniqueGroup()
+            var configuration = consumerConfiguration(kafka, group: group)
+            configuration.bufferCapacity = 40
+            configuration.isAutoCommitEnabled = false
+            // Longer than the test waits: without the fix the rebalance waits this long for the full member.
+            configuration.properties["max.poll.interval.ms"] = "120000"
+            let first = try KafkaConsumer(configuration: configuration, logger: testLogger)
+            try first.subscribe(topics: ["full"])
+            let fullDeadline = ContinuousClock.now + .seconds(60)
+            while first.assignment.count != 2 || first.recordsFetched < 40 {
+                guard ContinuousClock.now < fullDeadline else { throw TestTimeout(description: "the first consumer never filled its buffer") }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            // Full for a while: fetching stopped, the group still served.
+            try await Task.sleep(for: .seconds(1))
+
+            let second = try KafkaConsumer(configuration: configuration, logger: testLogger)
+            try second.subscribe(topics: ["full"])
+            let splitDeadline = ContinuousClock.now + .seconds(30)
+            while first.assignment.count != 1 || second.assignment.count != 1 {
+                guard ContinuousClock.now < splitDeadline else {
+                    await second.close()
+                    await first.close()
+                    throw TestTimeout(description: "the group never split while the first consumer's buffer was full")
+                }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            for (consumer, name) in [(first, "first"), (second, "second")] {
+                let mine = try #require(consumer.assignment.first)
+                let end = try await consumer.watermarks(topic: mine.topic, partition: mine.partition).high
+                // One iterator for all: a batch it took is not handed out again to another.
+                let read = try await within(.seconds(30)) {
+                    var read: [KafkaConsumerMessage] = []
+                    for try await message in consumer.messages {
+                        read.append(message)
+                        if read.count >= Int(end) { break }
+                    }
+                    return read
+                }
+                let records = try #require(read, "\(name): timed out reading \(mine)")
+                #expect(records.allSatisfy { $0.topicPartition == mine }, "\(name): only its own partition after the split")
+                #expect(records.map(\.offset) == Array(0..<end), "\(name): every record of \(mine) once, in order")
+            }
+            await second.close()
+            await first.close()
+        }
+    }
+
+    /// While the buffer is full the poll thread pauses the partitions and keeps polling (see the test above); what it
+    /// polls meanwhile is handed over in order once there is room, a partition the application paused meanwhile stays
+    /// held back until it resumes, and fetching goes on after the last record kept: each record once, in order.
+    @Test("records polled while the buffer was full come once and in order, also across the application's pause")
+    func fullBufferKeepsOrder() async throws {
+        try await withEmbeddedKafka(topics: ["brim": 2]) { kafka in
+            try await produceNumbered(600, to: "brim", kafka: kafka)
+            var configuration = consumerConfiguration(kafka, group: nil)
+            configuration.bufferCapacity = 40
+            let consumer = try KafkaConsumer(configuration: configuration, logger: testLogger)
+            let zero = KafkaTopicPartition(topic: "brim", partition: 0)
+            let one = KafkaTopicPartition(topic: "brim", partition: 1)
+            try consumer.assign([zero, one].map { KafkaTopicPartitionOffset(topic: $0.topic, partition: $0.partition, offset: KafkaOffset.beginning) })
+            let ends = [
+                zero: try await consumer.watermarks(topic: "brim", partition: 0).high,
+                one: try await consumer.watermarks(topic: "brim", partition: 1).high,
+            ]
+            // Full, and then some: the buffer holds 40, the rest is polled while it is full.
+            let fullDeadline = ContinuousClock.now + .seconds(30)
+            while consumer.recordsFetched < 200 {
+                guard ContinuousClock.now < fullDeadline else { throw TestTimeout(description: "only \(consumer.recordsFetched) records fetched") }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            consumer.pause([zero])
+            // The pause takes effect on the poll thread; records handed over before it are the application's.
+            while !consumer.pausedPartitions.contains(zero) { try await Task.sleep(for: .milliseconds(5)) }
+            var iterator = consumer.messages.makeAsyncIterator()
+            var read: [KafkaTopicPartition: [Int64]] = [:]
+            func readUntil(_ done: @escaping () -> Bool) async throws {
+                let deadline = ContinuousClock.now + .seconds(30)
+                while !done() {
+                    guard ContinuousClock.now < deadline else { throw TestTimeout(description: "read only \(read.mapValues(\.count))") }
+                    guard let message = try await iterator.next() else { throw TestTimeout(description: "the stream ended") }
+                    read[message.topicPartition, default: []].append(message.offset)
+                }
+            }
+            try await readUntil { (read[one]?.count ?? 0) >= Int(ends[one] ?? 0) }
+            #expect(read[zero] == nil, "nothing of the paused partition")
+            consumer.resume([zero])
+            try await readUntil { (read[zero]?.count ?? 0) >= Int(ends[zero] ?? 0) }
+            #expect(read[zero] == Array(0..<(ends[zero] ?? 0)), "partition 0 once, in order")
+            #expect(read[one] == Array(0..<(ends[one] ?? 0)), "partition 1 once, in order")
+            try await expectNoRecord(from: consumer, for: .seconds(1))
+            await consumer.close()
+        }
+    }
+
     @Test("stored offsets are committed by the background commit and at close")
     func storedOffsetsAreCommittedAtClose() async throws {
         try await withEmbeddedKafka(topics: ["stored": 2]) { kafka in
