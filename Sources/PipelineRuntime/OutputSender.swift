@@ -73,10 +73,14 @@ final class OutputSender: Sendable {
     private struct Retry {
         var due: ContinuousClock.Instant
         var output: Output
+        /// Waiting for room in the producer's queue (`_QUEUE_FULL`), not for a backoff after an error.
+        var isQueueFull = false
     }
 
     private struct State {
         var retries: [Retry] = []
+        /// How many of ``retries`` wait for room in the producer's queue.
+        var queueFullRetries = 0
         var failuresSinceReport = 0
         var lastFailure: KafkaError?
     }
@@ -119,7 +123,15 @@ final class OutputSender: Sendable {
 
     /// Queues an output, waiting (asynchronously) while librdkafka's local queue is full. For the processing loop,
     /// where waiting is the backpressure.
+    ///
+    /// Once cancelled (the run is stopping), an output that finds the queue full waits with the retries instead, and
+    /// so does every output sent after it while one waits: going first would put it ahead of an earlier output of its
+    /// key (found by review).
     func send(_ output: Output) async {
+        if Task.isCancelled, state.withLock({ $0.queueFullRetries > 0 }) {
+            waitForQueueRoom([output])
+            return
+        }
         while true {
             do throws(KafkaError) {
                 try enqueue(output)
@@ -243,7 +255,8 @@ final class OutputSender: Sendable {
         let delay = isQueueFull ? Duration.milliseconds(10) : backoffDelay(attempt: next.attempt)
         if !isQueueFull { statistics.recordRetry() }
         state.withLock { state in
-            state.retries.append(Retry(due: .now + delay, output: next))
+            state.retries.append(Retry(due: .now + delay, output: next, isQueueFull: isQueueFull))
+            if isQueueFull { state.queueFullRetries += 1 }
             if !isQueueFull {
                 state.failuresSinceReport += 1
                 state.lastFailure = error
@@ -288,6 +301,21 @@ final class OutputSender: Sendable {
         return capped + capped * Double.random(in: 0..<0.2)
     }
 
+    /// Puts `outputs` with the retries that wait for room in the producer's queue, in order: after those waiting
+    /// already, or before every retry (`first`: they were taken from the front).
+    private func waitForQueueRoom(_ outputs: [Output], first: Bool = false) {
+        let due = ContinuousClock.now + .milliseconds(10)
+        let waiting = outputs.map { Retry(due: due, output: $0, isQueueFull: true) }
+        state.withLock { state in
+            if first {
+                state.retries.insert(contentsOf: waiting, at: 0)
+            } else {
+                state.retries.append(contentsOf: waiting)
+            }
+            state.queueFullRetries += waiting.count
+        }
+    }
+
     /// Sends due retries until cancelled, and reports failures at most once a second.
     func runRetries() async {
         var lastReport = ContinuousClock.now
@@ -296,11 +324,24 @@ final class OutputSender: Sendable {
             let now = ContinuousClock.now
             let due: [Output] = state.withLock { state in
                 guard !state.retries.isEmpty else { return [] }
-                let ready = state.retries.filter { $0.due <= now }.map(\.output)
-                if !ready.isEmpty { state.retries.removeAll { $0.due <= now } }
-                return ready
+                let ready = state.retries.filter { $0.due <= now }
+                if !ready.isEmpty {
+                    state.retries.removeAll { $0.due <= now }
+                    state.queueFullRetries -= ready.count { $0.isQueueFull }
+                }
+                return ready.map(\.output)
             }
-            for output in due { sendNow(output) }
+            for (index, output) in due.enumerated() {
+                do throws(KafkaError) {
+                    try enqueue(output)
+                } catch where error.librdkafkaName == "_QUEUE_FULL" {
+                    // The first to find the queue full waits with every one after it, in order: none overtakes it.
+                    waitForQueueRoom(Array(due[index...]), first: true)
+                    break
+                } catch {
+                    scheduleRetry(output, after: error)
+                }
+            }
             if now - lastReport >= .seconds(1) {
                 lastReport = now
                 let (failures, last, waiting) = state.withLock { state in

@@ -106,6 +106,48 @@ struct PipelineOutputRetryTests {
         }
     }
 
+    /// Found by review: a stop cancels the emission; an output that then found the producer's queue full went to the
+    /// retries, and the next output of its key, sent once the queue had room, was written before it (and both
+    /// acknowledged and committed: the payload topic kept them in the wrong order).
+    @Test("outputs sent while stopping stay in order behind one that found the producer's queue full")
+    func queueFullWhileStoppingKeepsOrder() async throws {
+        try await withPipelineCluster(partitions: 1) { kafka, configuration in
+            let topic = configuration.topics.fcm
+            var producerConfiguration = KafkaProducerConfiguration(bootstrapServers: [kafka.bootstrapServers])
+            producerConfiguration.properties["queue.buffering.max.messages"] = "3"
+            producerConfiguration.messageTimeout = .seconds(120)
+            let producer = try KafkaProducer(configuration: producerConfiguration, logger: testLogger)
+            let sender = OutputSender(producer: producer, statistics: PipelineStatistics(), backoff: .milliseconds(10), maxBackoff: .seconds(1), logger: testLogger)
+            func output(_ name: String) -> OutputSender.Output {
+                OutputSender.Output(record: KafkaProducerRecord(topic: topic, partition: 0, key: Array("user-1".utf8), value: Array(name.utf8))) { _ in }
+            }
+            func sendWhileStopping(_ name: String) async {
+                await Task {
+                    withUnsafeCurrentTask { $0?.cancel() }
+                    await sender.send(output(name))
+                }.value
+            }
+            // The partition has no leader: three records fill the queue.
+            try kafka.setLeader(of: topic, partition: 0, to: nil)
+            for index in 0..<3 { sender.sendNow(output("fill-\(index)")) }
+            await sendWhileStopping("first")
+            #expect(sender.pendingRetries == 1, "the queue was full")
+            // Room again (the leader back, the three written); the next output of the key must not go first.
+            try kafka.setLeader(of: topic, partition: 0, to: 1)
+            try await eventually("the queue to empty", timeout: .seconds(30)) { producer.pendingCount == 0 ? true : nil }
+            await sendWhileStopping("second")
+            let retrying = Task { await sender.runRetries() }
+            try await eventually("both to be written", timeout: .seconds(30)) {
+                sender.pendingRetries == 0 && producer.pendingCount == 0 ? true : nil
+            }
+            retrying.cancel()
+            await retrying.value
+            await producer.close(timeout: .seconds(1))
+            let written = try await readAll(topic, kafka: kafka).map { String(decoding: $0.value ?? [], as: UTF8.self) }
+            #expect(written == ["fill-0", "fill-1", "fill-2", "first", "second"])
+        }
+    }
+
     /// Found by an operator's review: the records a closing producer dropped (the brokers gone at shutdown) were
     /// each counted as retried (`outputsRetried=520` in the run's summary) and queued for a retry that could never
     /// be sent.
