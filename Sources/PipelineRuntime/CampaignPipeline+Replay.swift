@@ -122,7 +122,8 @@ extension CampaignPipeline {
         }
     }
 
-    /// Commits the replay's progress every `interval` until cancelled (a commit under way is finished first).
+    /// Commits the replay's progress every `interval` until cancelled (a commit under way goes on: the stop waits for
+    /// it only until the final commit's turn).
     func keepCommittingReplayProgress(_ plan: ReplayPlan, consumer: KafkaConsumer, every interval: Duration) async {
         while !Task.isCancelled {
             try? await Task.sleep(for: interval)

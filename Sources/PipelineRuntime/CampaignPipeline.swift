@@ -335,8 +335,12 @@ public final class CampaignPipeline: Service {
             await drain(sender: sender)
             storeCompletedPositions(of: consumer)
             if let replay { storeReplayedRangeEnds(replay, consumer: consumer) }
-            replayCommitter?.cancel()
-            await replayCommitter?.value
+            // A periodic commit under way is waited for only until the final commit's turn: with the brokers gone it
+            // waits for a coordinator as long as librdkafka does, past the shutdown's bound.
+            if let replayCommitter {
+                replayCommitter.cancel()
+                _ = await BoundedWait.wait(for: replayCommitter, until: closingDeadline - Self.consumerCloseShare - Self.finalCommitShare)
+            }
             // The final commit and the consumers' close are waited for until `closingDeadline` (the close gets at
             // least its last `consumerCloseShare`): with the brokers gone, librdkafka keeps both waiting for a group
             // coordinator until the group's session times out (10 s by default here, 45 s by Kafka's), which can be
@@ -648,6 +652,10 @@ public final class CampaignPipeline: Service {
 
     /// The part of ``commitAndCloseAllowance`` kept for the consumers' close, however long the commit waited.
     static let consumerCloseShare: Duration = .seconds(3)
+
+    /// The part of ``commitAndCloseAllowance`` before the close's kept for the final commit, however long a replay's
+    /// periodic commit under way was waited for.
+    static let finalCommitShare: Duration = .seconds(1)
 
     /// The time left until `deadline`, and at least a second, to a tenth of a second.
     static func limit(until deadline: ContinuousClock.Instant) -> Duration {
