@@ -355,8 +355,8 @@ final class DecisionTimes: Sendable {
         return writer.bytes
     }
 
-    /// Reads a decision times record back; `nil` when it is not one (a range with a field missing or wrong, or
-    /// ending before it starts).
+    /// Reads a decision times record back; `nil` when it is not one (a range with a field missing or wrong, ending
+    /// before it starts, or at offsets no partition has: the offset after a range's last is worked out).
     static func decode(_ bytes: [UInt8]) -> [Range]? {
         guard let root = try? JSONValue(parsing: bytes).objectValue, let elements = root["ranges"]?.arrayValue else { return nil }
         var ranges: [Range] = []
@@ -365,7 +365,7 @@ final class DecisionTimes: Sendable {
             guard let object = element.objectValue,
                 case .int(let first)? = object["first"],
                 case .int(let last)? = object["last"],
-                first <= last,
+                first >= 0, first <= last, last < Int.max,
                 let text = object["decidedAt"]?.stringValue,
                 let decidedAt = try? Timestamp(rfc3339: text)
             else { return nil }
@@ -382,7 +382,10 @@ final class DecisionTimes: Sendable {
     }
 
     private static func isWithinGranularity(_ instant: Timestamp, of now: Timestamp) -> Bool {
-        let difference = (now.secondsSince1970 - instant.secondsSince1970) * 1_000_000_000 + Int64(now.nanoseconds - instant.nanoseconds)
+        // Seconds first: an instant centuries away (a record's, any RFC 3339 time) would overflow in nanoseconds.
+        let seconds = now.secondsSince1970 - instant.secondsSince1970
+        guard seconds >= 0, seconds <= 1 else { return false }
+        let difference = seconds * 1_000_000_000 + Int64(now.nanoseconds - instant.nanoseconds)
         return difference >= 0 && difference < granularityNanoseconds
     }
 }

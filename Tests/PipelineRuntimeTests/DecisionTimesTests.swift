@@ -88,6 +88,28 @@ struct DecisionTimesTests {
         }
     }
 
+    /// Found by review: the timers topic is folded by every instance as it starts, and a record no instance writes
+    /// (edited by hand, or another program's) trapped working out the offset after its last, or the distance to an
+    /// instant centuries away: every start crashed the same way. Such a record is now not one (logged and skipped), and
+    /// any instant a record can hold is compared without overflow.
+    @Test("records at offsets no partition has are not records, and instants centuries away are judged without a trap")
+    func extremeRecords() {
+        for text in [
+            #"{"ranges":[{"first":1,"last":9223372036854775807,"decidedAt":"2026-11-26T15:00:00Z"}]}"#,
+            #"{"ranges":[{"first":-5,"last":2,"decidedAt":"2026-11-26T15:00:00Z"}]}"#,
+        ] {
+            #expect(DecisionTimes.decode(Array(text.utf8)) == nil, "\(text)")
+        }
+        let times = DecisionTimes()
+        let ancient = try? Timestamp(rfc3339: "0001-01-01T00:00:00Z")
+        let ranges = DecisionTimes.decode(Array(#"{"ranges":[{"first":0,"last":4,"decidedAt":"0001-01-01T00:00:00Z"}]}"#.utf8))
+        #expect(ranges?.first?.decidedAt == ancient)
+        times.merge(ranges ?? [], of: 0)
+        // The next batch is not within 100 ms of an instant two thousand years before: a range of its own.
+        let judged = times.judge([4, 5], of: 0, now: start)
+        #expect(judged.instants == [ancient, start].compactMap { $0 })
+    }
+
     /// The fold of a partition's records was quadratic: each record extending its writer's range added a range.
     @Test("records that extend their writer's range batch after batch fold into one range, whatever their number")
     func extendingRecordsFoldIntoOneRange() {
