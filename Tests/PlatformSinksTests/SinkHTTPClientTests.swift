@@ -74,7 +74,9 @@ struct SinkHTTPClientTests {
         await client.shutdown()
         // Well before the body's end, with room for a loaded machine's scheduling (a quiet one takes about 2 s).
         #expect(took < .seconds(20), "a 2 s request timeout; the send took \(took), the body being 40 s long")
-        #expect(outcome.contains("deadlineExceeded"), "\(outcome)")
+        // The request's deadline ends it; on a machine stalled for more than 2 s between two of the bytes (a full
+        // test run on CI's two cores once), the per-read timeout comes first, which ends it as early.
+        #expect(outcome.contains("deadlineExceeded") || outcome.contains("readTimeout"), "\(outcome)")
     }
 
     /// Found by review: a 302 was followed as a GET without the payload, and the 200 it ended at read as delivered.
