@@ -762,8 +762,8 @@ extension KafkaConsumer {
 
     /// One turn of the poll loop while the buffer is full: every assigned partition the application has not paused is
     /// paused in librdkafka (fetching stops; what it had fetched but not returned is dropped and fetched again after
-    /// the resume), then the consumer is polled once, briefly, for what only a poll serves: the group's rebalances
-    /// and errors. A record it still returns (fetched before the pause) goes to `overflow`, or is held back with its
+    /// the resume), then the consumer is polled, briefly, for what only a poll serves: the group's rebalances and
+    /// errors. The records it still returns (fetched before the pause) go to `overflow`, or are held back with their
     /// partition's if the application paused it. Returns a fatal error a poll reported.
     private static func serveGroupWhileFull(
         handle: RDKafkaHandle,
@@ -783,26 +783,32 @@ extension KafkaConsumer {
                 shared.state.withLock { $0.pausedWhileFull.formUnion(fetching) }
             }
         }
-        let message = rd_kafka_consumer_poll(rk, 100)
-        defer { if let message { rd_kafka_message_destroy(message) } }
-        // A revocation served inside the poll makes what was kept before it for those partitions stale.
-        let (revoked, paused, generations) = shared.state.withLock { state in
-            defer { state.revokedDuringPoll = [] }
-            return (state.revokedDuringPoll, state.paused, state.generations)
-        }
-        if !revoked.isEmpty { overflow.removeAll { revoked.contains($0.topicPartition) } }
-        guard let message else { return nil }
-        if message.pointee.err != RD_KAFKA_RESP_ERR_NO_ERROR {
-            return Self.report(message, handle: handle, events: events, logger: logger)
-        }
-        var generation = GenerationLookup(generations: generations)
-        let record = Self.convert(message, topicNames: &topicNames, generation: &generation)
-        Self.advancePositions(over: [record], in: shared)
-        shared.recordsFetched.add(1, ordering: .relaxed)
-        if paused.contains(record.topicPartition) {
-            buffer.hold([record])
-        } else {
-            overflow.append(record)
+        // What was fetched before the pause is taken at once, up to a batch a turn: a rebalance waits behind it.
+        var timeout: Int32 = 100
+        for _ in 0..<1_000 {
+            let message = rd_kafka_consumer_poll(rk, timeout)
+            defer { if let message { rd_kafka_message_destroy(message) } }
+            // A revocation served inside the poll makes what was kept before it for those partitions stale.
+            let (revoked, paused, generations) = shared.state.withLock { state in
+                defer { state.revokedDuringPoll = [] }
+                return (state.revokedDuringPoll, state.paused, state.generations)
+            }
+            if !revoked.isEmpty { overflow.removeAll { revoked.contains($0.topicPartition) } }
+            guard let message else { return nil }
+            if message.pointee.err != RD_KAFKA_RESP_ERR_NO_ERROR {
+                if let fatal = Self.report(message, handle: handle, events: events, logger: logger) { return fatal }
+                continue
+            }
+            var generation = GenerationLookup(generations: generations)
+            let record = Self.convert(message, topicNames: &topicNames, generation: &generation)
+            Self.advancePositions(over: [record], in: shared)
+            shared.recordsFetched.add(1, ordering: .relaxed)
+            if paused.contains(record.topicPartition) {
+                buffer.hold([record])
+            } else {
+                overflow.append(record)
+            }
+            timeout = 0
         }
         return nil
     }
