@@ -424,6 +424,9 @@ public final class KafkaConsumer: Sendable {
     /// The partitions paused by the application, once each pause has taken effect on the poll thread (for tests).
     var pausedPartitions: Set<KafkaTopicPartition> { shared.state.withLock { $0.paused } }
 
+    /// The partitions the poll thread paused because the buffer stayed full (for tests).
+    var pausedForFullBuffer: Set<KafkaTopicPartition> { shared.state.withLock { $0.pausedWhileFull } }
+
     /// How many records the consumer has taken from librdkafka for ``messages`` (for tests: a record dropped and
     /// fetched again counts twice).
     var recordsFetched: Int { shared.recordsFetched.load(ordering: .relaxed) }

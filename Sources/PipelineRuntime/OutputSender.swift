@@ -322,14 +322,13 @@ final class OutputSender: Sendable {
         while !Task.isCancelled {
             try? await Task.sleep(for: .milliseconds(20))
             let now = ContinuousClock.now
-            let due: [Output] = state.withLock { state in
-                guard !state.retries.isEmpty else { return [] }
+            // Those waiting for queue room stay counted until each is queued or back in line: meanwhile an output
+            // sent while stopping waits behind them rather than going first.
+            let (due, queueFull): ([Output], Int) = state.withLock { state in
+                guard !state.retries.isEmpty else { return ([], 0) }
                 let ready = state.retries.filter { $0.due <= now }
-                if !ready.isEmpty {
-                    state.retries.removeAll { $0.due <= now }
-                    state.queueFullRetries -= ready.count { $0.isQueueFull }
-                }
-                return ready.map(\.output)
+                if !ready.isEmpty { state.retries.removeAll { $0.due <= now } }
+                return (ready.map(\.output), ready.count { $0.isQueueFull })
             }
             for (index, output) in due.enumerated() {
                 do throws(KafkaError) {
@@ -342,6 +341,7 @@ final class OutputSender: Sendable {
                     scheduleRetry(output, after: error)
                 }
             }
+            if queueFull > 0 { state.withLock { $0.queueFullRetries -= queueFull } }
             if now - lastReport >= .seconds(1) {
                 lastReport = now
                 let (failures, last, waiting) = state.withLock { state in
