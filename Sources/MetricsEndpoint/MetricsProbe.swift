@@ -27,7 +27,9 @@ public enum MetricsProbe {
 
     /// Asks `http://<host>:<port><check's path>`, waiting at most `timeout`.
     public static func ask(host: String, port: Int, check: Check, timeout: Duration) async -> Answer {
-        let url = "http://\(host):\(port)\(check.path)"
+        // An IPv6 address goes in brackets in a URL (`::1` as `[::1]`).
+        let authority = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
+        let url = "http://\(authority):\(port)\(check.path)"
         do {
             let response = try await HTTPClient.shared.execute(HTTPClientRequest(url: url), timeout: .nanoseconds(Int64(timeout.nanoseconds)))
             let body = try await response.body.collect(upTo: 4_096)

@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import Foundation
 import Logging
 @testable import MetricsEndpoint
 import NIOCore
@@ -194,6 +195,13 @@ struct MetricsEndpointTests {
                 #expect(await MetricsProbe.ask(host: "127.0.0.1", port: portNumber, check: .ready, timeout: .seconds(5)) == .init(passed: false, text: "not ready: stopping"))
                 #expect(try await get("/nothing").status == 404)
                 #expect(try await get("/metrics", method: .POST).status == 405)
+                // HEAD is GET without the body (RFC 9110 §9.1; it was 405), and a 405 says what is allowed (§15.5.6).
+                let head = try await get("/healthz", method: .HEAD)
+                #expect(head.status == 200 && head.body.isEmpty, "\(head)")
+                var post = HTTPClientRequest(url: base + "/metrics")
+                post.method = .POST
+                let refused = try await client.execute(post, timeout: .seconds(5))
+                #expect(refused.headers.first(name: "allow") == "GET, HEAD")
             } catch {
                 try? await client.shutdown()
                 throw error
@@ -213,4 +221,150 @@ struct MetricsEndpointTests {
             #expect(nobody.text.hasSuffix(": Connection refused (errno 111)"), "said once, without NIO's stray parenthesis: \(nobody.text)")
         }
     }
+
+    /// Found by review: a request target in absolute form (`GET http://host/metrics`), which an HTTP/1.1 server must
+    /// accept (RFC 9112 §3.2.2), was answered 404.
+    @Test("request targets in origin and absolute form name the same path")
+    func requestTargets() {
+        #expect(MetricsHTTPHandler.path(of: "/metrics") == "/metrics")
+        #expect(MetricsHTTPHandler.path(of: "/metrics?x=1") == "/metrics")
+        #expect(MetricsHTTPHandler.path(of: "http://localhost:9464/metrics") == "/metrics")
+        #expect(MetricsHTTPHandler.path(of: "https://[::1]:9464/readyz?verbose") == "/readyz")
+        #expect(MetricsHTTPHandler.path(of: "http://localhost:9464") == "/")
+        #expect(MetricsHTTPHandler.path(of: "/a://b") == "/a://b")
+    }
+
+    /// Found by review: connections were not limited, and a client holding idle ones took the file descriptors the
+    /// Kafka clients then failed to get ("Too many open files"). One past the limit is closed as it comes; a
+    /// connection closed makes room.
+    @Test("at most maxConnections are open at once; one more is closed at once, and room comes back as they close")
+    func connectionsAreLimited() async throws {
+        let server = MetricsServer(host: "127.0.0.1", port: 0, logger: Self.logger, maxConnections: 2) { "" }
+        try await server.listen()
+        let group = ServiceGroup(services: [server], logger: Self.logger)
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { try await group.run() }
+            let port = try #require(server.boundPort)
+            func connect() async throws -> (any Channel, Flag) {
+                let connection = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton).connect(host: "127.0.0.1", port: port).get()
+                let closed = Flag()
+                connection.closeFuture.whenComplete { _ in closed.set() }
+                return (connection, closed)
+            }
+            func closesSoon(_ closed: Flag) async throws -> Bool {
+                for _ in 0..<200 where !closed.isSet { try await Task.sleep(for: .milliseconds(10)) }
+                return closed.isSet
+            }
+            let (first, firstClosed) = try await connect()
+            let (second, secondClosed) = try await connect()
+            let (third, thirdClosed) = try await connect()
+            #expect(try await closesSoon(thirdClosed), "the third connection is closed by the server")
+            #expect(!firstClosed.isSet && !secondClosed.isSet, "the first two stay open")
+            try await first.close()
+            // Room again: a new connection is answered.
+            let client = HTTPClient(eventLoopGroupProvider: .singleton)
+            var answered = false
+            for _ in 0..<50 where !answered {
+                let response = try? await client.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/healthz"), timeout: .seconds(2))
+                answered = response?.status == .ok
+                if !answered { try await Task.sleep(for: .milliseconds(20)) }
+            }
+            #expect(answered, "a connection is served once another closed")
+            try await client.shutdown()
+            try? await second.close()
+            try? await third.close()
+            await group.triggerGracefulShutdown()
+            try await tasks.waitForAll()
+        }
+    }
+
+    /// Pipelined requests are answered in order, once each, however many: the server stops reading while its answers
+    /// wait for the client (a client that never read them made its memory grow without bound, found by review),
+    /// and reads on once the client reads.
+    @Test("a thousand pipelined requests, read only once all are sent, are each answered in order")
+    func pipelinedRequests() async throws {
+        let server = MetricsServer(host: "127.0.0.1", port: 0, logger: Self.logger) { String(repeating: "m", count: 2_000) }
+        try await server.listen()
+        let group = ServiceGroup(services: [server], logger: Self.logger)
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { try await group.run() }
+            let port = try #require(server.boundPort)
+            let received = ReceivedBytes()
+            let connection = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .channelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(Collector(received)) }
+                }
+                .connect(host: "127.0.0.1", port: port).get()
+            let requests = (0..<1_000).map { index in index.isMultiple(of: 2) ? "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n" : "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n" }
+            try await connection.writeAndFlush(connection.allocator.buffer(string: requests.joined())).get()
+            let expectedBytes = 500 * (2_000 + 100) + 500 * (3 + 90)
+            for _ in 0..<1_000 where received.count < expectedBytes - 100_000 { try await Task.sleep(for: .milliseconds(20)) }
+            try await Task.sleep(for: .milliseconds(200))
+            let text = String(decoding: received.all, as: UTF8.self)
+            let statuses = text.components(separatedBy: "HTTP/1.1 200 OK").count - 1
+            #expect(statuses == 1_000, "answered \(statuses) of 1,000")
+            let bodies = text.components(separatedBy: "\r\n\r\n").dropFirst().map { $0.hasPrefix("m") ? "m" : $0.hasPrefix("ok") ? "ok" : "?" }
+            #expect(Array(bodies.prefix(4)) == ["m", "ok", "m", "ok"], "in order")
+            try await connection.close()
+            await group.triggerGracefulShutdown()
+            try await tasks.waitForAll()
+        }
+    }
+
+    /// `campaign-pipeline probe --host ::1` failed with an invalid URL: an IPv6 address goes in brackets.
+    @Test("the probe asks an IPv6 address")
+    func probeOverIPv6() async throws {
+        let server = MetricsServer(host: "::1", port: 0, logger: Self.logger) { "" }
+        do {
+            try await server.listen()
+        } catch {
+            // No IPv6 loopback on this machine: nothing to ask.
+            return
+        }
+        let group = ServiceGroup(services: [server], logger: Self.logger)
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { try await group.run() }
+            let port = try #require(server.boundPort)
+            #expect(await MetricsProbe.ask(host: "::1", port: port, check: .live, timeout: .seconds(5)) == .init(passed: true, text: "ok"))
+            await group.triggerGracefulShutdown()
+            try await tasks.waitForAll()
+        }
+    }
+}
+
+/// Every byte a connection received.
+private final class ReceivedBytes: Sendable {
+    private let bytes = Mutex<[UInt8]>([])
+
+    func append(_ buffer: ByteBuffer) {
+        bytes.withLock { $0 += buffer.readableBytesView }
+    }
+
+    var all: [UInt8] { bytes.withLock { $0 } }
+    var count: Int { bytes.withLock { $0.count } }
+}
+
+/// Collects what a connection receives into ``ReceivedBytes``.
+private final class Collector: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    private let received: ReceivedBytes
+
+    init(_ received: ReceivedBytes) {
+        self.received = received
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        received.append(unwrapInboundIn(data))
+    }
+}
+
+/// A flag set once, from any thread.
+private final class Flag: Sendable {
+    private let value = Atomic<Bool>(false)
+
+    func set() {
+        value.store(true, ordering: .relaxed)
+    }
+
+    var isSet: Bool { value.load(ordering: .relaxed) }
 }
