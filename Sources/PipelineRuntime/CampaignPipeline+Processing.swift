@@ -325,7 +325,7 @@ extension CampaignPipeline {
     /// rewound (read again from an earlier offset), gets a new tracker, so late acknowledgements of the old reading
     /// can never complete events of the new one. A new tracker reports its advances to `completion`. `nil` when
     /// the partition is no longer read under `generation`.
-    private func beginTracking(
+    func beginTracking(
         _ partition: KafkaTopicPartition,
         offset: Int64,
         generation: Int,
@@ -339,7 +339,13 @@ extension CampaignPipeline {
             // Checked under the lock that the revocation's clean-up takes after the consumer changed its assignment:
             // a tracker made here is either for the current reading or seen and retired by that clean-up.
             guard consumer.isReading(partition, generation: generation) else { return nil }
-            progress[partition]?.retire()
+            if let retired = progress[partition] {
+                retired.retire()
+                // Rewound within the same reading (an offset reset): a pause the retired tracker asked for, maybe not
+                // applied yet, would hold the partition back for good, as the new tracker never paused it (found by
+                // review). Consumer commands run in call order, so this resume comes after that pause.
+                if retired.generation == generation, retired.isPaused { consumer.resume([partition], generation: generation) }
+            }
             let created = PartitionProgress(partition: partition, generation: generation, completion: completion)
             _ = created.begin(offset: offset)
             progress[partition] = created

@@ -148,6 +148,33 @@ struct PipelineOutputRetryTests {
         }
     }
 
+    /// Found by review: a partition read again from an earlier offset within the same assignment (an offset reset)
+    /// gets a new tracker; a pause its old tracker had asked for (backpressure) then held the partition for good, as
+    /// the new tracker had not paused it and would never resume it.
+    @Test("a partition rewound within its reading is not left paused by its retired tracker")
+    func rewindAfterPauseResumes() async throws {
+        try await withPipelineCluster(partitions: 1) { kafka, configuration in
+            let partition = KafkaTopicPartition(topic: configuration.topics.sends, partition: 0)
+            let consumer = try KafkaConsumer(configuration: KafkaConsumerConfiguration(bootstrapServers: [kafka.bootstrapServers], groupID: nil), logger: testLogger)
+            try consumer.assign([KafkaTopicPartitionOffset(topic: partition.topic, partition: 0, offset: KafkaOffset.beginning)])
+            let generation = consumer.assignmentGeneration(of: partition)
+            let pipeline = CampaignPipeline(configuration: configuration, registry: builtinRegistry, logger: testLogger)
+            let completion = EventCompletion()
+            let first = try #require(pipeline.beginTracking(partition, offset: 10, generation: generation, consumer: consumer, completion: completion))
+            // At its in-flight limit: the tracker pauses the partition.
+            first.updateBackpressure(limit: 1) { pause in
+                if pause { consumer.pause([partition], generation: generation) } else { consumer.resume([partition], generation: generation) }
+            }
+            #expect(first.isPaused)
+            try await eventually("the pause to take effect", timeout: .seconds(10)) { consumer.pausedPartitions.contains(partition) ? true : nil }
+            // Read again from offset 5 in the same reading: a new tracker.
+            let second = try #require(pipeline.beginTracking(partition, offset: 5, generation: generation, consumer: consumer, completion: completion))
+            #expect(second !== first && !second.isPaused)
+            try await eventually("the partition to be read again", timeout: .seconds(10)) { consumer.pausedPartitions.contains(partition) ? nil : true }
+            await consumer.close()
+        }
+    }
+
     /// Found by an operator's review: the records a closing producer dropped (the brokers gone at shutdown) were
     /// each counted as retried (`outputsRetried=520` in the run's summary) and queued for a retry that could never
     /// be sent.
