@@ -250,24 +250,14 @@ struct KafkaConsumerGroupTests {
             configuration.properties["max.poll.interval.ms"] = "120000"
             let first = try KafkaConsumer(configuration: configuration, logger: testLogger)
             try first.subscribe(topics: ["full"])
-            let fullDeadline = ContinuousClock.now + .seconds(60)
-            while first.assignment.count != 2 || first.recordsFetched < 40 {
-                guard ContinuousClock.now < fullDeadline else { throw TestTimeout(description: "the first consumer never filled its buffer") }
-                try await Task.sleep(for: .milliseconds(50))
-            }
+            try await waitUntil("the first consumer filling its buffer", within: .seconds(60)) { first.assignment.count == 2 && first.recordsFetched >= 40 }
             // Full for a while: fetching stopped, the group still served.
             try await Task.sleep(for: .seconds(1))
 
             let second = try KafkaConsumer(configuration: configuration, logger: testLogger)
             try second.subscribe(topics: ["full"])
-            let splitDeadline = ContinuousClock.now + .seconds(30)
-            while first.assignment.count != 1 || second.assignment.count != 1 {
-                guard ContinuousClock.now < splitDeadline else {
-                    await second.close()
-                    await first.close()
-                    throw TestTimeout(description: "the group never split while the first consumer's buffer was full")
-                }
-                try await Task.sleep(for: .milliseconds(100))
+            try await waitUntil("the group splitting while the first consumer's buffer was full", within: .seconds(30)) {
+                first.assignment.count == 1 && second.assignment.count == 1
             }
             for (consumer, name) in [(first, "first"), (second, "second")] {
                 let mine = try #require(consumer.assignment.first)
@@ -312,17 +302,9 @@ struct KafkaConsumerGroupTests {
                 one: try await consumer.watermarks(topic: "brim", partition: 1).high,
             ]
             // Full: the buffer holds 40 (and a batch being handed over when it filled).
-            let fullDeadline = ContinuousClock.now + .seconds(30)
-            while consumer.recordsFetched < 40 {
-                guard ContinuousClock.now < fullDeadline else { throw TestTimeout(description: "only \(consumer.recordsFetched) records fetched") }
-                try await Task.sleep(for: .milliseconds(20))
-            }
+            try await waitUntil("the buffer filling", within: .seconds(30)) { consumer.recordsFetched >= 40 }
             // A second of a full buffer: the poll thread pauses both partitions.
-            let pausedDeadline = ContinuousClock.now + .seconds(30)
-            while consumer.pausedForFullBuffer != [zero, one] {
-                guard ContinuousClock.now < pausedDeadline else { throw TestTimeout(description: "never paused for the full buffer") }
-                try await Task.sleep(for: .milliseconds(20))
-            }
+            try await waitUntil("the pause for the full buffer", within: .seconds(30)) { consumer.pausedForFullBuffer == [zero, one] }
             consumer.pause([zero])
             // The pause takes effect on the poll thread; records handed over before it are the application's.
             while !consumer.pausedPartitions.contains(zero) { try await Task.sleep(for: .milliseconds(5)) }
@@ -647,11 +629,7 @@ struct KafkaConsumerGroupTests {
         try await prepare(first)
         let second = try KafkaConsumer(configuration: consumerConfiguration(kafka, group: group), logger: testLogger)
         try second.subscribe(topics: [topic])
-        let rebalanceDeadline = ContinuousClock.now + .seconds(60)
-        while first.assignment.count != 1 || second.assignment.count != 1 {
-            guard ContinuousClock.now < rebalanceDeadline else { throw TestTimeout(description: "the group never split") }
-            try await Task.sleep(for: .milliseconds(100))
-        }
+        try await waitUntil("the group splitting", within: .seconds(60), every: .milliseconds(100)) { first.assignment.count == 1 && second.assignment.count == 1 }
         try await settle(first)
         let mine = try #require(first.assignment.first)
         let producer = try KafkaProducer(configuration: producerConfiguration(kafka), logger: testLogger)

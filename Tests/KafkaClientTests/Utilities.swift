@@ -96,6 +96,16 @@ func expectNoRecord(from consumer: KafkaConsumer, for duration: Duration, source
     #expect(arrived == nil, "nothing should arrive, but got \(arrived ?? "")", sourceLocation: sourceLocation)
 }
 
+/// Waits until `condition` holds, looking every `interval`; throws ``TestTimeout`` saying `what` did not happen after
+/// `timeout`.
+func waitUntil(_ what: String, within timeout: Duration, every interval: Duration = .milliseconds(20), _ condition: () -> Bool) async throws {
+    let deadline = ContinuousClock.now + timeout
+    while !condition() {
+        guard ContinuousClock.now < deadline else { throw TestTimeout(description: what) }
+        try await Task.sleep(for: interval)
+    }
+}
+
 /// Runs `body`, giving up after `timeout` (then `nil`): a reader waiting for records that never come would hang the
 /// test otherwise.
 func within<T: Sendable>(_ timeout: Duration, _ body: @escaping @Sendable () async throws -> T) async throws -> T? {
