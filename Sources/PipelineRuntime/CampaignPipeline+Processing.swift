@@ -15,10 +15,11 @@ extension CampaignPipeline {
         let recorded: AcknowledgementCountdown?
     }
 
-    /// Decides a batch (partitions in parallel when the batch is large). In streaming, each record is judged at the
-    /// instant it was judged at before (read again after a crash or a rebalance), otherwise now; the records of
-    /// those instants are sent before the decisions are made, and ``emit(_:consumer:sender:completion:)`` waits for
-    /// them. `nil` when the pipeline stopped before the instants of a new reading could be read: nothing of the
+    /// Decides a batch (partitions in parallel when the batch is large). In streaming, each record is judged as it was
+    /// judged before (read again after a crash or a rebalance: at the same instant, against the campaign table as it
+    /// had read the definitions topic then), otherwise now against the table as it is; once decided, the judgements
+    /// of the records not judged before are recorded, and ``emit(_:consumer:sender:completion:)`` waits for their
+    /// records. `nil` when the pipeline stopped before the judgements of a new reading could be read: nothing of the
     /// batch is emitted, so nothing of it is committed.
     func decide(
         _ batch: [KafkaConsumerMessage],
@@ -26,28 +27,32 @@ extension CampaignPipeline {
         decisionsSender: OutputSender?,
         followers: StateFollowers
     ) async -> DecidedBatch? {
-        let table = campaigns.withLock { $0 }
         let now = decisionTime()
         // The batch's indices by partition, in read order within each.
         let byPartition = Dictionary(grouping: batch.indices, by: { batch[$0].partition })
-        var judgedAt: [Timestamp]?
-        var recorded: AcknowledgementCountdown?
-        if let timersFollower = followers.timers, let decisionsSender, let now {
+        var judged: [DecisionTimes.Judgement?]?
+        if let timersFollower = followers.timers, decisionsSender != nil, let now {
             guard await readDecisionTimes(of: batch, consumer: consumer, follower: timersFollower) else { return nil }
-            (judgedAt, recorded) = judge(batch, byPartition: byPartition, at: now, consumer: consumer, sender: decisionsSender)
+            judged = judgements(of: batch, byPartition: byPartition, at: now, consumer: consumer)
         }
-        let instants = judgedAt
+        guard let table = await campaignTable(covering: judged ?? [], definitions: followers.definitions) else { return nil }
+        // Per record, the table it is judged against, and the horizon that is, for the records judged here first.
+        var horizons = [CampaignTable.Horizon?](repeating: table.horizon, count: batch.count)
         let processor = self.processor
+        let judgements = judged
         var decisions = [EventProcessor.Decision?](repeating: nil, count: batch.count)
+        @Sendable func decide(_ index: Int, scratch: RenderScratch) -> EventProcessor.Decision {
+            let judgement = judgements?[index]
+            let campaigns = judgement?.wasJudged == true ? table.reading(through: judgement?.horizon) : table
+            return Self.decide(batch, at: index, processor: processor, campaigns: campaigns, now: judgement?.decidedAt ?? now, scratch: scratch)
+        }
         // Each worker (task) decides its events with one scratch (see `RenderScratch`).
         if batch.count >= 64, byPartition.count > 1 {
             await withTaskGroup(of: [(Int, EventProcessor.Decision)].self) { group in
                 for indices in byPartition.values {
                     group.addTask {
                         let scratch = RenderScratch()
-                        return indices.map { index in
-                            (index, Self.decide(batch, at: index, processor: processor, campaigns: table, now: instants?[index] ?? now, scratch: scratch))
-                        }
+                        return indices.map { index in (index, decide(index, scratch: scratch)) }
                     }
                 }
                 for await results in group {
@@ -56,12 +61,33 @@ extension CampaignPipeline {
             }
         } else {
             let scratch = RenderScratch()
-            for index in batch.indices {
-                decisions[index] = Self.decide(batch, at: index, processor: processor, campaigns: table, now: instants?[index] ?? now, scratch: scratch)
-            }
+            for index in batch.indices { decisions[index] = decide(index, scratch: scratch) }
         }
-        await decideAgainOnceDefinitionsAreRead(batch, &decisions, now: now, instants: instants, definitions: followers.definitions)
+        await decideAgainOnceDefinitionsAreRead(batch, &decisions, horizons: &horizons, now: now, judgements: judgements, definitions: followers.definitions)
+        var recorded: AcknowledgementCountdown?
+        if let judgements, let decisionsSender {
+            recorded = record(judgements, horizons: horizons, of: batch, byPartition: byPartition, decided: decisions, consumer: consumer, sender: decisionsSender)
+        }
         return DecidedBatch(records: batch, decisions: decisions, recorded: recorded)
+    }
+
+    /// The campaign table to judge a batch with: one that has read the definitions topic at least as far as the table
+    /// each record `judged` before was judged against had (another instance's, or this one's before a restart, may
+    /// have read further than this one has yet), so that a record judged again finds every campaign event its first
+    /// judging knew. `nil` when the pipeline stops while the table catches up.
+    private func campaignTable(covering judged: [DecisionTimes.Judgement?], definitions: StateTopicFollower) async -> CampaignTable? {
+        let table = campaigns.withLock { $0 }
+        let needed = judged.lazy.compactMap { $0?.horizon }.filter { !table.horizon.covers($0) }.first
+        guard let needed else { return table }
+        if case .cancelled = await definitions.catchUp(logger: logger) { return nil }
+        let caughtUp = campaigns.withLock { $0 }
+        if !caughtUp.horizon.covers(needed) {
+            logger.warning(
+                "The campaign table has not read the definitions topic as far as a send's first judging had; it is judged again with less",
+                metadata: ["topic": "\(definitions.topic)"]
+            )
+        }
+        return caughtUp
     }
 
     /// Queues the outputs of a decided batch in read order, once the records of the instants it was judged at are
@@ -128,18 +154,23 @@ extension CampaignPipeline {
     }
 
     /// Decides again, once the campaign table has read the definitions topic to its end, the events that named a
-    /// campaign definition the table lacked; those still lacking it are rejected when emitted. When the pipeline
-    /// stops meanwhile, nothing can be concluded: those events, and every later one of their partitions in the batch,
-    /// are left undecided (not emitted, so not committed past: processed again after the restart).
+    /// campaign definition the table lacked (`horizons` then holds the table's new horizon for them); those still
+    /// lacking it are rejected when emitted. An event judged before against a table that lacked it too (its
+    /// `judgements` say so) is not decided again: its first judging did not find it either. When the pipeline
+    /// stops meanwhile, nothing can be concluded: those events, and every later one of their partitions in the
+    /// batch, are left undecided (not emitted, so not committed past: processed again after the restart).
     private func decideAgainOnceDefinitionsAreRead(
         _ batch: [KafkaConsumerMessage],
         _ decisions: inout [EventProcessor.Decision?],
+        horizons: inout [CampaignTable.Horizon?],
         now: Timestamp?,
-        instants: [Timestamp]?,
+        judgements: [DecisionTimes.Judgement?]?,
         definitions: StateTopicFollower
     ) async {
         let waiting = decisions.indices.filter {
-            if case .awaitingDefinition? = decisions[$0] { true } else { false }
+            guard case .awaitingDefinition? = decisions[$0] else { return false }
+            guard let judgement = judgements?[$0], judgement.wasJudged else { return true }
+            return judgement.horizon == nil
         }
         guard !waiting.isEmpty else { return }
         // Sends written before the table last read the topic to its end have all they will get.
@@ -156,7 +187,8 @@ extension CampaignPipeline {
         let table = campaigns.withLock { $0 }
         let scratch = RenderScratch()
         for index in waiting {
-            decisions[index] = Self.decide(batch, at: index, processor: processor, campaigns: table, now: instants?[index] ?? now, scratch: scratch)
+            decisions[index] = Self.decide(batch, at: index, processor: processor, campaigns: table, now: judgements?[index]?.decidedAt ?? now, scratch: scratch)
+            horizons[index] = table.horizon
         }
     }
 
@@ -195,34 +227,57 @@ extension CampaignPipeline {
         return true
     }
 
-    /// The instant each record of `batch` (whose indices by partition are `byPartition`) is judged at
-    /// (``DecisionTimes/judge(_:of:now:)``), and the records of the partitions whose decision times changed, sent:
-    /// their acknowledgements, to wait for before the outputs. Only partitions read here now are judged this way: a
-    /// record written for a partition another instance owns would give it instants it never judged at.
-    private func judge(
-        _ batch: [KafkaConsumerMessage],
+    /// How each record of `batch` (whose indices by partition are `byPartition`) is judged
+    /// (``DecisionTimes/judgements(for:of:now:)``); `nil` for the records of partitions not read here now: a record
+    /// written for a partition another instance owns would give it instants it never judged at.
+    private func judgements(
+        of batch: [KafkaConsumerMessage],
         byPartition: [Int32: [Int]],
         at now: Timestamp,
-        consumer: KafkaConsumer,
-        sender: OutputSender
-    ) -> ([Timestamp], AcknowledgementCountdown?) {
-        var instants = [Timestamp](repeating: now, count: batch.count)
-        var changed: [Int32] = []
-        for (partition, indices) in byPartition.sorted(by: { $0.key < $1.key }) {
+        consumer: KafkaConsumer
+    ) -> [DecisionTimes.Judgement?] {
+        var judgements = [DecisionTimes.Judgement?](repeating: nil, count: batch.count)
+        for (partition, indices) in byPartition {
             let first = batch[indices[0]]
             guard consumer.isReading(first.topicPartition, generation: first.assignmentGeneration) else { continue }
-            let (judged, didChange) = decisionTimes.judge(indices.map { batch[$0].offset }, of: partition, now: now)
-            for (index, instant) in zip(indices, judged) { instants[index] = instant }
-            if didChange { changed.append(partition) }
+            let judged = decisionTimes.judgements(for: indices.map { batch[$0].offset }, of: partition, now: now)
+            for (index, judgement) in zip(indices, judged) { judgements[index] = judgement }
         }
-        guard !changed.isEmpty else { return (instants, nil) }
+        return judgements
+    }
+
+    /// Records the judgements of the decided records of `batch` not judged before, each with the horizon of the table
+    /// it was decided against (``DecisionTimes/record(_:of:)``), and sends the records of the partitions whose
+    /// decision times changed: their acknowledgements, to wait for before the outputs. Records left undecided (the
+    /// pipeline stopped) are not recorded: they are judged anew when read again.
+    private func record(
+        _ judgements: [DecisionTimes.Judgement?],
+        horizons: [CampaignTable.Horizon?],
+        of batch: [KafkaConsumerMessage],
+        byPartition: [Int32: [Int]],
+        decided decisions: [EventProcessor.Decision?],
+        consumer: KafkaConsumer,
+        sender: OutputSender
+    ) -> AcknowledgementCountdown? {
+        var changed: [Int32] = []
+        for (partition, indices) in byPartition.sorted(by: { $0.key < $1.key }) {
+            // Revoked while the batch was decided: its outputs are not emitted here.
+            let first = batch[indices[0]]
+            guard consumer.isReading(first.topicPartition, generation: first.assignmentGeneration) else { continue }
+            let new = indices.compactMap { index -> (offset: Int64, decidedAt: Timestamp, horizon: CampaignTable.Horizon?)? in
+                guard let judgement = judgements[index], !judgement.wasJudged, decisions[index] != nil else { return nil }
+                return (batch[index].offset, judgement.decidedAt, horizons[index])
+            }
+            if !new.isEmpty, decisionTimes.record(new, of: partition) { changed.append(partition) }
+        }
+        guard !changed.isEmpty else { return nil }
         // A partition whose record has not landed for longer than the wait (no leader) is not waited for.
         let awaited = changed.filter { !decisionTimes.isLagging($0, by: Self.decisionTimesWait) }
         let countdown = AcknowledgementCountdown(count: awaited.count)
         for partition in changed where decisionTimes.recordNeeded(for: partition, acknowledging: awaited.contains(partition) ? countdown : nil) {
             sendDecisionTimesRecord(of: partition, sender: sender)
         }
-        return (instants, countdown)
+        return countdown
     }
 
     /// Runs on the consumer's poll thread when partitions are about to be revoked

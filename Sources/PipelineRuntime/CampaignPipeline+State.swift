@@ -131,7 +131,7 @@ extension CampaignPipeline {
             return
         }
         do throws(PipelineError) {
-            try campaigns.withLock { table throws(PipelineError) in try table.apply(json: message.value ?? []) }
+            try campaigns.withLock { table throws(PipelineError) in try table.apply(json: message.value ?? [], partition: message.partition, offset: message.offset) }
         } catch {
             ignoredCampaignEventWarning.log(
                 to: logger,

@@ -8,6 +8,37 @@ public import PipelineCore
 /// campaign at the same instant (times are often whole seconds: a cancellation and a relaunch within one) are
 /// ordered as they are on the topic, where the campaign's key keeps them in one partition: the later one wins.
 public struct CampaignTable: Sendable {
+    /// How far a table has read the definitions topic: per partition, the offset after the last record folded.
+    ///
+    /// A send's decision is reproducible from its decision time and the horizon of the table it was judged with: a
+    /// cancellation or a new version read later, even one dated before the decision time, is not part of it
+    /// (``reading(through:)``).
+    public struct Horizon: Sendable, Hashable {
+        /// Per partition of the definitions topic, the offset after the last record read (none read: absent).
+        public var offsets: [Int32: Int64]
+
+        /// A horizon at `offsets`.
+        public init(_ offsets: [Int32: Int64] = [:]) {
+            self.offsets = offsets
+        }
+
+        /// Whether the record at `offset` of `partition` is within the horizon (had been read).
+        func holds(partition: Int32, offset: Int64) -> Bool {
+            offset < offsets[partition] ?? 0
+        }
+
+        /// Whether every record within `other` is within this horizon.
+        public func covers(_ other: Horizon) -> Bool {
+            other.offsets.allSatisfy { $0.value <= offsets[$0.key] ?? 0 }
+        }
+    }
+
+    /// Where a campaign event was read on the definitions topic.
+    struct Position: Sendable, Equatable {
+        var partition: Int32
+        var offset: Int64
+    }
+
     /// One stored definition of a campaign.
     public struct Definition: Sendable, Equatable {
         /// The definition version.
@@ -20,6 +51,8 @@ public struct CampaignTable: Sendable {
         public var definedAt: Timestamp
         /// Its place among the campaign's events in the order they were folded (the topic's).
         var sequence = 0
+        /// Where it was read on the definitions topic (`nil` when not read from it: a file, a test).
+        var position: Position?
 
         /// Later definitions sort after earlier ones: by version, then time, then place on the topic.
         fileprivate static func isEarlier(_ lhs: Definition, _ rhs: Definition) -> Bool {
@@ -30,7 +63,7 @@ public struct CampaignTable: Sendable {
     /// One campaign's events, each with its place in the order they were folded.
     private struct History: Sendable {
         var definitions: [Definition] = []
-        var cancellations: [(at: Timestamp, sequence: Int)] = []
+        var cancellations: [(at: Timestamp, sequence: Int, position: Position?)] = []
         var eventsFolded = 0
 
         mutating func nextSequence() -> Int {
@@ -41,16 +74,50 @@ public struct CampaignTable: Sendable {
 
     private var campaigns: [String: History] = [:]
 
+    /// How far the table has read the definitions topic (records that are not campaign events included).
+    public private(set) var horizon = Horizon()
+
+    /// When set, the events read beyond it are left out of every answer (``reading(through:)``).
+    private var limit: Horizon?
+
     /// An empty table.
     public init() {}
 
     /// The number of campaigns known.
     public var count: Int { campaigns.count }
 
-    /// Folds one record of the definitions topic into the table.
+    /// The table as it was when it had read the definitions topic up to `horizon`: the events read beyond it are left
+    /// out of every answer, so that a send judged again is judged against what its first judging knew. `nil` leaves
+    /// nothing out. (The events are kept: a view costs no copy.)
+    public func reading(through horizon: Horizon?) -> CampaignTable {
+        var view = self
+        view.limit = horizon == self.horizon ? nil : horizon
+        return view
+    }
+
+    /// Whether an event read at `position` is part of the answers (see ``reading(through:)``).
+    private func isVisible(_ position: Position?) -> Bool {
+        guard let limit, let position else { return true }
+        return limit.holds(partition: position.partition, offset: position.offset)
+    }
+
+    /// Folds the record at `offset` of `partition` of the definitions topic into the table, and notes that the
+    /// table has read it (whether or not it is a campaign event).
+    ///
+    /// - Throws: ``PipelineError`` naming the field when the record is not a campaign event.
+    public mutating func apply(json bytes: [UInt8], partition: Int32, offset: Int64) throws(PipelineError) {
+        horizon.offsets[partition] = max(horizon.offsets[partition] ?? 0, offset + 1)
+        try apply(json: bytes, at: Position(partition: partition, offset: offset))
+    }
+
+    /// Folds one campaign event read from elsewhere than the definitions topic (a file): it is part of every answer.
     ///
     /// - Throws: ``PipelineError`` naming the field when the record is not a campaign event.
     public mutating func apply(json bytes: [UInt8]) throws(PipelineError) {
+        try apply(json: bytes, at: nil)
+    }
+
+    private mutating func apply(json bytes: [UInt8], at position: Position?) throws(PipelineError) {
         let object = try JSONObject(parsing: bytes)
         let campaignId = try Self.string(object, "campaignId")
         let occurredAt = try Self.timestamp(object, "occurredAt")
@@ -78,10 +145,11 @@ public struct CampaignTable: Sendable {
                 definedAt: occurredAt
             )
             definition.sequence = campaigns[campaignId, default: History()].nextSequence()
+            definition.position = position
             campaigns[campaignId]?.definitions.append(definition)
         case "campaign.cancelled":
             let sequence = campaigns[campaignId, default: History()].nextSequence()
-            campaigns[campaignId]?.cancellations.append((occurredAt, sequence))
+            campaigns[campaignId]?.cancellations.append((occurredAt, sequence, position))
         case let other:
             throw PipelineError(.invalidField, at: FieldPath("type"), "expected campaign.defined or campaign.cancelled, found '\(other)'")
         }
@@ -91,10 +159,13 @@ public struct CampaignTable: Sendable {
     /// after that cancellation (a new definition reopens a campaign; at the same instant, one after it on the topic).
     public func isCancelled(_ campaignId: String, asOf instant: Timestamp) -> Bool {
         guard let history = campaigns[campaignId] else { return false }
-        guard let cancelled = history.cancellations.lazy.filter({ $0.at <= instant }).max(by: { ($0.at, $0.sequence) < ($1.at, $1.sequence) })
+        guard
+            let cancelled = history.cancellations.lazy.filter({ $0.at <= instant && isVisible($0.position) })
+                .max(by: { ($0.at, $0.sequence) < ($1.at, $1.sequence) })
         else { return false }
         return !history.definitions.contains { definition in
             definition.definedAt <= instant && (definition.definedAt, definition.sequence) > (cancelled.at, cancelled.sequence)
+                && isVisible(definition.position)
         }
     }
 
@@ -111,7 +182,7 @@ public struct CampaignTable: Sendable {
             let which = request.campaignVersion.map { "version \($0) of " } ?? ""
             // Held, but defined later than the send is judged at (a replay judges at each event's own time).
             let later = campaigns[request.campaignId]?.definitions
-                .filter { request.campaignVersion == nil || $0.version == request.campaignVersion }
+                .filter { (request.campaignVersion == nil || $0.version == request.campaignVersion) && isVisible($0.position) }
                 .map(\.definedAt).min()
             let reason =
                 if let later {
@@ -141,7 +212,7 @@ public struct CampaignTable: Sendable {
     /// whether the send names it or not.
     public func definition(_ campaignId: String, version: Int?, asOf instant: Timestamp) -> Definition? {
         guard let history = campaigns[campaignId] else { return nil }
-        let known = history.definitions.lazy.filter { $0.definedAt <= instant }
+        let known = history.definitions.lazy.filter { $0.definedAt <= instant && isVisible($0.position) }
         if let version {
             return known.filter { $0.version == version }.max(by: Definition.isEarlier)
         }
@@ -152,8 +223,7 @@ public struct CampaignTable: Sendable {
     /// whose definition is held but defined after its decision time will not find it by waiting for more records.
     public func holdsDefinition(of campaignId: String, version: Int?) -> Bool {
         guard let history = campaigns[campaignId] else { return false }
-        guard let version else { return !history.definitions.isEmpty }
-        return history.definitions.contains { $0.version == version }
+        return history.definitions.contains { (version == nil || $0.version == version) && isVisible($0.position) }
     }
 
     private static func string(_ object: JSONObject, _ key: String) throws(PipelineError) -> String {

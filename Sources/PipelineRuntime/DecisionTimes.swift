@@ -6,8 +6,9 @@ import Synchronization
 /// The instants the streaming pipeline judged its sends at (expiry, cancellations, timers), per partition of the
 /// sends topic, so that a send read again after a crash or a rebalance is judged as it was at its first reading.
 ///
-/// Before a batch's outputs are written, the offsets it judged and the instant it judged them at are written to the
-/// send's partition of the timers topic, under the key ``recordKey``: a record holds every range of the partition
+/// Before a batch's outputs are written, the offsets it judged, the instant it judged them at and how far the campaign
+/// table it judged them with had read the definitions topic (its horizon) are written to the send's partition of the
+/// timers topic, under the key ``recordKey``: a record holds every range of the partition
 /// not yet known to be committed, the ranges its writer took from earlier owners included, so the latest record
 /// (the one compaction keeps) has them all. Every instance folds the timers topic, and the owner of a partition
 /// reads it to its end before judging records of a new reading of the partition, so a record read again finds the
@@ -25,11 +26,30 @@ import Synchronization
 /// Instants are reused within ``granularityNanoseconds`` of each other, so that consecutive batches extend one range
 /// instead of adding one each: a record holds a few ranges for the seconds between a judging and its commit.
 final class DecisionTimes: Sendable {
-    /// Offsets `first...last` of a partition, judged at `decidedAt`.
+    /// Offsets `first...last` of a partition, judged at `decidedAt` against the campaign table as it had read the
+    /// definitions topic up to `horizon` (`nil` in records written before horizons were: the whole table).
     struct Range: Sendable, Equatable {
         var first: Int64
         var last: Int64
         var decidedAt: Timestamp
+        var horizon: CampaignTable.Horizon? = nil
+
+        /// Whether an offset judged at `instant` against `horizon` can join this range.
+        func isJudged(like instant: Timestamp, _ horizon: CampaignTable.Horizon?) -> Bool {
+            decidedAt == instant && self.horizon == horizon
+        }
+    }
+
+    /// How a record of a partition is judged.
+    struct Judgement: Sendable, Equatable {
+        /// The instant expiry, cancellations and timers are judged at.
+        var decidedAt: Timestamp
+        /// How far the campaign table had read the definitions topic when the record was first judged (``Range``);
+        /// `nil` for a record not judged before (it is judged with the table as it is), or judged against the whole
+        /// table.
+        var horizon: CampaignTable.Horizon?
+        /// Whether the record was judged before (a range holds it): it is judged as then.
+        var wasJudged: Bool
     }
 
     /// The key of the decision times records on the timers topic (never a message id, which is a UUID).
@@ -87,38 +107,45 @@ final class DecisionTimes: Sendable {
         state.withLock { $0[partition]?.logged ?? [] }
     }
 
-    /// The instant each record at `offsets` (increasing) of `partition` is judged at: the instant it was judged at
-    /// before, when a range holds it, otherwise `now`, or the partition's last instant when that is within
-    /// ``granularityNanoseconds`` of `now` and the offset comes after its range. The offsets not held before are
-    /// added to the ranges.
+    /// How each record at `offsets` (increasing) of `partition` is judged: as before, when a range holds it;
+    /// otherwise at `now`, or at the partition's last instant when that is within ``granularityNanoseconds`` of `now`
+    /// and the offset comes after its range. Nothing is recorded: once the records are decided, the judgements of
+    /// those not judged before are, with the horizon they were decided against (``record(_:of:)``).
+    func judgements(for offsets: [Int64], of partition: Int32, now: Timestamp) -> [Judgement] {
+        state.withLock { state in
+            let ranges = state[partition]?.ranges ?? []
+            let last = ranges.last
+            let instant = last.flatMap { Self.isWithinGranularity($0.decidedAt, of: now) ? $0.decidedAt : nil } ?? now
+            return offsets.map { offset in
+                if let held = Self.index(holding: offset, in: ranges) {
+                    return Judgement(decidedAt: ranges[held].decidedAt, horizon: ranges[held].horizon, wasJudged: true)
+                }
+                return Judgement(decidedAt: offset > last?.last ?? -1 ? instant : now, horizon: nil, wasJudged: false)
+            }
+        }
+    }
+
+    /// Adds to the ranges of `partition` each of `decided` (offsets increasing) that no range holds: its offset,
+    /// judged at an instant against the campaign table as it had read the definitions topic up to a horizon. An
+    /// offset after the last range, judged like it, extends it.
     ///
-    /// - Returns: the instants, one per offset, and whether the ranges changed (a record must then be written
-    ///   before the outputs of the offsets are).
-    func judge(_ offsets: [Int64], of partition: Int32, now: Timestamp) -> (instants: [Timestamp], changed: Bool) {
+    /// - Returns: whether the ranges changed (a record must then be written before the outputs of the offsets are).
+    func record(_ decided: [(offset: Int64, decidedAt: Timestamp, horizon: CampaignTable.Horizon?)], of partition: Int32) -> Bool {
         state.withLock { state in
             var entry = state[partition] ?? Partition()
-            var instants: [Timestamp] = []
-            instants.reserveCapacity(offsets.count)
             var changed = false
-            for offset in offsets {
-                if let held = Self.index(holding: offset, in: entry.ranges) {
-                    instants.append(entry.ranges[held].decidedAt)
-                    continue
-                }
+            for judged in decided where Self.index(holding: judged.offset, in: entry.ranges) == nil {
                 changed = true
-                if var last = entry.ranges.last, offset > last.last, Self.isWithinGranularity(last.decidedAt, of: now) {
-                    last.last = offset
-                    entry.ranges[entry.ranges.count - 1] = last
-                    instants.append(last.decidedAt)
+                if let last = entry.ranges.last, judged.offset > last.last, last.isJudged(like: judged.decidedAt, judged.horizon) {
+                    entry.ranges[entry.ranges.count - 1].last = judged.offset
                 } else {
-                    let range = Range(first: offset, last: offset, decidedAt: now)
-                    let position = entry.ranges.firstIndex { $0.first > offset } ?? entry.ranges.count
+                    let range = Range(first: judged.offset, last: judged.offset, decidedAt: judged.decidedAt, horizon: judged.horizon)
+                    let position = entry.ranges.firstIndex { $0.first > judged.offset } ?? entry.ranges.count
                     entry.ranges.insert(range, at: position)
-                    instants.append(now)
                 }
             }
             state[partition] = entry
-            return (instants, changed)
+            return changed
         }
     }
 
@@ -157,14 +184,14 @@ final class DecisionTimes: Sendable {
     private static func add(_ range: Range, to ranges: inout [Range]) {
         for piece in uncovered(range, by: ranges) {
             var position = ranges.firstIndex { $0.first > piece.first } ?? ranges.count
-            if position > 0, ranges[position - 1].last + 1 == piece.first, ranges[position - 1].decidedAt == piece.decidedAt {
+            if position > 0, ranges[position - 1].last + 1 == piece.first, ranges[position - 1].isJudged(like: piece.decidedAt, piece.horizon) {
                 position -= 1
                 ranges[position].last = piece.last
             } else {
                 ranges.insert(piece, at: position)
             }
             let next = position + 1
-            if next < ranges.count, ranges[position].last + 1 == ranges[next].first, ranges[next].decidedAt == ranges[position].decidedAt {
+            if next < ranges.count, ranges[position].last + 1 == ranges[next].first, ranges[next].isJudged(like: ranges[position].decidedAt, ranges[position].horizon) {
                 ranges[position].last = ranges[next].last
                 ranges.remove(at: next)
             }
@@ -176,10 +203,10 @@ final class DecisionTimes: Sendable {
         var pieces: [Range] = []
         var next = range.first
         for held in ranges where held.last >= range.first && held.first <= range.last {
-            if held.first > next { pieces.append(Range(first: next, last: held.first - 1, decidedAt: range.decidedAt)) }
+            if held.first > next { pieces.append(Range(first: next, last: held.first - 1, decidedAt: range.decidedAt, horizon: range.horizon)) }
             next = max(next, held.last + 1)
         }
-        if next <= range.last { pieces.append(Range(first: next, last: range.last, decidedAt: range.decidedAt)) }
+        if next <= range.last { pieces.append(Range(first: next, last: range.last, decidedAt: range.decidedAt, horizon: range.horizon)) }
         return pieces
     }
 
@@ -334,7 +361,8 @@ final class DecisionTimes: Sendable {
         KafkaProducerRecord(topic: topic, partition: partition, key: Self.recordKey, value: Self.encode(ranges(of: partition)), headers: writer)
     }
 
-    /// `{"ranges":[{"first":0,"last":41,"decidedAt":"2026-11-26T15:00:00.123456789Z"},...]}`.
+    /// `{"ranges":[{"first":0,"last":41,"decidedAt":"2026-11-26T15:00:00.123456789Z","definitionsRead":{"0":17}},...]}`:
+    /// `definitionsRead` is the range's horizon, by partition of the definitions topic.
     static func encode(_ ranges: [Range]) -> [UInt8] {
         var writer = JSONWriter(reservingCapacity: 32 + 80 * ranges.count)
         writer.beginObject()
@@ -348,6 +376,15 @@ final class DecisionTimes: Sendable {
             writer.key("last")
             writer.write(.int(Int(range.last)))
             writer.member("decidedAt", timestamp: range.decidedAt)
+            if let horizon = range.horizon {
+                writer.key("definitionsRead")
+                writer.beginObject()
+                for (partition, offset) in horizon.offsets.sorted(by: { $0.key < $1.key }) {
+                    writer.key(String(partition))
+                    writer.write(.int(Int(offset)))
+                }
+                writer.endObject()
+            }
             writer.endObject()
         }
         writer.endArray()
@@ -356,7 +393,8 @@ final class DecisionTimes: Sendable {
     }
 
     /// Reads a decision times record back; `nil` when it is not one (a range with a field missing or wrong, ending
-    /// before it starts, or at offsets no partition has: the offset after a range's last is worked out).
+    /// before it starts, or at offsets no partition has: the offset after a range's last is worked out). A range
+    /// without `definitionsRead` (written before horizons were) has none.
     static func decode(_ bytes: [UInt8]) -> [Range]? {
         guard let root = try? JSONValue(parsing: bytes).objectValue, let elements = root["ranges"]?.arrayValue else { return nil }
         var ranges: [Range] = []
@@ -369,7 +407,17 @@ final class DecisionTimes: Sendable {
                 let text = object["decidedAt"]?.stringValue,
                 let decidedAt = try? Timestamp(rfc3339: text)
             else { return nil }
-            ranges.append(Range(first: Int64(first), last: Int64(last), decidedAt: decidedAt))
+            var horizon: CampaignTable.Horizon?
+            if let read = object["definitionsRead"] {
+                guard let horizonObject = read.objectValue else { return nil }
+                var offsets: [Int32: Int64] = [:]
+                for (key, value) in horizonObject {
+                    guard let partition = Int32(key), partition >= 0, case .int(let offset) = value, offset >= 0 else { return nil }
+                    offsets[partition] = Int64(offset)
+                }
+                horizon = CampaignTable.Horizon(offsets)
+            }
+            ranges.append(Range(first: Int64(first), last: Int64(last), decidedAt: decidedAt, horizon: horizon))
         }
         return ranges
     }

@@ -50,6 +50,39 @@ struct CampaignTableTests {
         #expect(late.isCancelled("c-1", asOf: time("2026-11-20T12:00:00Z")))
     }
 
+    /// A send read again after a crash or a rebalance is judged against the table as its first judging had it: a
+    /// cancellation or a new version read since, even one dated before the send's decision time, is not part of it.
+    @Test("a table read through an earlier horizon leaves out the events read after it, whatever their time")
+    func readingThroughAHorizon() throws {
+        var table = CampaignTable()
+        try table.apply(json: defined(version: 1, at: "2026-11-20T09:00:00Z", title: "v1"), partition: 0, offset: 0)
+        // Not a campaign event: read all the same.
+        #expect(throws: PipelineError.self) { try table.apply(json: Array("{}".utf8), partition: 1, offset: 6) }
+        let first = table.horizon
+        #expect(first == CampaignTable.Horizon([0: 1, 1: 7]))
+        try table.apply(json: cancelled(at: "2026-11-20T10:00:00Z"), partition: 0, offset: 1)
+        try table.apply(json: defined(version: 2, at: "2026-11-20T09:30:00Z", title: "v2"), partition: 0, offset: 2)
+        #expect(table.horizon.covers(first) && !first.covers(table.horizon))
+
+        let noon = time("2026-11-20T12:00:00Z")
+        #expect(table.isCancelled("c-1", asOf: noon))
+        #expect(title(table.definition("c-1", version: nil, asOf: noon)) == "v2")
+        let then = table.reading(through: first)
+        #expect(!then.isCancelled("c-1", asOf: noon), "the cancellation was read after the horizon")
+        #expect(title(then.definition("c-1", version: nil, asOf: noon)) == "v1")
+        #expect(then.definition("c-1", version: 2, asOf: noon) == nil && !then.holdsDefinition(of: "c-1", version: 2))
+        #expect(then.holdsDefinition(of: "c-1", version: 1))
+        // Its own horizon, or none, leaves nothing out.
+        #expect(table.reading(through: table.horizon).isCancelled("c-1", asOf: noon))
+        #expect(table.reading(through: nil).isCancelled("c-1", asOf: noon))
+        // A partition the horizon had read nothing of: none of its events.
+        #expect(table.reading(through: CampaignTable.Horizon([1: 7])).definition("c-1", version: nil, asOf: noon) == nil)
+        // Events from a file (no position) are in every reading.
+        var file = CampaignTable()
+        try file.apply(json: cancelled(at: "2026-11-20T10:00:00Z"))
+        #expect(file.reading(through: CampaignTable.Horizon([0: 0])).isCancelled("c-1", asOf: noon))
+    }
+
     @Test("a version published twice at the same instant is its later one, named or not")
     func versionRepublishedInTheSameSecond() throws {
         var table = CampaignTable()

@@ -88,6 +88,50 @@ struct DecisionTimesTests {
         }
     }
 
+    /// Found by review: a cancellation dated before a send's decision instant but read by the campaign table only
+    /// after the send was judged made the send `push.delivered` once and `push.suppressed` when read again. A range
+    /// now keeps how far the table had read the definitions topic, and a send read again is judged against that.
+    @Test("ranges keep the horizon of the table they were judged with: judged alike they join, otherwise not")
+    func rangesKeepTheirHorizon() {
+        let times = DecisionTimes()
+        let early = CampaignTable.Horizon([0: 4])
+        let late = CampaignTable.Horizon([0: 5, 1: 2])
+        _ = times.judge([0, 1], of: 0, now: start, horizon: early)
+        _ = times.judge([2], of: 0, now: later(10), horizon: early)
+        // Same instant (within 100 ms), another horizon: a range of its own.
+        _ = times.judge([3], of: 0, now: later(20), horizon: late)
+        #expect(
+            times.ranges(of: 0) == [
+                .init(first: 0, last: 2, decidedAt: start, horizon: early), .init(first: 3, last: 3, decidedAt: start, horizon: late),
+            ]
+        )
+        let again = times.judgements(for: [1, 3, 4], of: 0, now: later(5_000))
+        #expect(again.map(\.horizon) == [early, late, nil])
+        #expect(again.map(\.wasJudged) == [true, true, false])
+        #expect(again.map(\.decidedAt) == [start, start, later(5_000)])
+        // Undecided records are not recorded: nothing is, until `record`.
+        #expect(times.ranges(of: 0).count == 2)
+        // Merged records keep them apart too, and the instants' record carries them.
+        let merged = DecisionTimes()
+        merged.merge([.init(first: 0, last: 1, decidedAt: start, horizon: early)], of: 0)
+        merged.merge([.init(first: 2, last: 3, decidedAt: start, horizon: late)], of: 0)
+        merged.merge([.init(first: 4, last: 5, decidedAt: start, horizon: late)], of: 0)
+        #expect(merged.ranges(of: 0) == [.init(first: 0, last: 1, decidedAt: start, horizon: early), .init(first: 2, last: 5, decidedAt: start, horizon: late)])
+        let record = times.record(of: 0, topic: "campaign.timers", writer: [])
+        let text = String(decoding: record.value ?? [], as: UTF8.self)
+        #expect(text.contains(#""definitionsRead":{"0":5,"1":2}"#), "\(text)")
+        #expect(DecisionTimes.decode(record.value ?? []) == times.ranges(of: 0))
+        // Records written before horizons were read back without one: judged against the whole table.
+        #expect(DecisionTimes.decode(Array(#"{"ranges":[{"first":1,"last":2,"decidedAt":"2026-11-26T15:00:00Z"}]}"#.utf8))?.first?.horizon == nil)
+        for text in [
+            #"{"ranges":[{"first":1,"last":2,"decidedAt":"2026-11-26T15:00:00Z","definitionsRead":[4]}]}"#,
+            #"{"ranges":[{"first":1,"last":2,"decidedAt":"2026-11-26T15:00:00Z","definitionsRead":{"x":4}}]}"#,
+            #"{"ranges":[{"first":1,"last":2,"decidedAt":"2026-11-26T15:00:00Z","definitionsRead":{"0":-1}}]}"#,
+        ] {
+            #expect(DecisionTimes.decode(Array(text.utf8)) == nil, "\(text)")
+        }
+    }
+
     /// Found by review: the timers topic is folded by every instance as it starts, and a record no instance writes
     /// (edited by hand, or another program's) trapped working out the offset after its last, or the distance to an
     /// instant centuries away: every start crashed the same way. Such a record is now not one (logged and skipped), and
@@ -279,5 +323,16 @@ struct DecisionTimesTests {
 private func onThreadOfItsOwn<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
     await withCheckedContinuation { continuation in
         Thread.detachNewThread { continuation.resume(returning: body()) }
+    }
+}
+
+extension DecisionTimes {
+    /// Judges `offsets` and records at once those not judged before, against `horizon`: what the pipeline does for a
+    /// batch whose records are all decided against one table.
+    fileprivate func judge(_ offsets: [Int64], of partition: Int32, now: Timestamp, horizon: CampaignTable.Horizon? = nil) -> (instants: [Timestamp], changed: Bool) {
+        let judged = judgements(for: offsets, of: partition, now: now)
+        let new = zip(offsets, judged).filter { !$0.1.wasJudged }.map { (offset: $0.0, decidedAt: $0.1.decidedAt, horizon: horizon) }
+        let changed = record(new, of: partition)
+        return (judged.map(\.decidedAt), changed)
     }
 }

@@ -71,6 +71,50 @@ struct PipelineDecisionTimesTests {
         }
     }
 
+    /// Found by review: the campaign table follows the definitions topic a fetch or more behind, and a cancellation
+    /// dated before a send's decision instant can be read after the send was judged. Read again after a crash, the send
+    /// was judged at its first instant but against the table that now held the cancellation: `push.delivered` to a
+    /// sink once, `push.suppressed` the next time. It is now judged against the table as its first judging had it.
+    @Test("a cancellation read after a send was judged, though dated before, does not change the send read again")
+    func cancellationReadBetweenTwoReadings() async throws {
+        try await withPipelineCluster(partitions: 1) { kafka, base in
+            var first = base
+            first.untilIdle = nil
+            first.sinks.routes = [.fcm: ["refusing"], .apns: ["refusing"]]
+            let factory = try EventFactory()
+            let campaign = "cancelled-late"
+            let cancellation = JSONValue.object([
+                "type": "campaign.cancelled", "campaignId": .string(campaign),
+                "occurredAt": .string(Timestamp(Date().addingTimeInterval(-60)).rfc3339),
+            ])
+            let sinkTookIt = Mutex<Bool>(false)
+            // The sink has the notification when the cancellation is written, dated a minute before the send was judged.
+            let sink = RefusingSink {
+                try? await produce([(campaign, cancellation.encoded())], to: base.topics.definitions, kafka: kafka)
+                sinkTookIt.withLock { $0 = true }
+            }
+            let pipeline = CampaignPipeline(configuration: first, registry: builtinRegistry, sinks: [sink], logger: testLogger)
+            let running = Task { try await pipeline.run() }
+            try await eventually("joined", timeout: clusterTimeout) { pipeline.status.hasJoinedGroup && pipeline.status.assignedPartitions == 1 ? true : nil }
+            let send = factory.event("basic-fcm", id: "judged-before", recipient: "user-C").setting(["campaignId"], to: .string(campaign))
+            try await produce([("user-C", JSONValue.object(send).encoded())], to: base.topics.sends, kafka: kafka)
+            await #expect(throws: PipelineRuntimeError.self) { try await running.value }
+            #expect(sink.submitted == ["judged-before"] && sinkTookIt.withLock { $0 })
+
+            // A send of the campaign read for the first time after the cancellation is suppressed.
+            let after = factory.event("basic-fcm", id: "judged-after", recipient: "user-D").setting(["campaignId"], to: .string(campaign))
+            try await produce([("user-D", JSONValue.object(after).encoded())], to: base.topics.sends, kafka: kafka)
+            let again = CampaignPipeline(configuration: base, registry: builtinRegistry, logger: testLogger)
+            try await runUntilIdle(again)
+            let outcomes = try await analyticsRecords(base, kafka: kafka).map(\.event)
+            let summary = outcomes.map { "\($0.identity.eventId ?? "?") \($0.kind.rawValue)" }
+            #expect(outcomes.count == 2, "\(summary)")
+            #expect(outcomes.first { $0.identity.eventId == "judged-before" }?.kind == .delivered, "\(summary)")
+            #expect(outcomes.first { $0.identity.eventId == "judged-after" }?.kind == .suppressed, "\(summary)")
+            #expect(try await readAll(base.topics.fcm, kafka: kafka).count == 1)
+        }
+    }
+
     /// The instants of a record written by another instance (the partition's previous owner) hold for the offsets
     /// it names, and for no other.
     @Test("the instants another instance recorded are used for the offsets they hold, and only for those")
