@@ -212,7 +212,7 @@ extension CampaignPipeline {
         }
         guard !readings.isEmpty else { return true }
         let partitions = Set(readings.keys.map(\.partition))
-        // Their records were fenced when an earlier reading was revoked (`fenceDecisionTimes`).
+        // Their records were fenced when an earlier reading was revoked (``fence(revoked:)``).
         decisionTimes.reopen(readings.lazy.filter { consumer.isReading($0.key, generation: $0.value) }.map(\.key.partition))
         let unsettled = await decisionTimes.waitForAcknowledgements(of: partitions, atMost: Self.decisionTimesWait)
         let (outcome, reached) = await follower.catchUpEach(partitions: partitions, logger: logger)
@@ -281,23 +281,41 @@ extension CampaignPipeline {
     }
 
     /// Runs on the consumer's poll thread when partitions are about to be revoked
-    /// (``KafkaConsumerConfiguration/willRevokePartitions``; the group's rebalance waits for it): no change of the
-    /// decision times of those of the sends topic is recorded from now on, and their records in flight (with the newer
-    /// one holding the changes made before) are waited for, at most ``decisionTimesWait``, so that they land before
-    /// the partitions' next owner reads the timers topic to its end (``DecisionTimes/close(_:waitingAtMost:)``; a
-    /// record landing after that would give later readers instants the next owner did not judge at).
-    func fenceDecisionTimes(of partitions: Set<KafkaTopicPartition>) {
+    /// (``KafkaConsumerConfiguration/willRevokePartitions``; the group's rebalance waits for it), for those of the sends
+    /// topic, within ``decisionTimesWait`` in all:
+    /// - no change of their decision times is recorded from now on, and their records in flight (with the newer one
+    ///   holding the changes made before) are waited for, so that they land before the partitions' next owner reads
+    ///   the timers topic to its end (``DecisionTimes/close(_:waitingAtMost:)``; a record landing after that would
+    ///   give later readers instants the next owner did not judge at);
+    /// - their timers fire no more here, and the tombstones of their expiries in flight are waited for, so that the
+    ///   next owner, which reads the timers partition to its end before it fires, does not fire them again
+    ///   (``TimerFiring/fence(_:until:)``).
+    func fence(revoked partitions: Set<KafkaTopicPartition>) {
         let revoked = Set(partitions.lazy.filter { $0.topic == self.configuration.topics.sends }.map(\.partition))
         guard !revoked.isEmpty else { return }
-        let unlanded = decisionTimes.close(revoked, waitingAtMost: Self.decisionTimesWait)
-        guard !unlanded.isEmpty else { return }
-        logger.warning(
-            "Decision times of revoked partitions not acknowledged; their next owner may judge some of their sends at other instants",
-            metadata: [
-                "topic": "\(configuration.topics.timers)",
-                "partitions": "\(unlanded.sorted().map(String.init).joined(separator: ","))",
-            ]
-        )
+        let deadline = ContinuousClock.now + Self.decisionTimesWait
+        if keepsDecisionTimes {
+            let unlanded = decisionTimes.close(revoked, waitingAtMost: Self.decisionTimesWait)
+            if !unlanded.isEmpty {
+                logger.warning(
+                    "Decision times of revoked partitions not acknowledged; their next owner may judge some of their sends at other instants",
+                    metadata: [
+                        "topic": "\(configuration.topics.timers)",
+                        "partitions": "\(unlanded.sorted().map(String.init).joined(separator: ","))",
+                    ]
+                )
+            }
+        }
+        let unfired = timerFiring.fence(revoked, until: deadline)
+        if !unfired.isEmpty {
+            logger.warning(
+                "Timer expiries of revoked partitions not tombstoned; their next owner may fire them again",
+                metadata: [
+                    "topic": "\(configuration.topics.timers)",
+                    "partitions": "\(unfired.sorted().map(String.init).joined(separator: ","))",
+                ]
+            )
+        }
     }
 
     /// Sends the record of `partition`'s decision times, and the next one when the ranges changed while it was in

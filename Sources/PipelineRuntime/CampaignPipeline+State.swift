@@ -146,22 +146,37 @@ extension CampaignPipeline {
     }
 
     /// Emits `push.expired` (cause `timer`) when a delivered timer notification's countdown ends, for the timers
-    /// of the partitions this instance owns, then tombstones the timer record.
-    func fireTimers(consumer: KafkaConsumer, sender: OutputSender) async {
+    /// of the partitions this instance owns, then tombstones the timer record. A partition newly assigned fires once
+    /// `follower` (`nil` when no decision times are kept) has read its timers partition to the end: the tombstones
+    /// its previous owner wrote before the rebalance are then known (``TimerFiring``).
+    func fireTimers(consumer: KafkaConsumer, sender: OutputSender, follower: StateTopicFollower?) async {
         let topics = configuration.topics
+        @Sendable func assigned() -> [Int32: Int] {
+            var assigned: [Int32: Int] = [:]
+            for partition in consumer.assignment where partition.topic == topics.sends {
+                assigned[partition.partition] = consumer.assignmentGeneration(of: partition)
+            }
+            return assigned
+        }
         while !Task.isCancelled {
             try? await Task.sleep(for: .milliseconds(200))
-            let owned = Set(consumer.assignment.filter { $0.topic == topics.sends }.map(\.partition))
-            guard !owned.isEmpty else { continue }
-            for timer in timers.takeDue(at: .now(), in: owned) {
+            let unready = timerFiring.unready(among: assigned())
+            if !unready.isEmpty {
+                // Not read to its end in time (logged by the follower): fired all the same, rather than never.
+                if let follower, case .cancelled = await follower.catchUpEach(partitions: Set(unready.keys), logger: logger).outcome { return }
+                timerFiring.markReady(unready)
+            }
+            let timers = self.timers
+            for timer in timerFiring.takeDue(assigned: assigned, { timers.takeDue(at: .now(), in: $0) }) {
                 let expired = AnalyticsEvent(kind: .expired, identity: timer.identity, occurredAt: .now(), cause: .timer)
                 let tombstone = TimerBook.tombstone(of: timer, topic: topics.timers, writer: timerRecordHeaders)
                 let record = analyticsRecord(expired)
+                let firing = timerFiring
                 // The tombstone only once the expiry is written: until then, a restart fires the timer again.
                 sender.sendNow(
                     OutputSender.Output(record: record) { [statistics] _ in
                         statistics.recordOutcome(kind: .expired, cause: .timer, bytes: record.value ?? [], isTimerExpiry: true)
-                        sender.sendNow(OutputSender.Output(record: tombstone) { _ in })
+                        sender.sendNow(OutputSender.Output(record: tombstone) { _ in firing.tombstoned(timer.partition) })
                     }
                 )
             }

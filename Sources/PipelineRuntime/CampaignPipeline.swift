@@ -35,6 +35,8 @@ public final class CampaignPipeline: Service {
 
     let campaigns = Mutex(CampaignTable())
     let timers = TimerBook()
+    /// Which partitions' timers fire here, and the expiries in flight (streaming only).
+    let timerFiring = TimerFiring()
     /// The instants sends were judged at, kept on the timers topic (streaming only: ``keepsDecisionTimes``).
     let decisionTimes = DecisionTimes()
     /// Per partition of the sends topic, the assignment generation whose reading has caught up with the partition's
@@ -241,8 +243,8 @@ public final class CampaignPipeline: Service {
         var sendsConfiguration = configuration.consumerConfiguration(groupID: configuration.groupID, role: .sends)
         // A replay commits its progress itself, with the range it is progress in (`commitReplayProgress`).
         if !writesOutputs || replay != nil { sendsConfiguration.isAutoCommitEnabled = false }
-        if keepsDecisionTimes {
-            sendsConfiguration.willRevokePartitions = { [self] partitions in fenceDecisionTimes(of: partitions) }
+        if replay == nil {
+            sendsConfiguration.willRevokePartitions = { [self] partitions in fence(revoked: partitions) }
         }
         let consumer: KafkaConsumer
         // The decision times records go on a producer of their own that sends at once (no `linger.ms`): a batch's
@@ -310,7 +312,7 @@ public final class CampaignPipeline: Service {
             if let replay {
                 group.addTask { await self.stopWhenReplayed(replay, consumer: consumer) }
             } else {
-                group.addTask { await self.fireTimers(consumer: consumer, sender: sender) }
+                group.addTask { await self.fireTimers(consumer: consumer, sender: sender, follower: followers.timers) }
             }
             if let idle = configuration.untilIdle {
                 group.addTask { await self.stopWhenIdle(for: idle, consumer: consumer, sender: sender) }

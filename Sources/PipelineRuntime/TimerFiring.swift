@@ -1,0 +1,90 @@
+import Foundation
+import Synchronization
+
+/// Which sends partitions' timers this instance fires, and its expiries in flight, so that a timer fires on one
+/// instance only while its partition moves between instances.
+///
+/// A timer's `push.expired`, then its tombstone, are written by the instance that owns the send's partition; every
+/// other instance drops the timer when it reads the tombstone. The partition's next owner would fire the timer again
+/// if the tombstone were not written yet, or not read there yet. So a partition being revoked fires nothing more and
+/// waits, at most a bound, until the tombstones of its expiries in flight are acknowledged
+/// (``fence(_:until:)``: the group's rebalance waits for it), and a partition newly assigned fires only once its
+/// timers partition has been read to its end since (``markReady(_:)``).
+final class TimerFiring: Sendable {
+    private struct State {
+        /// Per partition, the assignment generation under which its timers partition was read to its end.
+        var ready: [Int32: Int] = [:]
+        /// Per partition, the expiries fired whose tombstone is not acknowledged yet.
+        var inFlight: [Int32: Int] = [:]
+    }
+
+    private let state = Mutex(State())
+
+    /// Those of `assigned` (partition → assignment generation) not ready to fire under their generation: their timers
+    /// partition is to be read to its end first.
+    func unready(among assigned: [Int32: Int]) -> [Int32: Int] {
+        state.withLock { state in assigned.filter { state.ready[$0.key] != $0.value } }
+    }
+
+    /// Notes that the timers partitions of `partitions` (partition → the assignment generation they were found
+    /// assigned under) were read to their end: their timers fire from now on, while that generation lasts.
+    func markReady(_ partitions: [Int32: Int]) {
+        state.withLock { state in
+            for (partition, generation) in partitions { state.ready[partition] = generation }
+        }
+    }
+
+    /// The due timers `take` returns for the partitions ready to fire, counted in flight until ``tombstoned(_:)``.
+    ///
+    /// `assigned` (partition → generation) is asked while the firing is held: a partition being revoked has left the
+    /// assignment before ``fence(_:until:)`` runs, so its expiries are either counted before the fence looks at them,
+    /// or not fired here.
+    func takeDue(
+        assigned: () -> [Int32: Int],
+        _ take: (Set<Int32>) -> [TimerBook.PendingTimer]
+    ) -> [TimerBook.PendingTimer] {
+        state.withLock { state in
+            let ready = state.ready
+            let firing = Set(assigned().lazy.filter { ready[$0.key] == $0.value }.map(\.key))
+            guard !firing.isEmpty else { return [] }
+            let due = take(firing)
+            for timer in due { state.inFlight[timer.partition, default: 0] += 1 }
+            return due
+        }
+    }
+
+    /// Notes that the tombstone of an expiry fired for `partition` was acknowledged (or given up on).
+    func tombstoned(_ partition: Int32) {
+        state.withLock { state in
+            let left = (state.inFlight[partition] ?? 1) - 1
+            state.inFlight[partition] = left > 0 ? left : nil
+        }
+    }
+
+    /// How many expiries of `partition` are in flight (for tests).
+    func inFlight(of partition: Int32) -> Int {
+        state.withLock { $0.inFlight[partition] ?? 0 }
+    }
+
+    /// Stops firing the timers of `partitions`, which are being revoked, and waits until the tombstones of their
+    /// expiries in flight are acknowledged, or `deadline` passes.
+    ///
+    /// Blocks the calling thread, checking every 5 ms: it runs on the consumer's poll thread, in the revocation
+    /// (``KafkaConsumerConfiguration/willRevokePartitions``), never on a task.
+    ///
+    /// - Returns: the partitions of `partitions` with expiries still in flight (none when all were tombstoned).
+    func fence(_ partitions: Set<Int32>, until deadline: ContinuousClock.Instant) -> Set<Int32> {
+        func pending() -> Set<Int32> {
+            state.withLock { state in
+                for partition in partitions { state.ready[partition] = nil }
+                return partitions.filter { state.inFlight[$0] != nil }
+            }
+        }
+        var left = pending()
+        while !left.isEmpty, ContinuousClock.now < deadline {
+            Thread.sleep(forTimeInterval: 0.005)
+            left = pending()
+        }
+        return left
+    }
+}
