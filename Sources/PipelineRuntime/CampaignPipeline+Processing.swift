@@ -19,8 +19,9 @@ extension CampaignPipeline {
     /// judged before (read again after a crash or a rebalance: at the same instant, against the campaign table as it
     /// had read the definitions topic then), otherwise now against the table as it is; once decided, the judgements
     /// of the records not judged before are recorded, and ``emit(_:consumer:sender:completion:)`` waits for their
-    /// records. `nil` when the pipeline stopped before the judgements of a new reading could be read: nothing of the
-    /// batch is emitted, so nothing of it is committed.
+    /// records. `nil` when the pipeline stopped before the judgements of a new reading could be read, or before the
+    /// campaign table could read as far as a record's first judging had: nothing of the batch is emitted, so nothing
+    /// of it is committed.
     func decide(
         _ batch: [KafkaConsumerMessage],
         consumer: KafkaConsumer,
@@ -66,9 +67,31 @@ extension CampaignPipeline {
         await decideAgainOnceDefinitionsAreRead(batch, &decisions, horizons: &horizons, now: now, judgements: judgements, definitions: followers.definitions)
         var recorded: AcknowledgementCountdown?
         if let judgements, let decisionsSender {
-            recorded = record(judgements, horizons: horizons, of: batch, byPartition: byPartition, decided: decisions, consumer: consumer, sender: decisionsSender)
+            let heldAlready: [Int]
+            (recorded, heldAlready) = record(judgements, horizons: horizons, of: batch, byPartition: byPartition, decided: decisions, consumer: consumer, sender: decisionsSender)
+            decideAgainAsRecorded(batch, at: heldAlready, &decisions, table: table)
         }
         return DecidedBatch(records: batch, decisions: decisions, recorded: recorded)
+    }
+
+    /// Decides again the records at `indices`, whose judgement another instance recorded while this one decided them
+    /// (a late record of that instance's earlier reading of the partition, folded meanwhile): as recorded, since that
+    /// is the judgement on the topic, which a reading after a crash or a rebalance uses.
+    private func decideAgainAsRecorded(_ batch: [KafkaConsumerMessage], at indices: [Int], _ decisions: inout [EventProcessor.Decision?], table: CampaignTable) {
+        guard !indices.isEmpty else { return }
+        let scratch = RenderScratch()
+        for index in indices {
+            let message = batch[index]
+            guard let judgement = decisionTimes.judgements(for: [message.offset], of: message.partition, now: .now()).first, judgement.wasJudged else { continue }
+            decisions[index] = Self.decide(
+                batch,
+                at: index,
+                processor: processor,
+                campaigns: table.reading(through: judgement.horizon),
+                now: judgement.decidedAt,
+                scratch: scratch
+            )
+        }
     }
 
     /// The campaign table to judge a batch with: one that has read the definitions topic at least as far as the table
@@ -82,10 +105,7 @@ extension CampaignPipeline {
         if case .cancelled = await definitions.catchUp(logger: logger) { return nil }
         let caughtUp = campaigns.withLock { $0 }
         if !caughtUp.horizon.covers(needed) {
-            logger.warning(
-                "The campaign table has not read the definitions topic as far as a send's first judging had; it is judged again with less",
-                metadata: ["topic": "\(definitions.topic)"]
-            )
+            tableBehindWarning.log(to: logger, metadata: ["topic": "\(definitions.topic)"])
         }
         return caughtUp
     }
@@ -248,8 +268,9 @@ extension CampaignPipeline {
 
     /// Records the judgements of the decided records of `batch` not judged before, each with the horizon of the table
     /// it was decided against (``DecisionTimes/record(_:of:)``), and sends the records of the partitions whose
-    /// decision times changed: their acknowledgements, to wait for before the outputs. Records left undecided (the
-    /// pipeline stopped) are not recorded: they are judged anew when read again.
+    /// decision times changed: their acknowledgements, to wait for before the outputs, and the indices of the records
+    /// a range held already (``DecisionTimes/record(_:of:)``). Records left undecided (the pipeline stopped) are not
+    /// recorded: they are judged anew when read again.
     private func record(
         _ judgements: [DecisionTimes.Judgement?],
         horizons: [CampaignTable.Horizon?],
@@ -258,26 +279,34 @@ extension CampaignPipeline {
         decided decisions: [EventProcessor.Decision?],
         consumer: KafkaConsumer,
         sender: OutputSender
-    ) -> AcknowledgementCountdown? {
+    ) -> (AcknowledgementCountdown?, heldAlready: [Int]) {
         var changed: [Int32] = []
+        var heldAlready: [Int] = []
         for (partition, indices) in byPartition.sorted(by: { $0.key < $1.key }) {
             // Revoked while the batch was decided: its outputs are not emitted here.
             let first = batch[indices[0]]
             guard consumer.isReading(first.topicPartition, generation: first.assignmentGeneration) else { continue }
-            let new = indices.compactMap { index -> (offset: Int64, decidedAt: Timestamp, horizon: CampaignTable.Horizon?)? in
-                guard let judgement = judgements[index], !judgement.wasJudged, decisions[index] != nil else { return nil }
-                return (batch[index].offset, judgement.decidedAt, horizons[index])
+            let newIndices = indices.filter { index in
+                guard let judgement = judgements[index], !judgement.wasJudged else { return false }
+                return decisions[index] != nil
             }
-            if !new.isEmpty, decisionTimes.record(new, of: partition) { changed.append(partition) }
+            guard !newIndices.isEmpty else { continue }
+            let new = newIndices.map { index in (offset: batch[index].offset, decidedAt: judgements[index]!.decidedAt, horizon: horizons[index]) }
+            let (didChange, held) = decisionTimes.record(new, of: partition)
+            if didChange { changed.append(partition) }
+            if !held.isEmpty {
+                let offsets = Set(held)
+                heldAlready += newIndices.filter { offsets.contains(batch[$0].offset) }
+            }
         }
-        guard !changed.isEmpty else { return nil }
+        guard !changed.isEmpty else { return (nil, heldAlready) }
         // A partition whose record has not landed for longer than the wait (no leader) is not waited for.
         let awaited = changed.filter { !decisionTimes.isLagging($0, by: Self.decisionTimesWait) }
         let countdown = AcknowledgementCountdown(count: awaited.count)
         for partition in changed where decisionTimes.recordNeeded(for: partition, acknowledging: awaited.contains(partition) ? countdown : nil) {
             sendDecisionTimesRecord(of: partition, sender: sender)
         }
-        return countdown
+        return (countdown, heldAlready)
     }
 
     /// Runs on the consumer's poll thread when partitions are about to be revoked

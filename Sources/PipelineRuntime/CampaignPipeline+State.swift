@@ -15,7 +15,7 @@ extension CampaignPipeline {
         followers: StateFollowers
     ) async throws {
         let topics = configuration.topics
-        if followers.timers != nil { await learnCommittedOffsets(sendsPartitionCount: partitions.timers) }
+        if keepsDecisionTimes { await learnCommittedOffsets(sendsPartitionCount: partitions.timers) }
         let all =
             (0..<partitions.definitions).map { KafkaTopicPartition(topic: topics.definitions, partition: $0) }
             + (0..<partitions.timers).map { KafkaTopicPartition(topic: topics.timers, partition: $0) }
@@ -147,8 +147,9 @@ extension CampaignPipeline {
 
     /// Emits `push.expired` (cause `timer`) when a delivered timer notification's countdown ends, for the timers
     /// of the partitions this instance owns, then tombstones the timer record. A partition newly assigned fires once
-    /// `follower` (`nil` when no decision times are kept) has read its timers partition to the end: the tombstones
-    /// its previous owner wrote before the rebalance are then known (``TimerFiring``).
+    /// `follower` (`nil` in a replay) has read its timers partition to the end: the tombstones its previous owner
+    /// wrote before the rebalance are then known (``TimerFiring``). Each partition is caught up on its own, beside
+    /// the firing: one the broker cannot tell the end of (no leader, up to the follower's timeout) holds back no other.
     func fireTimers(consumer: KafkaConsumer, sender: OutputSender, follower: StateTopicFollower?) async {
         let topics = configuration.topics
         @Sendable func assigned() -> [Int32: Int] {
@@ -158,28 +159,37 @@ extension CampaignPipeline {
             }
             return assigned
         }
-        while !Task.isCancelled {
-            try? await Task.sleep(for: .milliseconds(200))
-            let unready = timerFiring.unready(among: assigned())
-            if !unready.isEmpty {
-                // Not read to its end in time (logged by the follower): fired all the same, rather than never.
-                if let follower, case .cancelled = await follower.catchUpEach(partitions: Set(unready.keys), logger: logger).outcome { return }
-                timerFiring.markReady(unready)
-            }
-            let timers = self.timers
-            for timer in timerFiring.takeDue(assigned: assigned, { timers.takeDue(at: .now(), in: $0) }) {
-                let expired = AnalyticsEvent(kind: .expired, identity: timer.identity, occurredAt: .now(), cause: .timer)
-                let tombstone = TimerBook.tombstone(of: timer, topic: topics.timers, writer: timerRecordHeaders)
-                let record = analyticsRecord(expired)
-                let firing = timerFiring
-                // The tombstone only once the expiry is written: until then, a restart fires the timer again.
-                sender.sendNow(
-                    OutputSender.Output(record: record) { [statistics] _ in
-                        statistics.recordOutcome(kind: .expired, cause: .timer, bytes: record.value ?? [], isTimerExpiry: true)
-                        sender.sendNow(OutputSender.Output(record: tombstone) { _ in firing.tombstoned(timer.partition) })
+        let firing = timerFiring
+        let timers = self.timers
+        let logger = self.logger
+        await withDiscardingTaskGroup { catchUps in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .milliseconds(200))
+                for (partition, generation) in firing.startCatchUp(among: assigned()) {
+                    guard let follower else {
+                        firing.markReady(partition, generation: generation)
+                        continue
                     }
-                )
+                    catchUps.addTask {
+                        // Not read to its end in time (logged by the follower): fired all the same, rather than never.
+                        if case .cancelled = await follower.catchUpEach(partitions: [partition], logger: logger).outcome { return }
+                        firing.markReady(partition, generation: generation)
+                    }
+                }
+                for timer in firing.takeDue(assigned: assigned, { timers.takeDue(at: .now(), in: $0) }) {
+                    let expired = AnalyticsEvent(kind: .expired, identity: timer.identity, occurredAt: .now(), cause: .timer)
+                    let tombstone = TimerBook.tombstone(of: timer, topic: topics.timers, writer: timerRecordHeaders)
+                    let record = analyticsRecord(expired)
+                    // The tombstone only once the expiry is written: until then, a restart fires the timer again.
+                    sender.sendNow(
+                        OutputSender.Output(record: record) { [statistics] _ in
+                            statistics.recordOutcome(kind: .expired, cause: .timer, bytes: record.value ?? [], isTimerExpiry: true)
+                            sender.sendNow(OutputSender.Output(record: tombstone) { _ in firing.tombstoned(timer.partition) })
+                        }
+                    )
+                }
             }
+            catchUps.cancelAll()
         }
     }
 

@@ -45,6 +45,10 @@ public final class CampaignPipeline: Service {
     /// Decision times records not written within ``decisionTimesWait`` (a state topic partition without a leader);
     /// the outputs go ahead without them.
     let unwrittenDecisionTimesWarning = RepeatedWarning("Decision times not yet written; outputs go ahead")
+    /// Sends read again whose first judging's campaign table had read more of the definitions topic than this one can.
+    let tableBehindWarning = RepeatedWarning(
+        "The campaign table has not read the definitions topic as far as a send's first judging had; it is judged again with less"
+    )
     /// The `writer` header of the timer records this pipeline writes: they are in ``timers`` already, so reading
     /// them back (the state consumer reads the whole timers topic) skips them.
     /// (Bytes, not text: the header is compared with each record's, whose values are bytes.)
@@ -213,7 +217,7 @@ public final class CampaignPipeline: Service {
             let partitions = try await unlessStopped { try await self.checkTopics(using: stateConsumer) }
             let folded = StateFollowers(
                 definitions: StateTopicFollower(consumer: stateConsumer, topic: configuration.topics.definitions, partitionCount: partitions.definitions),
-                timers: keepsDecisionTimes ? StateTopicFollower(consumer: stateConsumer, topic: configuration.topics.timers, partitionCount: partitions.timers) : nil
+                timers: replay == nil ? StateTopicFollower(consumer: stateConsumer, topic: configuration.topics.timers, partitionCount: partitions.timers) : nil
             )
             try await unlessStopped { try await self.foldState(from: stateConsumer, partitions: partitions, followers: folded) }
             followers = folded
@@ -383,7 +387,7 @@ public final class CampaignPipeline: Service {
         if failure == nil, let (sink, reason) = sinkStop.withLock({ $0 }) {
             failure = PipelineRuntimeError.sinkStopped(sink: sink, reason: reason.detail)
         }
-        for warning in [rejectedEventWarning, ignoredCampaignEventWarning, unreadableTimerWarning, sender.refusedOutputWarning] {
+        for warning in [rejectedEventWarning, ignoredCampaignEventWarning, unreadableTimerWarning, tableBehindWarning, sender.refusedOutputWarning] {
             warning.flush(to: logger)
         }
         let summary = statistics.snapshot
@@ -797,7 +801,7 @@ public final class CampaignPipeline: Service {
 /// The followers of the pipeline's state topics, to wait until the state has read them to their end.
 struct StateFollowers: Sendable {
     let definitions: StateTopicFollower
-    /// `nil` when no decision times are kept (a replay, a dry run).
+    /// `nil` in a replay, which fires no timers and keeps no decision times.
     let timers: StateTopicFollower?
 }
 

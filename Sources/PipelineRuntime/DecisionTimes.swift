@@ -23,8 +23,10 @@ import Synchronization
 /// revoked, the instance records nothing more for it and waits for its records in flight
 /// (``close(_:waitingAtMost:)``), before the group's rebalance lets the next owner read the topic.
 ///
-/// Instants are reused within ``granularityNanoseconds`` of each other, so that consecutive batches extend one range
-/// instead of adding one each: a record holds a few ranges for the seconds between a judging and its commit.
+/// Instants are reused within ``granularityNanoseconds`` of each other, so that consecutive batches judged against
+/// the same campaign table (no definitions record read between them) extend one range instead of adding one each: a
+/// record holds a few ranges for the seconds between a judging and its commit, one more for each change of instant
+/// or of the table's horizon.
 final class DecisionTimes: Sendable {
     /// Offsets `first...last` of a partition, judged at `decidedAt` against the campaign table as it had read the
     /// definitions topic up to `horizon` (`nil` in records written before horizons were: the whole table).
@@ -129,12 +131,22 @@ final class DecisionTimes: Sendable {
     /// judged at an instant against the campaign table as it had read the definitions topic up to a horizon. An
     /// offset after the last range, judged like it, extends it.
     ///
-    /// - Returns: whether the ranges changed (a record must then be written before the outputs of the offsets are).
-    func record(_ decided: [(offset: Int64, decidedAt: Timestamp, horizon: CampaignTable.Horizon?)], of partition: Int32) -> Bool {
+    /// - Returns: whether the ranges changed (a record must then be written before the outputs of the offsets are),
+    ///   and the offsets of `decided` a range held already: a record of another instance read while they were decided
+    ///   (its late record of an earlier reading), whose judgement is the one on the topic, to decide them with again.
+    func record(
+        _ decided: [(offset: Int64, decidedAt: Timestamp, horizon: CampaignTable.Horizon?)],
+        of partition: Int32
+    ) -> (changed: Bool, heldAlready: [Int64]) {
         state.withLock { state in
             var entry = state[partition] ?? Partition()
             var changed = false
-            for judged in decided where Self.index(holding: judged.offset, in: entry.ranges) == nil {
+            var heldAlready: [Int64] = []
+            for judged in decided {
+                if Self.index(holding: judged.offset, in: entry.ranges) != nil {
+                    heldAlready.append(judged.offset)
+                    continue
+                }
                 changed = true
                 if let last = entry.ranges.last, judged.offset > last.last, last.isJudged(like: judged.decidedAt, judged.horizon) {
                     entry.ranges[entry.ranges.count - 1].last = judged.offset
@@ -145,7 +157,7 @@ final class DecisionTimes: Sendable {
                 }
             }
             state[partition] = entry
-            return changed
+            return (changed, heldAlready)
         }
     }
 

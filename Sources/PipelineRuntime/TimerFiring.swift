@@ -9,28 +9,37 @@ import Synchronization
 /// if the tombstone were not written yet, or not read there yet. So a partition being revoked fires nothing more and
 /// waits, at most a bound, until the tombstones of its expiries in flight are acknowledged
 /// (``fence(_:until:)``: the group's rebalance waits for it), and a partition newly assigned fires only once its
-/// timers partition has been read to its end since (``markReady(_:)``).
+/// timers partition has been read to its end since (``startCatchUp(among:)``, ``markReady(_:generation:)``).
 final class TimerFiring: Sendable {
     private struct State {
         /// Per partition, the assignment generation under which its timers partition was read to its end.
         var ready: [Int32: Int] = [:]
+        /// Per partition, the assignment generation under which its timers partition is being read to its end.
+        var catchingUp: [Int32: Int] = [:]
         /// Per partition, the expiries fired whose tombstone is not acknowledged yet.
         var inFlight: [Int32: Int] = [:]
     }
 
     private let state = Mutex(State())
 
-    /// Those of `assigned` (partition → assignment generation) not ready to fire under their generation: their timers
-    /// partition is to be read to its end first.
-    func unready(among assigned: [Int32: Int]) -> [Int32: Int] {
-        state.withLock { state in assigned.filter { state.ready[$0.key] != $0.value } }
+    /// Those of `assigned` (partition → assignment generation) neither ready to fire under their generation nor being
+    /// read to their end for it: their timers partition is to be read to its end first; they now count as being read
+    /// (until ``markReady(_:generation:)``).
+    func startCatchUp(among assigned: [Int32: Int]) -> [Int32: Int] {
+        state.withLock { state in
+            let due = assigned.filter { state.ready[$0.key] != $0.value && state.catchingUp[$0.key] != $0.value }
+            for (partition, generation) in due { state.catchingUp[partition] = generation }
+            return due
+        }
     }
 
-    /// Notes that the timers partitions of `partitions` (partition → the assignment generation they were found
-    /// assigned under) were read to their end: their timers fire from now on, while that generation lasts.
-    func markReady(_ partitions: [Int32: Int]) {
+    /// Notes that the timers partition of `partition`, found assigned under `generation`, was read to its end (or
+    /// could not be in time: it fires all the same, rather than never): its timers fire from now on, while that
+    /// generation lasts.
+    func markReady(_ partition: Int32, generation: Int) {
         state.withLock { state in
-            for (partition, generation) in partitions { state.ready[partition] = generation }
+            state.ready[partition] = generation
+            if state.catchingUp[partition] == generation { state.catchingUp[partition] = nil }
         }
     }
 
@@ -53,7 +62,7 @@ final class TimerFiring: Sendable {
         }
     }
 
-    /// Notes that the tombstone of an expiry fired for `partition` was acknowledged (or given up on).
+    /// Notes that the tombstone of an expiry fired for `partition` was acknowledged.
     func tombstoned(_ partition: Int32) {
         state.withLock { state in
             let left = (state.inFlight[partition] ?? 1) - 1
@@ -72,11 +81,17 @@ final class TimerFiring: Sendable {
     /// Blocks the calling thread, checking every 5 ms: it runs on the consumer's poll thread, in the revocation
     /// (``KafkaConsumerConfiguration/willRevokePartitions``), never on a task.
     ///
+    /// What is still in flight at the deadline is no longer counted: an expiry that cannot be written (refused for
+    /// good, or retried for long) would otherwise hold every later revocation of its partition for the whole wait.
+    ///
     /// - Returns: the partitions of `partitions` with expiries still in flight (none when all were tombstoned).
     func fence(_ partitions: Set<Int32>, until deadline: ContinuousClock.Instant) -> Set<Int32> {
         func pending() -> Set<Int32> {
             state.withLock { state in
-                for partition in partitions { state.ready[partition] = nil }
+                for partition in partitions {
+                    state.ready[partition] = nil
+                    state.catchingUp[partition] = nil
+                }
                 return partitions.filter { state.inFlight[$0] != nil }
             }
         }
@@ -84,6 +99,9 @@ final class TimerFiring: Sendable {
         while !left.isEmpty, ContinuousClock.now < deadline {
             Thread.sleep(forTimeInterval: 0.005)
             left = pending()
+        }
+        state.withLock { state in
+            for partition in left { state.inFlight[partition] = nil }
         }
         return left
     }

@@ -111,6 +111,11 @@ struct DecisionTimesTests {
         #expect(again.map(\.decidedAt) == [start, start, later(5_000)])
         // Undecided records are not recorded: nothing is, until `record`.
         #expect(times.ranges(of: 0).count == 2)
+        // Offsets a range came to hold while they were decided (another instance's late record) are not recorded
+        // again, and are named: they are decided again as recorded.
+        let recorded = times.record([(offset: 3, decidedAt: later(5_000), horizon: nil), (offset: 4, decidedAt: later(5_000), horizon: nil)], of: 0)
+        #expect(recorded.changed && recorded.heldAlready == [3])
+        #expect(times.ranges(of: 0).last == .init(first: 4, last: 4, decidedAt: later(5_000)))
         // Merged records keep them apart too, and the instants' record carries them.
         let merged = DecisionTimes()
         merged.merge([.init(first: 0, last: 1, decidedAt: start, horizon: early)], of: 0)
@@ -332,7 +337,7 @@ extension DecisionTimes {
     fileprivate func judge(_ offsets: [Int64], of partition: Int32, now: Timestamp, horizon: CampaignTable.Horizon? = nil) -> (instants: [Timestamp], changed: Bool) {
         let judged = judgements(for: offsets, of: partition, now: now)
         let new = zip(offsets, judged).filter { !$0.1.wasJudged }.map { (offset: $0.0, decidedAt: $0.1.decidedAt, horizon: horizon) }
-        let changed = record(new, of: partition)
+        let changed = record(new, of: partition).changed
         return (judged.map(\.decidedAt), changed)
     }
 }

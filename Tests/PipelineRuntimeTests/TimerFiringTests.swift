@@ -14,11 +14,13 @@ struct TimerFiringTests {
     @Test("a partition fires once marked ready under its assignment generation; assigned again, it waits for a new catch-up")
     func readyByGeneration() {
         let firing = TimerFiring()
-        #expect(firing.unready(among: [0: 1, 1: 1]) == [0: 1, 1: 1])
-        firing.markReady([0: 1])
-        #expect(firing.unready(among: [0: 1, 1: 1]) == [1: 1])
+        #expect(firing.startCatchUp(among: [0: 1, 1: 1]) == [0: 1, 1: 1])
+        #expect(firing.startCatchUp(among: [0: 1, 1: 1]).isEmpty, "each catch-up starts once")
+        firing.markReady(0, generation: 1)
+        #expect(firing.startCatchUp(among: [0: 1, 1: 1]).isEmpty)
         // Given back after a rebalance: a new generation.
-        #expect(firing.unready(among: [0: 2]) == [0: 2])
+        #expect(firing.startCatchUp(among: [0: 2]) == [0: 2])
+        firing.markReady(0, generation: 1)
         let asked = Mutex<Set<Int32>?>(nil)
         let due = firing.takeDue(assigned: { [0: 1, 1: 1] }) { partitions in
             asked.withLock { $0 = partitions }
@@ -41,7 +43,8 @@ struct TimerFiringTests {
     @Test("a fence waits for the tombstones of the expiries in flight, at most until its deadline, and stops the firing")
     func fenceWaitsForTombstones() async {
         let firing = TimerFiring()
-        firing.markReady([0: 1, 1: 1])
+        firing.markReady(0, generation: 1)
+        firing.markReady(1, generation: 1)
         _ = firing.takeDue(assigned: { [0: 1, 1: 1] }) { _ in [timer("a", partition: 0), timer("b", partition: 0), timer("c", partition: 1)] }
         #expect(firing.inFlight(of: 0) == 2 && firing.inFlight(of: 1) == 1)
         let started = ContinuousClock.now
@@ -55,8 +58,10 @@ struct TimerFiringTests {
         let left = firing.fence([0], until: .now + .seconds(30))
         #expect(left.isEmpty)
         #expect(ContinuousClock.now - started >= .milliseconds(150), "it waited for them")
-        #expect(firing.unready(among: [0: 1]) == [0: 1], "a fenced partition fires no more under that generation")
-        // Partition 1's tombstone never comes: the fence gives up at its deadline.
+        #expect(firing.startCatchUp(among: [0: 1]) == [0: 1], "a fenced partition fires no more under that generation")
+        // Partition 1's tombstone never comes: the fence gives up at its deadline, and counts it no more (a later
+        // revocation does not wait for it again).
         #expect(firing.fence([1], until: .now + .milliseconds(50)) == [1])
+        #expect(firing.inFlight(of: 1) == 0)
     }
 }
