@@ -673,8 +673,10 @@ public final class CampaignPipeline: Service {
     static let producerCloseLimit: Duration = .seconds(5)
 
     /// How many decided batches can wait to be emitted (each for its decision times records and the batch before it)
-    /// while the next one is decided.
-    static let emittingBatches = 2
+    /// while the next one is decided. Three: a batch's records are sent once it is decided (they hold the horizon
+    /// each send was decided against), so their round trip no longer overlaps the batch's rendering; with two, the
+    /// bench's pipeline run lost about a sixth of its speed waiting for them.
+    static let emittingBatches = 3
 
     /// Waits for `task` to end, cancelling it if the waiting task is cancelled.
     private static func waitPassingOnCancellation<Success: Sendable>(_ task: Task<Success, Never>?) async {
