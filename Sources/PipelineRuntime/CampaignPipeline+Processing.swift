@@ -69,20 +69,36 @@ extension CampaignPipeline {
         if let judgements, let decisionsSender {
             let heldAlready: [Int]
             (recorded, heldAlready) = record(judgements, horizons: horizons, of: batch, byPartition: byPartition, decided: decisions, consumer: consumer, sender: decisionsSender)
-            decideAgainAsRecorded(batch, at: heldAlready, &decisions, table: table)
+            await decideAgainAsRecorded(batch, at: heldAlready, &decisions, definitions: followers.definitions)
         }
         return DecidedBatch(records: batch, decisions: decisions, recorded: recorded)
     }
 
     /// Decides again the records at `indices`, whose judgement another instance recorded while this one decided them
     /// (a late record of that instance's earlier reading of the partition, folded meanwhile): as recorded, since that
-    /// is the judgement on the topic, which a reading after a crash or a rebalance uses.
-    private func decideAgainAsRecorded(_ batch: [KafkaConsumerMessage], at indices: [Int], _ decisions: inout [EventProcessor.Decision?], table: CampaignTable) {
+    /// is the judgement on the topic, which a reading after a crash or a rebalance uses, with a table that has read
+    /// the definitions topic as far as that judgement's had (``campaignTable(covering:definitions:)``). When the
+    /// pipeline stops meanwhile, they are left undecided (not emitted), with every later record of their partitions.
+    private func decideAgainAsRecorded(
+        _ batch: [KafkaConsumerMessage],
+        at indices: [Int],
+        _ decisions: inout [EventProcessor.Decision?],
+        definitions: StateTopicFollower
+    ) async {
         guard !indices.isEmpty else { return }
+        let recorded = indices.map { index in
+            decisionTimes.judgements(for: [batch[index].offset], of: batch[index].partition, now: .now()).first
+        }
+        guard let table = await campaignTable(covering: recorded, definitions: definitions) else {
+            let stopped = Set(indices.map { batch[$0].partition })
+            for index in batch.indices where stopped.contains(batch[index].partition) && index >= indices.min()! {
+                decisions[index] = nil
+            }
+            return
+        }
         let scratch = RenderScratch()
-        for index in indices {
-            let message = batch[index]
-            guard let judgement = decisionTimes.judgements(for: [message.offset], of: message.partition, now: .now()).first, judgement.wasJudged else { continue }
+        for (index, judgement) in zip(indices, recorded) {
+            guard let judgement, judgement.wasJudged else { continue }
             decisions[index] = Self.decide(
                 batch,
                 at: index,

@@ -147,9 +147,10 @@ extension CampaignPipeline {
 
     /// Emits `push.expired` (cause `timer`) when a delivered timer notification's countdown ends, for the timers
     /// of the partitions this instance owns, then tombstones the timer record. A partition newly assigned fires once
-    /// `follower` (`nil` in a replay) has read its timers partition to the end: the tombstones its previous owner
-    /// wrote before the rebalance are then known (``TimerFiring``). Each partition is caught up on its own, beside
-    /// the firing: one the broker cannot tell the end of (no leader, up to the follower's timeout) holds back no other.
+    /// `follower` (of the timers topic; without one, at once) has read its timers partition to the end: the
+    /// tombstones its previous owner wrote before the rebalance are then known (``TimerFiring``). Each partition is
+    /// caught up on its own, beside the firing: one the broker cannot tell the end of (no leader, up to the
+    /// follower's timeout) holds back no other.
     func fireTimers(consumer: KafkaConsumer, sender: OutputSender, follower: StateTopicFollower?) async {
         let topics = configuration.topics
         @Sendable func assigned() -> [Int32: Int] {

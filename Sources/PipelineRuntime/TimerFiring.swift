@@ -38,7 +38,8 @@ final class TimerFiring: Sendable {
     /// generation lasts.
     func markReady(_ partition: Int32, generation: Int) {
         state.withLock { state in
-            state.ready[partition] = generation
+            // A catch-up of an earlier generation ending after a later one's leaves the later one in place.
+            if state.ready[partition].map({ $0 < generation }) ?? true { state.ready[partition] = generation }
             if state.catchingUp[partition] == generation { state.catchingUp[partition] = nil }
         }
     }

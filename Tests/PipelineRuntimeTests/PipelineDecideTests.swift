@@ -51,13 +51,13 @@ private struct DecideBench {
 
     /// Decides the send, running `meanwhile` once the decision waits for the definitions topic, then folds the
     /// definition; the send's decision.
-    func decide(meanwhile: @Sendable () -> Void = {}) async throws -> EventProcessor.Decision? {
+    func decide(meanwhile: @Sendable () async throws -> Void = {}) async throws -> EventProcessor.Decision? {
         let deciding = Task { [pipeline, consumer, sender, followers, send] in
             await pipeline.decide([send], consumer: consumer, decisionsSender: sender, followers: followers)
         }
         // Nothing folds the definition: the decision waits for it (a catch-up) however long this takes.
         try await Task.sleep(for: .milliseconds(500))
-        meanwhile()
+        try await meanwhile()
         try pipeline.campaigns.withLock { table throws(PipelineError) in try table.apply(json: definition, partition: 0, offset: 0) }
         followers.definitions.folded(partition: 0, offset: 0)
         return await deciding.value?.decisions.first ?? nil
@@ -113,6 +113,34 @@ struct PipelineDecideTests {
             // Recorded against a table that had not read the definition: the send is not rendered.
             guard case .awaitingDefinition? = decision else { Issue.record("not as recorded: \(String(describing: decision))"); return }
             #expect(bench.pipeline.decisionTimes.ranges(of: 0) == [recorded])
+            await bench.close()
+        }
+    }
+
+    /// Found by review: decided again as another instance recorded it, the send was judged with this instance's
+    /// table, which may not have read as far as that record's: a cancellation between the two was left out, and
+    /// the send delivered here would be suppressed by a reader that had read it.
+    @Test("a send decided as another instance recorded it meanwhile waits for the table to read as far as that record's")
+    func recordedMeanwhileWithMoreOfTheTable() async throws {
+        try await withPipelineCluster(partitions: 1) { kafka, configuration in
+            let bench = try await DecideBench(kafka: kafka, configuration: configuration)
+            let cancellation = JSONValue.object([
+                "type": "campaign.cancelled", "campaignId": "by-reference",
+                "occurredAt": .string(Timestamp(Date().addingTimeInterval(-1_800)).rfc3339),
+            ]).encoded()
+            // Recorded against a table that had read the cancellation (offset 1), written while this one decided.
+            let recorded = DecisionTimes.Range(first: 0, last: 0, decidedAt: Timestamp(Date().addingTimeInterval(-60)), horizon: CampaignTable.Horizon([0: 2]))
+            let decision = try await bench.decide { [pipeline = bench.pipeline, follower = bench.followers.definitions] in
+                pipeline.decisionTimes.merge([recorded], of: 0)
+                try await produce([("by-reference", cancellation)], to: configuration.topics.definitions, kafka: kafka)
+                // This table reads the cancellation only later.
+                Task {
+                    try await Task.sleep(for: .seconds(1))
+                    try pipeline.campaigns.withLock { table throws(PipelineError) in try table.apply(json: cancellation, partition: 0, offset: 1) }
+                    follower.folded(partition: 0, offset: 1)
+                }
+            }
+            guard case .suppressed? = decision else { Issue.record("not as recorded: \(String(describing: decision))"); return }
             await bench.close()
         }
     }

@@ -20,7 +20,11 @@ struct TimerFiringTests {
         #expect(firing.startCatchUp(among: [0: 1, 1: 1]).isEmpty)
         // Given back after a rebalance: a new generation.
         #expect(firing.startCatchUp(among: [0: 2]) == [0: 2])
-        firing.markReady(0, generation: 1)
+        // An earlier generation's catch-up ending after a later one's leaves the later one ready.
+        _ = firing.startCatchUp(among: [2: 4])
+        firing.markReady(2, generation: 4)
+        firing.markReady(2, generation: 3)
+        #expect(firing.startCatchUp(among: [2: 4]).isEmpty)
         let asked = Mutex<Set<Int32>?>(nil)
         let due = firing.takeDue(assigned: { [0: 1, 1: 1] }) { partitions in
             asked.withLock { $0 = partitions }
