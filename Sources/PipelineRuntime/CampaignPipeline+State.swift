@@ -177,7 +177,7 @@ extension CampaignPipeline {
                         firing.markReady(partition, generation: generation)
                     }
                 }
-                for timer in firing.takeDue(assigned: assigned, { timers.takeDue(at: .now(), in: $0) }) {
+                for (timer, generation) in firing.takeDue(assigned: assigned, { timers.takeDue(at: .now(), in: $0) }) {
                     let expired = AnalyticsEvent(kind: .expired, identity: timer.identity, occurredAt: .now(), cause: .timer)
                     let tombstone = TimerBook.tombstone(of: timer, topic: topics.timers, writer: timerRecordHeaders)
                     let record = analyticsRecord(expired)
@@ -185,7 +185,7 @@ extension CampaignPipeline {
                     sender.sendNow(
                         OutputSender.Output(record: record) { [statistics] _ in
                             statistics.recordOutcome(kind: .expired, cause: .timer, bytes: record.value ?? [], isTimerExpiry: true)
-                            sender.sendNow(OutputSender.Output(record: tombstone) { _ in firing.tombstoned(timer.partition) })
+                            sender.sendNow(OutputSender.Output(record: tombstone) { _ in firing.tombstoned(timer.partition, generation: generation) })
                         }
                     )
                 }

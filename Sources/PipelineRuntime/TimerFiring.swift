@@ -17,7 +17,9 @@ final class TimerFiring: Sendable {
         /// Per partition, the assignment generation under which its timers partition is being read to its end.
         var catchingUp: [Int32: Int] = [:]
         /// Per partition, the expiries fired whose tombstone is not acknowledged yet.
-        var inFlight: [Int32: Int] = [:]
+        /// (By the assignment generation they were fired under: the late acknowledgement of one a fence gave up on
+        /// does not count as a later one's.)
+        var inFlight: [Int32: [Int: Int]] = [:]
     }
 
     private let state = Mutex(State())
@@ -44,7 +46,8 @@ final class TimerFiring: Sendable {
         }
     }
 
-    /// The due timers `take` returns for the partitions ready to fire, counted in flight until ``tombstoned(_:)``.
+    /// The due timers `take` returns for the partitions ready to fire, each with the assignment generation it is
+    /// fired under, counted in flight until ``tombstoned(_:generation:)``.
     ///
     /// `assigned` (partition → generation) is asked while the firing is held: a partition being revoked has left the
     /// assignment before ``fence(_:until:)`` runs, so its expiries are either counted before the fence looks at them,
@@ -52,28 +55,31 @@ final class TimerFiring: Sendable {
     func takeDue(
         assigned: () -> [Int32: Int],
         _ take: (Set<Int32>) -> [TimerBook.PendingTimer]
-    ) -> [TimerBook.PendingTimer] {
+    ) -> [(timer: TimerBook.PendingTimer, generation: Int)] {
         state.withLock { state in
             let ready = state.ready
-            let firing = Set(assigned().lazy.filter { ready[$0.key] == $0.value }.map(\.key))
+            let firing = assigned().filter { ready[$0.key] == $0.value }
             guard !firing.isEmpty else { return [] }
-            let due = take(firing)
-            for timer in due { state.inFlight[timer.partition, default: 0] += 1 }
-            return due
+            return take(Set(firing.keys)).map { timer in
+                let generation = firing[timer.partition] ?? 0
+                state.inFlight[timer.partition, default: [:]][generation, default: 0] += 1
+                return (timer, generation)
+            }
         }
     }
 
-    /// Notes that the tombstone of an expiry fired for `partition` was acknowledged.
-    func tombstoned(_ partition: Int32) {
+    /// Notes that the tombstone of an expiry fired for `partition` under `generation` was acknowledged.
+    func tombstoned(_ partition: Int32, generation: Int) {
         state.withLock { state in
-            let left = (state.inFlight[partition] ?? 1) - 1
-            state.inFlight[partition] = left > 0 ? left : nil
+            guard let count = state.inFlight[partition]?[generation] else { return }
+            state.inFlight[partition]?[generation] = count > 1 ? count - 1 : nil
+            if state.inFlight[partition]?.isEmpty == true { state.inFlight[partition] = nil }
         }
     }
 
     /// How many expiries of `partition` are in flight (for tests).
     func inFlight(of partition: Int32) -> Int {
-        state.withLock { $0.inFlight[partition] ?? 0 }
+        state.withLock { $0.inFlight[partition]?.values.reduce(0, +) ?? 0 }
     }
 
     /// Stops firing the timers of `partitions`, which are being revoked, and waits until the tombstones of their
