@@ -37,23 +37,18 @@ extension CampaignPipeline {
             judged = judgements(of: batch, byPartition: byPartition, at: now, consumer: consumer)
         }
         guard let table = await campaignTable(covering: judged ?? [], definitions: followers.definitions) else { return nil }
-        // Per record, the table it is judged against, and the horizon that is, for the records judged here first.
-        var horizons = [CampaignTable.Horizon?](repeating: table.horizon, count: batch.count)
         let processor = self.processor
         let judgements = judged
         var decisions = [EventProcessor.Decision?](repeating: nil, count: batch.count)
-        @Sendable func decide(_ index: Int, scratch: RenderScratch) -> EventProcessor.Decision {
-            let judgement = judgements?[index]
-            let campaigns = judgement?.wasJudged == true ? table.reading(through: judgement?.horizon) : table
-            return Self.decide(batch, at: index, processor: processor, campaigns: campaigns, now: judgement?.decidedAt ?? now, scratch: scratch)
-        }
         // Each worker (task) decides its events with one scratch (see `RenderScratch`).
         if batch.count >= 64, byPartition.count > 1 {
             await withTaskGroup(of: [(Int, EventProcessor.Decision)].self) { group in
                 for indices in byPartition.values {
                     group.addTask {
                         let scratch = RenderScratch()
-                        return indices.map { index in (index, decide(index, scratch: scratch)) }
+                        return indices.map { index in
+                            (index, Self.decide(batch, at: index, processor: processor, table: table, judgement: judgements?[index], now: now, scratch: scratch))
+                        }
                     }
                 }
                 for await results in group {
@@ -62,13 +57,25 @@ extension CampaignPipeline {
             }
         } else {
             let scratch = RenderScratch()
-            for index in batch.indices { decisions[index] = decide(index, scratch: scratch) }
+            for index in batch.indices {
+                decisions[index] = Self.decide(batch, at: index, processor: processor, table: table, judgement: judgements?[index], now: now, scratch: scratch)
+            }
         }
-        await decideAgainOnceDefinitionsAreRead(batch, &decisions, horizons: &horizons, now: now, judgements: judgements, definitions: followers.definitions)
+        // The records decided again after a catch-up, with the horizon of the newer table (the others were decided
+        // against `table`'s).
+        let decidedLater = await decideAgainOnceDefinitionsAreRead(batch, &decisions, now: now, judgements: judgements, definitions: followers.definitions)
         var recorded: AcknowledgementCountdown?
         if let judgements, let decisionsSender {
             let heldAlready: [Int]
-            (recorded, heldAlready) = record(judgements, horizons: horizons, of: batch, byPartition: byPartition, decided: decisions, consumer: consumer, sender: decisionsSender)
+            (recorded, heldAlready) = record(
+                judgements,
+                horizon: { decidedLater[$0] ?? table.horizon },
+                of: batch,
+                byPartition: byPartition,
+                decided: decisions,
+                consumer: consumer,
+                sender: decisionsSender
+            )
             await decideAgainAsRecorded(batch, at: heldAlready, &decisions, definitions: followers.definitions)
         }
         return DecidedBatch(records: batch, decisions: decisions, recorded: recorded)
@@ -99,14 +106,7 @@ extension CampaignPipeline {
         let scratch = RenderScratch()
         for (index, judgement) in zip(indices, recorded) {
             guard let judgement, judgement.wasJudged else { continue }
-            decisions[index] = Self.decide(
-                batch,
-                at: index,
-                processor: processor,
-                campaigns: table.reading(through: judgement.horizon),
-                now: judgement.decidedAt,
-                scratch: scratch
-            )
+            decisions[index] = Self.decide(batch, at: index, processor: processor, table: table, judgement: judgement, now: nil, scratch: scratch)
         }
     }
 
@@ -190,27 +190,26 @@ extension CampaignPipeline {
     }
 
     /// Decides again, once the campaign table has read the definitions topic to its end, the events that named a
-    /// campaign definition the table lacked (`horizons` then holds the table's new horizon for them); those still
-    /// lacking it are rejected when emitted. An event judged before against a table that lacked it too (its
+    /// campaign definition the table lacked, and returns the new table's horizon for each; those still lacking it are
+    /// rejected when emitted. An event judged before against a table that lacked it too (its
     /// `judgements` say so) is not decided again: its first judging did not find it either. When the pipeline
     /// stops meanwhile, nothing can be concluded: those events, and every later one of their partitions in the
     /// batch, are left undecided (not emitted, so not committed past: processed again after the restart).
     private func decideAgainOnceDefinitionsAreRead(
         _ batch: [KafkaConsumerMessage],
         _ decisions: inout [EventProcessor.Decision?],
-        horizons: inout [CampaignTable.Horizon?],
         now: Timestamp?,
         judgements: [DecisionTimes.Judgement?]?,
         definitions: StateTopicFollower
-    ) async {
+    ) async -> [Int: CampaignTable.Horizon] {
         let waiting = decisions.indices.filter {
             guard case .awaitingDefinition? = decisions[$0] else { return false }
             guard let judgement = judgements?[$0], judgement.wasJudged else { return true }
             return judgement.horizon == nil
         }
-        guard !waiting.isEmpty else { return }
+        guard !waiting.isEmpty else { return [:] }
         // Sends written before the table last read the topic to its end have all they will get.
-        guard waiting.contains(where: { !definitions.hasCaughtUp(since: batch[$0].timestamp) }) else { return }
+        guard waiting.contains(where: { !definitions.hasCaughtUp(since: batch[$0].timestamp) }) else { return [:] }
         if case .cancelled = await definitions.catchUp(logger: logger) {
             let undecided = Set(waiting)
             var stopped = Set<Int32>()
@@ -218,14 +217,16 @@ extension CampaignPipeline {
                 if undecided.contains(index) { stopped.insert(batch[index].partition) }
                 if stopped.contains(batch[index].partition) { decisions[index] = nil }
             }
-            return
+            return [:]
         }
         let table = campaigns.withLock { $0 }
         let scratch = RenderScratch()
+        var horizons: [Int: CampaignTable.Horizon] = [:]
         for index in waiting {
-            decisions[index] = Self.decide(batch, at: index, processor: processor, campaigns: table, now: judgements?[index]?.decidedAt ?? now, scratch: scratch)
+            decisions[index] = Self.decide(batch, at: index, processor: processor, table: table, judgement: judgements?[index], now: now, scratch: scratch)
             horizons[index] = table.horizon
         }
+        return horizons
     }
 
     /// How long a batch's outputs wait for its decision times records before going ahead without them.
@@ -289,7 +290,7 @@ extension CampaignPipeline {
     /// recorded: they are judged anew when read again.
     private func record(
         _ judgements: [DecisionTimes.Judgement?],
-        horizons: [CampaignTable.Horizon?],
+        horizon: (Int) -> CampaignTable.Horizon,
         of batch: [KafkaConsumerMessage],
         byPartition: [Int32: [Int]],
         decided decisions: [EventProcessor.Decision?],
@@ -307,7 +308,7 @@ extension CampaignPipeline {
                 return decisions[index] != nil
             }
             guard !newIndices.isEmpty else { continue }
-            let new = newIndices.map { index in (offset: batch[index].offset, decidedAt: judgements[index]!.decidedAt, horizon: horizons[index]) }
+            let new = newIndices.map { index in (offset: batch[index].offset, decidedAt: judgements[index]!.decidedAt, horizon: horizon(index)) }
             let (didChange, held) = decisionTimes.record(new, of: partition)
             if didChange { changed.append(partition) }
             if !held.isEmpty {
@@ -421,20 +422,23 @@ extension CampaignPipeline {
 
     /// Decides the record at `index` of `batch`. The batch and an index, not the record: only the fields used are
     /// read out of the array, where passing `batch[index]` copied the whole record (a reference count for each of
-    /// its topic, key, value and headers, on memory another thread wrote).
+    /// its topic, key, value and headers, on memory another thread wrote). A record judged before (`judgement`) is
+    /// judged as then: at its instant, against `table` as it had read the definitions topic; any other at `now`
+    /// against `table`.
     private static func decide(
         _ batch: [KafkaConsumerMessage],
         at index: Int,
         processor: EventProcessor,
-        campaigns: CampaignTable,
+        table: CampaignTable,
+        judgement: DecisionTimes.Judgement?,
         now: Timestamp?,
         scratch: RenderScratch
     ) -> EventProcessor.Decision {
         processor.process(
             batch[index].value ?? [],
             sourcePosition: "\(batch[index].topic)/\(batch[index].partition)@\(batch[index].offset)",
-            campaigns: campaigns,
-            decisionTime: now,
+            campaigns: judgement?.wasJudged == true ? table.reading(through: judgement?.horizon) : table,
+            decisionTime: judgement?.decidedAt ?? now,
             scratch: scratch
         )
     }

@@ -147,11 +147,10 @@ extension CampaignPipeline {
 
     /// Emits `push.expired` (cause `timer`) when a delivered timer notification's countdown ends, for the timers
     /// of the partitions this instance owns, then tombstones the timer record. A partition newly assigned fires once
-    /// `follower` (of the timers topic; without one, at once) has read its timers partition to the end: the
-    /// tombstones its previous owner wrote before the rebalance are then known (``TimerFiring``). Each partition is
-    /// caught up on its own, beside the firing: one the broker cannot tell the end of (no leader, up to the
-    /// follower's timeout) holds back no other.
-    func fireTimers(consumer: KafkaConsumer, sender: OutputSender, follower: StateTopicFollower?) async {
+    /// `follower` (of the timers topic) has read its timers partition to the end: the tombstones its previous owner
+    /// wrote before the rebalance are then known (``TimerFiring``). Each partition is caught up on its own, beside the
+    /// firing: one the broker cannot tell the end of (no leader, up to the follower's timeout) holds back no other.
+    func fireTimers(consumer: KafkaConsumer, sender: OutputSender, follower: StateTopicFollower) async {
         let topics = configuration.topics
         @Sendable func assigned() -> [Int32: Int] {
             var assigned: [Int32: Int] = [:]
@@ -167,10 +166,6 @@ extension CampaignPipeline {
             while !Task.isCancelled {
                 try? await Task.sleep(for: .milliseconds(200))
                 for (partition, generation) in firing.startCatchUp(among: assigned()) {
-                    guard let follower else {
-                        firing.markReady(partition, generation: generation)
-                        continue
-                    }
                     catchUps.addTask {
                         // Not read to its end in time (logged by the follower): fired all the same, rather than never.
                         if case .cancelled = await follower.catchUpEach(partitions: [partition], logger: logger).outcome { return }

@@ -315,8 +315,8 @@ public final class CampaignPipeline: Service {
             group.addTask { await self.followAssignments(of: consumer) }
             if let replay {
                 group.addTask { await self.stopWhenReplayed(replay, consumer: consumer) }
-            } else {
-                group.addTask { await self.fireTimers(consumer: consumer, sender: sender, follower: followers.timers) }
+            } else if let timersFollower = followers.timers {
+                group.addTask { await self.fireTimers(consumer: consumer, sender: sender, follower: timersFollower) }
             }
             if let idle = configuration.untilIdle {
                 group.addTask { await self.stopWhenIdle(for: idle, consumer: consumer, sender: sender) }
