@@ -3,7 +3,6 @@ import KafkaClient
 import Logging
 import PipelineCore
 @testable import PipelineRuntime
-import Synchronization
 import Testing
 import TestSupport
 
@@ -137,14 +136,12 @@ struct PipelineAcceptanceTests {
             let pipeline = CampaignPipeline(configuration: running, registry: builtinRegistry, logger: recorder.logger(level: .info))
             // Set once the pipeline runs: an `endsAt` fixed before the group join (~3 s here, far longer on a busy
             // machine) could pass before the send is read, which then expires unsent.
-            let endsAtBox = Mutex<Timestamp?>(nil)
-            let records = try await whileRunning(pipeline) {
+            let (endsAt, records) = try await whileRunning(pipeline) {
                 _ = try await eventually("the duration timer's send to be delivered", timeout: clusterTimeout) {
                     try await analyticsRecords(configuration, kafka: kafka).first { $0.event.identity.messageId == durationId && $0.event.kind == .delivered }
                 }
                 // A whole second (adb_tmr_end is in epoch seconds), a few seconds ahead.
                 let endsAt = Timestamp(secondsSince1970: Int64(Date().timeIntervalSince1970.rounded(.up)) + 4)
-                endsAtBox.withLock { $0 = endsAt }
                 let endsAtEvent = factory.event("timer-apns", id: "timer-endsAt", recipient: "user-timer-2")
                     .setting(["content", "timer"], to: ["endsAt": .string(endsAt.rfc3339)])
                 try await produce([("user-timer-2", JSONValue.object(endsAtEvent).encoded())], to: configuration.topics.sends, kafka: kafka)
@@ -155,7 +152,7 @@ struct PipelineAcceptanceTests {
                 }
                 // Long enough for a second firing to show (the timer loop wakes every 200 ms).
                 try await Task.sleep(for: .seconds(2))
-                return try await analyticsRecords(configuration, kafka: kafka)
+                return (endsAt, try await analyticsRecords(configuration, kafka: kafka))
             }
 
             for (messageId, label) in [(durationId, "durationSeconds"), (endsAtId, "endsAt")] {
@@ -166,7 +163,6 @@ struct PipelineAcceptanceTests {
                 try #require(expired.count == 1, "\(label): exactly one push.expired, found \(expired.count)")
                 #expect(expired[0].event.cause == .timer, "\(label)")
                 #expect(expired[0].offset > delivered[0].offset, "\(label): push.expired follows push.delivered")
-                let endsAt = try #require(endsAtBox.withLock { $0 })
                 let due = label == "endsAt" ? endsAt.seconds : delivered[0].event.occurredAt.seconds + 3
                 let error = expired[0].event.occurredAt.seconds - due
                 // Never before its instant; after it by the timer loop's wake-up (200 ms), more on a busy machine.

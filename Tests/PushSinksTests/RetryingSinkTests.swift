@@ -294,12 +294,15 @@ struct RetryingSinkTests {
     }
 
     /// A sink of one attempt at a time on a held clock, whose platform answers FCM's 429 `QUOTA_EXCEEDED` (which may
-    /// be one device's, ``SinkFailure/mayConcernOneRecipient``) to the first attempt of each recipient `throttles`
-    /// names, and accepts every other attempt. A sink-wide throttle without `Retry-After` holds it 60 s.
-    func quotaSink(throttling throttles: @escaping @Sendable (String) -> Bool) -> (HeldClock, ScriptedPlatform, RetryingSink<ScriptedPlatform>) {
+    /// be one device's, ``SinkFailure/mayConcernOneRecipient``) to the first `attempts` attempts of each recipient
+    /// `throttles` names, and accepts every other attempt. A sink-wide throttle without `Retry-After` holds it 60 s.
+    func quotaSink(
+        throttling throttles: @escaping @Sendable (String) -> Bool,
+        attempts: Int = 1
+    ) -> (HeldClock, ScriptedPlatform, RetryingSink<ScriptedPlatform>) {
         let clock = HeldClock()
         let platform = ScriptedPlatform { notification, attempt in
-            attempt == 1 && throttles(notification.request.recipient.id)
+            attempt <= attempts && throttles(notification.request.recipient.id)
                 ? SinkFailure(.throttled, "FCM 429 QUOTA_EXCEEDED", mayConcernOneRecipient: true) : nil
         }
         let policy = RetryPolicy(jitter: 0, throttledBackoff: .seconds(60))
@@ -351,6 +354,38 @@ struct RetryingSinkTests {
         #expect(log.all.allSatisfy { if case .delivered = $0.1 { true } else { false } }, "\(log.all)")
         let waited = clock.virtual.sleeps.reduce(Duration.zero, +)
         #expect(waited >= .seconds(60), "the sink waited its throttled backoff: \(clock.virtual.sleeps)")
+    }
+
+    /// The rule has two halves a sink-wide throttle needs: another recipient (one device throttled again is still one
+    /// device), and none accepted in between (a busy device between accepted ones is not the project's quota).
+    @Test("the same device throttled twice, or two throttled with one accepted between, leave the sink ready")
+    func unscopedThrottlesThatStayOneDevices() async throws {
+        let (sameClock, _, sameDevice) = quotaSink(throttling: { $0 == "busy" }, attempts: 2)
+        let sameLog = OutcomeLog()
+        try await running(sameDevice) {
+            try await submit(0..<1, to: sameDevice, log: sameLog, recipient: { _ in "busy" })
+            sameClock.release()
+            try await sameLog.waitForCount(1)
+            #expect(sameDevice.state == .ready)
+        }
+        #expect(sameLog.all.first?.1 == .delivered(attempts: 3))
+        #expect(sameClock.virtual.sleeps.reduce(Duration.zero, +) < .seconds(10), "one device's backoff only: \(sameClock.virtual.sleeps)")
+
+        let (clock, platform, sink) = quotaSink(throttling: { $0 != "accepted" })
+        let log = OutcomeLog()
+        try await running(sink) {
+            try await submit(0..<1, to: sink, log: log, recipient: { _ in "a" })
+            try await submit(1..<2, to: sink, log: log, recipient: { _ in "accepted" })
+            try await log.waitForCount(1)
+            try await submit(2..<3, to: sink, log: log, recipient: { _ in "b" })
+            while !platform.attempts.contains("event-2") { try await Task.sleep(for: .milliseconds(2)) }
+            // Judged just after the attempt returns.
+            try await Task.sleep(for: .milliseconds(100))
+            #expect(sink.state == .ready, "one accepted between the two throttled recipients")
+            clock.release()
+            try await log.waitForCount(3)
+        }
+        #expect(clock.virtual.sleeps.reduce(Duration.zero, +) < .seconds(10), "no sink-wide hold: \(clock.virtual.sleeps)")
     }
 
     /// A `Retry-After` longer than the retry deadline gives the message up at once: the sink used to stay "ready"
