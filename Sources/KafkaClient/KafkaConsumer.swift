@@ -491,8 +491,7 @@ public final class KafkaConsumer: Sendable {
                 state.isReadingStopped ? [] : partitions.filter { generation == nil || state.generations[$0] == generation }
             }
             guard !partitions.isEmpty else { return }
-            let list = RDKafkaTopicPartitionList(partitions)
-            let err = rd_kafka_resume_partitions(rk, list.pointer)
+            let err = Self.resumeInLibrdkafka(rk, Set(partitions))
             // Before the next poll, so they come before anything fetched from now on (and whatever became of the
             // resume: they were read, and are the application's).
             buffer.unpark(partitions: partitions)
@@ -508,11 +507,7 @@ public final class KafkaConsumer: Sendable {
                     }
                 }
             }
-            guard !positions.isEmpty else { return }
-            let seekList = RDKafkaTopicPartitionList(positions)
-            if let error = rd_kafka_seek_partitions(rk, seekList.pointer, 0) {
-                logger.warning("Repositioning after resume failed", metadata: ["error": "\(KafkaError.consuming(.seekFailed, error))"])
-            }
+            Self.reposition(rk, at: positions, logger: logger, after: "resume")
         } orElse: {}
     }
 
@@ -840,18 +835,22 @@ extension KafkaConsumer {
             buffer.push(overflow.filter { !paused.contains($0.topicPartition) })
             overflow = []
         }
-        guard !resumed.isEmpty else { return }
-        let list = RDKafkaTopicPartitionList(Array(resumed))
-        let err = rd_kafka_resume_partitions(rk, list.pointer)
+        let err = resumeInLibrdkafka(rk, resumed)
         if err != RD_KAFKA_RESP_ERR_NO_ERROR {
             logger.warning("Resume after a full buffer failed", metadata: [KafkaLoggingKeys.errorName: "\(String(cString: rd_kafka_err2name(err)))"])
             return
         }
         // As after the application's resume: librdkafka 2.0 would otherwise restart from an older position.
+        reposition(rk, at: positions, logger: logger, after: "a full buffer")
+    }
+
+    /// Moves the fetch positions of resumed partitions to `positions` (after the last records handed over), without
+    /// waiting; a refusal is logged, naming what the resume came `after`.
+    private static func reposition(_ rk: OpaquePointer, at positions: [KafkaTopicPartitionOffset], logger: Logger, after what: String) {
         guard !positions.isEmpty else { return }
-        let seekList = RDKafkaTopicPartitionList(positions)
-        if let error = rd_kafka_seek_partitions(rk, seekList.pointer, 0) {
-            logger.warning("Repositioning after a full buffer failed", metadata: ["error": "\(KafkaError.consuming(.seekFailed, error))"])
+        let list = RDKafkaTopicPartitionList(positions)
+        if let error = rd_kafka_seek_partitions(rk, list.pointer, 0) {
+            logger.warning("Repositioning after \(what) failed", metadata: ["error": "\(KafkaError.consuming(.seekFailed, error))"])
         }
     }
 
@@ -1070,13 +1069,15 @@ extension KafkaConsumer {
 }
 
 extension KafkaConsumer {
-    /// Lifts librdkafka's own pause of partitions that leave the assignment. librdkafka 2.0 keeps an application's
-    /// pause across unassign and assign, so a paused partition given back later would never be fetched again, while
-    /// this consumer (which forgets the pause with the partition) counts it as read.
-    fileprivate static func resumeInLibrdkafka(_ rk: OpaquePointer, _ partitions: Set<KafkaTopicPartition>) {
-        guard !partitions.isEmpty else { return }
+    /// Lifts librdkafka's own pause of `partitions` (an application's resume, or a resume after a full buffer); and
+    /// of partitions that leave the assignment: librdkafka 2.0 keeps an application's pause across unassign and
+    /// assign, so a paused partition given back later would never be fetched again, while this consumer (which
+    /// forgets the pause with the partition) counts it as read. Returns librdkafka's answer.
+    @discardableResult
+    fileprivate static func resumeInLibrdkafka(_ rk: OpaquePointer, _ partitions: Set<KafkaTopicPartition>) -> rd_kafka_resp_err_t {
+        guard !partitions.isEmpty else { return RD_KAFKA_RESP_ERR_NO_ERROR }
         let list = RDKafkaTopicPartitionList(Array(partitions))
-        rd_kafka_resume_partitions(rk, list.pointer)
+        return rd_kafka_resume_partitions(rk, list.pointer)
     }
 }
 

@@ -27,9 +27,7 @@ public enum MetricsProbe {
 
     /// Asks `http://<host>:<port><check's path>`, waiting at most `timeout`.
     public static func ask(host: String, port: Int, check: Check, timeout: Duration) async -> Answer {
-        // An IPv6 address goes in brackets in a URL (`::1` as `[::1]`).
-        let authority = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
-        let url = "http://\(authority):\(port)\(check.path)"
+        let url = "http://\(urlAuthority(host: host, port: port))\(check.path)"
         do {
             let response = try await HTTPClient.shared.execute(HTTPClientRequest(url: url), timeout: .nanoseconds(Int64(timeout.nanoseconds)))
             let body = try await response.body.collect(upTo: 4_096)
@@ -60,4 +58,9 @@ extension String {
         while text.last == "\n" || text.last == "\r" { text = text.dropLast() }
         return String(text)
     }
+}
+
+/// `host:port` as a URL writes it: an IPv6 address in brackets (`::1` as `[::1]`).
+func urlAuthority(host: String, port: Int) -> String {
+    host.contains(":") && !host.hasPrefix("[") ? "[\(host)]:\(port)" : "\(host):\(port)"
 }

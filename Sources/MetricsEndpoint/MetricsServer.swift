@@ -78,7 +78,7 @@ public final class MetricsServer: Service {
         listener.withLock { $0 = channel }
         let port = channel.localAddress?.port ?? port
         bound.withLock { $0 = port }
-        logger.info("Serving metrics", metadata: ["address": "http://\(host):\(port)/metrics"])
+        logger.info("Serving metrics", metadata: ["address": "http://\(urlAuthority(host: host, port: port))/metrics"])
     }
 
     /// Listens (unless ``listen()`` already does) until graceful shutdown or cancellation, then closes the listener.
