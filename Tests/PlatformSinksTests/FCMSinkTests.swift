@@ -1,4 +1,5 @@
 import Foundation
+import NIOHTTP1
 import PipelineCore
 @testable import PlatformSinks
 import PushSinks
@@ -176,6 +177,17 @@ struct FCMSinkTests {
         ),
         ErrorCase(name: "403 PERMISSION_DENIED → the sink stops", answers: [fcmError(403, "PERMISSION_DENIED", "Permission denied")], outcome: .abandoned(.auth), requests: 1),
     ]
+
+    /// FCM's 429 `QUOTA_EXCEEDED` is the project's quota or one device's rate: the sink tells them apart only if the
+    /// failure says it may be either (one recipient's for sure would never throttle the sink; the sink's for sure
+    /// would hold every recipient for one busy device).
+    @Test("429 QUOTA_EXCEEDED may concern one recipient, and is not known to")
+    func quotaExceededScope() {
+        let reply = HTTPReply(status: 429, headers: [:], body: Array(#"{"error":{"code":429,"message":"Quota exceeded","status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.firebase.fcm.v1.FcmError","errorCode":"QUOTA_EXCEEDED"}]}}"#.utf8))
+        let failure = FCMSender.classify(reply)
+        #expect(failure.code == .throttled)
+        #expect(failure.mayConcernOneRecipient && !failure.concernsOneRecipient, "\(failure)")
+    }
 
     @Test("error answers map to the outcome taxonomy with the right retries and waits", arguments: errorCases)
     func errorTaxonomy(_ errorCase: ErrorCase) async throws {
