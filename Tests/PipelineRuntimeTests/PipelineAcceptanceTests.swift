@@ -152,7 +152,9 @@ struct PipelineAcceptanceTests {
                 }
                 // Long enough for a second firing to show (the timer loop wakes every 200 ms).
                 try await Task.sleep(for: .seconds(2))
-                return (endsAt, try await analyticsRecords(configuration, kafka: kafka))
+                // Bound first: a tuple literal holding an `await` is miscompiled (AsyncTupleMiscompileTests).
+                let records = try await analyticsRecords(configuration, kafka: kafka)
+                return (endsAt, records)
             }
 
             for (messageId, label) in [(durationId, "durationSeconds"), (endsAtId, "endsAt")] {
