@@ -121,14 +121,8 @@ public struct SinkFailure: Error, Sendable, Equatable, CustomStringConvertible {
     public var tokenInvalidatedAt: Timestamp?
     /// How many attempts were made in all, once the failure is final.
     public var attempts: Int
-    /// For ``Code/throttled``: the limit concerns this recipient's device only (APNs' 429 `TooManyRequests` is per
-    /// device token), so only this recipient's notifications wait, not the sink.
-    public var concernsOneRecipient: Bool
-    /// For ``Code/throttled``: the platform gives this same answer for a limit on the whole sink and for a limit on
-    /// this recipient's device (FCM's 429 `QUOTA_EXCEEDED`: the project's quota, or one device's message rate). It is
-    /// taken as this recipient's (only its notifications wait) until another recipient is throttled the same way with
-    /// no notification accepted in between; that one throttles the whole sink (``RetryPolicy/sinkWideHold(after:)``).
-    public var mayConcernOneRecipient: Bool
+    /// For ``Code/throttled``: whose limit was reached (``ThrottleScope``); ``ThrottleScope/sink`` for any other code.
+    public var throttleScope: ThrottleScope
     /// For ``Code/invalidToken``: the answer shows that the sink's environment, topic and project are right: the
     /// token was known to them and is no longer registered (APNs 410 `Unregistered`, FCM `UNREGISTERED`). A wrong
     /// configuration makes every token look bad in other words (`BadDeviceToken`, `DeviceTokenNotForTopic`,
@@ -146,8 +140,7 @@ public struct SinkFailure: Error, Sendable, Equatable, CustomStringConvertible {
         retryAfter: Duration? = nil,
         tokenInvalidatedAt: Timestamp? = nil,
         attempts: Int = 1,
-        concernsOneRecipient: Bool = false,
-        mayConcernOneRecipient: Bool = false,
+        throttleScope: ThrottleScope = .sink,
         confirmsConfiguration: Bool = false,
         wasNotSent: Bool = false
     ) {
@@ -156,8 +149,7 @@ public struct SinkFailure: Error, Sendable, Equatable, CustomStringConvertible {
         self.retryAfter = retryAfter
         self.tokenInvalidatedAt = tokenInvalidatedAt
         self.attempts = attempts
-        self.concernsOneRecipient = concernsOneRecipient
-        self.mayConcernOneRecipient = mayConcernOneRecipient
+        self.throttleScope = throttleScope
         self.confirmsConfiguration = confirmsConfiguration
         self.wasNotSent = wasNotSent
     }
@@ -166,4 +158,19 @@ public struct SinkFailure: Error, Sendable, Equatable, CustomStringConvertible {
     public var isRetryable: Bool { code == .throttled || code == .unavailable }
 
     public var description: String { "\(code.rawValue): \(detail)" }
+}
+
+/// Whose limit a ``SinkFailure/Code/throttled`` answer reports, which decides what waits for it.
+public enum ThrottleScope: Sendable, Hashable {
+    /// The whole sink's (a project's or an app's quota): every attempt of the sink waits
+    /// (``RetryPolicy/sinkWideHold(after:)``).
+    case sink
+    /// This recipient's device only (APNs' 429 `TooManyRequests` is per device token): only this recipient's
+    /// notifications wait.
+    case recipient
+    /// Either: the platform gives the same answer for a limit on the whole sink and for a limit on this recipient's
+    /// device (FCM's 429 `QUOTA_EXCEEDED`: the project's quota, or one device's message rate). ``RetryingSink`` takes
+    /// it as ``recipient`` until another recipient is throttled so with no notification accepted in between, and
+    /// that one as ``sink``.
+    case sinkOrRecipient
 }

@@ -33,12 +33,12 @@ public struct RetryPolicy: Sendable, Equatable {
     /// The longest `Retry-After` honoured: a longer one (a broken proxy's, or one past any deadline) is taken as this.
     public static let longestRetryAfter: Duration = .seconds(86_400)
 
-    /// How long an answer holds back every attempt of the sink: a throttle of the whole sink (not one recipient's
-    /// limit, nor one that may be, ``SinkFailure/mayConcernOneRecipient``) for its `Retry-After` (at least
+    /// How long an answer holds back every attempt of the sink: a throttle of the whole sink (``ThrottleScope/sink``;
+    /// not one recipient's limit, nor one that may be) for its `Retry-After` (at least
     /// ``initialBackoff``, at most ``longestRetryAfter``), or ``throttledBackoff`` without one; `nil` for any other
     /// answer.
     public func sinkWideHold(after failure: SinkFailure) -> Duration? {
-        guard failure.code == .throttled, !failure.concernsOneRecipient, !failure.mayConcernOneRecipient else { return nil }
+        guard failure.code == .throttled, failure.throttleScope == .sink else { return nil }
         // A `Retry-After: 0` (or a date already past) is no reason for the rest of the queue to meet the quota at once.
         return failure.retryAfter.map { max(min($0, Self.longestRetryAfter), initialBackoff) } ?? throttledBackoff
     }

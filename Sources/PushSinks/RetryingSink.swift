@@ -46,7 +46,7 @@ public final class RetryingSink<Sender: PlatformSender>: PushSink {
         /// Dead-token answers in a row that a wrong configuration would also give, while it was never confirmed.
         var refusalsInARow = 0
         /// The recipient of the last throttle that may have been its device's alone
-        /// (``SinkFailure/mayConcernOneRecipient``), until a notification is accepted.
+        /// (``ThrottleScope/sinkOrRecipient``), until a notification is accepted.
         var unscopedThrottleRecipient: String?
         var lastRetryLog: Duration?
         var retriesSinceLog = 0
@@ -185,10 +185,12 @@ public final class RetryingSink<Sender: PlatformSender>: PushSink {
                 return health.withLock { $0.heldUntil > now ? $0.heldUntil - now : nil }
             },
             attempt: { number in
-                let failure = await sender.attempt(job.notification)
+                var failure = await sender.attempt(job.notification)
+                // Judged while the attempt's permit is held: a stop it causes is seen by every attempt after it. The
+                // failure comes back with its throttle's scope decided, so that its own next attempt waits as the
+                // sink's do.
+                refusalStop = judge(&failure, recipient: job.notification.recipientId)
                 lastAnswer = failure.map { (number, $0) }
-                // Judged while the attempt's permit is held: a stop it causes is seen by every attempt after it.
-                refusalStop = judge(failure, recipient: job.notification.recipientId)
                 return failure
             }
         )
@@ -210,9 +212,10 @@ public final class RetryingSink<Sender: PlatformSender>: PushSink {
     }
 
     /// Updates the sink's health with an attempt's answer for `recipient` (`nil`: accepted), stopping the sink on
-    /// refused credentials; returns the stop's failure when this answer reached the refusal limit.
-    private func judge(_ failure: SinkFailure?, recipient: String) -> SinkFailure? {
-        guard let failure else {
+    /// refused credentials; returns the stop's failure when this answer reached the refusal limit. A throttle that
+    /// may be the sink's or the recipient's (``ThrottleScope/sinkOrRecipient``) is given the scope decided for it.
+    private func judge(_ answer: inout SinkFailure?, recipient: String) -> SinkFailure? {
+        guard var failure = answer else {
             let now = clock.now()
             health.withLock { health in
                 health.isConfirmed = true
@@ -224,7 +227,11 @@ public final class RetryingSink<Sender: PlatformSender>: PushSink {
         }
         // A throttle of the whole sink (a quota, not one device's limit) holds every attempt of the sink, and marks
         // it throttled (the pipeline then stops reading for it), also when this notification is not retried.
-        if let hold = policy.sinkWideHold(after: failure) ?? sinkWideHold(afterUnscoped: failure, recipient: recipient) {
+        if failure.code == .throttled, failure.throttleScope == .sinkOrRecipient {
+            failure.throttleScope = scope(ofUnscopedThrottleOf: recipient)
+            answer = failure
+        }
+        if let hold = policy.sinkWideHold(after: failure) {
             let now = clock.now()
             health.withLock { health in
                 health.isThrottled = true
@@ -261,19 +268,15 @@ public final class RetryingSink<Sender: PlatformSender>: PushSink {
         }
     }
 
-    /// The hold of a throttle that may be one device's (``SinkFailure/mayConcernOneRecipient``) once it shows it is
-    /// not: another recipient was throttled so before it, with no notification accepted in between. `nil` otherwise,
-    /// when only this recipient's notifications wait (one device over its message rate leaves the others sent).
-    private func sinkWideHold(afterUnscoped failure: SinkFailure, recipient: String) -> Duration? {
-        guard failure.code == .throttled, failure.mayConcernOneRecipient else { return nil }
-        let isSinkWide = health.withLock { health in
+    /// The scope of a throttle that may be the sink's or `recipient`'s: the sink's once another recipient was
+    /// throttled so before it, with no notification accepted in between; the recipient's otherwise (one device over
+    /// its message rate leaves the others sent).
+    private func scope(ofUnscopedThrottleOf recipient: String) -> ThrottleScope {
+        health.withLock { health in
             defer { health.unscopedThrottleRecipient = recipient }
-            return health.unscopedThrottleRecipient.map { $0 != recipient } ?? false
+            let isAnother = health.unscopedThrottleRecipient.map { $0 != recipient } ?? false
+            return isAnother ? .sink : .recipient
         }
-        guard isSinkWide else { return nil }
-        var sinkWide = failure
-        sinkWide.mayConcernOneRecipient = false
-        return policy.sinkWideHold(after: sinkWide)
     }
 
     /// Marks the sink stopped and answers everything it holds as abandoned.

@@ -186,7 +186,7 @@ struct FCMSinkTests {
         let reply = HTTPReply(status: 429, headers: [:], body: Array(#"{"error":{"code":429,"message":"Quota exceeded","status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.firebase.fcm.v1.FcmError","errorCode":"QUOTA_EXCEEDED"}]}}"#.utf8))
         let failure = FCMSender.classify(reply)
         #expect(failure.code == .throttled)
-        #expect(failure.mayConcernOneRecipient && !failure.concernsOneRecipient, "\(failure)")
+        #expect(failure.throttleScope == .sinkOrRecipient, "\(failure)")
     }
 
     @Test("error answers map to the outcome taxonomy with the right retries and waits", arguments: errorCases)

@@ -32,11 +32,11 @@ struct RetryPolicyTests {
         #expect(policy.delay(after: sinkWide, attempts: 1, random: 0) == .seconds(60))
         #expect(policy.sinkWideHold(after: SinkFailure(.throttled, "429", retryAfter: .seconds(5))) == .seconds(5))
         #expect(policy.sinkWideHold(after: SinkFailure(.throttled, "429", retryAfter: .zero)) == .milliseconds(500), "at least the first backoff")
-        let oneDevice = SinkFailure(.throttled, "APNs 429 TooManyRequests", concernsOneRecipient: true)
+        let oneDevice = SinkFailure(.throttled, "APNs 429 TooManyRequests", throttleScope: .recipient)
         #expect(policy.sinkWideHold(after: oneDevice) == nil)
         #expect(policy.delay(after: oneDevice, attempts: 1, random: 0) == .milliseconds(500))
         #expect(policy.sinkWideHold(after: SinkFailure(.unavailable, "503")) == nil)
-        let maybeOneDevice = SinkFailure(.throttled, "FCM 429 QUOTA_EXCEEDED", mayConcernOneRecipient: true)
+        let maybeOneDevice = SinkFailure(.throttled, "FCM 429 QUOTA_EXCEEDED", throttleScope: .sinkOrRecipient)
         #expect(policy.sinkWideHold(after: maybeOneDevice) == nil, "RetryingSink decides, from the other recipients' answers")
         #expect(policy.delay(after: maybeOneDevice, attempts: 1, random: 0) == .milliseconds(500))
     }

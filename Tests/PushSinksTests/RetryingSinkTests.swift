@@ -275,7 +275,7 @@ struct RetryingSinkTests {
     func throttledRecipientHoldsOnlyItself() async throws {
         let clock = HeldClock()
         let platform = ScriptedPlatform { notification, attempt in
-            notification.eventId == "event-0" && attempt == 1 ? SinkFailure(.throttled, "429 TooManyRequests", retryAfter: .seconds(30), concernsOneRecipient: true) : nil
+            notification.eventId == "event-0" && attempt == 1 ? SinkFailure(.throttled, "429 TooManyRequests", retryAfter: .seconds(30), throttleScope: .recipient) : nil
         }
         let sink = RetryingSink(sender: platform, concurrency: 2, policy: RetryPolicy(jitter: 0), clock: clock.retryClock, logger: logger)
         let log = OutcomeLog()
@@ -294,7 +294,7 @@ struct RetryingSinkTests {
     }
 
     /// A sink of one attempt at a time on a held clock, whose platform answers FCM's 429 `QUOTA_EXCEEDED` (which may
-    /// be one device's, ``SinkFailure/mayConcernOneRecipient``) to the first `attempts` attempts of each recipient
+    /// be one device's, ``ThrottleScope/sinkOrRecipient``) to the first `attempts` attempts of each recipient
     /// `throttles` names, and accepts every other attempt. A sink-wide throttle without `Retry-After` holds it 60 s.
     func quotaSink(
         throttling throttles: @escaping @Sendable (String) -> Bool,
@@ -303,7 +303,7 @@ struct RetryingSinkTests {
         let clock = HeldClock()
         let platform = ScriptedPlatform { notification, attempt in
             attempt <= attempts && throttles(notification.request.recipient.id)
-                ? SinkFailure(.throttled, "FCM 429 QUOTA_EXCEEDED", mayConcernOneRecipient: true) : nil
+                ? SinkFailure(.throttled, "FCM 429 QUOTA_EXCEEDED", throttleScope: .sinkOrRecipient) : nil
         }
         let policy = RetryPolicy(jitter: 0, throttledBackoff: .seconds(60))
         return (clock, platform, RetryingSink(sender: platform, concurrency: 1, policy: policy, clock: clock.retryClock, logger: logger))
@@ -333,7 +333,9 @@ struct RetryingSinkTests {
     /// sink waits its throttled backoff, as after any sink-wide throttle.
     @Test("a throttle that may be one device's throttles the sink once another recipient is throttled so before any is accepted")
     func unscopedThrottleOfTheProject() async throws {
-        let (clock, platform, sink) = quotaSink(throttling: { _ in true })
+        // "c" is accepted: its attempt after the hold would otherwise be judged against whichever of "a" and "b" was
+        // answered last, and wait a backoff of its own or not.
+        let (clock, platform, sink) = quotaSink(throttling: { $0 != "c" })
         let log = OutcomeLog()
         try await running(sink) {
             try await submit(0..<1, to: sink, log: log, recipient: { _ in "a" })
@@ -354,6 +356,9 @@ struct RetryingSinkTests {
         #expect(log.all.allSatisfy { if case .delivered = $0.1 { true } else { false } }, "\(log.all)")
         let waited = clock.virtual.sleeps.reduce(Duration.zero, +)
         #expect(waited >= .seconds(60), "the sink waited its throttled backoff: \(clock.virtual.sleeps)")
+        // The second recipient's failure comes back scoped to the sink, so its own retry waits the hold too (it used
+        // to wait its own backoff first, and be judged against the retry deadline by that backoff).
+        #expect(clock.virtual.sleeps.filter { $0 == .milliseconds(500) }.count == 1, "only the first recipient's own backoff: \(clock.virtual.sleeps)")
     }
 
     /// The rule has two halves a sink-wide throttle needs: another recipient (one device throttled again is still one
@@ -424,7 +429,7 @@ struct RetryingSinkTests {
         let clock = HeldClock()
         let platform = ScriptedPlatform { notification, attempt in
             notification.request.recipient.id.hasPrefix("busy") && attempt == 1
-                ? SinkFailure(.throttled, "APNs 429 TooManyRequests", retryAfter: .seconds(30), concernsOneRecipient: true) : nil
+                ? SinkFailure(.throttled, "APNs 429 TooManyRequests", retryAfter: .seconds(30), throttleScope: .recipient) : nil
         }
         let sink = RetryingSink(sender: platform, concurrency: 2, policy: RetryPolicy(jitter: 0), clock: clock.retryClock, logger: logger)
         let log = OutcomeLog()
@@ -571,7 +576,7 @@ struct RetryingSinkTests {
         let stateWhileWaiting = Mutex<SinkState?>(nil)
         let recordingClock = clock.retryClock { stateWhileWaiting.withLock { $0 = sinkBox.withLock { $0 }?.state } }
         let platform = ScriptedPlatform { notification, attempt in
-            attempt == 1 ? SinkFailure(.throttled, "429 TooManyRequests", retryAfter: .seconds(5), concernsOneRecipient: true) : nil
+            attempt == 1 ? SinkFailure(.throttled, "429 TooManyRequests", retryAfter: .seconds(5), throttleScope: .recipient) : nil
         }
         let sink = RetryingSink(sender: platform, concurrency: 1, policy: RetryPolicy(jitter: 0), clock: recordingClock, logger: logger)
         sinkBox.withLock { $0 = sink }

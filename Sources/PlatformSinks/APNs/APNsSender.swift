@@ -129,7 +129,7 @@ public struct APNsSender: PlatformSender {
             return SinkFailure(.throttled, detail, retryAfter: reply.retryAfter())
         case (429, _):
             // TooManyRequests: too many notifications to this one device token.
-            return SinkFailure(.throttled, detail, retryAfter: reply.retryAfter(), concernsOneRecipient: true)
+            return SinkFailure(.throttled, detail, retryAfter: reply.retryAfter(), throttleScope: .recipient)
         case (500..., _):
             return SinkFailure(.unavailable, detail, retryAfter: reply.retryAfter())
         case (400..<500, _):

@@ -106,7 +106,7 @@ public struct FCMSender: PlatformSender {
         case 429:
             // `QUOTA_EXCEEDED` is the answer for the project's quota and for one device's message rate alike (FCM's
             // error codes); `RetryingSink` tells them apart by whether other recipients are throttled too.
-            return SinkFailure(.throttled, detail, retryAfter: reply.retryAfter(), mayConcernOneRecipient: true)
+            return SinkFailure(.throttled, detail, retryAfter: reply.retryAfter(), throttleScope: .sinkOrRecipient)
         case 500...:
             return SinkFailure(.unavailable, detail, retryAfter: reply.retryAfter())
         case _ where code == "THIRD_PARTY_AUTH_ERROR":
