@@ -179,6 +179,34 @@ struct PipelineAcceptanceTests {
         }
     }
 
+    /// Streaming that judges by each event's own time (``CampaignPipeline/DecisionClock/eventTime``) keeps no
+    /// decision times, and used to get no follower of the timers topic either: its timers never fired, so a timer
+    /// notification delivered there never expired.
+    @Test("streaming on event time fires a delivered timer's expiry too")
+    func eventTimeStreamingFiresTimers() async throws {
+        try await withPipelineCluster(partitions: 2) { kafka, configuration in
+            let factory = try EventFactory()
+            let event = factory.event("timer-fcm", id: "timer-event-time", recipient: "user-event-time", timerSeconds: 2)
+            try await produce([("user-event-time", JSONValue.object(event).encoded())], to: configuration.topics.sends, kafka: kafka)
+            let messageId = MessageID.make(eventId: "timer-event-time", platform: .fcm)
+
+            var running = configuration
+            running.untilIdle = nil
+            let pipeline = CampaignPipeline(configuration: running, registry: builtinRegistry, decisionClock: .eventTime, logger: testLogger)
+            let records = try await whileRunning(pipeline) {
+                _ = try await eventually("the timer notification to expire", timeout: clusterTimeout) {
+                    try await analyticsRecords(configuration, kafka: kafka)
+                        .first { $0.event.identity.messageId == messageId && $0.event.kind == .expired }
+                }
+                return try await analyticsRecords(configuration, kafka: kafka)
+            }
+            let mine = records.filter { $0.event.identity.messageId == messageId }
+            #expect(mine.map(\.event.kind) == [.delivered, .expired], "\(mine.map(\.event))")
+            #expect(mine.last?.event.cause == .timer)
+            #expect(pipeline.statistics.snapshot.timersFired == 1)
+        }
+    }
+
     // MARK: - 4. Timers survive a restart
 
     @Test("a pending timer survives a restart: the new instance emits the expiry at the right instant, once")
