@@ -249,18 +249,19 @@ final class OutputSender: Sendable {
             completion(.failed(SinkFailure(code, "\(topic) refused the payload: \(error)")))
             return
         }
+        if error.librdkafkaName == "_QUEUE_FULL" {
+            // No attempt failed: it waits for room, behind the others that do.
+            waitForQueueRoom([output])
+            return
+        }
         var next = output
         next.attempt += 1
-        let isQueueFull = error.librdkafkaName == "_QUEUE_FULL"
-        let delay = isQueueFull ? Duration.milliseconds(10) : backoffDelay(attempt: next.attempt)
-        if !isQueueFull { statistics.recordRetry() }
+        statistics.recordRetry()
+        let retry = Retry(due: .now + backoffDelay(attempt: next.attempt), output: next)
         state.withLock { state in
-            state.retries.append(Retry(due: .now + delay, output: next, isQueueFull: isQueueFull))
-            if isQueueFull { state.queueFullRetries += 1 }
-            if !isQueueFull {
-                state.failuresSinceReport += 1
-                state.lastFailure = error
-            }
+            state.retries.append(retry)
+            state.failuresSinceReport += 1
+            state.lastFailure = error
         }
     }
 

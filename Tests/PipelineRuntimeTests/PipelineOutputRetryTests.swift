@@ -148,6 +148,53 @@ struct PipelineOutputRetryTests {
         }
     }
 
+    /// The retry loop's own pass over the outputs waiting for room: the first that finds the queue full goes back to
+    /// the front of the line with every one after it, in order, each once; a stopping send meanwhile waits behind
+    /// them, and once they are all queued a send goes straight to the producer again.
+    @Test("retries that find the producer's queue full go back in line in order, each once")
+    func retriesThatFindTheQueueFullKeepTheirOrder() async throws {
+        try await withPipelineCluster(partitions: 1) { kafka, configuration in
+            let topic = configuration.topics.fcm
+            var producerConfiguration = KafkaProducerConfiguration(bootstrapServers: [kafka.bootstrapServers])
+            producerConfiguration.properties["queue.buffering.max.messages"] = "3"
+            producerConfiguration.messageTimeout = .seconds(120)
+            let producer = try KafkaProducer(configuration: producerConfiguration, logger: testLogger)
+            let sender = OutputSender(producer: producer, statistics: PipelineStatistics(), backoff: .milliseconds(10), maxBackoff: .seconds(1), logger: testLogger)
+            func output(_ name: String) -> OutputSender.Output {
+                OutputSender.Output(record: KafkaProducerRecord(topic: topic, partition: 0, key: Array("user-1".utf8), value: Array(name.utf8))) { _ in }
+            }
+            func sendWhileStopping(_ name: String) async {
+                await Task {
+                    withUnsafeCurrentTask { $0?.cancel() }
+                    await sender.send(output(name))
+                }.value
+            }
+            // No leader: three records fill the queue, and the next five wait for room.
+            try kafka.setLeader(of: topic, partition: 0, to: nil)
+            for index in 0..<3 { sender.sendNow(output("fill-\(index)")) }
+            for index in 0..<5 { sender.sendNow(output("retry-\(index)")) }
+            #expect(sender.pendingRetries == 5)
+            let retrying = Task { await sender.runRetries() }
+            // Several passes find the queue still full.
+            try await Task.sleep(for: .milliseconds(200))
+            #expect(sender.pendingRetries == 5, "each waiting output is in line once")
+            await sendWhileStopping("stopping")
+            #expect(sender.pendingRetries == 6, "a stopping send waits behind them")
+            try kafka.setLeader(of: topic, partition: 0, to: 1)
+            try await eventually("all to be written", timeout: .seconds(30)) {
+                sender.pendingRetries == 0 && producer.pendingCount == 0 ? true : nil
+            }
+            await sendWhileStopping("after")
+            #expect(sender.pendingRetries == 0, "none waits for room any more: a send goes to the producer")
+            try await eventually("the last to be written", timeout: .seconds(30)) { producer.pendingCount == 0 ? true : nil }
+            retrying.cancel()
+            await retrying.value
+            await producer.close(timeout: .seconds(1))
+            let written = try await readAll(topic, kafka: kafka).map { String(decoding: $0.value ?? [], as: UTF8.self) }
+            #expect(written == ["fill-0", "fill-1", "fill-2"] + (0..<5).map { "retry-\($0)" } + ["stopping", "after"])
+        }
+    }
+
     /// Found by review: a partition read again from an earlier offset within the same assignment (an offset reset)
     /// gets a new tracker; a pause its old tracker had asked for (backpressure) then held the partition for good, as
     /// the new tracker had not paused it and would never resume it.
