@@ -112,30 +112,17 @@ struct PipelineOutputRetryTests {
     @Test("outputs sent while stopping stay in order behind one that found the producer's queue full")
     func queueFullWhileStoppingKeepsOrder() async throws {
         try await withPipelineCluster(partitions: 1) { kafka, configuration in
-            let topic = configuration.topics.fcm
-            var producerConfiguration = KafkaProducerConfiguration(bootstrapServers: [kafka.bootstrapServers])
-            producerConfiguration.properties["queue.buffering.max.messages"] = "3"
-            producerConfiguration.messageTimeout = .seconds(120)
-            let producer = try KafkaProducer(configuration: producerConfiguration, logger: testLogger)
-            let sender = OutputSender(producer: producer, statistics: PipelineStatistics(), backoff: .milliseconds(10), maxBackoff: .seconds(1), logger: testLogger)
-            func output(_ name: String) -> OutputSender.Output {
-                OutputSender.Output(record: KafkaProducerRecord(topic: topic, partition: 0, key: Array("user-1".utf8), value: Array(name.utf8))) { _ in }
-            }
-            func sendWhileStopping(_ name: String) async {
-                await Task {
-                    withUnsafeCurrentTask { $0?.cancel() }
-                    await sender.send(output(name))
-                }.value
-            }
+            let queue = try QueueOfThree(kafka: kafka, configuration: configuration)
+            let (topic, producer, sender) = (queue.topic, queue.producer, queue.sender)
             // The partition has no leader: three records fill the queue.
             try kafka.setLeader(of: topic, partition: 0, to: nil)
-            for index in 0..<3 { sender.sendNow(output("fill-\(index)")) }
-            await sendWhileStopping("first")
+            for index in 0..<3 { sender.sendNow(queue.output("fill-\(index)")) }
+            await queue.sendWhileStopping("first")
             #expect(sender.pendingRetries == 1, "the queue was full")
             // Room again (the leader back, the three written); the next output of the key must not go first.
             try kafka.setLeader(of: topic, partition: 0, to: 1)
             try await eventually("the queue to empty", timeout: .seconds(30)) { producer.pendingCount == 0 ? true : nil }
-            await sendWhileStopping("second")
+            await queue.sendWhileStopping("second")
             let retrying = Task { await sender.runRetries() }
             try await eventually("both to be written", timeout: .seconds(30)) {
                 sender.pendingRetries == 0 && producer.pendingCount == 0 ? true : nil
@@ -154,37 +141,24 @@ struct PipelineOutputRetryTests {
     @Test("retries that find the producer's queue full go back in line in order, each once")
     func retriesThatFindTheQueueFullKeepTheirOrder() async throws {
         try await withPipelineCluster(partitions: 1) { kafka, configuration in
-            let topic = configuration.topics.fcm
-            var producerConfiguration = KafkaProducerConfiguration(bootstrapServers: [kafka.bootstrapServers])
-            producerConfiguration.properties["queue.buffering.max.messages"] = "3"
-            producerConfiguration.messageTimeout = .seconds(120)
-            let producer = try KafkaProducer(configuration: producerConfiguration, logger: testLogger)
-            let sender = OutputSender(producer: producer, statistics: PipelineStatistics(), backoff: .milliseconds(10), maxBackoff: .seconds(1), logger: testLogger)
-            func output(_ name: String) -> OutputSender.Output {
-                OutputSender.Output(record: KafkaProducerRecord(topic: topic, partition: 0, key: Array("user-1".utf8), value: Array(name.utf8))) { _ in }
-            }
-            func sendWhileStopping(_ name: String) async {
-                await Task {
-                    withUnsafeCurrentTask { $0?.cancel() }
-                    await sender.send(output(name))
-                }.value
-            }
+            let queue = try QueueOfThree(kafka: kafka, configuration: configuration)
+            let (topic, producer, sender) = (queue.topic, queue.producer, queue.sender)
             // No leader: three records fill the queue, and the next five wait for room.
             try kafka.setLeader(of: topic, partition: 0, to: nil)
-            for index in 0..<3 { sender.sendNow(output("fill-\(index)")) }
-            for index in 0..<5 { sender.sendNow(output("retry-\(index)")) }
+            for index in 0..<3 { sender.sendNow(queue.output("fill-\(index)")) }
+            for index in 0..<5 { sender.sendNow(queue.output("retry-\(index)")) }
             #expect(sender.pendingRetries == 5)
             let retrying = Task { await sender.runRetries() }
             // Several passes find the queue still full.
             try await Task.sleep(for: .milliseconds(200))
             #expect(sender.pendingRetries == 5, "each waiting output is in line once")
-            await sendWhileStopping("stopping")
+            await queue.sendWhileStopping("stopping")
             #expect(sender.pendingRetries == 6, "a stopping send waits behind them")
             try kafka.setLeader(of: topic, partition: 0, to: 1)
             try await eventually("all to be written", timeout: .seconds(30)) {
                 sender.pendingRetries == 0 && producer.pendingCount == 0 ? true : nil
             }
-            await sendWhileStopping("after")
+            await queue.sendWhileStopping("after")
             #expect(sender.pendingRetries == 0, "none waits for room any more: a send goes to the producer")
             try await eventually("the last to be written", timeout: .seconds(30)) { producer.pendingCount == 0 ? true : nil }
             retrying.cancel()
@@ -380,6 +354,38 @@ struct PipelineOutputRetryTests {
             return ("user-\(index)", JSONValue.object(factory.event(kind, id: "\(idPrefix)-\(index)", recipient: "user-\(index)")).encoded())
         }
         try await produce(inputs, to: configuration.topics.sends, kafka: kafka)
+    }
+
+    /// An output sender over a producer whose queue holds three records, writing one key's outputs to partition 0 of
+    /// the FCM payload topic.
+    private struct QueueOfThree {
+        let topic: String
+        let producer: KafkaProducer
+        let sender: OutputSender
+
+        init(kafka: EmbeddedKafka, configuration: PipelineConfiguration) throws {
+            topic = configuration.topics.fcm
+            var producerConfiguration = KafkaProducerConfiguration(bootstrapServers: [kafka.bootstrapServers])
+            producerConfiguration.properties["queue.buffering.max.messages"] = "3"
+            producerConfiguration.messageTimeout = .seconds(120)
+            producer = try KafkaProducer(configuration: producerConfiguration, logger: testLogger)
+            sender = OutputSender(producer: producer, statistics: PipelineStatistics(), backoff: .milliseconds(10), maxBackoff: .seconds(1), logger: testLogger)
+        }
+
+        /// An output whose value is `name`.
+        func output(_ name: String) -> OutputSender.Output {
+            OutputSender.Output(record: KafkaProducerRecord(topic: topic, partition: 0, key: Array("user-1".utf8), value: Array(name.utf8))) { _ in }
+        }
+
+        /// Sends `name`'s output from a cancelled task, as the processing loop does while the run stops.
+        func sendWhileStopping(_ name: String) async {
+            let sender = sender
+            let output = output(name)
+            await Task {
+                withUnsafeCurrentTask { $0?.cancel() }
+                await sender.send(output)
+            }.value
+        }
     }
 
     /// The topics of the outputs of a send: payloads and analytics.
