@@ -92,7 +92,6 @@ struct BasicValidationTests {
         RuleCase("badge is not negative", "basic-apns", [(["content", "badge"], -1)], path: "content.badge", code: .invalidField),
         RuleCase("sticky is a boolean", "basic-fcm", [(["content", "sticky"], "true")], path: "content.sticky", code: .invalidField),
         RuleCase("notification priority is an SDK value", "basic-fcm", [(["content", "notificationPriority"], "LOW")], path: "content.notificationPriority", code: .invalidField),
-        RuleCase("channel id must not be empty", "basic-fcm", [(["content", "channelId"], "")], path: "content.channelId", code: .invalidField),
         RuleCase("title empty once personalized", "basic-fcm", [(["content", "title"], "{{first}}")], path: "content.title", code: .invalidField),
         RuleCase("body empty once personalized (APNs)", "basic-apns", [(["content", "body"], "{{first}}{{last}}")], path: "content.body", code: .invalidField),
         RuleCase("title empty once a Mustache section is filled", "basic-apns", [(["content", "title"], "{{#first}}\n{{/first}}")], path: "content.title", code: .invalidField),
@@ -152,6 +151,23 @@ struct BasicValidationTests {
         #expect(try JSONValue(parsing: notification.payloadBytes).at(["message", "data", "adb_body_ex"]) == "shall we play a game?")
         let apns = try Fixtures.sample("basic-apns").setting(["content", "expandedBody"], to: nil)
         #expect(try JSONValue(parsing: try #require(renderExpectingSuccess(registry, apns)).payloadBytes).at(["adb_body_ex"]) == nil)
+    }
+
+    /// The SDKs fall back to another key only when one is absent (iOS: the expanded title is `adb_title_ex ??` the
+    /// title; Android's expanded layout shows only `adb_body_ex`): an optional text empty as given or once
+    /// personalized is left out, so the expanded notification shows the title and the body. Both were written as
+    /// `""`, and shown empty (found by review against the SDK parsers).
+    @Test func emptyOptionalTextsAreLeftOut() throws {
+        let fcm = try Fixtures.sample("basic-fcm").setting(["content", "expandedBody"], to: "{{promo}}")
+        let fcmNotification = try #require(renderExpectingSuccess(registry, fcm))
+        #expect(try JSONValue(parsing: fcmNotification.payloadBytes).at(["message", "data", "adb_body_ex"]) == "shall we play a game?")
+        #expect(fcmNotification.warnings.map(\.description).contains("content.expandedBody: empty once personalized; left out, as if absent"))
+        let apns = try Fixtures.sample("basic-apns").setting(["content", "expandedTitle"], to: "").setting(["content", "expandedBody"], to: "{{promo}}")
+        let payload = try JSONValue(parsing: try #require(renderExpectingSuccess(registry, apns)).payloadBytes)
+        #expect(payload.at(["adb_title_ex"]) == nil && payload.at(["adb_body_ex"]) == nil, "\(payload)")
+        // An empty channel id was refused; left out, the SDK uses its default channel.
+        let channel = try Fixtures.sample("basic-fcm").setting(["content", "channelId"], to: "")
+        #expect(try JSONValue(parsing: try #require(renderExpectingSuccess(registry, channel)).payloadBytes).at(["message", "data", "adb_channel_id"]) == nil)
     }
 
     @Test func versionDefaultsToOne() throws {

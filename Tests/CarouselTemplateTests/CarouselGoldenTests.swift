@@ -64,6 +64,18 @@ struct CarouselGoldenTests {
         ])
     }
 
+    /// iOS shows an item's caption as `txt ??` the body: an item text empty once personalized is left out, not
+    /// written as `""` (a blank caption).
+    @Test func itemTextEmptyOncePersonalizedIsLeftOut() throws {
+        let event = try Fixtures.sample("carousel-apns").setting(["content", "items"], to: [
+            ["image": "https://img.test/1.png", "text": "{{caption}}"],
+            ["image": "https://img.test/2.png", "text": ""],
+            ["image": "https://img.test/3.png", "text": "three"],
+        ])
+        let items = try JSONValue(parsing: try #require(renderExpectingSuccess(registry, event)).payloadBytes).at(["adb_items"])
+        #expect(items?.arrayValue?.map { $0.at(["txt"]) } == [nil, nil, "three"], "\(String(describing: items))")
+    }
+
     /// A filmstrip is a manual carousel: the Android SDK takes a carousel without a mode for an automatic one, whose
     /// builder never reads the layout.
     @Test func filmstripWithoutModeIsManual() throws {

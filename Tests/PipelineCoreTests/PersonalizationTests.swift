@@ -32,8 +32,11 @@ struct PersonalizationTests {
         let attributes = #"{"n\u0061me":"A\"da","\u212a":"kelvin","name2":"no"}"#
         let notification = try render(content: #"{"title":"{{name}} {{K}}","body":"{{nam}}"}"#, attributes: attributes)
         #expect(data(notification)?["adb_title"] == #"A"da kelvin"#)
-        #expect(data(notification)?["adb_body"] == "")
-        #expect(notification.warnings.map(\.description) == ["content.body: attribute 'nam' is not in recipient.attributes; rendered empty"])
+        #expect(data(notification)?["adb_body"] == nil, "an optional text empty once personalized is left out")
+        #expect(notification.warnings.map(\.description) == [
+            "content.body: attribute 'nam' is not in recipient.attributes; rendered empty",
+            "content.body: empty once personalized; left out, as if absent",
+        ])
         let request = try PushRequest(json: Array(eventJSON(attributes: attributes).utf8))
         #expect(request.recipient.attributes == ["name": #"A"da"#, "\u{212A}": "kelvin", "name2": "no"])
     }
@@ -51,6 +54,7 @@ struct PersonalizationTests {
             "content.title: attribute 'first' is not in recipient.attributes; rendered empty",
             "content.title: attribute 'last' is not in recipient.attributes; rendered empty",
             "content.note: attribute 'first' is not in recipient.attributes; rendered empty",
+            "content.note: empty once personalized; left out, as if absent",
         ])
     }
 

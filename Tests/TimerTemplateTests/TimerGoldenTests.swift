@@ -51,6 +51,15 @@ struct TimerGoldenTests {
         ])
     }
 
+    /// iOS shows `adb_media_alt ??` the image once the timer ends: an alternate image empty once personalized is
+    /// left out, not written as `""` (no image at all).
+    @Test func alternateImageEmptyOncePersonalizedIsLeftOut() throws {
+        let event = try Fixtures.sample("timer-apns").setting(["content", "alternate", "image"], to: "{{endedImage}}")
+        let payload = try JSONValue(parsing: try #require(renderExpectingSuccess(registry, event)).payloadBytes)
+        #expect(payload.at(["adb_media_alt"]) == nil)
+        #expect(payload.at(["adb_media"]) == "https://<URL_CONTAINING_INITIAL_IMAGE>")
+    }
+
     @Test func goldenSamplesHaveNoWarnings() throws {
         for name in ["timer-fcm", "timer-apns", "timer-apns-full"] {
             #expect(try #require(renderExpectingSuccess(registry, try Fixtures.sample(name))).warnings.isEmpty, "\(name)")

@@ -196,11 +196,8 @@ public struct StandardFields: Sendable {
         texts.icon = content.documentText(fields.icon)
         texts.smallIcon = content.documentText(fields.smallIcon)
         texts.largeIcon = content.documentText(fields.largeIcon)
+        // Empty, it is left out (the Android SDK would use an empty channel id as is).
         texts.channelId = content.documentText(fields.channelId)
-        if texts.channelId?.isEmpty(in: source) == true {
-            content.addIssue(.invalidField, "channelId", "must not be empty (the Android SDK would use an empty channel id as is)")
-            texts.channelId = nil
-        }
         notificationPriority = content.choice(fields.notificationPriority, from: Self.notificationPriorities)
         texts.tag = content.documentText(fields.tag)
         texts.ticker = content.documentText(fields.ticker)

@@ -112,7 +112,9 @@ public struct FieldReader {
 
     // MARK: - Typed access
 
-    /// A string field. Required strings must also be non-empty.
+    /// A string field. Required strings must also be non-empty; an optional one that is empty, as given or once
+    /// personalized (then with a warning), reads as absent (`nil`): the SDKs fall back to another key only when one
+    /// is absent (an empty expanded title is shown empty, not as the title).
     ///
     /// - Parameters:
     ///   - key: the member name.
@@ -125,7 +127,7 @@ public struct FieldReader {
     /// ``string(_:required:personalize:)-(String,_,_)`` by a prepared name (``FieldName``): the same result, without
     /// finding the name's bytes and tag again.
     public func string(_ key: FieldName, required: Bool = false, personalize: Bool = true) -> String? {
-        guard let value = stringNode(key, required: required) else { return nil }
+        guard let value = textNode(key, required: required) else { return nil }
         // A string without `{` has no placeholder: known from the document without scanning it again.
         // The personalizer is used where the render keeps it (`?.`): a local copy would count a reference to it.
         guard personalize, diagnostics.personalizes, document.mayHaveBrace(at: value) else {
@@ -138,7 +140,7 @@ public struct FieldReader {
                 diagnostics.personalizer?.render(unescapedStringAt: value, of: document, at: path.appending(key.name), into: diagnostics)
             }
         guard let filled else { return document.string(at: value) }
-        return required && filled.isEmpty ? emptyOncePersonalized(key) : filled
+        return filled.isEmpty ? emptyOncePersonalized(key, required: required) : filled
     }
 
     /// A string field as ``ContentText``: checked and personalized as ``string(_:required:personalize:)`` does, but
@@ -166,31 +168,42 @@ public struct FieldReader {
     /// reference to the document. A text with simple placeholders is checked and measured now, with a warning for
     /// each absent attribute, and filled when it is written (no `String` is made for it).
     func documentText(_ key: FieldName, required: Bool = false, personalize: Bool = true) -> DocumentText? {
-        guard let value = stringNode(key, required: required) else { return nil }
+        guard let value = textNode(key, required: required) else { return nil }
         if document.isEscaped(at: value) {
             let text = document.string(at: value)
             guard personalize, diagnostics.personalizes else { return .text(text) }
             let filled = diagnostics.personalizer?.render(text, at: path.appending(key.name), into: diagnostics) ?? text
-            return required && filled.isEmpty ? emptyOncePersonalized(key) : .text(filled)
+            return filled.isEmpty ? emptyOncePersonalized(key, required: required) : .text(filled)
         }
         guard personalize, diagnostics.personalizes, document.mayHaveBrace(at: value) else { return .node(value) }
         switch diagnostics.personalizer?.measure(unescapedStringAt: value, of: document, at: path.appending(key.name), into: diagnostics) {
         case .simple(let filledCount)?:
-            return required && filledCount == 0 ? emptyOncePersonalized(key) : .personalized(node: value, byteCount: filledCount)
+            return filledCount == 0 ? emptyOncePersonalized(key, required: required) : .personalized(node: value, byteCount: filledCount)
         case .notSimple?:
             let text = document.string(at: value)
             let filled = diagnostics.personalizer?.renderWithMustache(text, at: path.appending(key.name), into: diagnostics) ?? text
-            return required && filled.isEmpty ? emptyOncePersonalized(key) : .text(filled)
+            return filled.isEmpty ? emptyOncePersonalized(key, required: required) : .text(filled)
         case .noPlaceholder?, nil:
             return .node(value)
         }
     }
 
-    /// Records that the required string field `key` is empty once its placeholders are filled (the recipient's
-    /// attributes they name are absent or empty): a required field is never sent empty.
-    private func emptyOncePersonalized<T>(_ key: FieldName) -> T? {
-        addIssue(.invalidField, key.name, "must not be empty: it is once personalized (the attributes its placeholders name are absent or empty)")
+    /// Records that the string field `key` is empty once its placeholders are filled (the recipient's attributes
+    /// they name are absent or empty): a required field is never sent empty, and an optional one is left out.
+    private func emptyOncePersonalized<T>(_ key: FieldName, required: Bool) -> T? {
+        if required {
+            addIssue(.invalidField, key.name, "must not be empty: it is once personalized (the attributes its placeholders name are absent or empty)")
+        } else {
+            addWarning(key.name, "empty once personalized; left out, as if absent")
+        }
         return nil
+    }
+
+    /// The node of the string field `key` read as a text (``string(_:required:personalize:)``): an optional one that
+    /// is empty is left out (without a warning: the specification's own examples give an unused button `uri` as `""`).
+    private func textNode(_ key: FieldName, required: Bool) -> Int? {
+        guard let value = stringNode(key, required: required) else { return nil }
+        return !required && document.isEmptyString(at: value) ? nil : value
     }
 
     /// The document and attributes of the ``DocumentText``s ``documentText(_:required:personalize:)`` reads.
