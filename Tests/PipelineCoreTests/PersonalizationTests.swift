@@ -96,6 +96,28 @@ struct PersonalizationTests {
         #expect(error.issues.map(\.path.description) == ["content.title"])
         #expect(error.code == .invalidField)
     }
+
+    /// Mustache's own error named its parser's types and counted columns from the pragma put in front of the text;
+    /// the issue says why and where in the text (found by review).
+    @Test(arguments: [
+        (#"Hi {{#a}}x"#, "a section ({{#name}} or {{^name}}) is not closed ({{/name}}) (line 1, column 11)"),
+        (#"Hi {{#a}}x{{/b}}"#, "a section is closed with another name than it was opened with (line 1, column 14)"),
+        (#" \n{{#a}}x\ny"#, "a section ({{#name}} or {{^name}}) is not closed ({{/name}}) (line 3, column 2)"),
+        (#"Hi {{a b}}"#, "a tag's name is not finished (line 1, column 8)"),
+    ])
+    func invalidMustacheSaysWhyAndWhere(_ title: String, _ reason: String) throws {
+        let error = try #require(throws: PipelineError.self) { try render(content: #"{"title":"\#(title)","body":"b"}"#) }
+        #expect(error.issues.map(\.reason) == ["invalid {{placeholder}} syntax: " + reason])
+    }
+
+    /// Mustache drops a `{{` that ends the text (`Save {{` gave `Save `, sent as is), where one left open before
+    /// the end is an error: an unclosed `{{` is an error wherever it is (found by review).
+    @Test(arguments: ["Save {{", "Save {{x}} {{", "Save {{x"])
+    func unclosedTagIsAFieldError(_ title: String) throws {
+        let error = try #require(throws: PipelineError.self) { try render(content: #"{"title":"\#(title)","body":"b"}"#) }
+        #expect(error.code == .invalidField)
+        #expect(error.issues.map(\.reason).first?.contains("is not closed with }}") == true, "\(error.issues)")
+    }
 }
 
 extension Personalizer {

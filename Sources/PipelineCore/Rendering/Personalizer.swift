@@ -75,14 +75,20 @@ struct Personalizer: Sendable {
     /// Renders `text` with Mustache, whatever its tags (the general path; tests compare it with
     /// the ``SimpleTemplate`` fast path).
     func renderWithMustache(_ text: String, at path: FieldPath, into diagnostics: RenderDiagnostics) -> String {
+        // Mustache drops a `{{` that ends the text without a word of complaint (`Save {{` gives `Save `), where a
+        // tag left open before the end is an error.
+        if let unclosed = Self.unclosedTagOffset(text) {
+            diagnostics.record(.init(.invalidField, at: path, "invalid {{placeholder}} syntax: the {{ at character \(unclosed + 1) is not closed with }}"))
+            return text
+        }
         let template: MustacheTemplate
+        // The pragma stands alone on its line when the text's first line is blank, and Mustache drops a
+        // standalone tag's line: a line of its own keeps the text's first line.
+        let pragmaHasItsLine = !SimpleTemplate.firstLineIsNotBlank(text.utf8.span)
         do {
-            // The pragma stands alone on its line when the text's first line is blank, and Mustache drops a
-            // standalone tag's line: a line of its own keeps the text's first line.
-            let pragma = SimpleTemplate.firstLineIsNotBlank(text.utf8.span) ? Self.textPragma : Self.textPragma + "\n"
-            template = try MustacheTemplate(string: pragma + text)
+            template = try MustacheTemplate(string: Self.textPragma + (pragmaHasItsLine ? "\n" : "") + text)
         } catch {
-            diagnostics.record(.init(.invalidField, at: path, "invalid {{placeholder}} syntax (\(error))"))
+            diagnostics.record(.init(.invalidField, at: path, "invalid {{placeholder}} syntax: \(Self.describe(error, pragmaHasItsLine: pragmaHasItsLine))"))
             return text
         }
         let lookup = AttributeLookup(attributes.dictionary(readingFrom: diagnostics.document))
@@ -91,6 +97,43 @@ struct Personalizer: Sendable {
             diagnostics.record(Self.missingAttribute(name, at: path))
         }
         return rendered
+    }
+
+    /// The offset (in characters) of the last `{{` of `text` when no `}}` follows it.
+    static func unclosedTagOffset(_ text: String) -> Int? {
+        var lastOpening: Int?
+        var previous: Character?
+        for (offset, character) in text.enumerated() {
+            if previous == "{", character == "{" {
+                lastOpening = offset - 1
+                previous = nil
+                continue
+            }
+            if previous == "}", character == "}" { lastOpening = nil }
+            previous = character
+        }
+        return lastOpening
+    }
+
+    /// A Mustache parse error for people: why, and where in the text (its line and column, without the pragma put in
+    /// front of it).
+    static func describe(_ error: any Error, pragmaHasItsLine: Bool) -> String {
+        guard let parserError = error as? MustacheTemplate.ParserError else { return "\(error)" }
+        let why =
+            switch parserError.error {
+            case MustacheTemplate.Error.sectionCloseNameIncorrect: "a section is closed with another name than it was opened with"
+            case MustacheTemplate.Error.expectedSectionEnd: "a section ({{#name}} or {{^name}}) is not closed ({{/name}})"
+            case MustacheTemplate.Error.unfinishedName: "a tag's name is not finished"
+            case MustacheTemplate.Error.invalidSetDelimiter: "a delimiter change ({{=<% %>=}}) is malformed"
+            case let other: "\(other)"
+            }
+        var (line, column) = (parserError.context.lineNumber, parserError.context.columnNumber)
+        if pragmaHasItsLine {
+            line -= 1
+        } else if line == 1 {
+            column -= textPragma.count
+        }
+        return "\(why) (line \(line), column \(column))"
     }
 
     /// Measures the string at `node` of `document`, which has no escapes, for filling as it is written into a payload
