@@ -72,10 +72,14 @@ struct StateLoadTests {
                 timers: nil
             )
             let fold = Task { try await pipeline.foldState(from: consumer, partitions: (definitions: 4, timers: 0), followers: followers) }
-            _ = try await eventually("the fold to begin", timeout: .seconds(50), every: .milliseconds(5)) {
-                pipeline.campaigns.withLock { $0.count } > 0 ? true : nil
+            // Cancelled as soon as the first definitions are folded, from a thread of its own: a task polling on the
+            // cooperative pool, busy with the other tests, saw the first only once the fold had read all of them.
+            let sawTheFirst = Thread {
+                let deadline = Date().addingTimeInterval(50)
+                while pipeline.campaigns.withLock({ $0.count }) == 0, Date() < deadline { sched_yield() }
+                fold.cancel()
             }
-            fold.cancel()
+            sawTheFirst.start()
             await #expect(throws: CancellationError.self) { try await fold.value }
             // Stopped at the next batch, far from the topic's end (without the check, the fold read all of it).
             let folded = pipeline.campaigns.withLock { $0.count }
