@@ -138,9 +138,16 @@ public struct CampaignTable: Sendable {
                 version = latest + 1
             default: throw PipelineError(.invalidField, at: FieldPath("version"), "expected an integer")
             }
+            // Of another type, it was taken as absent: the definition then rendered for whatever template a send named.
+            let template: String?
+            switch object["template"] {
+            case .string(let name)?: template = name
+            case nil, .null?: template = nil
+            default: throw PipelineError(.invalidField, at: FieldPath("template"), "expected a string, the name of a template")
+            }
             var definition = Definition(
                 version: version,
-                template: object["template"]?.stringValue,
+                template: template,
                 content: CampaignContent(contentObject),
                 definedAt: occurredAt
             )

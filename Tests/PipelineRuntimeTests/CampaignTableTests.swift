@@ -113,4 +113,16 @@ struct CampaignTableTests {
         #expect(error?.issues.first?.path.description == "version", "\(String(describing: error))")
         #expect(title(table.definition("c-1", version: Int.max, asOf: time("2026-11-20T09:00:02Z"))) == "last", "the table is as before")
     }
+
+    /// Found by review: a `template` that is not a string was taken as absent, so the definition was kept and
+    /// rendered for whatever template a send named (the check that a send names the definition's template was
+    /// skipped). It is refused with its field, as the fold's other bad records are.
+    @Test("a definition whose template is not a string is refused, naming the template")
+    func templateOfAnotherType() throws {
+        var table = CampaignTable()
+        let numbered = Array(#"{"type":"campaign.defined","campaignId":"c-1","version":1,"template":3,"occurredAt":"2026-11-20T09:00:00Z","content":{"title":"t","body":"b"}}"#.utf8)
+        let error = #expect(throws: PipelineError.self) { try table.apply(json: numbered) }
+        #expect(error?.issues.first?.path.description == "template", "\(String(describing: error))")
+        #expect(table.definition("c-1", version: nil, asOf: time("2026-11-20T09:00:01Z")) == nil, "not kept")
+    }
 }
