@@ -53,21 +53,18 @@ public struct RetryPolicy: Sendable, Equatable {
     ///
     /// - Parameters:
     ///   - attempts: how many attempts failed so far (1 after the first).
-    ///   - retryAfter: the platform's `Retry-After`, which wins over the backoff when given (with jitter on top,
-    ///     at least ``initialBackoff`` and at most ``longestRetryAfter``).
+    ///   - retryAfter: the platform's `Retry-After`: the wait is at least this (at most ``longestRetryAfter``), and
+    ///     still the backoff when that is longer, so that a platform answering the same `Retry-After` again and
+    ///     again is retried ever less often (FCM asks for both), with jitter on top.
     ///   - random: a number in `0..<1` choosing the jitter.
     public func delay(afterAttempts attempts: Int, retryAfter: Duration?, random: Double) -> Duration {
         let spread = jitter * min(max(random, 0), 1)
-        // Never sooner than asked, never sooner than the first backoff (a `Retry-After: 0` is no reason to hammer),
+        var backoff = initialBackoff
+        for _ in 1..<max(1, min(attempts, 40)) where backoff < maxBackoff { backoff *= 2 }
+        // Never sooner than asked, never sooner than the backoff (a `Retry-After: 0` is no reason to hammer),
         // and spread out so every throttled notification does not come back at the same instant.
-        if let retryAfter {
-            let base = max(min(retryAfter, Self.longestRetryAfter), initialBackoff)
-            return base + base * spread
-        }
-        var delay = initialBackoff
-        for _ in 1..<max(1, min(attempts, 40)) where delay < maxBackoff { delay *= 2 }
-        let capped = min(delay, maxBackoff)
-        return capped + capped * spread
+        let base = max(min(retryAfter ?? .zero, Self.longestRetryAfter), min(backoff, maxBackoff))
+        return base + base * spread
     }
 }
 

@@ -23,6 +23,14 @@ struct RetryPolicyTests {
         #expect(policy.delay(afterAttempts: 1, retryAfter: .zero, random: 0) == .milliseconds(500), "Retry-After: 0 is no reason to hammer")
     }
 
+    /// FCM asks for both: honour `Retry-After`, and back off exponentially. A platform answering the same short
+    /// `Retry-After` again and again was retried at that pace for good (found by review against FCM's error codes).
+    @Test("the same Retry-After answered again and again waits the backoff once that is longer")
+    func retryAfterAndTheBackoff() {
+        let waits = (1...6).map { policy.delay(afterAttempts: $0, retryAfter: .seconds(1), random: 0) }
+        #expect(waits == [.seconds(1), .seconds(1), .seconds(2), .seconds(4), .seconds(8), .seconds(8)])
+    }
+
     /// FCM asks for "exponential backoff with a minimum initial delay of 1 minute" after QUOTA_EXCEEDED, which often
     /// comes without a Retry-After; a 0.5 s backoff made about seven pointless attempts per message (found by review).
     @Test("a sink-wide throttle without Retry-After waits the throttled backoff; one recipient's throttle backs off as usual")
