@@ -110,6 +110,20 @@ struct PersonalizationTests {
         #expect(error.issues.map(\.reason) == ["invalid {{placeholder}} syntax: " + reason])
     }
 
+    /// Mustache dropped a last line of only spaces and tabs (`x\n  ` gave `x\n`), where the fast path keeps it: a
+    /// text with a section, or with a line separator (U+2028, which only Mustache fills), lost its end (found by
+    /// review).
+    @Test(arguments: [
+        ("{{#name}}x{{/name}}\n  ", "x\n  "),
+        ("{{name}}\u{2028} \n\t", "Ada\u{2028} \n\t"),
+        ("{{#name}}x{{/name}}\r\n ", "x\r\n "),
+        ("{{#name}}x{{/name}} \n  \n", "x \n  \n"),
+    ])
+    func blankLastLineIsKept(_ title: String, _ expected: String) throws {
+        let notification = try render(content: String(decoding: JSONValue.object(["title": .string(title), "body": "b"]).encoded(), as: UTF8.self))
+        #expect(data(notification)?["adb_title"] == .string(expected))
+    }
+
     /// Mustache drops a `{{` that ends the text (`Save {{` gave `Save `, sent as is), where one left open before
     /// the end is an error: an unclosed `{{` is an error wherever it is (found by review).
     @Test(arguments: ["Save {{", "Save {{x}} {{", "Save {{x"])

@@ -85,8 +85,11 @@ struct Personalizer: Sendable {
         // The pragma stands alone on its line when the text's first line is blank, and Mustache drops a
         // standalone tag's line: a line of its own keeps the text's first line.
         let pragmaHasItsLine = !SimpleTemplate.firstLineIsNotBlank(text.utf8.span)
+        // Mustache drops a last line of only spaces and tabs (`x\n  ` gives `x\n`), though no tag stands on it: the
+        // line is kept aside and put back after the rendering.
+        let (body, blankLastLine) = Self.splittingBlankLastLine(text)
         do {
-            template = try MustacheTemplate(string: Self.textPragma + (pragmaHasItsLine ? "\n" : "") + text)
+            template = try MustacheTemplate(string: Self.textPragma + (pragmaHasItsLine ? "\n" : "") + body)
         } catch {
             diagnostics.record(.init(.invalidField, at: path, "invalid {{placeholder}} syntax: \(Self.describe(error, pragmaHasItsLine: pragmaHasItsLine))"))
             return text
@@ -96,7 +99,25 @@ struct Personalizer: Sendable {
         for name in lookup.missing {
             diagnostics.record(Self.missingAttribute(name, at: path))
         }
-        return rendered
+        return rendered + blankLastLine
+    }
+
+    /// `text` without its last line when that line is only spaces and tabs (after a line break, which stays), and
+    /// that line; the whole text and `""` otherwise.
+    static func splittingBlankLastLine(_ text: String) -> (body: Substring, blankLastLine: Substring) {
+        var start = text.endIndex
+        while start > text.startIndex {
+            let previous = text.index(before: start)
+            let character = text[previous]
+            if character == " " || character == "\t" {
+                start = previous
+            } else if character.isNewline, start < text.endIndex {
+                return (text[..<start], text[start...])
+            } else {
+                break
+            }
+        }
+        return (text[...], "")
     }
 
     /// The offset (in characters) of the last `{{` of `text` when no `}}` follows it.
