@@ -251,7 +251,7 @@ public final class KafkaProducer: Sendable {
             key.withUnsafeBytes { keyBytes in
                 value.withUnsafeBytes { valueBytes in
                     Self.withHeaderStorage(headers) { headerBytes in
-                        withUnsafeTemporaryAllocation(of: rd_kafka_vu_t.self, capacity: 7 + headers.count) { values in
+                        withUnsafeTemporaryAllocation(of: rd_kafka_vu_t.self, capacity: 8) { values in
                             var count = 0
                             func add(_ type: rd_kafka_vtype_t, _ fill: (inout rd_kafka_vu_t) -> Void) {
                                 var entry = rd_kafka_vu_t()
@@ -281,23 +281,33 @@ public final class KafkaProducer: Sendable {
                                     $0.u.mem.size = keyBytes.count
                                 }
                             }
-                            // Headers: a NUL-terminated name, then the value, one after the other in the storage.
-                            var offset = 0
-                            for header in headers {
-                                let nameLength = header.key.utf8.count
-                                let valueByteCount = header.valueByteCount
-                                let valueLength = valueByteCount ?? 0
-                                let name = headerBytes.baseAddress.map { ($0 + offset).assumingMemoryBound(to: CChar.self) }
-                                let valueStart = offset + nameLength + 1
-                                add(RD_KAFKA_VTYPE_HEADER) {
-                                    $0.u.header.name = name
-                                    $0.u.header.val = valueByteCount == nil ? nil : headerBytes.baseAddress.map { UnsafeRawPointer($0 + valueStart) }
-                                    $0.u.header.size = valueLength
+                            // Headers: in a list of our own, passed whole. From one `VTYPE_HEADER` per header,
+                            // librdkafka 2.0.2's produceva builds a list that it frees twice when the partitioner
+                            // refuses the record (an unknown partition or topic, a topic not authorized: a crash;
+                            // confluentinc/librdkafka#4628, fixed in 2.12.0). A list of our own stays ours when the
+                            // call fails, and is destroyed here then; librdkafka owns it once the record is queued.
+                            var headerList: OpaquePointer?
+                            if !headers.isEmpty, let list = rd_kafka_headers_new(headers.count) {
+                                // A NUL-terminated name, then the value, one after the other in the storage.
+                                var offset = 0
+                                for header in headers {
+                                    let nameLength = header.key.utf8.count
+                                    let valueByteCount = header.valueByteCount
+                                    let valueLength = valueByteCount ?? 0
+                                    let name = headerBytes.baseAddress.map { ($0 + offset).assumingMemoryBound(to: CChar.self) }
+                                    let valueStart = offset + nameLength + 1
+                                    let value = valueByteCount == nil ? nil : headerBytes.baseAddress.map { UnsafeRawPointer($0 + valueStart) }
+                                    // Copies both; fails only for a list made read-only, which this one is not.
+                                    _ = rd_kafka_header_add(list, name, nameLength, value, valueLength)
+                                    offset = valueStart + valueLength
                                 }
-                                offset = valueStart + valueLength
+                                add(RD_KAFKA_VTYPE_HEADERS) { $0.u.headers = list }
+                                headerList = list
                             }
                             defer { values.baseAddress?.deinitialize(count: count) }
-                            return rd_kafka_produceva(client, values.baseAddress, count)
+                            let error = rd_kafka_produceva(client, values.baseAddress, count)
+                            if error != nil, let headerList { rd_kafka_headers_destroy(headerList) }
+                            return error
                         }
                     }
                 }

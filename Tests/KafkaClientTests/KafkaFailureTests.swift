@@ -322,6 +322,31 @@ struct KafkaFailureTests {
         await producer.close(timeout: .seconds(1))
     }
 
+    /// Found by review: librdkafka 2.0.2's produceva frees twice the headers it builds from one entry per header when
+    /// the partitioner refuses the record (confluentinc/librdkafka#4628), and the process crashed. An unknown partition
+    /// of a known topic, with headers, is now refused with its error, as without them.
+    @Test("a record with headers for a partition its topic does not have is refused with _UNKNOWN_PARTITION, not a crash")
+    func headersToAnUnknownPartition() async throws {
+        try await withEmbeddedKafka(topics: ["small": 1]) { kafka in
+            let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(bootstrapServers: [kafka.bootstrapServers]), logger: testLogger)
+            // Once the producer knows the topic has one partition, the partitioner refuses partition 5 at once.
+            _ = try await producer.send(KafkaProducerRecord(topic: "small", partition: 0, value: Array("known".utf8)))
+            for round in 0..<3 {
+                let record = KafkaProducerRecord(
+                    topic: "small",
+                    partition: 5,
+                    value: Array("nowhere \(round)".utf8),
+                    headers: [KafkaHeader(key: "messageId", string: "m-\(round)"), KafkaHeader(key: "empty", value: nil)]
+                )
+                let error = await #expect(throws: KafkaError.self) { _ = try await producer.send(record) }
+                #expect(error?.librdkafkaName == "_UNKNOWN_PARTITION", "\(String(describing: error))")
+            }
+            // The producer still works.
+            _ = try await producer.send(KafkaProducerRecord(topic: "small", partition: 0, value: Array("after".utf8), headers: [KafkaHeader(key: "k", string: "v")]))
+            await producer.close(timeout: .seconds(5))
+        }
+    }
+
     @Test("closing with records no broker took reports each of them once, as closed, and returns")
     func closeReportsUnacknowledgedRecords() async throws {
         let producer = try producerWithoutBroker(messageTimeout: .seconds(60))
