@@ -35,6 +35,13 @@ extension KafkaConsumer {
         let target = Int64((timestamp.timeIntervalSince1970 * 1000).rounded(.up))
         let logger = self.logger
         let frozenProperties = recordProbeProperties
+        // Looked up first, each within `timeout`: librdkafka 2.0.2's watermark query waits for its answer with no
+        // deadline (minutes when the brokers are gone), so it is asked where the wait can be given up.
+        var watermarks: [KafkaTopicPartition: KafkaWatermarks] = [:]
+        for partition in partitions {
+            watermarks[partition] = try await self.watermarks(topic: partition.topic, partition: partition.partition, timeout: timeout)
+        }
+        let marksOf = watermarks
         return try await BlockingCalls.lookUp(
             "the offsets of \(Self.describe(partitions)) at \(timestamp)",
             failingWith: .offsetLookupFailed,
@@ -65,13 +72,7 @@ extension KafkaConsumer {
                     var result: [KafkaTopicPartitionOffset] = []
                     for partition in partitions {
                         var offset = brokerAnswers[partition] ?? -1
-                        if offset < 0 {
-                            offset = try handle.blockingWatermarks(
-                                topic: partition.topic,
-                                partition: partition.partition,
-                                timeout: timeout
-                            ).high
-                        }
+                        if offset < 0, let marks = marksOf[partition] { offset = marks.high }
                         result.append(KafkaTopicPartitionOffset(topic: partition.topic, partition: partition.partition, offset: offset))
                     }
                     return result
@@ -80,7 +81,7 @@ extension KafkaConsumer {
             let probe = try RecordProbe(properties: frozenProperties, logger: logger, timeout: timeout)
             var result: [KafkaTopicPartitionOffset] = []
             for partition in partitions {
-                let marks = try handle.blockingWatermarks(topic: partition.topic, partition: partition.partition, timeout: timeout)
+                guard let marks = marksOf[partition] else { continue }
                 var offset: Int64
                 if let answer = brokerAnswers[partition],
                     try probe.confirms(answer < 0 ? marks.high : answer, target: target, in: partition, watermarks: marks)

@@ -195,6 +195,12 @@ struct KafkaFailureTests {
         #expect(committed?.code == .offsetLookupFailed, "\(String(describing: committed))")
         let count = await #expect(throws: KafkaError.self) { try await consumer.partitionCount(topic: "gone", timeout: .seconds(3)) }
         #expect(count?.code == .metadataFailed || count?.code == .brokerUnreachable, "\(String(describing: count))")
+        // A search by time asked for the watermarks inside its own blocking call, with no limit on the wait (found by
+        // review): it waited past the test's time limit.
+        let search = await #expect(throws: KafkaError.self) {
+            try await consumer.offsets(forTimestamp: Date(), in: [partition], strategy: .search, timeout: .seconds(3))
+        }
+        #expect(search?.code == .offsetLookupFailed, "\(String(describing: search))")
         await consumer.close()
     }
 
