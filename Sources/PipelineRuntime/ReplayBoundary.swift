@@ -131,6 +131,19 @@ public enum ReplayBoundary: Sendable, Equatable, CustomStringConvertible {
             let marks = watermarks[partition]!
             let end = min(max(ends[partition] ?? marks.high, marks.low), marks.high)
             let firstRead = max(starts[partition] ?? marks.low, marks.low)
+            // A start given as an offset past the partition's end, or past where --to (a time, `beginning`) ends it:
+            // not an empty range (both were replayed as one, and the run said only "nothing to replay").
+            if case .offsets(let given) = from, let givenStart = given[partition.partition] {
+                if givenStart > marks.high {
+                    throw ConfigurationError(
+                        key: "--from",
+                        reason: "partition \(partition.partition) starts at offset \(givenStart), past its end (offset \(marks.high))"
+                    )
+                }
+                if givenStart > end {
+                    throw ConfigurationError(key: "--to", reason: "--to \(to) ends partition \(partition.partition) at offset \(end), before --from's \(givenStart)")
+                }
+            }
             // An end given as an offset that the start (a time, or the first record stored) is past: not an empty range.
             if case .offsets(let given) = to, let givenEnd = given[partition.partition], firstRead > givenEnd {
                 throw ConfigurationError(

@@ -670,6 +670,11 @@ struct ReplayTests {
                 (.beginning, .offsets([0: 0]), "--to", "gives no end for partitions \((1..<count).map(String.init).joined(separator: ",")) of"),
                 // A start (here a time after every record) past an end given as an offset is not an empty range.
                 (.time(Date().addingTimeInterval(3_600)), .offsets(Dictionary(uniqueKeysWithValues: (0..<count).map { ($0, 0) })), "--to", "ends at offset 0, before where --from"),
+                // Found by review: a start given as an offset past the partition's end, or past where a --to given
+                // otherwise ends it, was an empty range ("nothing to replay", exit 0).
+                (.offsets([0: 1_000]), .end, "--from", "partition 0 starts at offset 1000, past its end"),
+                (.offsets([0: 2]), .time(Date().addingTimeInterval(-3_600)), "--to", "ends partition 0 at offset 0, before --from's 2"),
+                (.offsets([0: 2]), .beginning, "--to", "ends partition 0 at offset 0, before --from's 2"),
             ]
             for (from, to, key, says) in cases {
                 let error = await #expect(throws: ConfigurationError.self, "\(from) .. \(to)") {
