@@ -244,9 +244,7 @@ public final class CampaignPipeline: Service {
             await producer.close(timeout: .seconds(1))
             throw error
         }
-        var sendsConfiguration = configuration.consumerConfiguration(groupID: configuration.groupID, role: .sends)
-        // A replay commits its progress itself, with the range it is progress in (`commitReplayProgress`).
-        if !writesOutputs || replay != nil { sendsConfiguration.isAutoCommitEnabled = false }
+        var sendsConfiguration = sendsConsumerConfiguration
         if replay == nil {
             sendsConfiguration.willRevokePartitions = { [self] partitions in fence(revoked: partitions) }
         }
@@ -789,6 +787,20 @@ public final class CampaignPipeline: Service {
                 logger.debug("Consumer reported an error", metadata: ["error": "\(error)"])
             }
         }
+    }
+
+    /// The configuration of the consumer of the sends topic.
+    var sendsConsumerConfiguration: KafkaConsumerConfiguration {
+        var sendsConfiguration = configuration.consumerConfiguration(groupID: configuration.groupID, role: .sends)
+        // A replay commits its progress itself, with the range it is progress in (`commitReplayProgress`).
+        if !writesOutputs || replay != nil { sendsConfiguration.isAutoCommitEnabled = false }
+        if replay != nil {
+            // A replay reads its ranges only: a position retention deleted meanwhile is read again from the first
+            // record stored, never from the partition's end, whatever `auto.offset.reset` the streaming deployment's
+            // configuration gives (`latest` skipped the rest of the range, records still there; found by review).
+            sendsConfiguration.properties["auto.offset.reset"] = "earliest"
+        }
+        return sendsConfiguration
     }
 
     /// The instant time-dependent decisions are judged at for an event read now.

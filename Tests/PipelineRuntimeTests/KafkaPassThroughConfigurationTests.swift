@@ -74,6 +74,27 @@ struct KafkaPassThroughConfigurationTests {
         #expect(grouped["group.id"] == "g")
     }
 
+    /// Found by review: a replay given the streaming deployment's `auto.offset.reset=latest` jumped to a partition's
+    /// end when retention deleted its position, and the rest of its range (records still there) was counted as
+    /// replayed. A replay's consumer resets to the first record stored, whatever the configuration says; streaming
+    /// keeps the configured reset.
+    @Test("a replay's consumer resets to the earliest record whatever auto.offset.reset the configuration gives")
+    func replayResetsToEarliest() {
+        var configuration = PipelineConfiguration(bootstrapServers: ["a:1"])
+        configuration.consumerProperties = ["auto.offset.reset": "latest"]
+        let plan = ReplayPlan(ranges: [KafkaTopicPartition(topic: configuration.topics.sends, partition: 0): 0..<10])
+        for isDryRun in [false, true] {
+            var replayPlan = plan
+            replayPlan.isDryRun = isDryRun
+            let replay = CampaignPipeline(configuration: configuration, registry: builtinRegistry, replay: replayPlan, logger: testLogger)
+            let properties = Dictionary(replay.sendsConsumerConfiguration.librdkafkaProperties, uniquingKeysWith: { $1 })
+            #expect(properties["auto.offset.reset"] == "earliest", "dry run \(isDryRun)")
+            #expect(properties["enable.auto.commit"] == "false")
+        }
+        let streaming = CampaignPipeline(configuration: configuration, registry: builtinRegistry, logger: testLogger)
+        #expect(Dictionary(streaming.sendsConsumerConfiguration.librdkafkaProperties, uniquingKeysWith: { $1 })["auto.offset.reset"] == "latest")
+    }
+
     /// A later source wins, whatever section the earlier one set the property in: the file's consumer or producer
     /// properties used to beat the environment's (and the flags') properties for every client.
     @Test("a property from the environment wins over the file's consumer and producer properties")
