@@ -61,6 +61,9 @@ struct DecodingTests {
         (eventJSON(custom: #"{"adb_title":"x"}"#), "custom", .invalidField),
         (eventJSON().replacingFirst(#""type":"push.requested""#, with: #""type":"campaign.defined""#), "type", .invalidField),
         (eventJSON().replacingFirst(#""specVersion":"1""#, with: #""specVersion":"2""#), "specVersion", .invalidField),
+        // Empty, they are not absent (an empty optional content text is; found by review of that change).
+        (eventJSON().replacingFirst(#""type":"push.requested""#, with: #""type":"""#), "type", .invalidField),
+        (eventJSON().replacingFirst(#""specVersion":"1""#, with: #""specVersion":"""#), "specVersion", .invalidField),
         (eventJSON(template: "banner"), "template", .unknownTemplate),
         (eventJSON(content: nil), "content", .missingField),
         ("[1]", "$", .invalidField),

@@ -112,9 +112,10 @@ public struct FieldReader {
 
     // MARK: - Typed access
 
-    /// A string field. Required strings must also be non-empty; an optional one that is empty, as given or once
-    /// personalized (then with a warning), reads as absent (`nil`): the SDKs fall back to another key only when one
-    /// is absent (an empty expanded title is shown empty, not as the title).
+    /// A string field. Required strings must also be non-empty. An optional text read to be personalized (the
+    /// content's texts) that is empty, as given or once personalized (then with a warning), reads as absent (`nil`):
+    /// the SDKs fall back to another key only when one is absent (an empty expanded title is shown empty, not as the
+    /// title). A field read as is (`personalize: false`: ids, names, versions) is returned as given, empty too.
     ///
     /// - Parameters:
     ///   - key: the member name.
@@ -127,7 +128,7 @@ public struct FieldReader {
     /// ``string(_:required:personalize:)-(String,_,_)`` by a prepared name (``FieldName``): the same result, without
     /// finding the name's bytes and tag again.
     public func string(_ key: FieldName, required: Bool = false, personalize: Bool = true) -> String? {
-        guard let value = textNode(key, required: required) else { return nil }
+        guard let value = textNode(key, required: required, personalize: personalize) else { return nil }
         // A string without `{` has no placeholder: known from the document without scanning it again.
         // The personalizer is used where the render keeps it (`?.`): a local copy would count a reference to it.
         guard personalize, diagnostics.personalizes, document.mayHaveBrace(at: value) else {
@@ -168,7 +169,7 @@ public struct FieldReader {
     /// reference to the document. A text with simple placeholders is checked and measured now, with a warning for
     /// each absent attribute, and filled when it is written (no `String` is made for it).
     func documentText(_ key: FieldName, required: Bool = false, personalize: Bool = true) -> DocumentText? {
-        guard let value = textNode(key, required: required) else { return nil }
+        guard let value = textNode(key, required: required, personalize: personalize) else { return nil }
         if document.isEscaped(at: value) {
             let text = document.string(at: value)
             guard personalize, diagnostics.personalizes else { return .text(text) }
@@ -199,11 +200,12 @@ public struct FieldReader {
         return nil
     }
 
-    /// The node of the string field `key` read as a text (``string(_:required:personalize:)``): an optional one that
-    /// is empty is left out (without a warning: the specification's own examples give an unused button `uri` as `""`).
-    private func textNode(_ key: FieldName, required: Bool) -> Int? {
+    /// The node of the string field `key` read as a text (``string(_:required:personalize:)``): an optional one read
+    /// to be personalized that is empty is left out (without a warning: the specification's own examples give an
+    /// unused button `uri` as `""`).
+    private func textNode(_ key: FieldName, required: Bool, personalize: Bool) -> Int? {
         guard let value = stringNode(key, required: required) else { return nil }
-        return !required && document.isEmptyString(at: value) ? nil : value
+        return personalize && !required && document.isEmptyString(at: value) ? nil : value
     }
 
     /// The document and attributes of the ``DocumentText``s ``documentText(_:required:personalize:)`` reads.
