@@ -104,6 +104,10 @@ struct PersonalizationTests {
         (#"Hi {{#a}}x{{/b}}"#, "a section is closed with another name than it was opened with (line 1, column 14)"),
         (#" \n{{#a}}x\ny"#, "a section ({{#name}} or {{^name}}) is not closed ({{/name}}) (line 3, column 2)"),
         (#"Hi {{a b}}"#, "a tag's name is not finished (line 1, column 8)"),
+        (#"{{{name}}"#, "a tag is not closed (line 1, column 10)"),
+        // Mustache's column after a `\r\n` or a U+2028 is not the line's: the line alone (found by review).
+        (#"a\r\n{{#b}}x"#, "a section ({{#name}} or {{^name}}) is not closed ({{/name}}) (line 2)"),
+        (#"a\u2028{{#b}}x"#, "a section ({{#name}} or {{^name}}) is not closed ({{/name}}) (line 2)"),
     ])
     func invalidMustacheSaysWhyAndWhere(_ title: String, _ reason: String) throws {
         let error = try #require(throws: PipelineError.self) { try render(content: #"{"title":"\#(title)","body":"b"}"#) }
@@ -131,6 +135,12 @@ struct PersonalizationTests {
         let error = try #require(throws: PipelineError.self) { try render(content: #"{"title":"\#(title)","body":"b"}"#) }
         #expect(error.code == .invalidField)
         #expect(error.issues.map(\.reason).first?.contains("is not closed with }}") == true, "\(error.issues)")
+    }
+
+    /// After a change of delimiters `{{` is plain text, which Mustache writes as it is.
+    @Test func doubleBracesAfterADelimiterChangeAreText() throws {
+        let notification = try render(content: #"{"title":"{{=<% %>=}}<%name%> {{","body":"b"}"#)
+        #expect(data(notification)?["adb_title"] == "Ada {{")
     }
 }
 

@@ -76,8 +76,8 @@ struct Personalizer: Sendable {
     /// the ``SimpleTemplate`` fast path).
     func renderWithMustache(_ text: String, at path: FieldPath, into diagnostics: RenderDiagnostics) -> String {
         // Mustache drops a `{{` that ends the text without a word of complaint (`Save {{` gives `Save `), where a
-        // tag left open before the end is an error.
-        if let unclosed = Self.unclosedTagOffset(text) {
+        // tag left open before the end is an error. (After a change of delimiters, `{{` can be plain text.)
+        if !text.contains("{{="), let unclosed = Self.unclosedTagOffset(text) {
             diagnostics.record(.init(.invalidField, at: path, "invalid {{placeholder}} syntax: the {{ at character \(unclosed + 1) is not closed with }}"))
             return text
         }
@@ -91,7 +91,7 @@ struct Personalizer: Sendable {
         do {
             template = try MustacheTemplate(string: Self.textPragma + (pragmaHasItsLine ? "\n" : "") + body)
         } catch {
-            diagnostics.record(.init(.invalidField, at: path, "invalid {{placeholder}} syntax: \(Self.describe(error, pragmaHasItsLine: pragmaHasItsLine))"))
+            diagnostics.record(.init(.invalidField, at: path, "invalid {{placeholder}} syntax: \(Self.describe(error, in: text, pragmaHasItsLine: pragmaHasItsLine))"))
             return text
         }
         let lookup = AttributeLookup(attributes.dictionary(readingFrom: diagnostics.document))
@@ -138,7 +138,7 @@ struct Personalizer: Sendable {
 
     /// A Mustache parse error for people: why, and where in the text (its line and column, without the pragma put in
     /// front of it).
-    static func describe(_ error: any Error, pragmaHasItsLine: Bool) -> String {
+    static func describe(_ error: any Error, in text: String, pragmaHasItsLine: Bool) -> String {
         guard let parserError = error as? MustacheTemplate.ParserError else { return "\(error)" }
         let why =
             switch parserError.error {
@@ -146,6 +146,9 @@ struct Personalizer: Sendable {
             case MustacheTemplate.Error.expectedSectionEnd: "a section ({{#name}} or {{^name}}) is not closed ({{/name}})"
             case MustacheTemplate.Error.unfinishedName: "a tag's name is not finished"
             case MustacheTemplate.Error.invalidSetDelimiter: "a delimiter change ({{=<% %>=}}) is malformed"
+            case MustacheTemplate.Error.invalidConfigVariableSyntax, MustacheTemplate.Error.unrecognisedConfigVariable:
+                "a {{% … }} setting is not one Mustache knows"
+            case let other where "\(other)" == "overflow": "a tag is not closed"
             case let other: "\(other)"
             }
         var (line, column) = (parserError.context.lineNumber, parserError.context.columnNumber)
@@ -154,6 +157,10 @@ struct Personalizer: Sendable {
         } else if line == 1 {
             column -= textPragma.count
         }
+        // Mustache counts lines at any line break but columns only from a `\n`: after another break (`\r\n`, U+2028)
+        // its column is not the line's.
+        let breaks = text.filter(\.isNewline)
+        guard line == 1 || breaks.allSatisfy({ $0 == "\n" }) else { return "\(why) (line \(line))" }
         return "\(why) (line \(line), column \(column))"
     }
 
