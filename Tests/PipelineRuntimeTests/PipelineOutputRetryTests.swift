@@ -232,7 +232,8 @@ struct PipelineOutputRetryTests {
             // The source record, written by a producer with a larger limit, is over this pipeline's.
             limited.producerProperties["message.max.bytes"] = "1000"
             let pipeline = CampaignPipeline(configuration: limited, registry: builtinRegistry, logger: testLogger)
-            try await runUntilIdle(pipeline, timeout: .seconds(30))
+            // 6 to 12 s alone; a busy parallel test run has taken past 30.
+            try await runUntilIdle(pipeline, timeout: .seconds(90))
             let deadLetters = try await readAll(configuration.topics.deadLetters, kafka: kafka)
             #expect(deadLetters.count == 1)
             #expect(deadLetters.first?.value == nil, "written without the original value")
@@ -263,7 +264,8 @@ struct PipelineOutputRetryTests {
             await producer.close()
             var limited = configuration
             limited.producerProperties["message.max.bytes"] = "1000"
-            try await runUntilIdle(CampaignPipeline(configuration: limited, registry: builtinRegistry, logger: testLogger), timeout: .seconds(30))
+            // As above: 90 s for a busy parallel test run.
+            try await runUntilIdle(CampaignPipeline(configuration: limited, registry: builtinRegistry, logger: testLogger), timeout: .seconds(90))
             let deadLetter = try #require(try await readAll(configuration.topics.deadLetters, kafka: kafka).first)
             #expect(deadLetter.value == nil)
             #expect(deadLetter.header("trace") == nil, "the original's headers are dropped")

@@ -67,7 +67,8 @@ struct PipelineBenchmarkMeasureTests {
         } throws: { error in
             "\(error)".contains("the stuck run finished no event") && "\(error)".contains("7 of 100 done")
         }
-        #expect(ContinuousClock.now - start < .seconds(10))
+        // Far from the hour the run would wait; a busy parallel test run has taken 10 to 11 s here.
+        #expect(ContinuousClock.now - start < .seconds(60))
     }
 
     /// The timers topic has a partition more than the sends topic, so the pipeline refuses to start: the bench used
