@@ -76,7 +76,7 @@ struct StateLoadTests {
             // cooperative pool, busy with the other tests, saw the first only once the fold had read all of them.
             let sawTheFirst = Thread {
                 let deadline = Date().addingTimeInterval(50)
-                while pipeline.campaigns.withLock({ $0.count }) == 0, Date() < deadline { sched_yield() }
+                while pipeline.campaigns.withLock({ $0.count }) == 0, Date() < deadline { usleep(1_000) }
                 fold.cancel()
             }
             sawTheFirst.start()
