@@ -115,8 +115,7 @@ struct PipelineOutputRetryTests {
             let queue = try QueueOfThree(kafka: kafka, configuration: configuration)
             let (topic, producer, sender) = (queue.topic, queue.producer, queue.sender)
             // The partition has no leader: three records fill the queue.
-            try kafka.setLeader(of: topic, partition: 0, to: nil)
-            for index in 0..<3 { sender.sendNow(queue.output("fill-\(index)")) }
+            try queue.fillWithoutLeader(kafka)
             await queue.sendWhileStopping("first")
             #expect(sender.pendingRetries == 1, "the queue was full")
             // Room again (the leader back, the three written); the next output of the key must not go first.
@@ -130,7 +129,7 @@ struct PipelineOutputRetryTests {
             retrying.cancel()
             await retrying.value
             await producer.close(timeout: .seconds(1))
-            let written = try await readAll(topic, kafka: kafka).map { String(decoding: $0.value ?? [], as: UTF8.self) }
+            let written = try await queue.written(kafka)
             #expect(written == ["fill-0", "fill-1", "fill-2", "first", "second"])
         }
     }
@@ -144,8 +143,7 @@ struct PipelineOutputRetryTests {
             let queue = try QueueOfThree(kafka: kafka, configuration: configuration)
             let (topic, producer, sender) = (queue.topic, queue.producer, queue.sender)
             // No leader: three records fill the queue, and the next five wait for room.
-            try kafka.setLeader(of: topic, partition: 0, to: nil)
-            for index in 0..<3 { sender.sendNow(queue.output("fill-\(index)")) }
+            try queue.fillWithoutLeader(kafka)
             for index in 0..<5 { sender.sendNow(queue.output("retry-\(index)")) }
             #expect(sender.pendingRetries == 5)
             let retrying = Task { await sender.runRetries() }
@@ -164,7 +162,7 @@ struct PipelineOutputRetryTests {
             retrying.cancel()
             await retrying.value
             await producer.close(timeout: .seconds(1))
-            let written = try await readAll(topic, kafka: kafka).map { String(decoding: $0.value ?? [], as: UTF8.self) }
+            let written = try await queue.written(kafka)
             #expect(written == ["fill-0", "fill-1", "fill-2"] + (0..<5).map { "retry-\($0)" } + ["stopping", "after"])
         }
     }
@@ -372,6 +370,17 @@ struct PipelineOutputRetryTests {
             producerConfiguration.messageTimeout = .seconds(120)
             producer = try KafkaProducer(configuration: producerConfiguration, logger: testLogger)
             sender = OutputSender(producer: producer, statistics: PipelineStatistics(), backoff: .milliseconds(10), maxBackoff: .seconds(1), logger: testLogger)
+        }
+
+        /// Takes the partition's leader away and fills the queue with `fill-0` to `fill-2`.
+        func fillWithoutLeader(_ kafka: EmbeddedKafka) throws {
+            try kafka.setLeader(of: topic, partition: 0, to: nil)
+            for index in 0..<3 { sender.sendNow(output("fill-\(index)")) }
+        }
+
+        /// The values written to the partition, in order.
+        func written(_ kafka: EmbeddedKafka) async throws -> [String] {
+            try await readAll(topic, kafka: kafka).map { String(decoding: $0.value ?? [], as: UTF8.self) }
         }
 
         /// An output whose value is `name`.
