@@ -97,16 +97,25 @@ extension CampaignPipeline {
             decisionTimes.judgements(for: [batch[index].offset], of: batch[index].partition, now: .now()).first
         }
         guard let table = await campaignTable(covering: recorded, definitions: definitions) else {
-            let stopped = Set(indices.map { batch[$0].partition })
-            for index in batch.indices where stopped.contains(batch[index].partition) && index >= indices.min()! {
-                decisions[index] = nil
-            }
+            Self.leaveUndecided(from: indices, of: batch, &decisions)
             return
         }
         let scratch = RenderScratch()
         for (index, judgement) in zip(indices, recorded) {
             guard let judgement, judgement.wasJudged else { continue }
             decisions[index] = Self.decide(batch, at: index, processor: processor, table: table, judgement: judgement, now: nil, scratch: scratch)
+        }
+    }
+
+    /// Leaves the records at `indices` undecided, with every later record of their partitions in `batch` (not emitted,
+    /// so not committed past: processed again after the restart), when the pipeline stopped before they could be
+    /// decided.
+    private static func leaveUndecided(from indices: [Int], of batch: [KafkaConsumerMessage], _ decisions: inout [EventProcessor.Decision?]) {
+        let undecided = Set(indices)
+        var stopped = Set<Int32>()
+        for index in batch.indices {
+            if undecided.contains(index) { stopped.insert(batch[index].partition) }
+            if stopped.contains(batch[index].partition) { decisions[index] = nil }
         }
     }
 
@@ -211,12 +220,7 @@ extension CampaignPipeline {
         // Sends written before the table last read the topic to its end have all they will get.
         guard waiting.contains(where: { !definitions.hasCaughtUp(since: batch[$0].timestamp) }) else { return [:] }
         if case .cancelled = await definitions.catchUp(logger: logger) {
-            let undecided = Set(waiting)
-            var stopped = Set<Int32>()
-            for index in batch.indices {
-                if undecided.contains(index) { stopped.insert(batch[index].partition) }
-                if stopped.contains(batch[index].partition) { decisions[index] = nil }
-            }
+            Self.leaveUndecided(from: waiting, of: batch, &decisions)
             return [:]
         }
         let table = campaigns.withLock { $0 }
