@@ -118,6 +118,10 @@ final class OutputSender: Sendable {
     /// Outputs waiting for another attempt.
     var pendingRetries: Int { state.withLock { $0.retries.count } }
 
+    /// The attempts that failed so far of each output waiting for another, in line order (an output waiting only for
+    /// room in the producer's queue has none more than when it was sent).
+    var pendingRetryAttempts: [Int] { state.withLock { $0.retries.map(\.output.attempt) } }
+
     /// Records queued in the producer and not acknowledged yet.
     var unacknowledgedRecords: Int { producer.pendingCount }
 

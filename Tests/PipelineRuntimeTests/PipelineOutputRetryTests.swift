@@ -150,6 +150,9 @@ struct PipelineOutputRetryTests {
             // Several passes find the queue still full.
             try await Task.sleep(for: .milliseconds(200))
             #expect(sender.pendingRetries == 5, "each waiting output is in line once")
+            // Waiting for room is no failed attempt: it neither lengthens a later backoff nor counts as a retry.
+            #expect(sender.pendingRetryAttempts == [0, 0, 0, 0, 0])
+            #expect(queue.statistics.snapshot.outputsRetried == 0)
             await queue.sendWhileStopping("stopping")
             #expect(sender.pendingRetries == 6, "a stopping send waits behind them")
             try kafka.setLeader(of: topic, partition: 0, to: 1)
@@ -362,6 +365,7 @@ struct PipelineOutputRetryTests {
         let topic: String
         let producer: KafkaProducer
         let sender: OutputSender
+        let statistics = PipelineStatistics()
 
         init(kafka: EmbeddedKafka, configuration: PipelineConfiguration) throws {
             topic = configuration.topics.fcm
@@ -369,7 +373,7 @@ struct PipelineOutputRetryTests {
             producerConfiguration.properties["queue.buffering.max.messages"] = "3"
             producerConfiguration.messageTimeout = .seconds(120)
             producer = try KafkaProducer(configuration: producerConfiguration, logger: testLogger)
-            sender = OutputSender(producer: producer, statistics: PipelineStatistics(), backoff: .milliseconds(10), maxBackoff: .seconds(1), logger: testLogger)
+            sender = OutputSender(producer: producer, statistics: statistics, backoff: .milliseconds(10), maxBackoff: .seconds(1), logger: testLogger)
         }
 
         /// Takes the partition's leader away and fills the queue with `fill-0` to `fill-2`.
