@@ -368,6 +368,9 @@ public final class KafkaConsumer: Sendable {
     /// an iterator has already taken (its current batch, up to ``KafkaConsumerConfiguration/maxBatchSize``) are
     /// still delivered, as with ``pause(_:)``.
     ///
+    /// - Parameter timeout: how long to wait for each partition's fetcher to take the new position (a local step,
+    ///   usually microseconds); librdkafka releases that wait a thousandth of it are given it scaled (see
+    ///   `Duration.seekTimeoutMilliseconds(librdkafkaVersion:)`).
     /// - Throws: ``KafkaError/Code/seekFailed`` naming the partition (for example one not assigned).
     public func seek(_ positions: [KafkaTopicPartitionOffset], timeout: Duration = .seconds(10)) async throws(KafkaError) {
         let buffer = self.buffer
@@ -377,7 +380,7 @@ public final class KafkaConsumer: Sendable {
                 // On the poll thread: nothing fetched before the seek can be pushed after it.
                 buffer.remove(partitions: Set(positions.map(\.topicPartition)))
                 let list = RDKafkaTopicPartitionList(positions)
-                if let error = rd_kafka_seek_partitions(rk, list.pointer, timeout.cMilliseconds) {
+                if let error = rd_kafka_seek_partitions(rk, list.pointer, timeout.seekTimeoutMilliseconds(librdkafkaVersion: rd_kafka_version())) {
                     continuation.resume(returning: .failure(.consuming(.seekFailed, error, topic: positions.first?.topic)))
                     return
                 }

@@ -201,4 +201,13 @@ final class RDKafkaHandle: @unchecked Sendable {
 extension Duration {
     /// Milliseconds as librdkafka's `int` timeout.
     var cMilliseconds: Int32 { Int32(clamping: milliseconds) }
+
+    /// The timeout to pass to `rd_kafka_seek_partitions` for this duration with librdkafka `version` (as
+    /// `rd_kafka_version()` gives it). From 1.6.0, where the call came, up to 2.0.2 it waited a thousandth of the
+    /// timeout it was given (its remaining milliseconds were taken as microseconds; confluentinc/librdkafka#4230, fixed
+    /// in 2.0.3), so those releases are given a thousand times the milliseconds.
+    func seekTimeoutMilliseconds(librdkafkaVersion version: Int32) -> Int32 {
+        let fixedIn: Int32 = 0x0200_0300
+        return version < fixedIn ? Int32(clamping: min(milliseconds, Int64(Int32.max)) * 1000) : cMilliseconds
+    }
 }
