@@ -121,6 +121,14 @@ extension PipelineConfiguration {
                 reason: "the consumer group is set with kafka.groupId, \(EnvironmentKey.group) or --group, not as a librdkafka property "
                     + "(passed through, group.id would override it, and put a replay into the live group)"
             )
+        case "enable.auto.commit", "enable.auto.offset.store":
+            throw ConfigurationError(
+                key: key,
+                reason: "the pipeline sets \(property) itself: it stores an event's offset once its outcome is acknowledged and "
+                    + "commits the stored offsets in the background, at a revocation and at a stop (passed through, "
+                    + "enable.auto.commit=false would commit only at a stop, and a crash or rebalance would send everything "
+                    + "since again); auto.commit.interval.ms sets how often"
+            )
         case "bootstrap.servers", "metadata.broker.list":
             throw ConfigurationError(
                 key: key,

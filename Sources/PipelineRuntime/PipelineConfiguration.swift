@@ -146,9 +146,12 @@ public struct PipelineConfiguration: Sendable, Equatable {
 extension PipelineConfiguration {
     /// A consumer of these brokers with every client's and the consumers' properties (TLS, SASL, …), in `groupID`
     /// (`nil`: none joined, for partitions assigned by hand).
+    /// How offsets are committed is the pipeline's (``KafkaConsumerConfiguration/isAutoCommitEnabled``):
+    /// `enable.auto.commit` and `enable.auto.offset.store` among the properties are left out (loading refuses them).
     public func consumerConfiguration(groupID: String?) -> KafkaConsumerConfiguration {
         var consumerConfiguration = KafkaConsumerConfiguration(bootstrapServers: bootstrapServers, groupID: groupID)
         consumerConfiguration.properties = kafkaProperties.merging(consumerProperties) { $1 }
+        for property in ["enable.auto.commit", "enable.auto.offset.store"] { consumerConfiguration.properties[property] = nil }
         return consumerConfiguration
     }
 

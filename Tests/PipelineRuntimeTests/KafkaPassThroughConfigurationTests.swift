@@ -4,8 +4,8 @@ import PipelineCore
 import Testing
 
 /// librdkafka properties pass through to the clients, except `group.id`, which would override the pipeline's group
-/// (and put a replay, which reads in a group of its own, into the live one), and the broker list, which would
-/// override the configured brokers.
+/// (and put a replay, which reads in a group of its own, into the live one), the broker list, which would override the
+/// configured brokers, and the commit settings, which are the pipeline's.
 @Suite("Kafka properties passed through")
 struct KafkaPassThroughConfigurationTests {
     @Test("group.id is refused wherever a property can be given, naming where it was")
@@ -57,6 +57,45 @@ struct KafkaPassThroughConfigurationTests {
                 try PipelineConfiguration.checkPassThrough(property, key: "--kafka-property \(property)")
             }
         }
+    }
+
+    /// Found by review: `enable.auto.commit=false`, which many Kafka guides advise for at-least-once, was passed
+    /// through and accepted; `run` then committed nothing until it stopped (not in the background, not at a
+    /// revocation), so every crash and rebalance sent everything since to phones again. And a replay given
+    /// `enable.auto.commit=true` committed its positions without the range it is progress in.
+    @Test("enable.auto.commit and enable.auto.offset.store are refused wherever a property can be given, and never reach a consumer")
+    func commitSettingsAreThePipelines() throws {
+        for property in ["enable.auto.commit", "enable.auto.offset.store"] {
+            let variable = "CAMPAIGN_PIPELINE_KAFKA_" + String(property.uppercased().map { $0 == "." ? "_" : $0 })
+            let fromEnvironment = #expect(throws: ConfigurationError.self, "\(variable)") {
+                try PipelineConfiguration.load(file: nil, environment: [variable: "false"])
+            }
+            #expect(fromEnvironment?.key == variable)
+            #expect(fromEnvironment?.reason.contains("auto.commit.interval.ms") == true, "\(String(describing: fromEnvironment))")
+            for section in ["properties", "consumerProperties", "producerProperties"] {
+                let file = try #require(try JSONValue(parsing: Array(#"{"kafka": {"\#(section)": {"\#(property)": "false"}}}"#.utf8)).objectValue)
+                let fromFile = #expect(throws: ConfigurationError.self, "\(section).\(property)") {
+                    try PipelineConfiguration.load(file: file, environment: [:])
+                }
+                #expect(fromFile?.key == "kafka.\(section).\(property)")
+            }
+            #expect(throws: ConfigurationError.self, "--kafka-property \(property)") {
+                try PipelineConfiguration.checkPassThrough(property, key: "--kafka-property \(property)")
+            }
+        }
+        // A configuration built in code is not loaded: its consumers take the pipeline's settings all the same.
+        var configuration = PipelineConfiguration(bootstrapServers: ["a:1"])
+        configuration.kafkaProperties = ["enable.auto.commit": "false", "enable.auto.offset.store": "true"]
+        configuration.consumerProperties = ["auto.commit.interval.ms": "500"]
+        let streaming = CampaignPipeline(configuration: configuration, registry: builtinRegistry, logger: testLogger)
+        let properties = Dictionary(streaming.sendsConsumerConfiguration.librdkafkaProperties, uniquingKeysWith: { $1 })
+        #expect(properties["enable.auto.commit"] == "true")
+        #expect(properties["enable.auto.offset.store"] == "false")
+        #expect(properties["auto.commit.interval.ms"] == "500")
+        configuration.kafkaProperties = ["enable.auto.commit": "true"]
+        let plan = ReplayPlan(ranges: [KafkaTopicPartition(topic: configuration.topics.sends, partition: 0): 0..<10])
+        let replay = CampaignPipeline(configuration: configuration, registry: builtinRegistry, replay: plan, logger: testLogger)
+        #expect(Dictionary(replay.sendsConsumerConfiguration.librdkafkaProperties, uniquingKeysWith: { $1 })["enable.auto.commit"] == "false")
     }
 
     @Test("a consumer has every client's properties and the consumers' own, these winning")
