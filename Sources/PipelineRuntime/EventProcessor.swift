@@ -114,9 +114,15 @@ public struct EventProcessor: Sendable {
             return .rejected(identity(), error)
         }
         let timer = Self.timerSchedule(of: notification)
-        if case .endsAt(let end)? = timer, end <= now {
+        // Ended by the decision instant, or by the event's own time: a decision instant can be earlier than
+        // `occurredAt` (a batch judged at the instant of one read just before it, or a producer's clock ahead).
+        if case .endsAt(let end)? = timer, end <= now || end <= request.occurredAt {
             let identity = MessageIdentity(request: request, template: notification.templateID, messageId: notification.messageId)
-            return .expired(identity, .timer, detail: "the countdown ended at \(end.rfc3339), before processing at \(now.rfc3339)")
+            let detail =
+                end <= now
+                ? "the countdown ended at \(end.rfc3339), before processing at \(now.rfc3339)"
+                : "the countdown ended at \(end.rfc3339), before the event's occurredAt \(request.occurredAt.rfc3339)"
+            return .expired(identity, .timer, detail: detail)
         }
         return .deliver(notification, timer: timer)
     }

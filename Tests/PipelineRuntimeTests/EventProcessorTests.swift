@@ -136,7 +136,9 @@ struct EventProcessorTests {
     func timerEndedBeforeTheEvent() {
         let content = #"{"title":"t","body":"b","alternate":{"title":"over"},"timer":{"endsAt":"2026-11-20T09:59:00Z"}}"#
         let bytes = event("", content: content, template: "timer")
-        for decisionTime in [time("2026-11-20T10:05:00Z"), nil] {
+        // Found by review: also at a decision instant before the event's `occurredAt` (10:00:00 here), which a batch
+        // judged at the instant of a read just before it gets, or a producer whose clock is ahead.
+        for decisionTime in [time("2026-11-20T10:05:00Z"), nil, time("2026-11-20T09:58:30Z")] {
             guard case .expired(_, .timer, _) = processor.process(bytes, sourcePosition: "t/0@0", campaigns: CampaignTable(), decisionTime: decisionTime) else {
                 Issue.record("expected a timer expiry at \(String(describing: decisionTime))")
                 return
