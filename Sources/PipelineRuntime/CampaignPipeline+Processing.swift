@@ -597,10 +597,12 @@ extension CampaignPipeline {
         guard !ticket.tracker.isRetired else { return }
         // The delivery's fields are read where it holds them, not bound to locals: a copy would take a reference
         // count for each text, and the identity's again for each record made from it.
-        // The outcome's analytics record, and a second one (the token event, or the timer): two variables, not an
-        // array made for every event.
+        // The outcome's analytics record, and a second one (the token event): two variables, not an array made for
+        // every event.
         let analytics: OutputSender.Output
         var second: OutputSender.Output?
+        // A delivered timer's record, sent once the push.delivered is acknowledged.
+        var arming: TimerArming?
         switch outcome {
         case .abandoned(let reason):
             // Not an outcome: the event stays uncommitted and is processed again after a restart. A sink that
@@ -637,20 +639,16 @@ extension CampaignPipeline {
                 occurredAt: .now(),
                 sink: delivery.sinkNames ?? sinkName
             )
-            var arming: TimerArming?
             if let timer = delivery.timer, replay == nil {
-                // Scheduled once both its push.delivered and its timer record are acknowledged: the expiry is then
-                // written after the one, and the tombstone after the other, however either was retried.
+                // Its timer record is sent once the push.delivered is acknowledged, and the timer scheduled once the
+                // record is (``TimerArming``): a unit of the event until then.
                 let expiresAt: Timestamp =
                     switch timer {
                     case .endsAt(let end): end
                     case .duration(let seconds): eventOrWallTime(delivery.occurredAt).adding(seconds: seconds)
                     }
                 let pending = TimerBook.PendingTimer(identity: delivery.identity, expiresAt: expiresAt, partition: delivery.partition)
-                let record = timerRecord(pending)
-                let timerArming = TimerArming(pending, in: timers)
-                arming = timerArming
-                second = OutputSender.Output(record: record, acknowledgement: .timerRecord(timerArming, ticket))
+                arming = TimerArming(pending, record: timerRecord(pending), ticket: ticket, in: timers)
             }
             analytics = outcomeOutput(
                 kind: .delivered,
@@ -661,7 +659,7 @@ extension CampaignPipeline {
                 arming: arming
             )
         }
-        ticket.add(second == nil ? 1 : 2)
+        ticket.add(second == nil && arming == nil ? 1 : 2)
         sender.sendNow(analytics)
         if let second { sender.sendNow(second) }
         ticket.finishUnit()
@@ -806,7 +804,7 @@ extension CampaignPipeline {
     }
 
     /// An outcome record of `kind` encoded as `value` (``AnalyticsEvent/encode(kind:identity:occurredAt:sink:reasonCode:reasonDetail:cause:)``);
-    /// `arming`, a delivered timer notification's, is told once it is acknowledged.
+    /// `arming`, a delivered timer notification's, sends its timer record once it is acknowledged.
     func outcomeOutput(
         kind: AnalyticsEvent.Kind,
         cause: AnalyticsEvent.ExpiryCause? = nil,

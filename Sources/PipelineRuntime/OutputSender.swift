@@ -42,7 +42,8 @@ final class OutputSender: Sendable {
         /// plus the error headers can pass a limit the original did not) is written again smaller, as
         /// `deadLetterRefused` says; the original stays at its `source.*` position.
         case deadLetter(EventTicket)
-        /// A delivered timer notification's timer record: its timer is told, then one unit of the event is done.
+        /// A delivered timer notification's timer record (sent once its `push.delivered` is acknowledged): its timer is
+        /// scheduled, then one unit of the event is done.
         case timerRecord(TimerArming, EventTicket)
         /// Anything else; retried until acknowledged, like every output.
         case call(@Sendable (KafkaDeliveryReport) -> Void)
@@ -56,7 +57,7 @@ final class OutputSender: Sendable {
         var bytes: [UInt8]
         /// The source record's timestamp, for the latency statistics.
         var sourceTimestamp: Date?
-        /// For a delivered timer notification's `push.delivered`: told once it is acknowledged.
+        /// For a delivered timer notification's `push.delivered`: its timer record is sent once this is acknowledged.
         var arming: TimerArming? = nil
     }
 
@@ -211,10 +212,11 @@ final class OutputSender: Sendable {
                 isTimerExpiry: false,
                 sourceTimestamp: outcome.sourceTimestamp
             )
-            outcome.arming?.acknowledged()
+            // Before this record's unit is done: the event stays unfinished until its timer record is written too.
+            if let timerRecord = outcome.arming?.deliveredAcknowledged() { sendNow(timerRecord) }
             ticket.finishUnit()
         case .timerRecord(let arming, let ticket):
-            arming.acknowledged()
+            arming.recordAcknowledged()
             ticket.finishUnit()
         case .payload(let completion):
             completion(.delivered(attempts: 1))

@@ -71,6 +71,44 @@ struct PipelineOutputRetryTests {
         }
     }
 
+    /// Found by review: the timer record was sent with the `push.delivered`, not after it. A restart (or the
+    /// partition's next owner) reads every timer record on the topic and schedules it, so an instance that stopped
+    /// with its `push.delivered` still failing left a timer whose expiry was written first, before the event, read
+    /// again, was delivered: `push.expired`, then `push.delivered`.
+    @Test("a timer record is written only once its push.delivered is: a restart then fires no expiry before the delivery")
+    func timerRecordFollowsDelivered() async throws {
+        try await withPipelineCluster(partitions: 1) { kafka, configuration in
+            let factory = try EventFactory()
+            let event = JSONValue.object(factory.event("timer-fcm", id: "timer-3", recipient: "user-V", timerSeconds: 2)).encoded()
+            try await produce([("user-V", event)], to: configuration.topics.sends, kafka: kafka)
+            try kafka.setLeader(of: configuration.topics.analytics, partition: 0, to: nil)
+            var stopping = timingOut(configuration, backoff: .seconds(10))
+            stopping.drainTimeout = .seconds(1)
+            let first = CampaignPipeline(configuration: stopping, registry: builtinRegistry, logger: testLogger)
+            try await whileRunning(first) {
+                try await eventually("the push.delivered record timed out", timeout: clusterTimeout) {
+                    first.statistics.snapshot.outputsRetried >= 1 ? true : nil
+                }
+            }
+            let timerRecords = try await readAll(configuration.topics.timers, kafka: kafka).filter { $0.key != DecisionTimes.recordKey }
+            #expect(timerRecords.isEmpty, "no timer record while its push.delivered is not written")
+            // Past the end of the countdown the first reading would have scheduled, with the analytics topic back:
+            // the event is read again and delivered, and its timer fires after that.
+            try kafka.setLeader(of: configuration.topics.analytics, partition: 0, to: 1)
+            try await Task.sleep(for: .seconds(2))
+            var streaming = configuration
+            streaming.untilIdle = nil
+            let again = CampaignPipeline(configuration: streaming, registry: builtinRegistry, logger: testLogger)
+            try await whileRunning(again) {
+                try await eventually("delivered and expired written", timeout: .seconds(60)) {
+                    again.statistics.outcomeCount == 1 && again.statistics.snapshot.timersFired == 1 ? true : nil
+                }
+            }
+            let kinds = try analytics(try await readAll(configuration.topics.analytics, kafka: kafka)).map(\.kind)
+            #expect(kinds == [.delivered, .expired], "analytics in offset order")
+        }
+    }
+
     /// A timer record sent again after its timer fired would land after the tombstone, and the next start would fold
     /// a live timer and fire it again.
     @Test("a timer that fired does not fire again after a restart, even when its timer record was sent again")
