@@ -438,13 +438,20 @@ extension CampaignPipeline {
         now: Timestamp?,
         scratch: RenderScratch
     ) -> EventProcessor.Decision {
-        processor.process(
+        let decision = processor.process(
             batch[index].value ?? [],
             sourcePosition: "\(batch[index].topic)/\(batch[index].partition)@\(batch[index].offset)",
             campaigns: judgement?.wasJudged == true ? table.reading(through: judgement?.horizon) : table,
             decisionTime: judgement?.decidedAt ?? now,
             scratch: scratch
         )
+        // A send judged at an earlier reading's instant is judged so by the sinks too: one the first reading
+        // delivered is not expired by the sink the next time (found by review).
+        guard let judgement, judgement.wasJudged, let now, case .deliver(var notification, let timer) = decision,
+            notification.request.expiresAt != nil, judgement.decidedAt < now
+        else { return decision }
+        notification.judgedEarlierBy = now.duration(since: judgement.decidedAt)
+        return .deliver(notification, timer: timer)
     }
 
     /// The tracker of a partition with the event at `offset` registered in it. A partition assigned again, or

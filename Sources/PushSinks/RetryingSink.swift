@@ -161,6 +161,8 @@ public final class RetryingSink<Sender: PlatformSender>: PushSink {
         // Set when its `expiresAt` passed before an attempt: it is then not sent.
         var expiredAt: Timestamp?
         let expiresAt = job.notification.request.expiresAt
+        // An event read again is judged as at its first reading (``RenderedNotification/judgedEarlierBy``).
+        let judgedEarlierBy = job.notification.judgedEarlierBy
         // The last attempt's number and failure, for the detail of an expiry.
         var lastAnswer: (number: Int, failure: SinkFailure)?
         let result = await RetryingDelivery.run(
@@ -173,7 +175,7 @@ public final class RetryingSink<Sender: PlatformSender>: PushSink {
                 if job.isCancelled() { return SinkFailure(.unavailable, "withdrawn: the event's partition moved to another instance") }
                 if let expiresAt {
                     let now = wallClock()
-                    if now >= expiresAt {
+                    if now.adding(.zero - judgedEarlierBy) >= expiresAt {
                         expiredAt = now
                         return SinkFailure(.unavailable, "expired before it could be sent")
                     }
@@ -205,7 +207,8 @@ public final class RetryingSink<Sender: PlatformSender>: PushSink {
         case .cancelled(let failure):
             if let expiredAt, let expiresAt {
                 let tried = lastAnswer.map { " (\($0.number) attempt\($0.number == 1 ? "" : "s") failed, the last: \($0.failure.detail))" } ?? " (not attempted)"
-                return .expired(detail: "not sent by \(expiredAt.rfc3339), after expiresAt \(expiresAt.rfc3339)\(tried)")
+                let judged = judgedEarlierBy > .zero ? ", judged as read \(judgedEarlierBy) earlier (its first reading)" : ""
+                return .expired(detail: "not sent by \(expiredAt.rfc3339), after expiresAt \(expiresAt.rfc3339)\(judged)\(tried)")
             }
             return .abandoned(failure)
         }

@@ -77,4 +77,18 @@ struct TimestampTests {
             #expect(direct.bytes == viaString.bytes, "\(time.rfc3339)")
         }
     }
+    /// Moving an instant by a duration carries nanoseconds across seconds both ways, and the duration between two
+    /// instants moves one to the other.
+    @Test func addingAndMeasuringDurations() {
+        let time = Timestamp(secondsSince1970: 1_800_000_000, nanoseconds: 900_000_000)
+        #expect(time.adding(.milliseconds(200)) == Timestamp(secondsSince1970: 1_800_000_001, nanoseconds: 100_000_000))
+        #expect(time.adding(.zero - .milliseconds(950)) == Timestamp(secondsSince1970: 1_799_999_999, nanoseconds: 950_000_000))
+        #expect(time.adding(.seconds(-3)) == Timestamp(secondsSince1970: 1_799_999_997, nanoseconds: 900_000_000))
+        #expect(time.adding(.zero) == time)
+        let earlier = Timestamp(secondsSince1970: 1_799_999_990, nanoseconds: 950_000_000)
+        #expect(time.duration(since: earlier) == .milliseconds(9_950))
+        #expect(earlier.duration(since: time) == .milliseconds(-9_950))
+        #expect(earlier.adding(time.duration(since: earlier)) == time)
+        #expect(time.adding(earlier.duration(since: time)) == earlier)
+    }
 }

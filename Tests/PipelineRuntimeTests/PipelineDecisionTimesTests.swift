@@ -3,6 +3,7 @@ import KafkaClient
 import PipelineCore
 @testable import PipelineRuntime
 import PushSinks
+import SinkTestSupport
 import Synchronization
 import Testing
 
@@ -39,27 +40,14 @@ struct PipelineDecisionTimesTests {
     @Test("a send taken by a sink, then read again after its expiresAt, is delivered again instead of expiring")
     func readAgainAfterItsExpiry() async throws {
         try await withPipelineCluster(partitions: 1) { kafka, base in
-            var first = base
-            first.untilIdle = nil
-            first.sinks.routes = [.fcm: ["refusing"], .apns: ["refusing"]]
             let timers = base.topics.timers
             let recordedWhenTaken = Mutex<Bool?>(nil)
             // When the sink takes the notification, the instant it was judged at is on the timers topic already.
-            let sink = RefusingSink {
+            let expiresAt = try await Self.takeThenStop("ttl-soon", kafka: kafka, base: base) {
                 let records = (try? await readAll(timers, kafka: kafka)) ?? []
                 let recorded = records.contains { $0.key == DecisionTimes.recordKey && (DecisionTimes.decode($0.value ?? [])?.contains { $0.first <= 0 && 0 <= $0.last } ?? false) }
                 recordedWhenTaken.withLock { $0 = recorded }
             }
-            let pipeline = CampaignPipeline(configuration: first, registry: builtinRegistry, sinks: [sink], logger: testLogger)
-            let running = Task { try await pipeline.run() }
-            try await eventually("joined", timeout: clusterTimeout) { pipeline.status.hasJoinedGroup && pipeline.status.assignedPartitions == 1 ? true : nil }
-            // Far enough ahead that the first reading, however slow the parallel test run makes it, comes before.
-            let expiresAt = Date().addingTimeInterval(8)
-            let factory = try EventFactory()
-            let event = factory.event("basic-fcm", id: "ttl-soon", recipient: "user-T").setting(["expiresAt"], to: .string(Timestamp(expiresAt).rfc3339))
-            try await produce([("user-T", JSONValue.object(event).encoded())], to: base.topics.sends, kafka: kafka)
-            await #expect(throws: PipelineRuntimeError.self) { try await running.value }
-            #expect(sink.submitted == ["ttl-soon"])
             #expect(recordedWhenTaken.withLock { $0 } == true, "the decision times record was written before the sink took the notification")
 
             try await Task.sleep(for: .seconds(max(0, expiresAt.timeIntervalSinceNow) + 0.5))
@@ -68,6 +56,55 @@ struct PipelineDecisionTimesTests {
             let outcomes = try await analyticsRecords(base, kafka: kafka).map(\.event)
             #expect(outcomes.map(\.kind) == [.delivered], "\(outcomes.map { "\($0.kind.rawValue) \($0.cause?.rawValue ?? "")" })")
             #expect(try await readAll(base.topics.fcm, kafka: kafka).count == 1)
+        }
+    }
+
+    /// Runs a pipeline whose sink takes the send `eventId` (a basic FCM one expiring 8 s from now), runs
+    /// `beforeAnswering`, then refuses its credentials: the pipeline stops with the send uncommitted, as a crash after
+    /// sending would leave it. Returns the send's `expiresAt`.
+    private static func takeThenStop(
+        _ eventId: String,
+        kafka: EmbeddedKafka,
+        base: PipelineConfiguration,
+        beforeAnswering: @escaping @Sendable () async -> Void = {}
+    ) async throws -> Date {
+        var first = base
+        first.untilIdle = nil
+        first.sinks.routes = [.fcm: ["refusing"], .apns: ["refusing"]]
+        let sink = RefusingSink(beforeAnswering: beforeAnswering)
+        let pipeline = CampaignPipeline(configuration: first, registry: builtinRegistry, sinks: [sink], logger: testLogger)
+        let running = Task { try await pipeline.run() }
+        try await eventually("joined", timeout: clusterTimeout) { pipeline.status.hasJoinedGroup && pipeline.status.assignedPartitions == 1 ? true : nil }
+        // Far enough ahead that the first reading, however slow the parallel test run makes it, comes before.
+        let expiresAt = Date().addingTimeInterval(8)
+        let factory = try EventFactory()
+        let event = factory.event("basic-fcm", id: eventId, recipient: "user-\(eventId)").setting(["expiresAt"], to: .string(Timestamp(expiresAt).rfc3339))
+        try await produce([("user-\(eventId)", JSONValue.object(event).encoded())], to: base.topics.sends, kafka: kafka)
+        await #expect(throws: PipelineRuntimeError.self) { try await running.value }
+        #expect(sink.submitted == [eventId])
+        return expiresAt
+    }
+
+    /// Found by review: the platform sinks judge a send's `expiresAt` again before each attempt, by the wall clock. A
+    /// send delivered once, read again after its `expiresAt`, was judged at its first instant by the pipeline but
+    /// expired by the FCM sink before its first attempt: `push.delivered`, then `push.expired`. The sink now judges it
+    /// as at its first reading too.
+    @Test("a send read again after its expiresAt is not expired by a platform sink before its first attempt")
+    func readAgainAfterItsExpiryWithAPlatformSink() async throws {
+        let fcm = try await FakeFCM.start()
+        defer { Task { await fcm.shutdown() } }
+        try await withPipelineCluster(partitions: 1) { kafka, base in
+            let expiresAt = try await Self.takeThenStop("ttl-platform", kafka: kafka, base: base)
+
+            try await Task.sleep(for: .seconds(max(0, expiresAt.timeIntervalSinceNow) + 0.5))
+            var second = base
+            second.sinks.routes = [.fcm: ["fcm"], .apns: ["kafka"]]
+            second.sinks.fcm = fcm.configuration
+            let again = CampaignPipeline(configuration: second, registry: builtinRegistry, logger: testLogger)
+            try await runUntilIdle(again)
+            let outcomes = try await analyticsRecords(base, kafka: kafka).map(\.event)
+            #expect(outcomes.map(\.kind) == [.delivered], "\(outcomes.map { "\($0.kind.rawValue) \($0.reasonDetail ?? "")" })")
+            #expect(fcm.answers.acceptedTokens.count == 1)
         }
     }
 

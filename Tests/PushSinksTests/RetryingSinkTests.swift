@@ -270,6 +270,43 @@ struct RetryingSinkTests {
         #expect(detail.contains("3 attempts failed"), "\(detail)")
     }
 
+    /// Found by review: an event read again is judged at the instant of its first reading; the sink judged its
+    /// `expiresAt` by the wall clock alone, and expired before its first attempt a send the first reading had
+    /// delivered. It now judges it as at that instant, plus the time since: attempts go on as long as they would have
+    /// then.
+    @Test("a notification judged at an earlier reading's instant expires as it would have then", arguments: [true, false])
+    func judgedEarlierExpiresAsThen(accepted: Bool) async throws {
+        let clock = VirtualClock()
+        let start = Timestamp(secondsSince1970: 1_800_000_000)
+        let wallClock: @Sendable () -> Timestamp = {
+            let (seconds, attoseconds) = clock.now.components
+            return Timestamp(secondsSince1970: start.secondsSince1970 + seconds, nanoseconds: Int32(attoseconds / 1_000_000_000))
+        }
+        let platform = ScriptedPlatform { _, _ in accepted ? nil : SinkFailure(.unavailable, "503") }
+        let sink = RetryingSink(sender: platform, concurrency: 2, policy: RetryPolicy(jitter: 0), clock: clock.retryClock, wallClock: wallClock, logger: logger)
+        let log = OutcomeLog()
+        // Expired 10 s ago by the wall clock, judged 12 s ago: it had 2 s left then.
+        var notification = try Fixtures.notification(
+            "basic-fcm", registry: registry, eventId: "event-0", recipient: "a", token: "t", expiresAt: start.adding(seconds: -10)
+        )
+        notification.judgedEarlierBy = .seconds(12)
+        try await running(sink) {
+            await sink.submit(notification, completion: log.record(notification.eventId))
+            try await log.waitForCount(1)
+        }
+        if accepted {
+            #expect(log.all.first?.1 == .delivered(attempts: 1), "\(log.all)")
+            return
+        }
+        // Always refused: attempts at 0, 0.5 and 1.5 s, in the 2 s it had; the next, at 3.5 s, would have come after.
+        guard case .expired(let detail)? = log.all.first?.1 else {
+            Issue.record("expected it to expire: \(log.all)")
+            return
+        }
+        #expect(platform.attempts.count == 3)
+        #expect(detail.contains("judged as read 12.0 seconds earlier"), "\(detail)")
+    }
+
     /// A limit on one device's messages (APNs 429 `TooManyRequests`) is that recipient's: the others go on.
     @Test("a throttled recipient holds only its own later notifications")
     func throttledRecipientHoldsOnlyItself() async throws {

@@ -16,6 +16,7 @@ public struct RenderedNotification: Sendable {
         var payloadBytes: [UInt8]
         var headers: Headers
         var warnings: [RenderWarning]
+        var judgedEarlierBy: Duration = .zero
     }
 
     /// What the template rendered, as it is kept: where its members are in the payload's bytes, which were made from
@@ -136,6 +137,15 @@ public struct RenderedNotification: Sendable {
     public var warnings: [RenderWarning] {
         _read { yield storage.fields.warnings }
         set { storage.update { $0.warnings = newValue } }
+    }
+
+    /// How long before it was read this time the event was judged: an event read again (after a crash or a
+    /// rebalance) is judged at the instant of its first reading. A sink judges its `expiresAt` as at that instant,
+    /// plus the time since this reading began, so that a send its first reading delivered does not end
+    /// `push.expired` the next time it is read. Zero for an event judged as it is read.
+    public var judgedEarlierBy: Duration {
+        get { storage.fields.judgedEarlierBy }
+        set { storage.update { $0.judgedEarlierBy = newValue } }
     }
 
     /// The event id.

@@ -21,6 +21,26 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
         Timestamp(secondsSince1970: secondsSince1970 &+ seconds, nanoseconds: nanoseconds)
     }
 
+    /// This instant moved by `duration` (to the past when it is negative), to the nanosecond.
+    public func adding(_ duration: Duration) -> Timestamp {
+        let (seconds, attoseconds) = duration.components
+        var nanoseconds = Int64(self.nanoseconds) + attoseconds / 1_000_000_000
+        var whole = secondsSince1970 &+ seconds
+        if nanoseconds >= 1_000_000_000 {
+            nanoseconds -= 1_000_000_000
+            whole &+= 1
+        } else if nanoseconds < 0 {
+            nanoseconds += 1_000_000_000
+            whole &-= 1
+        }
+        return Timestamp(secondsSince1970: whole, nanoseconds: Int32(nanoseconds))
+    }
+
+    /// The time from `earlier` to this instant (negative when `earlier` is the later one).
+    public func duration(since earlier: Timestamp) -> Duration {
+        .seconds(secondsSince1970 &- earlier.secondsSince1970) + .nanoseconds(Int64(nanoseconds) - Int64(earlier.nanoseconds))
+    }
+
     public static func < (lhs: Timestamp, rhs: Timestamp) -> Bool {
         (lhs.secondsSince1970, lhs.nanoseconds) < (rhs.secondsSince1970, rhs.nanoseconds)
     }
