@@ -77,6 +77,13 @@ extension PipelineConfiguration {
             configuration.overrideKafkaProperty(property, value)
         }
         try configuration.applySinkEnvironment(environment)
+        if configuration.retryBackoff > configuration.maxRetryBackoff {
+            throw ConfigurationError(
+                key: "processing.retryBackoffMilliseconds",
+                reason: "\(configuration.retryBackoff.wholeMilliseconds) ms is longer than processing.maxRetryBackoffSeconds "
+                    + "(\(configuration.maxRetryBackoff.wholeMilliseconds / 1000) s): the first wait cannot be longer than the longest"
+            )
+        }
         try configuration.sinks.validate(checkingCredentials: checkingSinkCredentials)
         try configuration.topics.validate()
         return configuration
@@ -87,8 +94,13 @@ extension PipelineConfiguration {
             guard let text = environment[name], !text.isEmpty else { return nil }
             return text
         }
-        if let list = value(EnvironmentKey.fcmSinks) { sinks.routes[.fcm] = Self.splitServers(list) }
-        if let list = value(EnvironmentKey.apnsSinks) { sinks.routes[.apns] = Self.splitServers(list) }
+        // Checked here, to name the variable: the file's route it replaces may be a good one.
+        for (platform, name) in [(Platform.fcm, EnvironmentKey.fcmSinks), (.apns, EnvironmentKey.apnsSinks)] {
+            guard let list = value(name) else { continue }
+            let kinds = Self.splitServers(list)
+            try Sinks.validateRoute(kinds, of: platform, key: name)
+            sinks.routes[platform] = kinds
+        }
         if let path = value(EnvironmentKey.fcmServiceAccountFile) { sinks.fcm.serviceAccount = .file(path: path) }
         if value(EnvironmentKey.fcmServiceAccount) != nil { sinks.fcm.serviceAccount = .environment(name: EnvironmentKey.fcmServiceAccount) }
         if let project = value(EnvironmentKey.fcmProjectID) { sinks.fcm.projectID = project }

@@ -48,33 +48,50 @@ extension PipelineConfiguration.Sinks {
     /// configured.
     func validate(checkingCredentials: Bool = true) throws(ConfigurationError) {
         for (platform, kinds) in routes.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
-            let path = "sinks.\(platform.rawValue)"
-            if kinds.isEmpty { throw ConfigurationError(key: path, reason: "at least one sink is needed (kafka, fcm, apns)") }
-            for kind in kinds where !Self.builtinKinds.contains(kind) {
-                throw ConfigurationError(key: path, reason: "unknown sink '\(kind)' (expected kafka, fcm or apns)")
-            }
-            if Set(kinds).count != kinds.count { throw ConfigurationError(key: path, reason: "a sink is named twice") }
-            if platform == .fcm, kinds.contains("apns") { throw ConfigurationError(key: path, reason: "FCM payloads cannot go to APNs") }
-            if platform == .apns, kinds.contains("fcm") { throw ConfigurationError(key: path, reason: "APNs payloads cannot go to FCM") }
+            try Self.validateRoute(kinds, of: platform, key: "sinks.\(platform.rawValue)")
+        }
+        if retry.initialBackoff > retry.maxBackoff {
+            throw ConfigurationError(
+                key: "sinks.retry.initialBackoffMilliseconds",
+                reason: "\(retry.initialBackoff.wholeMilliseconds) ms is longer than sinks.retry.maxBackoffSeconds "
+                    + "(\(retry.maxBackoff.wholeMilliseconds / 1000) s): the first wait cannot be longer than the longest"
+            )
         }
         guard checkingCredentials else { return }
+        typealias EnvironmentKey = PipelineConfiguration.EnvironmentKey
         if uses("fcm"), fcm.serviceAccount == nil {
             throw ConfigurationError(
                 key: "fcm.serviceAccountFile",
-                reason: "required when sinks.fcm includes fcm (or fcm.serviceAccountEnv, or \(PipelineConfiguration.EnvironmentKey.fcmServiceAccountFile))"
+                reason: "required when sinks.fcm includes fcm (or fcm.serviceAccountEnv, or \(EnvironmentKey.fcmServiceAccountFile))"
             )
         }
         if uses("apns") {
             if apns.privateKey == nil {
                 throw ConfigurationError(
                     key: "apns.privateKeyFile",
-                    reason: "required when sinks.apns includes apns (or apns.privateKeyEnv, or \(PipelineConfiguration.EnvironmentKey.apnsPrivateKeyFile))"
+                    reason: "required when sinks.apns includes apns (or apns.privateKeyEnv, or \(EnvironmentKey.apnsPrivateKeyFile))"
                 )
             }
-            for (key, value) in [("apns.keyId", apns.keyID), ("apns.teamId", apns.teamID), ("apns.topic", apns.topic)] where value.isEmpty {
-                throw ConfigurationError(key: key, reason: "required when sinks.apns includes apns")
+            let required = [
+                ("apns.keyId", EnvironmentKey.apnsKeyID, apns.keyID), ("apns.teamId", EnvironmentKey.apnsTeamID, apns.teamID),
+                ("apns.topic", EnvironmentKey.apnsTopic, apns.topic),
+            ]
+            for (key, variable, value) in required where value.isEmpty {
+                throw ConfigurationError(key: key, reason: "required when sinks.apns includes apns (or \(variable))")
             }
         }
+    }
+
+    /// Checks that the route of `platform`'s payloads names known sinks that take them, each once; errors name `key`,
+    /// where the route was given.
+    static func validateRoute(_ kinds: [String], of platform: Platform, key: String) throws(ConfigurationError) {
+        if kinds.isEmpty { throw ConfigurationError(key: key, reason: "at least one sink is needed (kafka, fcm, apns)") }
+        for kind in kinds where !builtinKinds.contains(kind) {
+            throw ConfigurationError(key: key, reason: "unknown sink '\(kind)' (expected kafka, fcm or apns)")
+        }
+        if Set(kinds).count != kinds.count { throw ConfigurationError(key: key, reason: "a sink is named twice") }
+        if platform == .fcm, kinds.contains("apns") { throw ConfigurationError(key: key, reason: "FCM payloads cannot go to APNs") }
+        if platform == .apns, kinds.contains("fcm") { throw ConfigurationError(key: key, reason: "APNs payloads cannot go to FCM") }
     }
 
     func describedAsJSON() -> JSONValue {

@@ -100,12 +100,33 @@ struct SinkConfigurationTests {
         (#"{"apns": {"environment": "staging"}}"#, "apns.environment"),
         (#"{"apns": {"tokenRefreshMinutes": 10}}"#, "apns.tokenRefreshMinutes"),
         (#"{"fcm": {"serviceAccount": "inline"}}"#, "fcm.serviceAccount"),
+        // Found by review: a first wait longer than the longest was accepted, and silently cut to the longest.
+        (#"{"sinks": {"retry": {"initialBackoffMilliseconds": 900000, "maxBackoffSeconds": 1}}}"#, "sinks.retry.initialBackoffMilliseconds"),
+        (#"{"processing": {"retryBackoffMilliseconds": 600000, "maxRetryBackoffSeconds": 1}}"#, "processing.retryBackoffMilliseconds"),
     ])
     func refused(json: String, key: String) throws {
         let error = #expect(throws: ConfigurationError.self) {
             try PipelineConfiguration.load(file: try object(json), environment: [:])
         }
         #expect(error?.key == key, "\(json): \(error.map(String.init(describing:)) ?? "no error")")
+    }
+
+    /// Found by review: a bad route from `CAMPAIGN_PIPELINE_SINKS_FCM` or `_APNS` was reported under the file's key,
+    /// whose route was a good one; and a missing APNs key id, team id or topic did not name its variable.
+    @Test("a bad route from the environment names its variable; missing APNs settings name theirs")
+    func environmentRoutesNameTheirVariable() throws {
+        let file = try object(#"{"sinks": {"fcm": ["kafka"], "apns": ["kafka"]}}"#)
+        for (variable, value) in [("CAMPAIGN_PIPELINE_SINKS_FCM", "apns"), ("CAMPAIGN_PIPELINE_SINKS_APNS", "kafka,kafk")] {
+            let error = #expect(throws: ConfigurationError.self) {
+                try PipelineConfiguration.load(file: file, environment: [variable: value])
+            }
+            #expect(error?.key == variable, "\(error.map(String.init(describing:)) ?? "no error")")
+        }
+        let missing = #expect(throws: ConfigurationError.self) {
+            try PipelineConfiguration.load(file: file, environment: ["CAMPAIGN_PIPELINE_SINKS_APNS": "apns", "CAMPAIGN_PIPELINE_APNS_PRIVATE_KEY_FILE": "/k.p8"])
+        }
+        #expect(missing?.key == "apns.keyId")
+        #expect(missing?.reason.contains("CAMPAIGN_PIPELINE_APNS_KEY_ID") == true, "\(missing.map(String.init(describing:)) ?? "no error")")
     }
 
     @Test("a misspelt key is reported as unknown, whatever its value's type", arguments: [
