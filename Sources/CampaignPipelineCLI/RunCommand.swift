@@ -86,8 +86,11 @@ struct RunCommand: AsyncParsableCommand {
             // Before Kafka: a port already in use stops the command at once, not after the pipeline has started.
             try await metrics?.listen()
         } catch {
-            // Named as the operator gave the port (the container image sets only the variable).
-            throw CommandError("\(metricsPort != nil ? "--metrics-port" : "CAMPAIGN_PIPELINE_METRICS_PORT"): \(error)")
+            // Named as the operator gave the port (the container image sets only the variable), or the host.
+            let option =
+                (error as? MetricsServerError)?.isAboutHost == true
+                ? "--metrics-host" : metricsPort != nil ? "--metrics-port" : "CAMPAIGN_PIPELINE_METRICS_PORT"
+            throw CommandError("\(option): \(error)")
         }
         try await pipeline.runUntilSignalled(
             logger: logger,

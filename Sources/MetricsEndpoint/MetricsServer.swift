@@ -73,7 +73,8 @@ public final class MetricsServer: Service {
         do {
             channel = try await bind()
         } catch {
-            throw MetricsServerError(description: "cannot serve metrics on \(host):\(port): \(error)")
+            let isAboutHost = error is SocketAddressError || error is SocketAddressError.UnknownHost || (error as? IOError)?.errnoCode == EADDRNOTAVAIL
+            throw MetricsServerError(description: "cannot serve metrics on \(host):\(port): \(error)", isAboutHost: isAboutHost)
         }
         listener.withLock { $0 = channel }
         let port = channel.localAddress?.port ?? port
@@ -134,6 +135,8 @@ private final class ConnectionCount: Sendable {
 /// Why the metrics endpoint could not start.
 public struct MetricsServerError: Error, CustomStringConvertible {
     public var description: String
+    /// The host is what could not be listened on (no such name, or not an address of this machine), not the port.
+    public var isAboutHost = false
 }
 
 /// Answers one request at a time on one connection (HTTP/1.1 keep-alive as the client asks).

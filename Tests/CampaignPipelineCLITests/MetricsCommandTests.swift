@@ -98,6 +98,12 @@ struct MetricsCommandTests {
         let third = try await runProcess(executable, ["run", "--bootstrap-servers", "127.0.0.1:1", "--metrics-host", "127.0.0.1"], environment: thirdEnvironment)
         #expect(third.status == 1)
         #expect(third.stderr.contains("CAMPAIGN_PIPELINE_METRICS_PORT: cannot serve metrics on 127.0.0.1:\(port): "), "\(third.stderr)")
+        // Found by review: a host that is no address, or not one of this machine's, was reported as the port's fault.
+        for host in ["256.1.1.1", "192.0.2.1"] {
+            let wrongHost = try await runProcess(executable, ["run", "--bootstrap-servers", "127.0.0.1:1", "--metrics-port", "0", "--metrics-host", host])
+            #expect(wrongHost.status == 1)
+            #expect(wrongHost.stderr.contains("--metrics-host: cannot serve metrics on \(host):0: "), "\(wrongHost.stderr)")
+        }
 
         // --until-idle: the pipeline ends, and the endpoint with it.
         for _ in 0..<300 where process.isRunning { try await Task.sleep(for: .milliseconds(50)) }
