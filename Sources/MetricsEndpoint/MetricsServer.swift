@@ -73,7 +73,9 @@ public final class MetricsServer: Service {
         do {
             channel = try await bind()
         } catch {
-            let isAboutHost = error is SocketAddressError || error is SocketAddressError.UnknownHost || (error as? IOError)?.errnoCode == EADDRNOTAVAIL
+            // No such name, or not an address of this machine.
+            let isAboutHost =
+                error is SocketAddressError || error is SocketAddressError.UnknownHost || (error as? IOError)?.errnoCode == EADDRNOTAVAIL
             throw MetricsServerError(description: "cannot serve metrics on \(host):\(port): \(error)", isAboutHost: isAboutHost)
         }
         listener.withLock { $0 = channel }
