@@ -9,7 +9,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p .build-tsan
 shim=.build-tsan/libtsan-shim.so
-/opt/swift/usr/bin/clang -O1 -fPIC -shared -o "$shim" scripts/tsan/tsan-shim.c -ldl -lpthread -Wl,--unresolved-symbols=ignore-all
+# The toolchain's own clang (its TSan runtime is the one Swift links), wherever the toolchain is installed.
+clang="$(dirname "$(readlink -f "$(command -v swift)")")/clang"
+"$clang" -O1 -fPIC -shared -o "$shim" scripts/tsan/tsan-shim.c -ldl -lpthread -Wl,--unresolved-symbols=ignore-all
 swift build --build-tests --sanitize=thread --scratch-path .build-tsan
 LD_PRELOAD="$PWD/$shim" TSAN_OPTIONS="halt_on_error=0 ${TSAN_OPTIONS:-}" \
     swift test --skip-build --sanitize=thread --scratch-path .build-tsan --filter "${1:-KafkaClientTests}"
