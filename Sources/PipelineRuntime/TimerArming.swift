@@ -35,11 +35,13 @@ final class TimerArming: Sendable {
             ticket.finishUnit()
             return nil
         }
+        book.beginArming(timer)
         return OutputSender.Output(record: record, acknowledgement: .timerRecord(self, ticket))
     }
 
-    /// The timer record is acknowledged: the timer is scheduled.
+    /// The timer record is acknowledged: the timer is scheduled (unless its tombstone was read meanwhile:
+    /// ``TimerBook/finishArming(_:)``).
     func recordAcknowledged() {
-        book.schedule(timer)
+        book.finishArming(timer)
     }
 }

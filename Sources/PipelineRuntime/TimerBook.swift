@@ -69,6 +69,10 @@ final class TimerBook: Sendable {
         /// timer's record does not bring it back, while a newer timer of the message (its event delivered again) is
         /// scheduled. The tombstone this book wrote for it is recognised when it is read back.
         var fired: [TimerKey: Timestamp] = [:]
+        /// Timers of this instance's deliveries whose record is sent and not acknowledged yet (``beginArming(_:)``),
+        /// with whether a tombstone retiring them was read meanwhile: the partition's next owner read the record and
+        /// fired the timer, and the acknowledgement must not bring it back here.
+        var arming: [TimerKey: (expiresAt: Timestamp, isRetired: Bool)] = [:]
     }
 
     private let state = Mutex(State())
@@ -98,6 +102,26 @@ final class TimerBook: Sendable {
         }
     }
 
+    /// A delivered timer's record is being written (``TimerArming``): a tombstone read before it is acknowledged and
+    /// that retires it keeps ``finishArming(_:)`` from scheduling it.
+    func beginArming(_ timer: PendingTimer) {
+        state.withLock { $0.arming[TimerKey(timer.identity.messageId)] = (timer.expiresAt, false) }
+    }
+
+    /// A delivered timer's record is acknowledged: the timer is scheduled, unless a tombstone retiring it was read
+    /// since ``beginArming(_:)`` (found by review: a late acknowledgement, after the partition's next owner had fired
+    /// the timer and this book had read the tombstone, kept the timer pending here, to fire again were the partition
+    /// assigned here again).
+    func finishArming(_ timer: PendingTimer) {
+        let key = TimerKey(timer.identity.messageId)
+        let isRetired = state.withLock { state in
+            guard let arming = state.arming[key], arming.expiresAt == timer.expiresAt else { return false }
+            state.arming[key] = nil
+            return arming.isRetired
+        }
+        if !isRetired { schedule(timer) }
+    }
+
     /// Applies a tombstone read from the topic. `retiring` is the due time of the timer the tombstone retires (its
     /// `expiresAt` header; `nil` for a tombstone without one, which retires whatever timer the message has).
     ///
@@ -119,6 +143,9 @@ final class TimerBook: Sendable {
     func remove(messageId: String, retiring: Timestamp? = nil, writtenHere: Bool = false, at now: Timestamp = .now()) -> PendingTimer? {
         state.withLock { state in
             let key = TimerKey(messageId)
+            if let arming = state.arming[key], retiring.map({ arming.expiresAt <= $0 }) ?? true {
+                state.arming[key]?.isRetired = true
+            }
             // The tombstone of the timer that fired here has come back: a late read of that timer's record is over.
             if retiring == nil || state.fired[key] == retiring { state.fired[key] = nil }
             guard let retiring, let pending = state.pending[key]?.timer, pending.expiresAt > retiring else {

@@ -35,6 +35,31 @@ struct TimerBookTests {
         #expect(book.takeDue(at: Self.start.adding(seconds: 10_000), in: [0]).map(\.identity.messageId) == ["m0", "m5"])
     }
 
+    /// Found by review: a delivered timer is scheduled here once its record is acknowledged. Acknowledged late, after
+    /// the partition's next owner had read the record, fired the timer and this book had read its tombstone, the
+    /// timer came back here, pending, and fired again were the partition assigned here again.
+    @Test("a timer whose tombstone is read while its record is being written is not scheduled when the record is acknowledged")
+    func tombstoneReadWhileArming() {
+        let book = TimerBook()
+        book.beginArming(Self.timer("fired-elsewhere", in: 5))
+        book.remove(messageId: "fired-elsewhere", retiring: Self.start.adding(seconds: 5))
+        book.finishArming(Self.timer("fired-elsewhere", in: 5))
+        #expect(book.count == 0)
+        // A tombstone of the message's earlier timer does not retire the newer one being written.
+        book.beginArming(Self.timer("delivered-again", in: 10))
+        book.remove(messageId: "delivered-again", retiring: Self.start.adding(seconds: 1))
+        book.finishArming(Self.timer("delivered-again", in: 10))
+        // Nor does anything retire a timer whose record is acknowledged before any tombstone.
+        book.beginArming(Self.timer("plain", in: 20))
+        book.finishArming(Self.timer("plain", in: 20))
+        #expect(book.count == 2)
+        #expect(book.takeDue(at: Self.start.adding(seconds: 30), in: [0]).map(\.identity.messageId) == ["delivered-again", "plain"])
+        // Nothing is kept of the armings once acknowledged: a tombstone read later retires nothing new.
+        book.remove(messageId: "plain", retiring: Self.start.adding(seconds: 20))
+        book.schedule(Self.timer("plain", in: 40))
+        #expect(book.count == 1)
+    }
+
     @Test("a replaced timer fires once, at its new time; a removed one never")
     func replacedAndRemoved() {
         let book = TimerBook()
