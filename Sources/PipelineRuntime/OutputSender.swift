@@ -237,7 +237,7 @@ final class OutputSender: Sendable {
             deadLetterRefused(output, ticket: ticket, error: error)
             return
         }
-        if case .outcome(_, let ticket) = output.acknowledgement, Self.isPermanent(error) {
+        if case .outcome(let outcome, let ticket) = output.acknowledgement, Self.isPermanent(error) {
             // Bounded in size (ids, a cut detail), so only an event with ids of hundreds of kilobytes gets here:
             // retried for good, it would hold its partition's commit back for ever (and each restart would send the
             // partition's later events to phones again).
@@ -245,6 +245,9 @@ final class OutputSender: Sendable {
                 "Outcome record refused for good; given up (its event has no analytics record)",
                 metadata: ["topic": "\(output.record.topic)", "bytes": "\(output.record.value?.count ?? 0)", "error": "\(error)"]
             )
+            // A delivered timer's, whose timer record waits for it: given up with it (found by review: its unit was
+            // left open, and the event with its partition's commit held back for good).
+            outcome.arming?.deliveredGivenUp()
             ticket.finishUnit()
             return
         }
@@ -262,7 +265,8 @@ final class OutputSender: Sendable {
         }
         var next = output
         next.attempt += 1
-        statistics.recordRetry()
+        // Once per output, however many of its attempts fail (`outputs_retried_total` counts outputs; found by review).
+        if next.attempt == 1 { statistics.recordRetry() }
         let retry = Retry(due: .now + backoffDelay(attempt: next.attempt), output: next)
         state.withLock { state in
             state.retries.append(retry)

@@ -23,7 +23,7 @@ public final class PipelineStatistics: Sendable {
         /// not counted in ``outcomes``, which holds one terminal outcome per input).
         public var timersFired = 0
         /// Outputs the cluster did not take (not acknowledged within `message.timeout.ms`, or refused) and that
-        /// were queued to be sent again.
+        /// were queued to be sent again: each output once, however many of its attempts failed.
         public var outputsRetried = 0
         /// The first payload rendered per `template/platform`.
         public var samplePayloads: [String: [UInt8]] {
@@ -100,7 +100,7 @@ public final class PipelineStatistics: Sendable {
         }
     }
 
-    /// Counts an output queued to be sent again.
+    /// Counts an output queued to be sent again for the first time (its later failed attempts are not counted).
     func recordRetry() {
         state.withLock { $0.outputsRetried += 1 }
     }

@@ -11,7 +11,8 @@ import KafkaClient
 ///    (a retried record landing after its tombstone would make the timer live again at the next start).
 ///
 /// A timer record is not sent for an event whose partition moved away (or was read again from an earlier offset)
-/// meanwhile: the event is not committed here, and is delivered again, timer and all, where it is read next.
+/// meanwhile: the event is not committed here, and is delivered again, timer and all, where it is read next. Nor for
+/// one whose `push.delivered` the cluster refused for good (``deliveredGivenUp()``).
 final class TimerArming: Sendable {
     private let timer: TimerBook.PendingTimer
     private let book: TimerBook
@@ -37,6 +38,12 @@ final class TimerArming: Sendable {
         }
         book.beginArming(timer)
         return OutputSender.Output(record: record, acknowledgement: .timerRecord(self, ticket))
+    }
+
+    /// The `push.delivered` was refused for good (``OutputSender/isPermanent(_:)``) and given up: the timer is given up
+    /// with it (its expiry, with the same ids, would be refused too), and its record's unit is done.
+    func deliveredGivenUp() {
+        ticket.finishUnit()
     }
 
     /// The timer record is acknowledged: the timer is scheduled (unless its tombstone was read meanwhile:

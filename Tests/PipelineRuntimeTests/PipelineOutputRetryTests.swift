@@ -172,6 +172,37 @@ struct PipelineOutputRetryTests {
         }
     }
 
+    /// Found by review: `campaign_pipeline_outputs_retried_total` ("outputs the cluster did not take at first") went
+    /// up for every failed attempt, so an outage of a minute counted each output many times.
+    @Test("an output whose attempts fail again and again is counted once as retried")
+    func retriedOutputCountedOnce() async throws {
+        try await withPipelineCluster(partitions: 1) { kafka, configuration in
+            let topic = configuration.topics.fcm
+            var producerConfiguration = KafkaProducerConfiguration(bootstrapServers: [kafka.bootstrapServers])
+            producerConfiguration.messageTimeout = .seconds(1)
+            let producer = try KafkaProducer(configuration: producerConfiguration, logger: testLogger)
+            let statistics = PipelineStatistics()
+            let sender = OutputSender(producer: producer, statistics: statistics, backoff: .seconds(1), maxBackoff: .seconds(1), logger: testLogger)
+            try kafka.setLeader(of: topic, partition: 0, to: nil)
+            let retrying = Task { await sender.runRetries() }
+            sender.sendNow(OutputSender.Output(record: KafkaProducerRecord(topic: topic, partition: 0, key: Array("k".utf8), value: Array("v".utf8))) { _ in })
+            // Each attempt times out after a second, then waits a second in the retries.
+            try await eventually("three attempts to fail", timeout: .seconds(30), every: .milliseconds(50)) {
+                sender.pendingRetryAttempts == [3] ? true : nil
+            }
+            #expect(statistics.snapshot.outputsRetried == 1)
+            try kafka.setLeader(of: topic, partition: 0, to: 1)
+            try await eventually("the output to be written", timeout: .seconds(30)) {
+                sender.pendingRetries == 0 && producer.pendingCount == 0 ? true : nil
+            }
+            retrying.cancel()
+            await retrying.value
+            await producer.close(timeout: .seconds(1))
+            #expect(try await readAll(topic, kafka: kafka).count == 1)
+            #expect(statistics.snapshot.outputsRetried == 1)
+        }
+    }
+
     /// Found by review: a stop that came while the reading waited for the oldest emission cancelled that one only. It
     /// left its outputs waiting for room in the producer's queue and ended, and the next emission, not cancelled yet,
     /// went on at once and sent its payloads straight to the producer, ahead of them (a key's later payload written
@@ -300,6 +331,31 @@ struct PipelineOutputRetryTests {
             #expect(deadLetters.first?.header("error.value.dropped")?.hasPrefix("\(bytes.count) bytes") == true)
             #expect(deadLetters.first?.header("source.offset") == "0")
             #expect(try analytics(try await readAll(configuration.topics.analytics, kafka: kafka)).map(\.kind) == [.rejected])
+            let again = CampaignPipeline(configuration: configuration, registry: builtinRegistry, logger: testLogger)
+            try await runUntilIdle(again)
+            #expect(again.statistics.snapshot.totalIn == 0, "the event was committed")
+        }
+    }
+
+    /// Found by review: a delivered timer's record waits for its `push.delivered`; when the cluster refused that for
+    /// good (given up, as every outcome record it refuses for good is), the timer record's unit was never done, and
+    /// the event and its partition's commit were held back for good.
+    @Test("a delivered timer whose push.delivered is refused for good is given up with it, and the event is committed")
+    func timerWithAnOversizedOutcome() async throws {
+        try await withPipelineCluster(partitions: 1) { kafka, configuration in
+            let factory = try EventFactory()
+            // An event id the payload does not carry, but the analytics record does.
+            let eventId = "timer-" + String(repeating: "i", count: 3_000)
+            let event = JSONValue.object(factory.event("timer-fcm", id: eventId, recipient: "user-O", timerSeconds: 600)).encoded()
+            try await produce([("user-O", event)], to: configuration.topics.sends, kafka: kafka)
+            var limited = configuration
+            limited.producerProperties["message.max.bytes"] = "2500"
+            let pipeline = CampaignPipeline(configuration: limited, registry: builtinRegistry, logger: testLogger)
+            try await runUntilIdle(pipeline, timeout: .seconds(90))
+            #expect(try await readAll(configuration.topics.fcm, kafka: kafka).count == 1, "the payload was written")
+            #expect(try await readAll(configuration.topics.analytics, kafka: kafka).isEmpty, "its push.delivered was refused")
+            let timerRecords = try await readAll(configuration.topics.timers, kafka: kafka).filter { $0.key != DecisionTimes.recordKey }
+            #expect(timerRecords.isEmpty, "no timer without its push.delivered")
             let again = CampaignPipeline(configuration: configuration, registry: builtinRegistry, logger: testLogger)
             try await runUntilIdle(again)
             #expect(again.statistics.snapshot.totalIn == 0, "the event was committed")
