@@ -93,8 +93,9 @@ extension CampaignPipeline {
         definitions: StateTopicFollower
     ) async {
         guard !indices.isEmpty else { return }
+        let now = Timestamp.now()
         let recorded = indices.map { index in
-            decisionTimes.judgements(for: [batch[index].offset], of: batch[index].partition, now: .now()).first
+            decisionTimes.judgements(for: [batch[index].offset], of: batch[index].partition, now: now).first
         }
         guard let table = await campaignTable(covering: recorded, definitions: definitions) else {
             Self.leaveUndecided(from: indices, of: batch, &decisions)
@@ -103,7 +104,8 @@ extension CampaignPipeline {
         let scratch = RenderScratch()
         for (index, judgement) in zip(indices, recorded) {
             guard let judgement, judgement.wasJudged else { continue }
-            decisions[index] = Self.decide(batch, at: index, processor: processor, table: table, judgement: judgement, now: nil, scratch: scratch)
+            // `now`, this reading's instant: the sinks judge the send as at its recorded instant plus the time since.
+            decisions[index] = Self.decide(batch, at: index, processor: processor, table: table, judgement: judgement, now: now, scratch: scratch)
         }
     }
 

@@ -17,7 +17,8 @@ private struct DecideBench {
     let send: KafkaConsumerMessage
     let definition: [UInt8]
 
-    init(kafka: EmbeddedKafka, configuration: PipelineConfiguration) async throws {
+    /// - Parameter expiresAt: the send's, if any.
+    init(kafka: EmbeddedKafka, configuration: PipelineConfiguration, expiresAt: Timestamp? = nil) async throws {
         let topics = configuration.topics
         definition = JSONValue.object([
             "type": "campaign.defined", "campaignId": "by-reference", "version": 1, "template": "basic",
@@ -37,6 +38,7 @@ private struct DecideBench {
         sender = OutputSender(producer: producer, statistics: pipeline.statistics, backoff: .milliseconds(100), maxBackoff: .seconds(1), logger: testLogger)
         var event = try EventFactory().event("basic-fcm", id: "by-reference-send", recipient: "user-R").setting(["campaignId"], to: "by-reference")
         event["content"] = nil
+        if let expiresAt { event["expiresAt"] = .string(expiresAt.rfc3339) }
         send = KafkaConsumerMessage(
             topic: topics.sends,
             partition: 0,
@@ -112,6 +114,23 @@ struct PipelineDecideTests {
             let decision = try await bench.decide { [pipeline = bench.pipeline] in pipeline.decisionTimes.merge([recorded], of: 0) }
             // Recorded against a table that had not read the definition: the send is not rendered.
             guard case .awaitingDefinition? = decision else { Issue.record("not as recorded: \(String(describing: decision))"); return }
+            #expect(bench.pipeline.decisionTimes.ranges(of: 0) == [recorded])
+            await bench.close()
+        }
+    }
+
+    /// Found by review: a send decided again as another instance recorded it is judged at that record's instant, but
+    /// its sinks were not told: an FCM or APNs sink judged its `expiresAt` by the wall clock alone, and could expire a
+    /// send that other instance had delivered.
+    @Test("a send decided as another instance recorded it tells its sinks how much earlier it was judged")
+    func judgementRecordedMeanwhileReachesTheSinks() async throws {
+        try await withPipelineCluster(partitions: 1) { kafka, configuration in
+            let bench = try await DecideBench(kafka: kafka, configuration: configuration, expiresAt: Timestamp(Date().addingTimeInterval(600)))
+            let recorded = DecisionTimes.Range(first: 0, last: 0, decidedAt: Timestamp(Date().addingTimeInterval(-60)), horizon: CampaignTable.Horizon([0: 1]))
+            let decision = try await bench.decide { [pipeline = bench.pipeline] in pipeline.decisionTimes.merge([recorded], of: 0) }
+            guard case .deliver(let notification, _)? = decision else { Issue.record("not delivered: \(String(describing: decision))"); return }
+            #expect(notification.judgedEarlierBy >= .seconds(60), "\(notification.judgedEarlierBy)")
+            #expect(notification.judgedEarlierBy < .seconds(120), "\(notification.judgedEarlierBy)")
             #expect(bench.pipeline.decisionTimes.ranges(of: 0) == [recorded])
             await bench.close()
         }
