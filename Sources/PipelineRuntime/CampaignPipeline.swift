@@ -77,6 +77,11 @@ public final class CampaignPipeline: Service {
     let rejectedEventWarning = RepeatedWarning("Event rejected")
     let ignoredCampaignEventWarning = RepeatedWarning("Campaign event ignored")
     let unreadableTimerWarning = RepeatedWarning("Unreadable timer record ignored")
+    /// The pipeline's own repeated warnings, whose counts still held back are said when it stops (found by review:
+    /// the decision times' was left out, and none was said when the start-up ended after the state was folded).
+    var repeatedWarnings: [RepeatedWarning] {
+        [rejectedEventWarning, ignoredCampaignEventWarning, unreadableTimerWarning, tableBehindWarning, unwrittenDecisionTimesWarning]
+    }
     private let stopSignal = StopSignal()
     /// What ``status`` reports that the run sets as it goes.
     let runState = Mutex(RunState())
@@ -186,6 +191,9 @@ public final class CampaignPipeline: Service {
     ///   mismatched partition counts), or the consumer or a producer fails for good.
     public func run() async throws {
         defer {
+            // Also when the start-up ends early (stopped, or failed after the state was folded): counts held back
+            // while folding are said (a no-op when the run's end said them already).
+            for warning in repeatedWarnings { warning.flush(to: logger) }
             runState.withLock { $0 = RunState(phase: .stopped) }
             runProducers.withLock { $0 = [] }
         }
@@ -385,9 +393,7 @@ public final class CampaignPipeline: Service {
         if failure == nil, let (sink, reason) = sinkStop.withLock({ $0 }) {
             failure = PipelineRuntimeError.sinkStopped(sink: sink, reason: reason.detail)
         }
-        for warning in [rejectedEventWarning, ignoredCampaignEventWarning, unreadableTimerWarning, tableBehindWarning, sender.refusedOutputWarning] {
-            warning.flush(to: logger)
-        }
+        for warning in repeatedWarnings + [sender.refusedOutputWarning] { warning.flush(to: logger) }
         let summary = statistics.snapshot
         // Read by this instance with no outcome written by it: in flight at the drain's timeout, or their partition
         // taken away meanwhile. Not committed, so their next reader processes them again.
@@ -635,7 +641,8 @@ public final class CampaignPipeline: Service {
                         }
                     }
                 } catch {
-                    for task in emitting { task.cancel() }
+                    // Latest first, as in `waitPassingOnCancellation`.
+                    for task in emitting.reversed() { task.cancel() }
                     for task in emitting { _ = await task.value }
                     throw error
                 }

@@ -1,6 +1,8 @@
 import KafkaClient
 import Logging
+import PipelineCore
 import PipelineRuntime
+import PlatformSinks
 import ServiceLifecycle
 import TestSupport
 import Testing
@@ -35,6 +37,25 @@ struct PipelineStartUpTests {
         try await running.value
         #expect(recorder.lines.contains { $0.message == "Shutdown requested while starting: stopping" })
         #expect(recorder.lines.contains { $0.message == "Pipeline stopped while starting, before it read any event" })
+    }
+
+    /// Found by review: warnings held back while the state topics were folded (ten a window are logged) were never
+    /// counted when the start-up then ended early, here on a sink whose key file is missing.
+    @Test("a start-up that fails after folding the state says how many warnings it held back")
+    func heldBackWarningsAreCountedWhenTheStartUpFails() async throws {
+        try await withPipelineCluster(partitions: 1) { kafka, base in
+            let unreadable = (0..<15).map { index in ("campaign-\(index)", Array("not a campaign event \(index)".utf8)) }
+            try await produce(unreadable, to: base.topics.definitions, kafka: kafka)
+            var configuration = base
+            configuration.sinks.routes[.fcm] = ["fcm"]
+            configuration.sinks.fcm.serviceAccount = .file(path: "/nonexistent/fcm-service-account.json")
+            let recorder = LogRecorder()
+            let pipeline = CampaignPipeline(configuration: configuration, registry: builtinRegistry, logger: recorder.logger(level: .info))
+            await #expect(throws: (any Error).self) { try await pipeline.run() }
+            let ignored = recorder.lines.filter { $0.level == .warning && $0.message.hasPrefix("Campaign event ignored") }
+            #expect(ignored.count == 11, "\(ignored.map(\.message))")
+            #expect(ignored.last?.message == "Campaign event ignored: 5 more not logged")
+        }
     }
 
     /// A pipeline whose bootstrap server never answers (nothing listens on port 1), and the recorder of its log.
