@@ -536,7 +536,8 @@ public final class CampaignPipeline: Service {
         return producer
     }
 
-    /// The last line of a run stopped before its start-up ended (``unlessStopped(_:)``).
+    /// The line that ends a run stopped before its start-up ended (``unlessStopped(_:)``); only the counts of warnings
+    /// held back while the state was folded can follow it.
     private func logStoppedWhileStarting() {
         logger.info("Pipeline stopped while starting, before it read any event")
     }
