@@ -86,7 +86,7 @@ struct PipelineOutputRetryTests {
             stopping.drainTimeout = .seconds(1)
             let first = CampaignPipeline(configuration: stopping, registry: builtinRegistry, logger: testLogger)
             try await whileRunning(first) {
-                try await eventually("the push.delivered record timed out", timeout: clusterTimeout) {
+                _ = try await eventually("the push.delivered record timed out", timeout: clusterTimeout) {
                     first.statistics.snapshot.outputsRetried >= 1 ? true : nil
                 }
             }
@@ -100,7 +100,7 @@ struct PipelineOutputRetryTests {
             streaming.untilIdle = nil
             let again = CampaignPipeline(configuration: streaming, registry: builtinRegistry, logger: testLogger)
             try await whileRunning(again) {
-                try await eventually("delivered and expired written", timeout: .seconds(60)) {
+                _ = try await eventually("delivered and expired written", timeout: .seconds(60)) {
                     again.statistics.outcomeCount == 1 && again.statistics.snapshot.timersFired == 1 ? true : nil
                 }
             }
