@@ -371,8 +371,11 @@ struct RenderingTests {
         #expect(registry.renderers.map(\.templateID) == ["note", "wrong", "throws"])
         let request = try PushRequest(json: Array(eventJSON().utf8))
         #expect(String(decoding: try registry.render(request).payloadBytes, as: UTF8.self).contains("replaced"))
-        // The earlier template's alias names the template that replaced it.
+        // The earlier template's alias names the template that replaced it, and listings say so.
         #expect(try registry.renderer(named: "n") is Replacement)
+        #expect(registry.aliases(of: "note") == ["n"])
+        let unknown = #expect(throws: PipelineError.self) { try registry.renderer(named: "nothing") }
+        #expect(unknown?.issues.first?.reason.contains("note (n)") == true, "\(String(describing: unknown))")
     }
 
     /// Names are compared one by one in a registry of up to 16 names and hashed in a larger one: both find every

@@ -99,11 +99,15 @@ public struct TemplateRegistry: Sendable {
         order.compactMap { renderersByID[$0] }
     }
 
-    /// The aliases that still reach the template `id` (those of its aliases no later registration took), in the
-    /// order the template declares them.
+    /// The aliases that reach the template `id`: those it declares that no later registration took, in its order,
+    /// then those an earlier registration of the same id declared, which reach the later one (sorted).
     public func aliases(of id: String) -> [String] {
         guard let renderer = renderersByID[id] else { return [] }
-        return renderer.aliases.filter { idsByName[$0] == id }
+        let declared = renderer.aliases.filter { idsByName[$0] == id }
+        // Found by review: an override of a shipped template (`carousel` again, without `car`) still answered to
+        // the earlier one's alias, but listings and errors did not name it.
+        let inherited = idsByName.filter { name, owner in owner == id && name != id && !renderer.aliases.contains(name) }.keys.sorted()
+        return declared + inherited
     }
 
     /// `id`, with the aliases that still reach it in parentheses: how listings and errors name a template.
