@@ -26,7 +26,9 @@ struct MetricsCommandTests {
         let (process, log) = try launchLogged(
             executable,
             [
-                "run", "--bootstrap-servers", kafka.bootstrapServers, "--until-idle", "4",
+                // Idle long enough to outlast the eight commands run against it below (a slow CI machine took
+                // longer than 4 s for them, and the port was free again for the ones that must find it taken).
+                "run", "--bootstrap-servers", kafka.bootstrapServers, "--until-idle", "15",
                 "--metrics-port", "0", "--metrics-host", "127.0.0.1", "--log-level", "info",
             ],
             logName: "metrics-run"
@@ -106,7 +108,7 @@ struct MetricsCommandTests {
         }
 
         // --until-idle: the pipeline ends, and the endpoint with it.
-        for _ in 0..<300 where process.isRunning { try await Task.sleep(for: .milliseconds(50)) }
+        for _ in 0..<800 where process.isRunning { try await Task.sleep(for: .milliseconds(50)) }
         #expect(!process.isRunning, "the run ended once idle")
         #expect(process.terminationStatus == 0, "\((try? String(contentsOf: log, encoding: .utf8)) ?? "")")
         let after = try await runProcess(executable, ["probe", "--port", String(port)])
