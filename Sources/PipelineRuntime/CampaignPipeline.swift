@@ -619,39 +619,24 @@ public final class CampaignPipeline: Service {
                 let completion = EventCompletion { [self] tracker in self.positionAdvanced(in: tracker, consumer: consumer) }
                 var iterator = consumer.messages.makeAsyncIterator()
                 // A batch is emitted while the next ones are read and decided: its emission waits for the records of
-                // the instants it was judged at, and for the previous batch's emission (outputs stay in read order).
+                // the instants it was judged at, and for the previous batch's emission (``EmissionChain``).
                 // At most ``emittingBatches`` batches wait to be emitted while another is decided.
                 // Every emission has ended when this task does, whatever ends it (draining and the final commit come
-                // after): a cancelled or failed reading cancels them first. A batch left unemitted (cancelled while it
-                // waited for its records) ends the chain: every later one is left too, as their completed events would
-                // otherwise be committed past it.
-                var emitting: [Task<Bool, Never>] = []
+                // after): a cancelled or failed reading cancels them first.
+                var emissions = EmissionChain()
                 do {
                     while !Task.isCancelled, let batch = try await iterator.nextBatch() {
                         guard let decided = await self.decide(batch, consumer: consumer, decisionsSender: decisionsSender, followers: followers) else { continue }
-                        let previous = emitting.last
-                        emitting.append(
-                            Task {
-                                guard await previous?.value ?? true else { return false }
-                                return await self.emit(decided, consumer: consumer, sender: sender, completion: completion)
-                            }
-                        )
-                        if emitting.count > Self.emittingBatches {
-                            let first = emitting.removeFirst()
-                            await Self.waitPassingOnCancellation(first, cancellingFirst: emitting)
-                        }
+                        emissions.append { await self.emit(decided, consumer: consumer, sender: sender, completion: completion) }
+                        await emissions.wait(untilAtMost: Self.emittingBatches)
                     }
                 } catch {
-                    // Latest first, as in `waitPassingOnCancellation`.
-                    for task in emitting.reversed() { task.cancel() }
-                    for task in emitting { _ = await task.value }
+                    emissions.cancelAll()
+                    await emissions.wait(untilAtMost: 0)
                     throw error
                 }
-                // Latest first, as in `waitPassingOnCancellation`.
-                if Task.isCancelled { for task in emitting.reversed() { task.cancel() } }
-                for (index, task) in emitting.enumerated() {
-                    await Self.waitPassingOnCancellation(task, cancellingFirst: Array(emitting[(index + 1)...]))
-                }
+                if Task.isCancelled { emissions.cancelAll() }
+                await emissions.wait(untilAtMost: 0)
             }
             group.addTask {
                 await self.stopSignal.wait()
@@ -689,24 +674,6 @@ public final class CampaignPipeline: Service {
     /// each send was decided against), so their round trip no longer overlaps the batch's rendering; with two, the
     /// bench's pipeline run lost about a sixth of its speed waiting for them.
     static let emittingBatches = 3
-
-    /// Waits for `task` to end, cancelling it if the waiting task is cancelled, and `later` (the tasks that wait for
-    /// it) before it, latest first: an emission goes on as soon as the one before it ends, and one not cancelled yet
-    /// would send its outputs straight to the producer, ahead of the earlier emission's outputs that its cancellation
-    /// left waiting for room in the producer's queue (a later payload of a key written before an earlier one; found by
-    /// review).
-    static func waitPassingOnCancellation<Success: Sendable>(
-        _ task: Task<Success, Never>?,
-        cancellingFirst later: [Task<Success, Never>] = []
-    ) async {
-        guard let task else { return }
-        await withTaskCancellationHandler {
-            _ = await task.value
-        } onCancel: {
-            for waiting in later.reversed() { waiting.cancel() }
-            task.cancel()
-        }
-    }
 
     /// Waits until nothing is in flight (or the drain timeout passes, or a producer failed for good: nothing in
     /// flight can finish then).

@@ -203,27 +203,6 @@ struct PipelineOutputRetryTests {
         }
     }
 
-    /// Found by review: a stop that came while the reading waited for the oldest emission cancelled that one only. It
-    /// left its outputs waiting for room in the producer's queue and ended, and the next emission, not cancelled yet,
-    /// went on at once and sent its payloads straight to the producer, ahead of them (a key's later payload written
-    /// first). The emissions waiting behind it are cancelled first now.
-    @Test("a stop while the reading waits for an emission cancels the emissions behind it before it")
-    func stopCancelsLaterEmissionsFirst() async {
-        let oldest = Task<Bool, Never> {
-            while !Task.isCancelled { try? await Task.sleep(for: .milliseconds(1)) }
-            return true
-        }
-        let next = Task<Bool, Never> {
-            _ = await oldest.value
-            return Task.isCancelled
-        }
-        let reading = Task { await CampaignPipeline.waitPassingOnCancellation(oldest, cancellingFirst: [next]) }
-        try? await Task.sleep(for: .milliseconds(20))
-        reading.cancel()
-        await reading.value
-        #expect(await next.value, "the next emission was cancelled by the time it went on")
-    }
-
     /// The retry loop's own pass over the outputs waiting for room: the first that finds the queue full goes back to
     /// the front of the line with every one after it, in order, each once; a stopping send meanwhile waits behind
     /// them, and once they are all queued a send goes straight to the producer again.
