@@ -77,13 +77,12 @@ extension PipelineConfiguration {
             configuration.overrideKafkaProperty(property, value)
         }
         try configuration.applySinkEnvironment(environment)
-        if configuration.retryBackoff > configuration.maxRetryBackoff {
-            throw ConfigurationError(
-                key: "processing.retryBackoffMilliseconds",
-                reason: "\(configuration.retryBackoff.wholeMilliseconds) ms is longer than processing.maxRetryBackoffSeconds "
-                    + "(\(configuration.maxRetryBackoff.wholeMilliseconds / 1000) s): the first wait cannot be longer than the longest"
-            )
-        }
+        try checkFirstWait(
+            configuration.retryBackoff,
+            key: "processing.retryBackoffMilliseconds",
+            longest: configuration.maxRetryBackoff,
+            longestKey: "processing.maxRetryBackoffSeconds"
+        )
         try configuration.sinks.validate(checkingCredentials: checkingSinkCredentials)
         try configuration.topics.validate()
         return configuration
@@ -150,6 +149,16 @@ extension PipelineConfiguration {
         default:
             return
         }
+    }
+
+    /// Refuses a first retry wait (`key`) longer than the longest (`longestKey`): it would be cut to the longest.
+    static func checkFirstWait(_ first: Duration, key: String, longest: Duration, longestKey: String) throws(ConfigurationError) {
+        guard first > longest else { return }
+        throw ConfigurationError(
+            key: key,
+            reason: "\(first.wholeMilliseconds) ms is longer than \(longestKey) (\(longest.wholeMilliseconds / 1000) s): the first wait "
+                + "cannot be longer than the longest"
+        )
     }
 
     /// Splits `a:1, b:2` into `["a:1", "b:2"]`.

@@ -50,13 +50,12 @@ extension PipelineConfiguration.Sinks {
         for (platform, kinds) in routes.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
             try Self.validateRoute(kinds, of: platform, key: "sinks.\(platform.rawValue)")
         }
-        if retry.initialBackoff > retry.maxBackoff {
-            throw ConfigurationError(
-                key: "sinks.retry.initialBackoffMilliseconds",
-                reason: "\(retry.initialBackoff.wholeMilliseconds) ms is longer than sinks.retry.maxBackoffSeconds "
-                    + "(\(retry.maxBackoff.wholeMilliseconds / 1000) s): the first wait cannot be longer than the longest"
-            )
-        }
+        try PipelineConfiguration.checkFirstWait(
+            retry.initialBackoff,
+            key: "sinks.retry.initialBackoffMilliseconds",
+            longest: retry.maxBackoff,
+            longestKey: "sinks.retry.maxBackoffSeconds"
+        )
         guard checkingCredentials else { return }
         typealias EnvironmentKey = PipelineConfiguration.EnvironmentKey
         if uses("fcm"), fcm.serviceAccount == nil {

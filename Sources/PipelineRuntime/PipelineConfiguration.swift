@@ -146,6 +146,7 @@ public struct PipelineConfiguration: Sendable, Equatable {
 extension PipelineConfiguration {
     /// A consumer of these brokers with every client's and the consumers' properties (TLS, SASL, …), in `groupID`
     /// (`nil`: none joined, for partitions assigned by hand).
+    ///
     /// How offsets are committed is the pipeline's (``KafkaConsumerConfiguration/isAutoCommitEnabled``):
     /// `enable.auto.commit` and `enable.auto.offset.store` among the properties are left out (loading refuses them).
     public func consumerConfiguration(groupID: String?) -> KafkaConsumerConfiguration {
