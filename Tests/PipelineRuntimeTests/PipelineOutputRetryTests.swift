@@ -51,16 +51,10 @@ struct PipelineOutputRetryTests {
     @Test("a timer's push.expired is written after its push.delivered, even when that one was sent again")
     func timerExpiryFollowsDelivered() async throws {
         try await withPipelineCluster(partitions: 1) { kafka, configuration in
-            let factory = try EventFactory()
-            let event = JSONValue.object(factory.event("timer-fcm", id: "timer-1", recipient: "user-T", timerSeconds: 4)).encoded()
-            try await produce([("user-T", event)], to: configuration.topics.sends, kafka: kafka)
-            try kafka.setLeader(of: configuration.topics.analytics, partition: 0, to: nil)
-            let retrying = timingOut(configuration, backoff: .seconds(10))
+            let retrying = try await timerWithoutAnalytics("timer-1", timerSeconds: 4, kafka: kafka, configuration: configuration)
             let pipeline = CampaignPipeline(configuration: retrying, registry: builtinRegistry, logger: testLogger)
             try await whileRunning(pipeline) {
-                try await eventually("the push.delivered record timed out", timeout: clusterTimeout) {
-                    pipeline.statistics.snapshot.outputsRetried >= 1 ? true : nil
-                }
+                try await Self.deliveredTimedOut(pipeline)
                 try kafka.setLeader(of: configuration.topics.analytics, partition: 0, to: 1)
                 try await eventually("delivered and expired written", timeout: .seconds(60)) {
                     pipeline.statistics.outcomeCount == 1 && pipeline.statistics.snapshot.timersFired == 1 ? true : nil
@@ -78,18 +72,10 @@ struct PipelineOutputRetryTests {
     @Test("a timer record is written only once its push.delivered is: a restart then fires no expiry before the delivery")
     func timerRecordFollowsDelivered() async throws {
         try await withPipelineCluster(partitions: 1) { kafka, configuration in
-            let factory = try EventFactory()
-            let event = JSONValue.object(factory.event("timer-fcm", id: "timer-3", recipient: "user-V", timerSeconds: 2)).encoded()
-            try await produce([("user-V", event)], to: configuration.topics.sends, kafka: kafka)
-            try kafka.setLeader(of: configuration.topics.analytics, partition: 0, to: nil)
-            var stopping = timingOut(configuration, backoff: .seconds(10))
+            var stopping = try await timerWithoutAnalytics("timer-3", timerSeconds: 2, kafka: kafka, configuration: configuration)
             stopping.drainTimeout = .seconds(1)
             let first = CampaignPipeline(configuration: stopping, registry: builtinRegistry, logger: testLogger)
-            try await whileRunning(first) {
-                _ = try await eventually("the push.delivered record timed out", timeout: clusterTimeout) {
-                    first.statistics.snapshot.outputsRetried >= 1 ? true : nil
-                }
-            }
+            try await whileRunning(first) { try await Self.deliveredTimedOut(first) }
             let timerRecords = try await readAll(configuration.topics.timers, kafka: kafka).filter { $0.key != DecisionTimes.recordKey }
             #expect(timerRecords.isEmpty, "no timer record while its push.delivered is not written")
             // Past the end of the countdown the first reading would have scheduled, with the analytics topic back:
@@ -494,6 +480,28 @@ struct PipelineOutputRetryTests {
                 withUnsafeCurrentTask { $0?.cancel() }
                 await sender.send(output)
             }.value
+        }
+    }
+
+    /// Produces the timer send `id` (FCM, `timerSeconds`) and takes the analytics topic's leader away; returns the
+    /// configuration of a pipeline whose outputs time out after a second and are sent again after 10 s: its
+    /// `push.delivered` waits to be sent again.
+    private func timerWithoutAnalytics(
+        _ id: String,
+        timerSeconds: Int,
+        kafka: EmbeddedKafka,
+        configuration: PipelineConfiguration
+    ) async throws -> PipelineConfiguration {
+        let event = JSONValue.object(try EventFactory().event("timer-fcm", id: id, recipient: "user-\(id)", timerSeconds: timerSeconds)).encoded()
+        try await produce([("user-\(id)", event)], to: configuration.topics.sends, kafka: kafka)
+        try kafka.setLeader(of: configuration.topics.analytics, partition: 0, to: nil)
+        return timingOut(configuration, backoff: .seconds(10))
+    }
+
+    /// Waits until `pipeline`'s first output (the `push.delivered` of ``timerWithoutAnalytics``) has timed out.
+    private static func deliveredTimedOut(_ pipeline: CampaignPipeline) async throws {
+        try await eventually("the push.delivered record timed out", timeout: clusterTimeout) {
+            pipeline.statistics.snapshot.outputsRetried >= 1 ? true : nil
         }
     }
 
