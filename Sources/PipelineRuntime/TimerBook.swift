@@ -82,6 +82,9 @@ final class TimerBook: Sendable {
     /// Entries parked for partitions owned elsewhere (for tests: they must not pile up).
     var parkedCount: Int { state.withLock { $0.parkedCount } }
 
+    /// Timers whose record is being written (for tests: each is let go once acknowledged).
+    var armingCount: Int { state.withLock { $0.arming.count } }
+
     /// Adds or replaces a timer (from a delivery, or folded from the topic). A timer that fired here is not brought
     /// back by its record read late; another timer of the same message (a delivery of the event read again) is
     /// scheduled.

@@ -77,6 +77,7 @@ struct TimestampTests {
             #expect(direct.bytes == viaString.bytes, "\(time.rfc3339)")
         }
     }
+
     /// Moving an instant by a duration carries nanoseconds across seconds both ways, and the duration between two
     /// instants moves one to the other.
     @Test func addingAndMeasuringDurations() {
