@@ -41,8 +41,10 @@ struct ReplayCommand: AsyncParsableCommand {
             already, says so and exits 0 without reading. A group keeps the progress of one range into one \
             destination (recorded with its commits): a --group that replayed another range, or the same range \
             into other topics (--deliver after a replay into replay.*), is refused with status 64; give a new \
-            one. An \
-            interrupted replay exits with status 1, so that a script or job does not take it for a finished one. \
+            one. An interrupted replay exits with status 1, so that a script or job does not take it for a \
+            finished one. Records of the range the topic deleted before the replay could read them (its retention \
+            reached the range while the replay ran or before it resumed, or --from gave offsets it no longer holds) \
+            cannot be replayed: the replay goes on with the rest, names them, and exits with status 3. \
             Progress shows the rate of the last ten seconds, and says when nothing moved for ten seconds or more.
             """
     )
@@ -213,6 +215,25 @@ struct ReplayCommand: AsyncParsableCommand {
                     + "\(configuration.groupID), the replay would take the records after its last commit as left and replay them again"
             )
         }
+        let deleted = pipeline.replayDeletedOffsets
+        if !deleted.isEmpty {
+            FileHandle.standardError.write(Data((Self.deletedRecordsMessage(deleted, topic: configuration.topics.sends) + "\n").utf8))
+            throw ExitCode(Self.deletedRecordsStatus)
+        }
+    }
+
+    /// The exit status of a replay that finished without the records the topic deleted before it could read them.
+    static let deletedRecordsStatus: Int32 = 3
+
+    /// Names the offsets of the range whose records were deleted before the replay read them.
+    static func deletedRecordsMessage(_ deleted: [KafkaTopicPartition: [Range<Int64>]], topic: String) -> String {
+        let count = deleted.values.joined().reduce(0) { $0 + $1.count }
+        let places = deleted.sorted { $0.key.partition < $1.key.partition }.map { partition, ranges in
+            "partition \(partition.partition) offsets \(ranges.map { "\($0.lowerBound)..<\($0.upperBound)" }.joined(separator: ", "))"
+        }
+        return "Error: up to \(count) records of the range were deleted from \(topic) (by its retention, or a deletion of records) "
+            + "before the replay could read them, and are not replayed: \(places.joined(separator: "; ")). Every other record of the range "
+            + "was. Replay ranges well inside the topic's retention; --from beginning starts at the first record stored."
     }
 
     /// The records of `plan` that `group` has not committed past in this range.

@@ -162,6 +162,8 @@ extension CampaignPipeline {
         // The batch's partitions (a few), each looked up in the shared tables once per batch instead of per event:
         // whether it is still assigned, its tracker, and the position after its last record read.
         var cursors: [BatchCursor] = []
+        // A replay's position in each partition before this batch, to see where its reading jumps over offsets.
+        let positionsBefore = replay == nil ? [:] : readPositions.withLock { $0 }
         // By index, taking each decision out of its array: iterating it copied every decision first. Each record is
         // copied once, for the checks and the asynchronous `emit` together (`batch[index]` in each copied it again).
         for index in batch.indices {
@@ -172,11 +174,13 @@ extension CampaignPipeline {
                 cursor = found
             } else {
                 let partition = message.topicPartition
-                cursors.append(BatchCursor(partition: partition, isAssigned: assigned.contains(partition)))
+                cursors.append(
+                    BatchCursor(partition: partition, isAssigned: assigned.contains(partition), positionBefore: replay == nil ? nil : positionsBefore[partition])
+                )
                 cursor = cursors.count - 1
             }
             guard cursors[cursor].isAssigned else { continue }
-            switch replayCheck(message, consumer: consumer) {
+            switch replayCheck(message, after: cursors[cursor].nextOffset ?? cursors[cursor].positionBefore, consumer: consumer) {
             case .process:
                 break
             case .skip:
@@ -393,6 +397,8 @@ extension CampaignPipeline {
     private struct BatchCursor {
         let partition: KafkaTopicPartition
         let isAssigned: Bool
+        /// A replay's position in the partition before the batch (``readPositions``); `nil` when streaming.
+        let positionBefore: Int64?
         /// The tracker the partition's last event was registered in.
         var tracker: PartitionProgress?
         /// The offset after the last event registered, or a replay's range end once reached (for ``readPositions``,

@@ -28,6 +28,10 @@ extension CampaignPipeline {
             if start > range.lowerBound { resumed += 1 }
             // Records before the start count as done for progress and the end check.
             readPositions.withLock { $0[partition] = start }
+            // Records the replay was to read before the start (retention moved the range's start past them).
+            if let before = plan.offsetsBeforeStart(of: partition, after: committed) {
+                replayGaps.withLock { $0.note(from: before.lowerBound, to: before.upperBound, in: partition) }
+            }
             doneBeforeStart += start - range.lowerBound
             positions.append(KafkaTopicPartitionOffset(topic: partition.topic, partition: partition.partition, offset: start))
         }
@@ -63,27 +67,65 @@ extension CampaignPipeline {
     }
 
     /// Reports progress and stops once every partition reached its range's end with nothing in flight.
+    /// Offsets the reading jumped over are checked against the partitions' first offsets still stored every few
+    /// seconds, and all of them before the replay is done (``settleReplayGaps(consumer:)``).
     func stopWhenReplayed(_ plan: ReplayPlan, consumer: KafkaConsumer) async {
         let start = ContinuousClock.now
         var lastReport = start
+        var lastGapCheck = start
         var stalls = PartitionStalls(firstWait: .seconds(1))
         while !Task.isCancelled {
             try? await Task.sleep(for: .milliseconds(100))
             await readThroughUnreadableEnds(plan, stalls: &stalls, consumer: consumer)
             storeReplayedRangeEnds(plan, consumer: consumer)
+            // The positions first: a jump is noted before the position moves past it.
             let positions = readPositions.withLock { $0 }
             let finished = plan.ranges.allSatisfy { partition, range in (positions[partition] ?? range.lowerBound) >= range.upperBound }
-            let isDone = finished && totalInFlight() == 0
+            if finished || ContinuousClock.now - lastGapCheck >= .seconds(5) {
+                lastGapCheck = .now
+                await settleReplayGaps(consumer: consumer)
+            }
+            let isDone = finished && totalInFlight() == 0 && replayGaps.withLock(\.isSettled)
             if isDone || ContinuousClock.now - lastReport >= .seconds(1) {
                 lastReport = .now
                 progressHandler?(replayProgress(plan, since: start))
             }
             if isDone {
                 replayFinished.store(true, ordering: .releasing)
-                logger.info("Replay complete", metadata: ["records": "\(plan.totalCount)"])
+                logger.info(
+                    "Replay complete",
+                    metadata: ["records": "\(plan.totalCount)", "deletedBeforeRead": "\(replayGaps.withLock(\.deletedCount))"]
+                )
                 stop()
                 return
             }
+        }
+    }
+
+    /// Checks the offsets the reading jumped over (``ReplayGaps``) against their partitions' low watermarks, and says
+    /// which were deleted before the replay read them. A partition whose watermarks cannot be had now is checked
+    /// again with the next call.
+    func settleReplayGaps(consumer: KafkaConsumer) async {
+        let partitions = replayGaps.withLock { $0.unchecked.keys.sorted { $0.partition < $1.partition } }
+        for partition in partitions {
+            let low: Int64
+            do {
+                low = try await consumer.watermarks(topic: partition.topic, partition: partition.partition, timeout: .seconds(5)).low
+            } catch {
+                logger.debug("Could not ask a partition's first offset; asked again", metadata: ["partition": "\(partition)", "error": "\(error)"])
+                continue
+            }
+            let deleted = replayGaps.withLock { $0.settle(partition, lowWatermark: low) }
+            guard !deleted.isEmpty else { continue }
+            logger.warning(
+                "Records of the replay's range were deleted before it read them (retention, or a deletion of records): they are not replayed",
+                metadata: [
+                    "partition": "\(partition)",
+                    "offsets": "\(deleted.map { "\($0.lowerBound)..<\($0.upperBound)" }.joined(separator: ","))",
+                    "records": "\(deleted.reduce(0) { $0 + $1.count })",
+                    "firstOffsetStored": "\(low)",
+                ]
+            )
         }
     }
 
@@ -172,15 +214,20 @@ extension CampaignPipeline {
                 stalls.checkLater(partition, now: .now)
                 continue
             }
-            readPositions.withLock { positions in
-                if let current = positions[partition], current == position { positions[partition] = range.upperBound }
+            // The jump is noted before the position moves past it (records deleted meanwhile end here too).
+            let moved = readPositions.withLock { positions in
+                guard let current = positions[partition], current == position else { return false }
+                replayGaps.withLock { $0.note(from: position, to: range.upperBound, in: partition) }
+                positions[partition] = range.upperBound
+                return true
             }
+            guard moved else { continue }
             logger.info(
                 "Replay read through a partition",
                 metadata: [
                     "partition": "\(partition)",
                     "unreadableOffsets": "\(position)..<\(range.upperBound)",
-                    "reason": "no readable record left in the range (transaction markers or aborted records)",
+                    "reason": "no readable record left in the range (transaction markers, aborted records, or records deleted: checked next)",
                 ]
             )
         }
@@ -197,10 +244,14 @@ extension CampaignPipeline {
     }
 
     /// Whether `message` is processed: always when streaming; for a replay, when it is in its partition's range. A
-    /// record past the range pauses the partition.
-    func replayCheck(_ message: KafkaConsumerMessage, consumer: KafkaConsumer) -> ReplayCheck {
+    /// record past the range pauses the partition. Offsets of the range the reading jumped over since `expected` (the
+    /// offset after the partition's last record read, or the range's start) are noted in ``replayGaps``.
+    func replayCheck(_ message: KafkaConsumerMessage, after expected: Int64?, consumer: KafkaConsumer) -> ReplayCheck {
         guard let replay else { return .process }
         guard let range = replay.ranges[message.topicPartition] else { return .skip }
+        if let expected, min(message.offset, range.upperBound) > expected {
+            replayGaps.withLock { $0.note(from: expected, to: min(message.offset, range.upperBound), in: message.topicPartition) }
+        }
         if message.offset >= range.upperBound {
             consumer.pause([message.topicPartition], generation: message.assignmentGeneration)
             return .pastEnd(range.upperBound)

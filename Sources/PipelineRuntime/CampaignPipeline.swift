@@ -1,5 +1,5 @@
 import Foundation
-import KafkaClient
+public import KafkaClient
 public import Logging
 public import PipelineCore
 import PlatformSinks
@@ -94,6 +94,8 @@ public final class CampaignPipeline: Service {
     /// A replay's progress per partition: the highest position done (``store(_:consumer:)``), and the last committed
     /// (``commitReplayProgress(_:consumer:)``).
     let replayCommits = Mutex(ReplayCommits())
+    /// The offsets a replay's reading jumped over in its ranges, and those found deleted before it read them.
+    let replayGaps = Mutex(ReplayGaps())
 
     /// Creates a pipeline.
     ///
@@ -162,6 +164,14 @@ public final class CampaignPipeline: Service {
     /// before it stopped: `false` while it runs, for a replay stopped before (``stop()``, SIGINT, SIGTERM: resume it
     /// with the same group), and for a streaming pipeline.
     public var hasFinishedReplay: Bool { replayFinished.load(ordering: .acquiring) }
+
+    /// The offsets of a replay's ranges, per partition, whose records the topic deleted before the replay read them
+    /// (retention reached the start of the range while it ran, or records were deleted): they are not replayed, and
+    /// count as done in its progress. Each jump of the reading over offsets is checked against the partition's first
+    /// offset still stored; an offset below it that held a transaction marker is counted too, so these are "up to"
+    /// that many records. A replay finishes (``hasFinishedReplay``) only once every jump is checked. Empty for a
+    /// streaming pipeline.
+    public var replayDeletedOffsets: [KafkaTopicPartition: [Range<Int64>]] { replayGaps.withLock { $0.deleted } }
 
     /// The error the run's last commit, made as it stops, failed with; `nil` when it succeeded or nothing was
     /// committed. Every event was still finished: the events after the group's last commit are processed again by

@@ -146,6 +146,13 @@ public enum ReplayBoundary: Sendable, Equatable, CustomStringConvertible {
             }
             // An end given as an offset that the start (a time, or the first record stored) is past: not an empty range.
             if case .offsets(let given) = to, let givenEnd = given[partition.partition], firstRead > givenEnd {
+                if firstRead == marks.low {
+                    // Retention deleted the whole range (or --from beginning meets an end it deleted).
+                    throw ConfigurationError(
+                        key: "--to",
+                        reason: "partition \(partition.partition) ends at offset \(givenEnd), but its records before offset \(marks.low) were deleted (by the topic's retention, or a deletion of records): the range holds none any more"
+                    )
+                }
                 throw ConfigurationError(
                     key: "--to",
                     reason: "partition \(partition.partition) ends at offset \(givenEnd), before where --from \(from) starts it (offset \(firstRead))"

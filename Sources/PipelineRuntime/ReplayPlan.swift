@@ -99,6 +99,27 @@ public struct ReplayPlan: Sendable, Equatable {
         throw ReplayGroupConflict(group: group, partition: partition, committedOffset: offset, committedRange: recorded, range: mine)
     }
 
+    /// The offsets of `partition` this replay was to read that lie before its range's start: from the offset its
+    /// group committed in this range, or else the offset `--from` gave, to the range's start (or to the offset `--to`
+    /// gave, when that is earlier), where the partition's first offset still stored put it (retention deleted the
+    /// records there). `nil` when there are none. They are checked with the offsets the reading jumps over
+    /// (``CampaignPipeline/replayDeletedOffsets``).
+    public func offsetsBeforeStart(of partition: KafkaTopicPartition, after committed: [KafkaOffsetAndMetadata]) -> Range<Int64>? {
+        guard let range = ranges[partition], let mine = commitMetadata(of: partition) else { return nil }
+        var requested: Int64?
+        if let previous = committed.first(where: { $0.position.topicPartition == partition }), previous.position.offset >= 0,
+            let recorded = ReplayCommitMetadata(parsing: previous.metadata), mine.resumes(recorded)
+        {
+            requested = previous.position.offset
+        } else if case .offsets(let starts)? = from {
+            requested = starts[partition.partition]
+        }
+        var end = range.lowerBound
+        if case .offsets(let ends)? = to, let given = ends[partition.partition] { end = min(end, given) }
+        guard let requested, requested < end else { return nil }
+        return requested..<end
+    }
+
     /// Where a replay whose group has committed `committed` starts each partition (``start(of:after:group:)``).
     ///
     /// - Throws: ``ReplayGroupConflict`` naming the first partition (in partition order) whose commit is not progress in

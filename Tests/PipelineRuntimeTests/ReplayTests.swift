@@ -48,6 +48,45 @@ struct ReplayTests {
         }
     }
 
+    /// Puts `values` on `partition` in message sets of ten records, each acknowledged before the next: the embedded
+    /// broker deletes whole sets when it runs out of room (``deleteFirstRecords(of:before:kafka:)``).
+    func produceInSets(_ values: [(key: String, value: [UInt8])], to partition: KafkaTopicPartition, kafka: EmbeddedKafka) async throws {
+        let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(bootstrapServers: [kafka.bootstrapServers]), logger: testLogger)
+        for start in stride(from: 0, to: values.count, by: 10) {
+            let records = values[start..<min(start + 10, values.count)].map {
+                KafkaProducerRecord(topic: partition.topic, partition: partition.partition, key: Array($0.key.utf8), value: $0.value)
+            }
+            for result in await producer.send(contentsOf: Array(records)) { _ = try result.get() }
+        }
+        await producer.close()
+    }
+
+    /// Writes records after the partition's until the embedded broker, which keeps about 5 MiB per partition, deletes
+    /// its first records as retention would: some of those before `end`, not all. Returns the partition's first offset
+    /// still stored.
+    func deleteFirstRecords(of partition: KafkaTopicPartition, before end: Int64, kafka: EmbeddedKafka) async throws -> Int64 {
+        let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(bootstrapServers: [kafka.bootstrapServers]), logger: testLogger)
+        let consumer = try KafkaConsumer(configuration: KafkaConsumerConfiguration(bootstrapServers: [kafka.bootstrapServers], groupID: nil), logger: testLogger)
+        func filler(_ count: Int, bytes: Int) async throws {
+            let records = (0..<count).map { _ in
+                KafkaProducerRecord(topic: partition.topic, partition: partition.partition, key: Array("filler".utf8), value: [UInt8](repeating: 0x2E, count: bytes))
+            }
+            for result in await producer.send(contentsOf: records) { _ = try result.get() }
+        }
+        // 4.4 MiB at once, then 4 KiB at a time until the first records go.
+        try await filler(140, bytes: 32 * 1024)
+        var low = try await consumer.watermarks(topic: partition.topic, partition: partition.partition).low
+        #expect(low == 0, "nothing deleted before the last steps")
+        while low == 0 {
+            try await filler(1, bytes: 4 * 1024)
+            low = try await consumer.watermarks(topic: partition.topic, partition: partition.partition).low
+        }
+        await producer.close()
+        await consumer.close()
+        #expect(low < end, "some records before \(end) are still stored (first offset \(low))")
+        return low
+    }
+
     /// Found by a review of the stop while starting: a replay's start-up looks up its group's committed offsets (up to
     /// 10 s when the group's coordinator does not answer), and a stop then went unheard: the replay failed with the
     /// look-up's error.
@@ -213,8 +252,61 @@ struct ReplayTests {
             }
             #expect(!timedOut, "the replay ended by itself")
             #expect(replay.statistics.snapshot.totalIn == 300)
+            #expect(replay.replayDeletedOffsets.isEmpty, "markers passed over are not records deleted")
             let outcomes = try analytics(try await readAll(replayConfiguration(configuration).topics.analytics, kafka: kafka))
             #expect(Set(outcomes.map(\.identity.messageId)).count == 300, "every event has its outcome")
+        }
+    }
+
+    /// A replay's reading went on from the first record still stored when retention had deleted the start of its
+    /// range (librdkafka resets a position the partition no longer holds), and the records deleted before it read them
+    /// were counted as replayed: only librdkafka's log said so. Each jump of the reading is now checked against the
+    /// partition's first offset.
+    @Test("records of a replay's range deleted before it reads them are named, and the rest replayed", .timeLimit(.minutes(3)))
+    func recordsDeletedBeforeTheyAreRead() async throws {
+        try await withReplayCluster { kafka, configuration in
+            let partition = KafkaTopicPartition(topic: configuration.topics.sends, partition: 0)
+            try await produceInSets(try events(60, base: Date()), to: partition, kafka: kafka)
+            // The range is planned while every record is there; the first are deleted before the replay reads them.
+            let plan = ReplayPlan(ranges: [partition: 0..<60])
+            let low = try await deleteFirstRecords(of: partition, before: 60, kafka: kafka)
+            let replayed = replayConfiguration(configuration)
+            let replay = CampaignPipeline(configuration: replayed, registry: builtinRegistry, replay: plan, logger: testLogger)
+            try await replay.run()
+            #expect(replay.hasFinishedReplay)
+            #expect(replay.replayDeletedOffsets == [partition: [0..<low]])
+            #expect(replay.statistics.snapshot.totalIn == Int(60 - low))
+            let outcomes = try analytics(try await readAll(replayed.topics.analytics, kafka: kafka))
+            #expect(outcomes.count == Int(60 - low), "one outcome for each record still stored")
+            let numbers = outcomes.compactMap { $0.identity.eventId.flatMap { Int64($0.dropFirst("event-".count)) } }
+            #expect(!numbers.isEmpty && numbers.allSatisfy { $0 >= low }, "\(numbers)")
+        }
+    }
+
+    /// The command line's side of ``recordsDeletedBeforeTheyAreRead()``: `--from` offsets the partition no longer
+    /// holds start the range at its first record stored (the offsets before it were said nowhere).
+    @Test("campaign-pipeline replay from offsets retention deleted replays the rest, names them, and exits 3")
+    func deletedRecordsOnTheCommandLine() async throws {
+        let executable = try #require(pipelineExecutable, "campaign-pipeline was not found next to the test bundle; build it first")
+        try await withReplayCluster { kafka, configuration in
+            let partition = KafkaTopicPartition(topic: configuration.topics.sends, partition: 0)
+            try await produceInSets(try events(60, base: Date()), to: partition, kafka: kafka)
+            let low = try await deleteFirstRecords(of: partition, before: 60, kafka: kafka)
+            let arguments = ["replay", "--bootstrap-servers", kafka.bootstrapServers, "--from", "0:0", "--to", "0:60"]
+            let run = try await ChildProcess.run(executable, arguments, environment: childEnvironment(["LOG_LEVEL": "warning"]), timeout: .seconds(120))
+            #expect(run.status == 3, "\(run.stderr.suffix(2_000))")
+            #expect(run.stdout.contains("Replayed \(60 - low) records"), "\(run.stdout)")
+            #expect(run.stderr.contains("up to \(low) records of the range were deleted from campaign.sends"), "\(run.stderr.suffix(2_000))")
+            #expect(run.stderr.contains("partition 0 offsets 0..<\(low)"), "\(run.stderr.suffix(2_000))")
+            // A range wholly deleted is refused before anything is read, saying so (it named --from's offset as
+            // starting where the first record stored is).
+            let gone = ["replay", "--bootstrap-servers", kafka.bootstrapServers, "--from", "0:0", "--to", "0:\(low - 1)"]
+            let refused = try await ChildProcess.run(executable, gone, environment: childEnvironment(["LOG_LEVEL": "warning"]), timeout: .seconds(120))
+            #expect(refused.status == 64, "\(refused.stderr.suffix(2_000))")
+            #expect(
+                refused.stderr.contains("partition 0 ends at offset \(low - 1), but its records before offset \(low) were deleted"),
+                "\(refused.stderr.suffix(2_000))"
+            )
         }
     }
 
@@ -625,6 +717,18 @@ struct ReplayTests {
         #expect(unnamed?.description.contains("--group old has committed offset 3 in campaign.sends/0") == true, "\(String(describing: unnamed))")
         #expect(try nightly.start(of: partition, after: committed(2, nil), group: "old") == 2)
         #expect(try nightly.start(of: partition, after: committed(KafkaOffset.invalid, nil), group: "new") == 2)
+
+        // Offsets the replay was to read before its range's start, which retention moved past them: from the group's
+        // commit in this range, or else from the offset --from gave (up to the offset --to gave, if before).
+        #expect(trimmed.offsetsBeforeStart(of: partition, after: committed(306, growing.commitMetadata(of: partition))) == 306..<320)
+        #expect(trimmed.offsetsBeforeStart(of: partition, after: committed(330, growing.commitMetadata(of: partition))) == nil)
+        #expect(trimmed.offsetsBeforeStart(of: partition, after: []) == nil, "--from beginning asks for no offset before it")
+        #expect(trimmed.offsetsBeforeStart(of: partition, after: committed(306, narrow.commitMetadata(of: partition))) == nil, "another range's commit")
+        let fromOffsets = ReplayPlan(ranges: [partition: 37..<60], from: .offsets([0: 0]), to: .offsets([0: 60]))
+        #expect(fromOffsets.offsetsBeforeStart(of: partition, after: []) == 0..<37)
+        let endingBeforeTheStart = ReplayPlan(ranges: [partition: 37..<37], from: .offsets([0: 0]), to: .offsets([0: 20]))
+        #expect(endingBeforeTheStart.offsetsBeforeStart(of: partition, after: []) == 0..<20)
+        #expect(fromOffsets.offsetsBeforeStart(of: KafkaTopicPartition(topic: "campaign.sends", partition: 1), after: []) == nil, "a partition the plan does not replay")
 
         // Every partition is checked; the first is named, the others counted.
         let other = KafkaTopicPartition(topic: "campaign.sends", partition: 1)
