@@ -215,7 +215,7 @@ struct ReplayCommand: AsyncParsableCommand {
                     + "\(configuration.groupID), the replay would take the records after its last commit as left and replay them again"
             )
         }
-        let deleted = pipeline.replayDeletedOffsets
+        let deleted = pipeline.offsetsDeletedBeforeRead
         if !deleted.isEmpty {
             FileHandle.standardError.write(Data((Self.deletedRecordsMessage(deleted, topic: configuration.topics.sends) + "\n").utf8))
             throw ExitCode(Self.deletedRecordsStatus)

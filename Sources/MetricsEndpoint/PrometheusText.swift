@@ -49,6 +49,9 @@ public enum PrometheusText {
         family(&text, "campaign_pipeline_outputs_retried_total", "Outputs the cluster did not take at first, queued to be sent again.")
         sample(&text, "campaign_pipeline_outputs_retried_total", nil, snapshot.outputsRetried)
 
+        family(&text, "campaign_pipeline_records_deleted_unread_total", "Records of the sends topic deleted before the pipeline read them (retention): no outcome.")
+        sample(&text, "campaign_pipeline_records_deleted_unread_total", nil, snapshot.recordsDeletedUnread)
+
         guard let status else { return text }
         family(&text, "campaign_pipeline_ready", "1 while the instance consumes in its group (what /readyz answers 200 for), else 0.", type: "gauge")
         sample(&text, "campaign_pipeline_ready", nil, status.readiness == .ready ? 1 : 0)

@@ -175,7 +175,11 @@ extension CampaignPipeline {
             } else {
                 let partition = message.topicPartition
                 cursors.append(
-                    BatchCursor(partition: partition, isAssigned: assigned.contains(partition), positionBefore: replay == nil ? nil : positionsBefore[partition])
+                    BatchCursor(
+                        partition: partition,
+                        isAssigned: assigned.contains(partition),
+                        positionBefore: replay == nil ? positionInReading(of: message) : positionsBefore[partition]
+                    )
                 )
                 cursor = cursors.count - 1
             }
@@ -397,13 +401,22 @@ extension CampaignPipeline {
     private struct BatchCursor {
         let partition: KafkaTopicPartition
         let isAssigned: Bool
-        /// A replay's position in the partition before the batch (``readPositions``); `nil` when streaming.
+        /// The position in the partition before the batch, to see where the reading jumps over offsets: a replay's
+        /// (``readPositions``), or the offset after the last event registered in the reading the batch's first record
+        /// of the partition belongs to (``positionInReading(of:)``).
         let positionBefore: Int64?
         /// The tracker the partition's last event was registered in.
         var tracker: PartitionProgress?
         /// The offset after the last event registered, or a replay's range end once reached (for ``readPositions``,
         /// once the batch is done).
         var nextOffset: Int64?
+    }
+
+    /// The offset after the last event registered in the reading `message` belongs to (its partition's tracker of the
+    /// same assignment generation); `nil` when it is the reading's first.
+    private func positionInReading(of message: KafkaConsumerMessage) -> Int64? {
+        guard let tracker = progress.withLock({ $0[message.topicPartition] }), tracker.generation == message.assignmentGeneration else { return nil }
+        return tracker.nextOffset
     }
 
     /// Registers `message` in its partition's tracker: the one the batch's previous event of the partition went to

@@ -30,7 +30,7 @@ extension CampaignPipeline {
             readPositions.withLock { $0[partition] = start }
             // Records the replay was to read before the start (retention moved the range's start past them).
             if let before = plan.offsetsBeforeStart(of: partition, after: committed) {
-                replayGaps.withLock { $0.note(from: before.lowerBound, to: before.upperBound, in: partition) }
+                offsetGaps.withLock { $0.note(from: before.lowerBound, to: before.upperBound, in: partition) }
             }
             doneBeforeStart += start - range.lowerBound
             positions.append(KafkaTopicPartitionOffset(topic: partition.topic, partition: partition.partition, offset: start))
@@ -68,7 +68,7 @@ extension CampaignPipeline {
 
     /// Reports progress and stops once every partition reached its range's end with nothing in flight.
     /// Offsets the reading jumped over are checked against the partitions' first offsets still stored every few
-    /// seconds, and all of them before the replay is done (``settleReplayGaps(consumer:)``).
+    /// seconds, and all of them before the replay is done (``settleOffsetGaps(consumer:)``).
     func stopWhenReplayed(_ plan: ReplayPlan, consumer: KafkaConsumer) async {
         let start = ContinuousClock.now
         var lastReport = start
@@ -83,9 +83,9 @@ extension CampaignPipeline {
             let finished = plan.ranges.allSatisfy { partition, range in (positions[partition] ?? range.lowerBound) >= range.upperBound }
             if finished || ContinuousClock.now - lastGapCheck >= .seconds(5) {
                 lastGapCheck = .now
-                await settleReplayGaps(consumer: consumer)
+                await settleOffsetGaps(consumer: consumer)
             }
-            let isDone = finished && totalInFlight() == 0 && replayGaps.withLock(\.isSettled)
+            let isDone = finished && totalInFlight() == 0 && offsetGaps.withLock(\.isSettled)
             if isDone || ContinuousClock.now - lastReport >= .seconds(1) {
                 lastReport = .now
                 progressHandler?(replayProgress(plan, since: start))
@@ -94,38 +94,11 @@ extension CampaignPipeline {
                 replayFinished.store(true, ordering: .releasing)
                 logger.info(
                     "Replay complete",
-                    metadata: ["records": "\(plan.totalCount)", "deletedBeforeRead": "\(replayGaps.withLock(\.deletedCount))"]
+                    metadata: ["records": "\(plan.totalCount)", "deletedBeforeRead": "\(offsetGaps.withLock(\.deletedCount))"]
                 )
                 stop()
                 return
             }
-        }
-    }
-
-    /// Checks the offsets the reading jumped over (``ReplayGaps``) against their partitions' low watermarks, and says
-    /// which were deleted before the replay read them. A partition whose watermarks cannot be had now is checked
-    /// again with the next call.
-    func settleReplayGaps(consumer: KafkaConsumer) async {
-        let partitions = replayGaps.withLock { $0.unchecked.keys.sorted { $0.partition < $1.partition } }
-        for partition in partitions {
-            let low: Int64
-            do {
-                low = try await consumer.watermarks(topic: partition.topic, partition: partition.partition, timeout: .seconds(5)).low
-            } catch {
-                logger.debug("Could not ask a partition's first offset; asked again", metadata: ["partition": "\(partition)", "error": "\(error)"])
-                continue
-            }
-            let deleted = replayGaps.withLock { $0.settle(partition, lowWatermark: low) }
-            guard !deleted.isEmpty else { continue }
-            logger.warning(
-                "Records of the replay's range were deleted before it read them (retention, or a deletion of records): they are not replayed",
-                metadata: [
-                    "partition": "\(partition)",
-                    "offsets": "\(deleted.map { "\($0.lowerBound)..<\($0.upperBound)" }.joined(separator: ","))",
-                    "records": "\(deleted.reduce(0) { $0 + $1.count })",
-                    "firstOffsetStored": "\(low)",
-                ]
-            )
         }
     }
 
@@ -217,7 +190,7 @@ extension CampaignPipeline {
             // The jump is noted before the position moves past it (records deleted meanwhile end here too).
             let moved = readPositions.withLock { positions in
                 guard let current = positions[partition], current == position else { return false }
-                replayGaps.withLock { $0.note(from: position, to: range.upperBound, in: partition) }
+                offsetGaps.withLock { $0.note(from: position, to: range.upperBound, in: partition) }
                 positions[partition] = range.upperBound
                 return true
             }
@@ -244,14 +217,16 @@ extension CampaignPipeline {
     }
 
     /// Whether `message` is processed: always when streaming; for a replay, when it is in its partition's range. A
-    /// record past the range pauses the partition. Offsets of the range the reading jumped over since `expected` (the
-    /// offset after the partition's last record read, or the range's start) are noted in ``replayGaps``.
+    /// record past the range pauses the partition. Offsets the reading jumped over since `expected` (the offset after
+    /// the partition's last record read in the same reading, or a replay's start), a replay's within its range, are
+    /// noted (``noteJump(from:to:of:)``).
     func replayCheck(_ message: KafkaConsumerMessage, after expected: Int64?, consumer: KafkaConsumer) -> ReplayCheck {
-        guard let replay else { return .process }
-        guard let range = replay.ranges[message.topicPartition] else { return .skip }
-        if let expected, min(message.offset, range.upperBound) > expected {
-            replayGaps.withLock { $0.note(from: expected, to: min(message.offset, range.upperBound), in: message.topicPartition) }
+        guard let replay else {
+            noteJump(from: expected, to: message.offset, of: message)
+            return .process
         }
+        guard let range = replay.ranges[message.topicPartition] else { return .skip }
+        noteJump(from: expected, to: min(message.offset, range.upperBound), of: message)
         if message.offset >= range.upperBound {
             consumer.pause([message.topicPartition], generation: message.assignmentGeneration)
             return .pastEnd(range.upperBound)

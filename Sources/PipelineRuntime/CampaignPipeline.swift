@@ -95,7 +95,7 @@ public final class CampaignPipeline: Service {
     /// (``commitReplayProgress(_:consumer:)``).
     let replayCommits = Mutex(ReplayCommits())
     /// The offsets a replay's reading jumped over in its ranges, and those found deleted before it read them.
-    let replayGaps = Mutex(ReplayGaps())
+    let offsetGaps = Mutex(OffsetGaps())
 
     /// Creates a pipeline.
     ///
@@ -165,13 +165,14 @@ public final class CampaignPipeline: Service {
     /// with the same group), and for a streaming pipeline.
     public var hasFinishedReplay: Bool { replayFinished.load(ordering: .acquiring) }
 
-    /// The offsets of a replay's ranges, per partition, whose records the topic deleted before the replay read them
-    /// (retention reached the start of the range while it ran, or records were deleted): they are not replayed, and
-    /// count as done in its progress. Each jump of the reading over offsets is checked against the partition's first
-    /// offset still stored; an offset below it that held a transaction marker is counted too, so these are "up to"
-    /// that many records. A replay finishes (``hasFinishedReplay``) only once every jump is checked. Empty for a
-    /// streaming pipeline.
-    public var replayDeletedOffsets: [KafkaTopicPartition: [Range<Int64>]] { replayGaps.withLock { $0.deleted } }
+    /// The offsets of the sends topic, per partition, whose records the topic deleted before this pipeline read them
+    /// (retention, while it lagged or was stopped, or reached a replay's range while it ran; a deletion of records):
+    /// they get no outcome (a replay's count as done in its progress). Each jump of the reading over offsets, and each
+    /// new reading starting from a committed offset, is checked against the partition's first offset still stored; an
+    /// offset below it that held a transaction marker is counted too, so these are "up to" that many records. A replay
+    /// finishes (``hasFinishedReplay``) only once every jump is checked; a streaming pipeline checks them every few
+    /// seconds and when it stops.
+    public var offsetsDeletedBeforeRead: [KafkaTopicPartition: [Range<Int64>]] { offsetGaps.withLock { $0.deleted } }
 
     /// The error the run's last commit, made as it stops, failed with; `nil` when it succeeded or nothing was
     /// committed. Every event was still finished: the events after the group's last commit are processed again by
@@ -331,8 +332,11 @@ public final class CampaignPipeline: Service {
             group.addTask { await self.followAssignments(of: consumer) }
             if let replay {
                 group.addTask { await self.stopWhenReplayed(replay, consumer: consumer) }
-            } else if let timersFollower = followers.timers {
-                group.addTask { await self.fireTimers(consumer: consumer, sender: sender, follower: timersFollower) }
+            } else {
+                group.addTask { await self.keepSettlingOffsetGaps(consumer: consumer) }
+                if let timersFollower = followers.timers {
+                    group.addTask { await self.fireTimers(consumer: consumer, sender: sender, follower: timersFollower) }
+                }
             }
             if let idle = configuration.untilIdle {
                 group.addTask { await self.stopWhenIdle(for: idle, consumer: consumer, sender: sender) }
@@ -356,6 +360,8 @@ public final class CampaignPipeline: Service {
             let closingDeadline = ContinuousClock.now + configuration.drainTimeout + Self.commitAndCloseAllowance
             await drain(sender: sender)
             storeCompletedPositions(of: consumer)
+            // Jumps of the reading not checked yet (a replay checked all of them before it finished).
+            if replay == nil { await settleOffsetGaps(consumer: consumer, timeout: .seconds(1)) }
             if let replay { storeReplayedRangeEnds(replay, consumer: consumer) }
             // A periodic commit under way is waited for only until the final commit's turn: with the brokers gone it
             // waits for a coordinator as long as librdkafka does, past the shutdown's bound.
@@ -421,6 +427,7 @@ public final class CampaignPipeline: Service {
                 "suppressed": "\(summary.outcomes[.suppressed] ?? 0)",
                 "pendingTimers": "\(timers.count)",
                 "outputsRetried": "\(summary.outputsRetried)",
+                "deletedUnread": "\(summary.recordsDeletedUnread)",
             ]
         )
         if let failure { throw failure }
@@ -735,56 +742,67 @@ public final class CampaignPipeline: Service {
     /// Whether the pipeline was asked to stop (or stops by itself).
     var isStopping: Bool { stopSignal.isFired }
 
-    /// Keeps the per-partition trackers in step with the group's assignment.
+    /// Keeps the per-partition trackers in step with the group's assignment. A streaming pipeline also checks where
+    /// each new reading starts (``checkCommittedStarts(of:consumer:)``), beside the events that follow.
     private func followAssignments(of consumer: KafkaConsumer) async {
-        for await event in consumer.events {
-            switch event {
-            case .partitionsAssigned(let partitions):
-                let count = consumer.assignment.count
-                runState.withLock { state in
-                    state.hasJoinedGroup = true
-                    state.assignedPartitions = count
+        await withDiscardingTaskGroup { checks in
+            for await event in consumer.events {
+                follow(event, of: consumer)
+                if replay == nil, case .partitionsAssigned(let partitions) = event {
+                    checks.addTask { await self.checkCommittedStarts(of: partitions, consumer: consumer) }
                 }
-                logger.info("Assigned", metadata: ["partitions": "\(partitions.map(\.description).sorted().joined(separator: ","))"])
-            case .partitionsRevoked(let partitions), .partitionsLost(let partitions):
-                // Abandon in-flight work of revoked partitions: it was not committed, so their new owner
-                // processes it again (at least once; outputs carry the same message ids).
-                // The event arrives after the fact: a partition given straight back may already have a tracker
-                // for its new reading (a newer generation), which stays.
-                // (A partition paused for backpressure comes back unpaused: the consumer lifts a revoked partition's
-                // pause.)
-                let retired = progress.withLock { progress in
-                    partitions.compactMap { partition -> PartitionProgress? in
-                        guard let tracker = progress[partition], !consumer.isReading(partition, generation: tracker.generation) else {
-                            return nil
-                        }
-                        return progress.removeValue(forKey: partition)
-                    }
-                }
-                for tracker in retired { tracker.retire() }
-                readPositions.withLock { positions in
-                    for partition in partitions { positions[partition] = nil }
-                }
-                let count = consumer.assignment.count
-                let isLost: Bool
-                if case .partitionsLost = event { isLost = true } else { isLost = false }
-                runState.withLock { state in
-                    state.assignedPartitions = count
-                    // Out of the group (its session timed out): not taking its share until the group assigns it again.
-                    if isLost { state.hasJoinedGroup = false }
-                }
-                if isLost {
-                    logger.warning(
-                        "Lost the consumer group's assignment (its session timed out, or the coordinator no longer knew it): not ready until the group assigns partitions again; their uncommitted events are processed again by their next owner",
-                        metadata: ["partitions": "\(partitions.map(\.description).sorted().joined(separator: ","))"]
-                    )
-                } else {
-                    logger.info("Revoked", metadata: ["partitions": "\(partitions.map(\.description).sorted().joined(separator: ","))"])
-                }
-            case .error(let error):
-                // The consumer logs it at warning itself.
-                logger.debug("Consumer reported an error", metadata: ["error": "\(error)"])
             }
+        }
+    }
+
+    /// Keeps the per-partition trackers in step with one change of the group's assignment.
+    private func follow(_ event: KafkaConsumer.Event, of consumer: KafkaConsumer) {
+        switch event {
+        case .partitionsAssigned(let partitions):
+            let count = consumer.assignment.count
+            runState.withLock { state in
+                state.hasJoinedGroup = true
+                state.assignedPartitions = count
+            }
+            logger.info("Assigned", metadata: ["partitions": "\(partitions.map(\.description).sorted().joined(separator: ","))"])
+        case .partitionsRevoked(let partitions), .partitionsLost(let partitions):
+            // Abandon in-flight work of revoked partitions: it was not committed, so their new owner
+            // processes it again (at least once; outputs carry the same message ids).
+            // The event arrives after the fact: a partition given straight back may already have a tracker
+            // for its new reading (a newer generation), which stays.
+            // (A partition paused for backpressure comes back unpaused: the consumer lifts a revoked partition's
+            // pause.)
+            let retired = progress.withLock { progress in
+                partitions.compactMap { partition -> PartitionProgress? in
+                    guard let tracker = progress[partition], !consumer.isReading(partition, generation: tracker.generation) else {
+                        return nil
+                    }
+                    return progress.removeValue(forKey: partition)
+                }
+            }
+            for tracker in retired { tracker.retire() }
+            readPositions.withLock { positions in
+                for partition in partitions { positions[partition] = nil }
+            }
+            let count = consumer.assignment.count
+            let isLost: Bool
+            if case .partitionsLost = event { isLost = true } else { isLost = false }
+            runState.withLock { state in
+                state.assignedPartitions = count
+                // Out of the group (its session timed out): not taking its share until the group assigns it again.
+                if isLost { state.hasJoinedGroup = false }
+            }
+            if isLost {
+                logger.warning(
+                    "Lost the consumer group's assignment (its session timed out, or the coordinator no longer knew it): not ready until the group assigns partitions again; their uncommitted events are processed again by their next owner",
+                    metadata: ["partitions": "\(partitions.map(\.description).sorted().joined(separator: ","))"]
+                )
+            } else {
+                logger.info("Revoked", metadata: ["partitions": "\(partitions.map(\.description).sorted().joined(separator: ","))"])
+            }
+        case .error(let error):
+            // The consumer logs it at warning itself.
+            logger.debug("Consumer reported an error", metadata: ["error": "\(error)"])
         }
     }
 

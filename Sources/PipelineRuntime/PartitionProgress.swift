@@ -90,6 +90,9 @@ final class PartitionProgress: Sendable {
     /// The position up to which everything is done (`nil` before the first event completes).
     var completedPosition: Int64? { state.withLock { $0.completedPosition } }
 
+    /// The offset after the last event registered (`nil` before the first).
+    var nextOffset: Int64? { state.withLock { $0.lastBegun.map { $0 + 1 } } }
+
     // Changed only under the state's lock, and read without it on the hot paths (every delivery's cancellation
     // check; the backpressure checks of every event read and completed).
     private let retired = RetiredFlag()

@@ -25,6 +25,9 @@ public final class PipelineStatistics: Sendable {
         /// Outputs the cluster did not take (not acknowledged within `message.timeout.ms`, or refused) and that
         /// were queued to be sent again: each output once, however many of its attempts failed.
         public var outputsRetried = 0
+        /// Records of the sends topic deleted (by retention, or a deletion of records) before the pipeline read them,
+        /// "up to": a transaction marker deleted with them is counted too. They get no outcome.
+        public var recordsDeletedUnread = 0
         /// The first payload rendered per `template/platform`.
         public var samplePayloads: [String: [UInt8]] {
             var result: [String: [UInt8]] = [:]
@@ -103,6 +106,11 @@ public final class PipelineStatistics: Sendable {
     /// Counts an output queued to be sent again for the first time (its later failed attempts are not counted).
     func recordRetry() {
         state.withLock { $0.outputsRetried += 1 }
+    }
+
+    /// Counts records of the sends topic found deleted before they were read.
+    func recordDeletedUnread(_ count: Int) {
+        state.withLock { $0.recordsDeletedUnread += count }
     }
 
     /// Counts an acknowledged outcome record: its event's kind and cause (an acknowledgement handler keeps only these

@@ -103,7 +103,7 @@ public struct ReplayPlan: Sendable, Equatable {
     /// group committed in this range, or else the offset `--from` gave, to the range's start (or to the offset `--to`
     /// gave, when that is earlier), where the partition's first offset still stored put it (retention deleted the
     /// records there). `nil` when there are none. They are checked with the offsets the reading jumps over
-    /// (``CampaignPipeline/replayDeletedOffsets``).
+    /// (``CampaignPipeline/offsetsDeletedBeforeRead``).
     public func offsetsBeforeStart(of partition: KafkaTopicPartition, after committed: [KafkaOffsetAndMetadata]) -> Range<Int64>? {
         guard let range = ranges[partition], let mine = commitMetadata(of: partition) else { return nil }
         var requested: Int64?

@@ -46,6 +46,7 @@ struct MetricsEndpointTests {
         statistics.recordOutcome(kind: .expired, cause: .timer, bytes: [], isTimerExpiry: true)
         statistics.recordOutcome(kind: .rejected, cause: nil, bytes: [], isTimerExpiry: false)
         statistics.recordRetry()
+        statistics.recordDeletedUnread(40)
         return statistics
     }
 
@@ -76,6 +77,9 @@ struct MetricsEndpointTests {
             # HELP campaign_pipeline_outputs_retried_total Outputs the cluster did not take at first, queued to be sent again.
             # TYPE campaign_pipeline_outputs_retried_total counter
             campaign_pipeline_outputs_retried_total 1
+            # HELP campaign_pipeline_records_deleted_unread_total Records of the sends topic deleted before the pipeline read them (retention): no outcome.
+            # TYPE campaign_pipeline_records_deleted_unread_total counter
+            campaign_pipeline_records_deleted_unread_total 40
 
             """)
     }

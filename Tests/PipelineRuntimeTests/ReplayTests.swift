@@ -48,45 +48,6 @@ struct ReplayTests {
         }
     }
 
-    /// Puts `values` on `partition` in message sets of ten records, each acknowledged before the next: the embedded
-    /// broker deletes whole sets when it runs out of room (``deleteFirstRecords(of:before:kafka:)``).
-    func produceInSets(_ values: [(key: String, value: [UInt8])], to partition: KafkaTopicPartition, kafka: EmbeddedKafka) async throws {
-        let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(bootstrapServers: [kafka.bootstrapServers]), logger: testLogger)
-        for start in stride(from: 0, to: values.count, by: 10) {
-            let records = values[start..<min(start + 10, values.count)].map {
-                KafkaProducerRecord(topic: partition.topic, partition: partition.partition, key: Array($0.key.utf8), value: $0.value)
-            }
-            for result in await producer.send(contentsOf: Array(records)) { _ = try result.get() }
-        }
-        await producer.close()
-    }
-
-    /// Writes records after the partition's until the embedded broker, which keeps about 5 MiB per partition, deletes
-    /// its first records as retention would: some of those before `end`, not all. Returns the partition's first offset
-    /// still stored.
-    func deleteFirstRecords(of partition: KafkaTopicPartition, before end: Int64, kafka: EmbeddedKafka) async throws -> Int64 {
-        let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(bootstrapServers: [kafka.bootstrapServers]), logger: testLogger)
-        let consumer = try KafkaConsumer(configuration: KafkaConsumerConfiguration(bootstrapServers: [kafka.bootstrapServers], groupID: nil), logger: testLogger)
-        func filler(_ count: Int, bytes: Int) async throws {
-            let records = (0..<count).map { _ in
-                KafkaProducerRecord(topic: partition.topic, partition: partition.partition, key: Array("filler".utf8), value: [UInt8](repeating: 0x2E, count: bytes))
-            }
-            for result in await producer.send(contentsOf: records) { _ = try result.get() }
-        }
-        // 4.4 MiB at once, then 4 KiB at a time until the first records go.
-        try await filler(140, bytes: 32 * 1024)
-        var low = try await consumer.watermarks(topic: partition.topic, partition: partition.partition).low
-        #expect(low == 0, "nothing deleted before the last steps")
-        while low == 0 {
-            try await filler(1, bytes: 4 * 1024)
-            low = try await consumer.watermarks(topic: partition.topic, partition: partition.partition).low
-        }
-        await producer.close()
-        await consumer.close()
-        #expect(low < end, "some records before \(end) are still stored (first offset \(low))")
-        return low
-    }
-
     /// Found by a review of the stop while starting: a replay's start-up looks up its group's committed offsets (up to
     /// 10 s when the group's coordinator does not answer), and a stop then went unheard: the replay failed with the
     /// look-up's error.
@@ -252,7 +213,7 @@ struct ReplayTests {
             }
             #expect(!timedOut, "the replay ended by itself")
             #expect(replay.statistics.snapshot.totalIn == 300)
-            #expect(replay.replayDeletedOffsets.isEmpty, "markers passed over are not records deleted")
+            #expect(replay.offsetsDeletedBeforeRead.isEmpty, "markers passed over are not records deleted")
             let outcomes = try analytics(try await readAll(replayConfiguration(configuration).topics.analytics, kafka: kafka))
             #expect(Set(outcomes.map(\.identity.messageId)).count == 300, "every event has its outcome")
         }
@@ -269,12 +230,12 @@ struct ReplayTests {
             try await produceInSets(try events(60, base: Date()), to: partition, kafka: kafka)
             // The range is planned while every record is there; the first are deleted before the replay reads them.
             let plan = ReplayPlan(ranges: [partition: 0..<60])
-            let low = try await deleteFirstRecords(of: partition, before: 60, kafka: kafka)
+            let low = try await deleteFirstRecords(of: partition, past: 0, before: 60, kafka: kafka)
             let replayed = replayConfiguration(configuration)
             let replay = CampaignPipeline(configuration: replayed, registry: builtinRegistry, replay: plan, logger: testLogger)
             try await replay.run()
             #expect(replay.hasFinishedReplay)
-            #expect(replay.replayDeletedOffsets == [partition: [0..<low]])
+            #expect(replay.offsetsDeletedBeforeRead == [partition: [0..<low]])
             #expect(replay.statistics.snapshot.totalIn == Int(60 - low))
             let outcomes = try analytics(try await readAll(replayed.topics.analytics, kafka: kafka))
             #expect(outcomes.count == Int(60 - low), "one outcome for each record still stored")
@@ -291,7 +252,7 @@ struct ReplayTests {
         try await withReplayCluster { kafka, configuration in
             let partition = KafkaTopicPartition(topic: configuration.topics.sends, partition: 0)
             try await produceInSets(try events(60, base: Date()), to: partition, kafka: kafka)
-            let low = try await deleteFirstRecords(of: partition, before: 60, kafka: kafka)
+            let low = try await deleteFirstRecords(of: partition, past: 0, before: 60, kafka: kafka)
             let arguments = ["replay", "--bootstrap-servers", kafka.bootstrapServers, "--from", "0:0", "--to", "0:60"]
             let run = try await ChildProcess.run(executable, arguments, environment: childEnvironment(["LOG_LEVEL": "warning"]), timeout: .seconds(120))
             #expect(run.status == 3, "\(run.stderr.suffix(2_000))")

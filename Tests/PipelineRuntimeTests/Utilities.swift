@@ -47,6 +47,46 @@ func produce(_ values: [(key: String, value: [UInt8])], to topic: String, kafka:
     for result in results { _ = try result.get() }
 }
 
+/// Puts `values` on `partition` in message sets of ten records, each acknowledged before the next: the embedded
+/// broker deletes whole sets when it runs out of room (``deleteFirstRecords(of:past:before:kafka:)``).
+func produceInSets(_ values: [(key: String, value: [UInt8])], to partition: KafkaTopicPartition, kafka: EmbeddedKafka) async throws {
+    let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(bootstrapServers: [kafka.bootstrapServers]), logger: testLogger)
+    for start in stride(from: 0, to: values.count, by: 10) {
+        let records = values[start..<min(start + 10, values.count)].map {
+            KafkaProducerRecord(topic: partition.topic, partition: partition.partition, key: Array($0.key.utf8), value: $0.value)
+        }
+        for result in await producer.send(contentsOf: Array(records)) { _ = try result.get() }
+    }
+    await producer.close()
+}
+
+/// Writes records after the partition's until the embedded broker, which keeps about 5 MiB per partition, deletes
+/// its first records as retention would: those up to `past` at least, not all of those before `end`. Returns the
+/// partition's first offset still stored. The records it writes (32 KiB and 4 KiB of dots, keyed `filler`) are no
+/// events.
+func deleteFirstRecords(of partition: KafkaTopicPartition, past: Int64, before end: Int64, kafka: EmbeddedKafka) async throws -> Int64 {
+    let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(bootstrapServers: [kafka.bootstrapServers]), logger: testLogger)
+    let consumer = try KafkaConsumer(configuration: KafkaConsumerConfiguration(bootstrapServers: [kafka.bootstrapServers], groupID: nil), logger: testLogger)
+    func filler(_ count: Int, bytes: Int) async throws {
+        let records = (0..<count).map { _ in
+            KafkaProducerRecord(topic: partition.topic, partition: partition.partition, key: Array("filler".utf8), value: [UInt8](repeating: 0x2E, count: bytes))
+        }
+        for result in await producer.send(contentsOf: records) { _ = try result.get() }
+    }
+    // 4.4 MiB at once, then 4 KiB at a time until the first records go.
+    try await filler(140, bytes: 32 * 1024)
+    var low = try await consumer.watermarks(topic: partition.topic, partition: partition.partition).low
+    #expect(low == 0, "nothing deleted before the last steps")
+    while low <= past {
+        try await filler(1, bytes: 4 * 1024)
+        low = try await consumer.watermarks(topic: partition.topic, partition: partition.partition).low
+    }
+    await producer.close()
+    await consumer.close()
+    #expect(low < end, "some records before \(end) are still stored (first offset \(low))")
+    return low
+}
+
 /// Every record of a topic at the moment of the call. It reads each partition up to its high watermark's last
 /// offset, so a topic ending in a transaction marker (``TransactionMarkers``) keeps it waiting: not for those.
 func readAll(_ topic: String, kafka: EmbeddedKafka) async throws -> [KafkaConsumerMessage] {

@@ -1,21 +1,22 @@
 import KafkaClient
 
-/// The offsets a replay's reading passed over in its ranges, and those of them the topic had deleted.
+/// The offsets a reading of the sends topic passed over, and those of them the topic had deleted.
 ///
-/// A replay reads each range in order, so its reading jumps over offsets only where they hold nothing it is given
+/// A partition is read in order, so its reading jumps over offsets only where they hold nothing it is given
 /// (transaction markers, records of aborted transactions, records compaction removed) or where the records were
-/// deleted before it read them: retention (the start of a long range on a topic near its retention) or a deletion of
-/// records. librdkafka reads on from the first offset still stored then, and says so only in its log. Each jump is
-/// noted, then checked against the partition's low watermark, the first offset still stored: what lies below it was
-/// deleted, and was never read. (An offset below it that held a marker counts too: "up to" that many records.)
-struct ReplayGaps {
+/// deleted before it read them: retention (a pipeline lagging or stopped for longer than the topic keeps records; the
+/// start of a long replay range), or a deletion of records. librdkafka reads on from the first offset still stored
+/// then, and says so only in its log. Each jump is noted, then checked against the partition's low watermark, the
+/// first offset still stored: what lies below it was deleted, and was never read. (An offset below it that held a
+/// marker counts too: "up to" that many records.)
+struct OffsetGaps {
     /// Offsets passed over and not yet checked, per partition.
     private(set) var unchecked: [KafkaTopicPartition: [Range<Int64>]] = [:]
-    /// Offsets found deleted before the replay read them, per partition, in the order found.
+    /// Offsets found deleted before they were read, per partition, in the order found.
     private(set) var deleted: [KafkaTopicPartition: [Range<Int64>]] = [:]
 
-    /// Notes that the reading of `partition` went from `expected` (the offset after the last it read, or the range's
-    /// start) to `next`.
+    /// Notes that the reading of `partition` went from `expected` (the offset after the last it read, or where it was
+    /// to start) to `next`.
     mutating func note(from expected: Int64, to next: Int64, in partition: KafkaTopicPartition) {
         guard next > expected else { return }
         unchecked[partition, default: []].append(expected..<next)

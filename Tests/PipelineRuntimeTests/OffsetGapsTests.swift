@@ -2,14 +2,14 @@ import KafkaClient
 @testable import PipelineRuntime
 import Testing
 
-@Suite("Offsets a replay's reading passed over")
-struct ReplayGapsTests {
+@Suite("Offsets a reading passed over")
+struct OffsetGapsTests {
     let partition = KafkaTopicPartition(topic: "campaign.sends", partition: 0)
     let other = KafkaTopicPartition(topic: "campaign.sends", partition: 1)
 
     @Test("what lies below the partition's first offset still stored was deleted; what lies above it held no record")
     func settledAgainstTheLowWatermark() {
-        var gaps = ReplayGaps()
+        var gaps = OffsetGaps()
         gaps.note(from: 5, to: 5, in: partition)
         gaps.note(from: 7, to: 6, in: partition)
         #expect(gaps.isSettled, "no jump: nothing to check")
