@@ -94,7 +94,7 @@ public final class CampaignPipeline: Service {
     /// A replay's progress per partition: the highest position done (``store(_:consumer:)``), and the last committed
     /// (``commitReplayProgress(_:consumer:)``).
     let replayCommits = Mutex(ReplayCommits())
-    /// The offsets a replay's reading jumped over in its ranges, and those found deleted before it read them.
+    /// The offsets the reading of the sends topic jumped over, and those found deleted before they were read.
     let offsetGaps = Mutex(OffsetGaps())
 
     /// Creates a pipeline.
