@@ -32,7 +32,9 @@ extension CampaignPipeline {
             for partition in partitions {
                 group.addTask {
                     do {
-                        return (partition, try await consumer.watermarks(topic: partition.topic, partition: partition.partition, timeout: timeout).low)
+                        // Bound to a name before the tuple is made (AsyncTupleMiscompileTests).
+                        let low = try await consumer.watermarks(topic: partition.topic, partition: partition.partition, timeout: timeout).low
+                        return (partition, low)
                     } catch {
                         self.logger.debug("Could not ask a partition's first offset; asked again", metadata: ["partition": "\(partition)", "error": "\(error)"])
                         return (partition, nil)
