@@ -10,6 +10,9 @@ SHELL := /bin/bash
 .SHELLFLAGS := -eo pipefail -c
 SWIFT ?= swift
 BUILD_LOG := .build/build.log
+# How many tests Swift Testing runs at once (eight per core). Unbounded, it starts all ~540 at once, and on two cores
+# the run's first minute starved the timeouts of tests that had done nothing wrong (see the README's Development).
+TEST_WIDTH ?= $(shell echo $$(( $$(nproc) * 8 )))
 
 .PHONY: run test build deps test-deps broker clean
 
@@ -34,7 +37,7 @@ test: test-deps
 	@mkdir -p .build
 	$(SWIFT) build --build-tests 2>&1 | tee $(BUILD_LOG)
 	@scripts/check-warnings.sh $(BUILD_LOG)
-	$(SWIFT) test --skip-build
+	SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=$(TEST_WIDTH) $(SWIFT) test --skip-build
 	@scripts/bench-smoke.sh
 
 clean:
