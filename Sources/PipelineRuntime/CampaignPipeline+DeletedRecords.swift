@@ -27,24 +27,7 @@ extension CampaignPipeline {
     func settleOffsetGaps(consumer: KafkaConsumer, timeout: Duration = .seconds(5)) async {
         let partitions = offsetGaps.withLock { $0.unchecked.keys.sorted { $0.partition < $1.partition } }
         guard !partitions.isEmpty else { return }
-        // Asked of every partition at once: one after the other, a replay's end waited for each in turn.
-        let lows = await withTaskGroup(of: (KafkaTopicPartition, Int64?).self) { group in
-            for partition in partitions {
-                group.addTask {
-                    do {
-                        // Bound to a name before the tuple is made (AsyncTupleMiscompileTests).
-                        let low = try await consumer.watermarks(topic: partition.topic, partition: partition.partition, timeout: timeout).low
-                        return (partition, low)
-                    } catch {
-                        self.logger.debug("Could not ask a partition's first offset; asked again", metadata: ["partition": "\(partition)", "error": "\(error)"])
-                        return (partition, nil)
-                    }
-                }
-            }
-            var lows: [KafkaTopicPartition: Int64] = [:]
-            for await (partition, low) in group { lows[partition] = low }
-            return lows
-        }
+        let lows = await lowWatermarks(of: partitions, consumer: consumer, timeout: timeout)
         for partition in partitions {
             guard let low = lows[partition] else { continue }
             let deleted = offsetGaps.withLock { $0.settle(partition, lowWatermark: low) }
@@ -62,6 +45,32 @@ extension CampaignPipeline {
                     "firstOffsetStored": "\(low)",
                 ]
             )
+        }
+    }
+
+    /// The first offset still stored of each of `partitions`, asked of all at once (one after the other, a replay's
+    /// end waited for each in turn). A partition whose look-up fails within `timeout` is left out, and logged.
+    func lowWatermarks(
+        of partitions: [KafkaTopicPartition],
+        consumer: KafkaConsumer,
+        timeout: Duration
+    ) async -> [KafkaTopicPartition: Int64] {
+        await withTaskGroup(of: (KafkaTopicPartition, Int64?).self) { group in
+            for partition in partitions {
+                group.addTask {
+                    do {
+                        // Bound to a name before the tuple is made (AsyncTupleMiscompileTests).
+                        let low = try await consumer.watermarks(topic: partition.topic, partition: partition.partition, timeout: timeout).low
+                        return (partition, low)
+                    } catch {
+                        self.logger.debug("Could not ask a partition's first offset", metadata: ["partition": "\(partition)", "error": "\(error)"])
+                        return (partition, nil)
+                    }
+                }
+            }
+            var lows: [KafkaTopicPartition: Int64] = [:]
+            for await (partition, low) in group { lows[partition] = low }
+            return lows
         }
     }
 
@@ -88,11 +97,11 @@ extension CampaignPipeline {
             logger.debug("Could not ask the committed offsets of assigned partitions", metadata: ["error": "\(error)"])
             return
         }
-        for position in committed where position.offset >= 0 {
-            guard let low = try? await consumer.watermarks(topic: position.topic, partition: position.partition, timeout: .seconds(5)).low,
-                low > position.offset
-            else { continue }
-            offsetGaps.withLock { $0.note(from: position.offset, to: low, in: position.topicPartition) }
+        let starts = committed.filter { $0.offset >= 0 }
+        let lows = await lowWatermarks(of: starts.map(\.topicPartition), consumer: consumer, timeout: .seconds(5))
+        for start in starts {
+            guard let low = lows[start.topicPartition], low > start.offset else { continue }
+            offsetGaps.withLock { $0.note(from: start.offset, to: low, in: start.topicPartition) }
         }
     }
 }
