@@ -184,7 +184,7 @@ extension CampaignPipeline {
                 cursor = cursors.count - 1
             }
             guard cursors[cursor].isAssigned else { continue }
-            switch replayCheck(message, after: cursors[cursor].nextOffset ?? cursors[cursor].positionBefore, consumer: consumer) {
+            switch checkRead(message, after: cursors[cursor].nextOffset ?? cursors[cursor].positionBefore, consumer: consumer) {
             case .process:
                 break
             case .skip:

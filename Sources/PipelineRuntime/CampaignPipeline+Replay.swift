@@ -206,8 +206,8 @@ extension CampaignPipeline {
         }
     }
 
-    /// What a replay does with a record it read.
-    enum ReplayCheck {
+    /// What the pipeline does with a record it read: streaming processes every one; a replay only those of its range.
+    enum ReadCheck {
         /// Streaming, or a record in its partition's range: processed.
         case process
         /// A record of a partition the replay does not cover: skipped.
@@ -219,8 +219,8 @@ extension CampaignPipeline {
     /// Whether `message` is processed: always when streaming; for a replay, when it is in its partition's range. A
     /// record past the range pauses the partition. Offsets the reading jumped over since `expected` (the offset after
     /// the partition's last record read in the same reading, or a replay's start), a replay's within its range, are
-    /// noted (``noteJump(from:to:of:)``).
-    func replayCheck(_ message: KafkaConsumerMessage, after expected: Int64?, consumer: KafkaConsumer) -> ReplayCheck {
+    /// noted in both, to be checked for records deleted before they were read (``noteJump(from:to:of:)``).
+    func checkRead(_ message: KafkaConsumerMessage, after expected: Int64?, consumer: KafkaConsumer) -> ReadCheck {
         guard let replay else {
             noteJump(from: expected, to: message.offset, of: message)
             return .process
