@@ -244,6 +244,8 @@ struct SinkTestSupportTests {
         configuration.connectionPool.retryConnectionEstablishment = false
         let client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
         try await withCleanup(server: server, client: client) {
+            // Below the ephemeral ports (32768 and up), which a connection could take while the server is stopped.
+            #expect((20_000..<32_768).contains(server.port))
             // A second server may use the same port once the first has stopped.
             try await server.stop()
             let second = try await LocalHTTPServer.start(tls: nil, wireProtocol: .http1, port: server.port) { _ in

@@ -65,20 +65,10 @@ final class ServerCore: Sendable {
 
         let listener: any Channel
         do {
-            listener = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-                .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-                .serverChannelOption(.backlog, value: 256)
-                .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
-                .childChannelInitializer { [self] channel in
-                    channel.eventLoop.makeCompletedFuture {
-                        try self.initializeConnection(channel)
-                    }
-                }
-                .bind(host: "127.0.0.1", port: port)
-                .get()
+            listener = try await bindListener(port: port)
         } catch {
             state.withLock { $0.isAcceptingConnections = false }
-            throw SinkTestSupportError("could not listen on 127.0.0.1:\(port): \(error)")
+            throw error
         }
         let stoppedWhileBinding = state.withLock { state -> Bool in
             state.port = listener.localAddress?.port ?? port
@@ -89,6 +79,37 @@ final class ServerCore: Sendable {
         if stoppedWhileBinding {
             try? await listener.close()
         }
+    }
+
+    /// Ports a server started without one listens on: below the kernel's ephemeral range (32768–60999 on Linux by
+    /// default), from which outgoing connections and listeners on port 0 are given theirs. A server keeps its port
+    /// across ``LocalHTTPServer/stop()`` and ``LocalHTTPServer/restart()``; one from the ephemeral range could be
+    /// taken meanwhile by any connection of a parallel test run (a restart once failed with "Address already in use").
+    static let portsOfOurOwn = 20_000..<32_768
+
+    /// Binds a listener on `port`; for port 0, on a free port of ``portsOfOurOwn`` tried at random (then on one the
+    /// kernel picks, should 32 of them be taken).
+    private func bindListener(port: Int) async throws -> any Channel {
+        let candidates = port == 0 ? (0..<32).map { _ in Int.random(in: Self.portsOfOurOwn) } + [0] : [port]
+        var lastError: (any Error)?
+        for candidate in candidates {
+            do {
+                return try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                    .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+                    .serverChannelOption(.backlog, value: 256)
+                    .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+                    .childChannelInitializer { [self] channel in
+                        channel.eventLoop.makeCompletedFuture {
+                            try self.initializeConnection(channel)
+                        }
+                    }
+                    .bind(host: "127.0.0.1", port: candidate)
+                    .get()
+            } catch {
+                lastError = error
+            }
+        }
+        throw SinkTestSupportError("could not listen on 127.0.0.1:\(port): \(lastError.map { "\($0)" } ?? "no port tried")")
     }
 
     func stop() async throws {
