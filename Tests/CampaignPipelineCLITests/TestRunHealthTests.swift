@@ -8,7 +8,7 @@ struct TestRunHealthTests {
     /// stalled it for up to 19 s at every run's start. This test samples the pool while the other tests run and
     /// says when and for how long it stalled; the run's worst was about 5 s after those fixes, 17 to 19 s before. With
     /// every test started at once, two cores' work in the run's first minute made it 12 to 13 s again; `make test`
-    /// now runs at most eight tests per core at once, and the worst is under a second. When this test starts depends
+    /// now runs at most eight tests per core at once, and the worst is about a second. When this test starts depends
     /// on that limit, so it samples 45 s of the run, not necessarily its first.
     @Test("through 45 seconds of the parallel run, no task waits 12 seconds for a thread")
     func poolKeepsServing() async throws {
