@@ -160,9 +160,12 @@ let package = Package(
         ),
         .target(
             name: "TestSupport",
-            dependencies: ["PipelineCore", "PushSinks", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["PipelineCore", "PushSinks", "TestRunWidth", .product(name: "Logging", package: "swift-log")],
             path: "Tests/TestSupport"
         ),
+        // Eight tests per core at once unless the environment says otherwise, set as the test binary loads
+        // (Tests/TestRunWidth/test_run_width.c): every test target links it through TestSupport.
+        .target(name: "TestRunWidth", path: "Tests/TestRunWidth"),
         .target(
             name: "SinkTestSupport",
             dependencies: [
@@ -224,7 +227,8 @@ let package = Package(
         .testTarget(
             name: "CampaignPipelineCLITests",
             dependencies: [
-                "CampaignPipelineCLI", "PipelineCore", "KafkaClient", "TestSupport", "campaign-pipeline", "MetricsEndpoint", "PipelineRuntime",
+                "CampaignPipelineCLI", "PipelineCore", "KafkaClient", "TestSupport", "TestRunWidth", "campaign-pipeline",
+                "MetricsEndpoint", "PipelineRuntime",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
