@@ -150,8 +150,11 @@ struct PipelineDecideTests {
             // Recorded against a table that had read the cancellation (offset 1), written while this one decided.
             let recorded = DecisionTimes.Range(first: 0, last: 0, decidedAt: Timestamp(Date().addingTimeInterval(-60)), horizon: CampaignTable.Horizon([0: 2]))
             let decision = try await bench.decide { [pipeline = bench.pipeline, follower = bench.followers.definitions] in
-                pipeline.decisionTimes.merge([recorded], of: 0)
+                // The cancellation is on the topic before the record naming it: the other instance read it first. (The
+                // other way round, a decision that started late could catch up to the topic's end before the
+                // cancellation was written, and judge with less, as it must when the end is all there is.)
                 try await produce([("by-reference", cancellation)], to: configuration.topics.definitions, kafka: kafka)
+                pipeline.decisionTimes.merge([recorded], of: 0)
                 // This table reads the cancellation only later.
                 Task {
                     try await Task.sleep(for: .seconds(1))
