@@ -12,12 +12,16 @@ struct BrokerCommand: AsyncParsableCommand {
         commandName: "broker",
         abstract: "Run an embedded Kafka broker (librdkafka's mock cluster) with the pipeline's topics.",
         discussion: """
-            Starts an in-process Kafka cluster on loopback, creates the contract's topics and prints the \
-            bootstrap address as the first line of standard output, then runs until SIGINT or SIGTERM. \
-            Other processes (kcat, `campaign-pipeline run`) connect to that address.
+            Starts an in-process Kafka cluster on loopback, creates the contract's topics and those a default \
+            replay writes to (replay.push.fcm, replay.push.apns, replay.campaign.analytics, replay.campaign.dlq), \
+            prints the bootstrap address as the first line of standard output, then runs until SIGINT or \
+            SIGTERM. Other processes (kcat, `campaign-pipeline run`) connect to that address.
 
             The mock cluster keeps about 5 MiB per partition and drops older records beyond that; it is \
-            meant for development and tests, not for production data.
+            meant for development and tests, not for production data. It also creates any other topic a \
+            client asks about, with 4 partitions (a real cluster does so only with auto.create.topics.enable, \
+            and not for the pipeline's own checks): a misspelt topic name is not refused here, so create the \
+            topics of another --output-prefix or configuration with --topic.
 
             Example:
               campaign-pipeline broker > broker.out &
@@ -75,7 +79,7 @@ struct BrokerCommand: AsyncParsableCommand {
     func run() async throws {
         let logger = try logging.makeLogger(label: "campaign-pipeline.broker")
         let kafka = try EmbeddedKafka(brokers: brokers, logger: logger)
-        let topics = PipelineConfiguration.Topics().all.map { (name: $0, partitions: partitions) } + (try parsedTopics)
+        let topics = (PipelineConfiguration.Topics().all + Self.replayTopics).map { (name: $0, partitions: partitions) } + (try parsedTopics)
         for topic in topics {
             try kafka.createTopic(topic.name, partitions: topic.partitions, replicationFactor: Int32(min(brokers, 3)))
         }
@@ -93,6 +97,12 @@ struct BrokerCommand: AsyncParsableCommand {
         try await Self.waitForSignal(logger: logger, kafka: kafka, parent: parentPid)
         kafka.shutdown()
         logger.info("Embedded broker stopped")
+    }
+
+    /// The topics a replay writes to with the default `--output-prefix`, as docker-compose.yml's kafka-init creates them.
+    static var replayTopics: [String] {
+        let replay = PipelineConfiguration.Topics().prefixingOutputs(with: ReplayCommand.defaultOutputPrefix)
+        return [replay.fcm, replay.apns, replay.analytics, replay.deadLetters]
     }
 
     /// Keeps `kafka` up until SIGINT or SIGTERM, or until `parent` (when given) is no longer this process's parent.

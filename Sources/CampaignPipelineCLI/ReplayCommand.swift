@@ -15,10 +15,12 @@ struct ReplayCommand: AsyncParsableCommand {
         discussion: """
             Reads the range [--from, --to) of each partition in a consumer group of its own and runs every \
             event through the pipeline again. Decisions that depend on time (TTL expiry, timers that already \
-            ended, campaign cancellations and definitions) use each event's own time, so replaying the same \
-            range gives the same outcomes whenever it runs; with --deliver they use the current time, as a live \
-            run does, so nothing that has expired or was cancelled by now is sent to phones. Timer expiries are \
-            not scheduled.
+            ended, campaign cancellations and definitions) use each event's own time, its occurredAt, so \
+            replaying the same range gives the same outcomes whenever it runs (not always the live run's: that \
+            judged each send when it first read it, and expired those read too late); with --deliver they use \
+            the current time, as a live run does, so nothing that has expired or was cancelled by now is sent to \
+            phones. Timer expiries are not scheduled. --from and --to select records by their Kafka timestamps \
+            (or offsets), not by occurredAt.
 
             SAFE BY DEFAULT: outputs go to topics named with --output-prefix (default 'replay.': \
             replay.push.fcm, replay.push.apns, replay.campaign.analytics, replay.campaign.dlq), never to the \
@@ -34,7 +36,7 @@ struct ReplayCommand: AsyncParsableCommand {
             per partition '0:1200,1:980' (offsets in --from replay only the partitions they name, and offsets \
             in --to may then name only those; otherwise offsets in --to must name every partition). A range \
             that does not fit the topic (a partition it lacks, an end before its start) is refused with status \
-            64. The group must not be the live pipeline's.
+            64, as is a --group that is the live pipeline's.
 
             Resumable: interrupt it (Ctrl-C) and run it again with the same --group, --from and --to to continue \
             where it stopped; it says how many records are left, and when its group has replayed the whole range \
@@ -63,8 +65,11 @@ struct ReplayCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The replay's consumer group; give the same one, with the same range, to resume an interrupted replay (default: a new one per run).", valueName: "name"))
     var group: String?
 
+    /// The prefix of the topics a replay writes to, unless told otherwise (`broker` creates those topics).
+    static let defaultOutputPrefix = "replay."
+
     @Option(help: ArgumentHelp("Prefix of the output topics (ignored with --deliver).", valueName: "prefix"))
-    var outputPrefix: String = "replay."
+    var outputPrefix: String = Self.defaultOutputPrefix
 
     @Flag(help: "Write to the LIVE output topics and send through the configured FCM/APNs sinks: phones get the notifications again. Never implied.")
     var deliver = false
@@ -115,7 +120,8 @@ struct ReplayCommand: AsyncParsableCommand {
             )
         }
         if let group, group == configuration.groupID {
-            throw CommandError(
+            // A usage error, refused with status 64 as the other groups a replay cannot use are.
+            throw ValidationError(
                 "--group \(group) is the live pipeline's consumer group: a replay commits its progress in its group, which would move the live pipeline past unsent events; give another name, or none for a new one"
             )
         }

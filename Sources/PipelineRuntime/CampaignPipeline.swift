@@ -853,7 +853,7 @@ public enum PipelineRuntimeError: Error, CustomStringConvertible, Equatable {
         case .missingTopic(let topic):
             "topic '\(topic)' does not exist; create it (see docker-compose.yml's kafka-init) or fix the topic name in the configuration"
         case .partitionMismatch(let sends, let sendsCount, let timers, let timersCount):
-            "topic '\(timers)' has \(timersCount) partitions but '\(sends)' has \(sendsCount); they must match (timers live in their send's partition)"
+            "topic '\(timers)' has \(timersCount) partitions but '\(sends)' has \(sendsCount); they must match (timers live in their send's partition). A broker that creates topics on first use (the embedded one does) may just have created one of them under a misspelt name"
         case .sinkStopped(let sink, let reason):
             "sink \(sink) stopped: \(reason). The pipeline stopped consuming; nothing after the last delivered event was committed. Fix the sink's credentials and restart"
         case .producerFailed(let reason):

@@ -99,6 +99,39 @@ struct ExecutableTests {
         #expect(process.terminationStatus == 0)
     }
 
+    /// A default replay writes to the `replay.*` topics. The embedded broker creates any topic a client asks about,
+    /// with its own default of 4 partitions, so a replay on the quick start's broker used to create them itself, with
+    /// other partitions than the pipeline's, where docker-compose.yml's kafka-init creates them with the rest.
+    @Test("broker creates the topics a default replay writes to, with the pipeline's partitions")
+    func brokerCreatesTheReplayTopics() async throws {
+        let executable = try #require(Paths.executable, "campaign-pipeline was not found next to the test bundle")
+        let kcat = try #require(
+            ["/usr/bin/kcat", "/usr/local/bin/kcat"].first { FileManager.default.isExecutableFile(atPath: $0) },
+            "kcat is not installed: `make test` installs it"
+        )
+        let address = FileManager.default.temporaryDirectory.appendingPathComponent("broker-\(UUID().uuidString).out").path
+        defer { try? FileManager.default.removeItem(atPath: address) }
+        // The README's way to start it and wait for its address; the broker stops when the shell ends.
+        let script = """
+            "$0" broker --log-level warning > "$1" & broker=$!
+            for _ in $(seq 300); do [ -s "$1" ] && break; sleep 0.1; done
+            "$2" -L -J -b "$(head -1 "$1")"; status=$?
+            kill $broker; wait $broker; exit $status
+            """
+        let result = try await runProcess(URL(fileURLWithPath: "/bin/bash"), ["-c", script, executable.path, address, kcat])
+        #expect(result.status == 0, "\(result.stderr)")
+        let metadata = try JSONObject(parsing: Array(result.stdout.utf8))
+        var partitions: [String: Int] = [:]
+        for topic in metadata["topics"]?.arrayValue ?? [] {
+            guard let name = topic.objectValue?["topic"]?.stringValue else { continue }
+            partitions[name] = topic.objectValue?["partitions"]?.arrayValue?.count
+        }
+        for name in ["replay.push.fcm", "replay.push.apns", "replay.campaign.analytics", "replay.campaign.dlq"] {
+            #expect(partitions[name] == 6, "\(name): \(partitions)")
+        }
+        #expect(partitions["campaign.sends"] == 6, "\(partitions)")
+    }
+
     @Test("broker --topic with an empty name is refused with the usage, before a broker starts")
     func emptyBrokerTopic() async throws {
         let executable = try #require(Paths.executable, "campaign-pipeline was not found next to the test bundle")
