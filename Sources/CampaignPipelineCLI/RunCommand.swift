@@ -78,10 +78,12 @@ struct RunCommand: AsyncParsableCommand {
                 """
             )
         }
-        if printConfig { return }
+        // The settings read outside the configuration, checked before `--print-config` says all is well.
         let logger = try logging.makeLogger(label: "campaign-pipeline")
+        let metricsPort = try self.metricsPort ?? Self.environmentMetricsPort(in: 0...65_535)
+        if printConfig { return }
         let pipeline = CampaignPipeline(configuration: configuration, registry: BuiltinTemplates.registry, logger: logger)
-        let metrics = try metricsServer(for: pipeline, logger: logger)
+        let metrics = metricsServer(port: metricsPort, for: pipeline, logger: logger)
         do {
             // Before Kafka: a port already in use stops the command at once, not after the pipeline has started.
             try await metrics?.listen()
@@ -89,7 +91,7 @@ struct RunCommand: AsyncParsableCommand {
             // Named as the operator gave the port (the container image sets only the variable), or the host.
             let option =
                 (error as? MetricsServerError)?.isAboutHost == true
-                ? "--metrics-host" : metricsPort != nil ? "--metrics-port" : "CAMPAIGN_PIPELINE_METRICS_PORT"
+                ? "--metrics-host" : self.metricsPort != nil ? "--metrics-port" : "CAMPAIGN_PIPELINE_METRICS_PORT"
             throw CommandError("\(option): \(error)")
         }
         try await pipeline.runUntilSignalled(
@@ -99,9 +101,9 @@ struct RunCommand: AsyncParsableCommand {
         )
     }
 
-    /// The metrics endpoint, when `--metrics-port` or `CAMPAIGN_PIPELINE_METRICS_PORT` asks for one.
-    func metricsServer(for pipeline: CampaignPipeline, logger: Logger) throws -> MetricsServer? {
-        guard let port = try metricsPort ?? Self.environmentMetricsPort(in: 0...65_535) else { return nil }
+    /// The metrics endpoint on `port`, when `--metrics-port` or `CAMPAIGN_PIPELINE_METRICS_PORT` asks for one.
+    func metricsServer(port: Int?, for pipeline: CampaignPipeline, logger: Logger) -> MetricsServer? {
+        guard let port else { return nil }
         return MetricsServer(host: metricsHost, port: port, logger: logger, readiness: { pipeline.status.readiness }) {
             PrometheusText.render(pipeline.statistics.snapshot, status: pipeline.status)
         }

@@ -189,7 +189,7 @@ struct ExecutableTests {
     }
 
     /// The README's check before a run: it used to pass (exit 0) a configuration the run then refused.
-    @Test("--print-config prints the configuration and fails, as run would, when it names no bootstrap servers")
+    @Test("--print-config prints the configuration and fails, as run would, when it names no bootstrap servers or a bad log or metrics setting")
     func printConfigChecksTheBrokers() async throws {
         let executable = try #require(Paths.executable, "campaign-pipeline was not found next to the test bundle")
         let missing = try await runProcess(executable, ["run", "--print-config"], environment: ["CAMPAIGN_PIPELINE_BOOTSTRAP_SERVERS": ""])
@@ -198,6 +198,16 @@ struct ExecutableTests {
         #expect(missing.stderr.contains("no Kafka bootstrap servers configured"), "\(missing.stderr)")
         let given = try await runProcess(executable, ["run", "--print-config", "--bootstrap-servers", "127.0.0.1:1"])
         #expect(given.status == 0, "\(given.stderr)")
+        // The settings read outside the configuration too: each used to pass here and fail the run.
+        for (variable, value, complaint) in [
+            ("LOG_LEVEL", "verbose", "LOG_LEVEL: 'verbose' is not one of"),
+            ("LOG_FORMAT", "xml", "LOG_FORMAT: 'xml' is not one of"),
+            ("CAMPAIGN_PIPELINE_METRICS_PORT", "abc", "CAMPAIGN_PIPELINE_METRICS_PORT: expected a port number"),
+        ] {
+            let refused = try await runProcess(executable, ["run", "--print-config", "--bootstrap-servers", "127.0.0.1:1"], environment: [variable: value])
+            #expect(refused.status == 1, "\(variable)=\(value): \(refused.stderr)")
+            #expect(refused.stderr.contains(complaint), "\(variable)=\(value): \(refused.stderr)")
+        }
     }
 
     /// `=x` passed the check (which split keeping the empty name) and was then read as the property `x`.
