@@ -59,8 +59,22 @@ public enum PrometheusText {
         sample(&text, "campaign_pipeline_assigned_partitions", nil, status.assignedPartitions)
         family(&text, "campaign_pipeline_in_flight_events", "Events read whose outputs are not all acknowledged yet.", type: "gauge")
         sample(&text, "campaign_pipeline_in_flight_events", nil, status.inFlightEvents)
-        family(&text, "campaign_pipeline_pending_timers", "Delivered timer notifications whose countdown has not ended (every partition's).", type: "gauge")
+        family(
+            &text,
+            "campaign_pipeline_pending_timers",
+            "Delivered timer notifications whose countdown has not ended, the whole group's (every instance keeps every partition's).",
+            type: "gauge"
+        )
         sample(&text, "campaign_pipeline_pending_timers", nil, status.pendingTimers)
+        family(
+            &text,
+            "campaign_pipeline_paused_partitions",
+            "Partitions this instance paused: their events wait on a throttled sink, or as many as processing.maxInFlightPerPartition are in flight.",
+            type: "gauge"
+        )
+        sample(&text, "campaign_pipeline_paused_partitions", nil, status.pausedPartitions)
+        family(&text, "campaign_pipeline_throttled_sinks", "Sinks (FCM, APNs) the platform throttles now; the partitions waiting on them are paused.", type: "gauge")
+        sample(&text, "campaign_pipeline_throttled_sinks", nil, status.throttledSinks)
         return text
     }
 

@@ -28,6 +28,11 @@ extension CampaignPipeline {
         /// Delivered timer notifications whose countdown has not ended, in this instance's book (which holds every
         /// partition's; each fires on the instance that owns its partition).
         public var pendingTimers: Int
+        /// Partitions of the sends topic this instance has paused for backpressure: their events wait on a sink
+        /// the platform throttles, or `processing.maxInFlightPerPartition` of them are in flight.
+        public var pausedPartitions: Int = 0
+        /// The sinks (FCM, APNs) the platform throttles now; the partitions waiting on them are paused.
+        public var throttledSinks: Int = 0
 
         /// Ready once consuming in the group: a deployment can count this instance as taking its share.
         public var readiness: Readiness {
@@ -56,7 +61,9 @@ extension CampaignPipeline {
             hasJoinedGroup: hasJoinedGroup,
             assignedPartitions: assigned,
             inFlightEvents: totalInFlight(),
-            pendingTimers: timers.count
+            pendingTimers: timers.count,
+            pausedPartitions: progress.withLock { $0.values.count(where: \.isPaused) },
+            throttledSinks: throttledSinks.withLock { $0.count }
         )
     }
 

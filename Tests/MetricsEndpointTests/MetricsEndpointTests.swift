@@ -84,9 +84,17 @@ struct MetricsEndpointTests {
             """)
     }
 
-    @Test("with the run's state: gauges of readiness, partitions, events in flight and pending timers")
+    @Test("with the run's state: gauges of readiness, partitions, events in flight, pending timers and backpressure")
     func gauges() {
-        let status = CampaignPipeline.Status(phase: .consuming, hasJoinedGroup: true, assignedPartitions: 6, inFlightEvents: 1_250, pendingTimers: 3)
+        let status = CampaignPipeline.Status(
+            phase: .consuming,
+            hasJoinedGroup: true,
+            assignedPartitions: 6,
+            inFlightEvents: 1_250,
+            pendingTimers: 3,
+            pausedPartitions: 2,
+            throttledSinks: 1
+        )
         let counters = PrometheusText.render(Self.statistics().snapshot)
         let text = PrometheusText.render(Self.statistics().snapshot, status: status)
         #expect(text == counters + """
@@ -99,9 +107,15 @@ struct MetricsEndpointTests {
             # HELP campaign_pipeline_in_flight_events Events read whose outputs are not all acknowledged yet.
             # TYPE campaign_pipeline_in_flight_events gauge
             campaign_pipeline_in_flight_events 1250
-            # HELP campaign_pipeline_pending_timers Delivered timer notifications whose countdown has not ended (every partition's).
+            # HELP campaign_pipeline_pending_timers Delivered timer notifications whose countdown has not ended, the whole group's (every instance keeps every partition's).
             # TYPE campaign_pipeline_pending_timers gauge
             campaign_pipeline_pending_timers 3
+            # HELP campaign_pipeline_paused_partitions Partitions this instance paused: their events wait on a throttled sink, or as many as processing.maxInFlightPerPartition are in flight.
+            # TYPE campaign_pipeline_paused_partitions gauge
+            campaign_pipeline_paused_partitions 2
+            # HELP campaign_pipeline_throttled_sinks Sinks (FCM, APNs) the platform throttles now; the partitions waiting on them are paused.
+            # TYPE campaign_pipeline_throttled_sinks gauge
+            campaign_pipeline_throttled_sinks 1
 
             """)
         var joining = status

@@ -260,6 +260,8 @@ struct PipelinePlatformSinkTests {
                     return delivered.filter { $0.identity.platform == .apns && $0.kind == .delivered }.count == 200 ? true : nil
                 }
                 #expect(pipeline.progress.withLock { $0[fcmPartition] }?.isPaused == true, "still paused")
+                // As the metrics endpoint shows it (campaign_pipeline_throttled_sinks, _paused_partitions).
+                #expect(pipeline.status.throttledSinks == 1 && pipeline.status.pausedPartitions == 1, "\(pipeline.status)")
                 #expect((pipeline.readPositions.withLock { $0[fcmPartition] } ?? 0) == readWhenPaused, "nothing more read from it")
                 #expect(fcm.answers.acceptedTokens.isEmpty)
 
@@ -268,6 +270,9 @@ struct PipelinePlatformSinkTests {
                 try await eventually("every event delivered", timeout: .seconds(120)) {
                     let outcomes = try analytics(try await readAll(configuration.topics.analytics, kafka: kafka))
                     return outcomes.count >= 3_700 ? true : nil
+                }
+                try await eventually("the gauges back to 0", timeout: .seconds(10)) {
+                    pipeline.status.throttledSinks == 0 && pipeline.status.pausedPartitions == 0 ? true : nil
                 }
             }
             await producer.close()
