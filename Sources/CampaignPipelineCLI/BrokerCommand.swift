@@ -79,7 +79,8 @@ struct BrokerCommand: AsyncParsableCommand {
     func run() async throws {
         let logger = try logging.makeLogger(label: "campaign-pipeline.broker")
         let kafka = try EmbeddedKafka(brokers: brokers, logger: logger)
-        let topics = (PipelineConfiguration.Topics().all + Self.replayTopics).map { (name: $0, partitions: partitions) } + (try parsedTopics)
+        let replayTopics = PipelineConfiguration.Topics().prefixingOutputs(with: ReplayCommand.defaultOutputPrefix).replayOutputs
+        let topics = (PipelineConfiguration.Topics().all + replayTopics).map { (name: $0, partitions: partitions) } + (try parsedTopics)
         for topic in topics {
             try kafka.createTopic(topic.name, partitions: topic.partitions, replicationFactor: Int32(min(brokers, 3)))
         }
@@ -97,12 +98,6 @@ struct BrokerCommand: AsyncParsableCommand {
         try await Self.waitForSignal(logger: logger, kafka: kafka, parent: parentPid)
         kafka.shutdown()
         logger.info("Embedded broker stopped")
-    }
-
-    /// The topics a replay writes to with the default `--output-prefix`, as docker-compose.yml's kafka-init creates them.
-    static var replayTopics: [String] {
-        let replay = PipelineConfiguration.Topics().prefixingOutputs(with: ReplayCommand.defaultOutputPrefix)
-        return [replay.fcm, replay.apns, replay.analytics, replay.deadLetters]
     }
 
     /// Keeps `kafka` up until SIGINT or SIGTERM, or until `parent` (when given) is no longer this process's parent.

@@ -80,10 +80,10 @@ struct RunCommand: AsyncParsableCommand {
         }
         // The settings read outside the configuration, checked before `--print-config` says all is well.
         let logger = try logging.makeLogger(label: "campaign-pipeline")
-        let metricsPort = try self.metricsPort ?? Self.environmentMetricsPort(in: 0...65_535)
+        let servedPort = try metricsPort ?? Self.environmentMetricsPort(in: 0...65_535)
         if printConfig { return }
         let pipeline = CampaignPipeline(configuration: configuration, registry: BuiltinTemplates.registry, logger: logger)
-        let metrics = metricsServer(port: metricsPort, for: pipeline, logger: logger)
+        let metrics = metricsServer(port: servedPort, for: pipeline, logger: logger)
         do {
             // Before Kafka: a port already in use stops the command at once, not after the pipeline has started.
             try await metrics?.listen()
@@ -91,7 +91,7 @@ struct RunCommand: AsyncParsableCommand {
             // Named as the operator gave the port (the container image sets only the variable), or the host.
             let option =
                 (error as? MetricsServerError)?.isAboutHost == true
-                ? "--metrics-host" : self.metricsPort != nil ? "--metrics-port" : "CAMPAIGN_PIPELINE_METRICS_PORT"
+                ? "--metrics-host" : metricsPort != nil ? "--metrics-port" : "CAMPAIGN_PIPELINE_METRICS_PORT"
             throw CommandError("\(option): \(error)")
         }
         try await pipeline.runUntilSignalled(

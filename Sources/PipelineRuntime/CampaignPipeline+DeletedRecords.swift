@@ -14,11 +14,13 @@ extension CampaignPipeline {
     /// How often a streaming pipeline checks the offsets its reading jumped over.
     static let offsetGapsCheckInterval: Duration = .seconds(5)
 
-    /// Notes that the reading of `message`'s partition jumped from `expected` (the offset after the partition's last
-    /// record read in the same reading) to `end` (the record's offset, or a replay's range end if before).
-    func noteJump(from expected: Int64?, to end: Int64, of message: KafkaConsumerMessage) {
+    /// Notes that the reading of `partition` jumped from `expected` (the offset after the partition's last record
+    /// read in the same reading, or where a reading starts) to `end` (the next record's offset, a replay's range end
+    /// if before, or the first offset still stored), to be checked for records deleted before they were read. Called
+    /// for every record: it takes the lock only when the reading jumped.
+    func noteJump(from expected: Int64?, to end: Int64, in partition: KafkaTopicPartition) {
         guard let expected, end > expected else { return }
-        offsetGaps.withLock { $0.note(from: expected, to: end, in: message.topicPartition) }
+        offsetGaps.withLock { $0.note(from: expected, to: end, in: partition) }
     }
 
     /// Checks the offsets the reading jumped over (``OffsetGaps``) against their partitions' low watermarks, and says
@@ -100,8 +102,8 @@ extension CampaignPipeline {
         let starts = committed.filter { $0.offset >= 0 }
         let lows = await lowWatermarks(of: starts.map(\.topicPartition), consumer: consumer, timeout: .seconds(5))
         for start in starts {
-            guard let low = lows[start.topicPartition], low > start.offset else { continue }
-            offsetGaps.withLock { $0.note(from: start.offset, to: low, in: start.topicPartition) }
+            guard let low = lows[start.topicPartition] else { continue }
+            noteJump(from: start.offset, to: low, in: start.topicPartition)
         }
     }
 }

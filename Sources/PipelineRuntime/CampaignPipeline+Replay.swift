@@ -30,7 +30,7 @@ extension CampaignPipeline {
             readPositions.withLock { $0[partition] = start }
             // Records the replay was to read before the start (retention moved the range's start past them).
             if let before = plan.offsetsBeforeStart(of: partition, after: committed) {
-                offsetGaps.withLock { $0.note(from: before.lowerBound, to: before.upperBound, in: partition) }
+                noteJump(from: before.lowerBound, to: before.upperBound, in: partition)
             }
             doneBeforeStart += start - range.lowerBound
             positions.append(KafkaTopicPartitionOffset(topic: partition.topic, partition: partition.partition, offset: start))
@@ -190,7 +190,7 @@ extension CampaignPipeline {
             // The jump is noted before the position moves past it (records deleted meanwhile end here too).
             let moved = readPositions.withLock { positions in
                 guard let current = positions[partition], current == position else { return false }
-                offsetGaps.withLock { $0.note(from: position, to: range.upperBound, in: partition) }
+                noteJump(from: position, to: range.upperBound, in: partition)
                 positions[partition] = range.upperBound
                 return true
             }
@@ -219,14 +219,14 @@ extension CampaignPipeline {
     /// Whether `message` is processed: always when streaming; for a replay, when it is in its partition's range. A
     /// record past the range pauses the partition. Offsets the reading jumped over since `expected` (the offset after
     /// the partition's last record read in the same reading, or a replay's start), a replay's within its range, are
-    /// noted in both, to be checked for records deleted before they were read (``noteJump(from:to:of:)``).
+    /// noted in both, to be checked for records deleted before they were read (``noteJump(from:to:in:)``).
     func checkRead(_ message: KafkaConsumerMessage, after expected: Int64?, consumer: KafkaConsumer) -> ReadCheck {
         guard let replay else {
-            noteJump(from: expected, to: message.offset, of: message)
+            noteJump(from: expected, to: message.offset, in: message.topicPartition)
             return .process
         }
         guard let range = replay.ranges[message.topicPartition] else { return .skip }
-        noteJump(from: expected, to: min(message.offset, range.upperBound), of: message)
+        noteJump(from: expected, to: min(message.offset, range.upperBound), in: message.topicPartition)
         if message.offset >= range.upperBound {
             consumer.pause([message.topicPartition], generation: message.assignmentGeneration)
             return .pastEnd(range.upperBound)

@@ -592,7 +592,7 @@ public final class CampaignPipeline: Service {
         var needed: [String] =
             switch (replay, writesOutputs) {
             case (nil, _): topics.all.filter { $0 != topics.tokens }
-            case (_, true): [topics.sends, topics.definitions, topics.fcm, topics.apns, topics.analytics, topics.deadLetters]
+            case (_, true): [topics.sends, topics.definitions] + topics.replayOutputs
             case (_, false): [topics.sends, topics.definitions]
             }
         if writesOutputs, usesPlatformSinks { needed.append(topics.tokens) }

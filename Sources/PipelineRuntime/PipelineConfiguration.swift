@@ -33,6 +33,10 @@ public struct PipelineConfiguration: Sendable, Equatable {
         /// Every topic, for checks and for creating them on the embedded broker.
         public var all: [String] { [sends, definitions, fcm, apns, analytics, deadLetters, timers, tokens] }
 
+        /// The topics a replay writes to (it schedules no timers, and reports no dead tokens): payloads, analytics and
+        /// dead letters.
+        public var replayOutputs: [String] { [fcm, apns, analytics, deadLetters] }
+
         /// Checks that no topic the pipeline writes is one it reads (`sends`, `definitions`): what it wrote there
         /// would be read back as input, without end. The timers topic, read and written, is no other topic either. The
         /// two payload topics may be one.
