@@ -43,6 +43,18 @@ public enum PrometheusText {
             sample(&text, "campaign_pipeline_expired_total", "cause=\"\(cause.rawValue)\"", snapshot.expiredByCause[cause] ?? 0)
         }
 
+        for (kind, name, help) in [
+            (AnalyticsEvent.Kind.failed, "campaign_pipeline_failed_total", "push.failed outcomes by reason code (the analytics record's reason.code)."),
+            (.rejected, "campaign_pipeline_rejected_total", "push.rejected outcomes by reason code (the analytics record's reason.code)."),
+        ] {
+            family(&text, name, help)
+            let counts = snapshot.outcomeReasons[kind] ?? [:]
+            let known = AnalyticsEvent.reasonCodes(of: kind)
+            for code in known + counts.keys.filter({ !known.contains($0) }).sorted() {
+                sample(&text, name, "reason=\"\(escaped(code))\"", counts[code] ?? 0)
+            }
+        }
+
         family(&text, "campaign_pipeline_timer_expiries_total", "Timer expiries emitted after delivery (push.expired, cause timer, after a push.delivered).")
         sample(&text, "campaign_pipeline_timer_expiries_total", nil, snapshot.timersFired)
 

@@ -1,4 +1,5 @@
 public import PipelineCore
+import PushSinks
 
 /// One event on `campaign.analytics`: what happened to one message (see the contract).
 public struct AnalyticsEvent: Sendable, Hashable {
@@ -22,6 +23,17 @@ public struct AnalyticsEvent: Sendable, Hashable {
         case ttl
         /// A timer notification's countdown ended.
         case timer
+    }
+
+    /// The reason codes a message of `kind` can end with: a sink's (``PushSinks/SinkFailure/Code``) for
+    /// ``Kind/failed``, the render's (``PipelineCore/PipelineError/Code``) for ``Kind/rejected``, none for the other
+    /// kinds. A fixed set, so a metric labelled with them cannot grow with the input.
+    public static func reasonCodes(of kind: Kind) -> [String] {
+        switch kind {
+        case .failed: SinkFailure.Code.allCases.map(\.rawValue)
+        case .rejected: PipelineError.Code.allCases.map(\.rawValue)
+        case .delivered, .expired, .suppressed: []
+        }
     }
 
     /// The type.

@@ -731,7 +731,7 @@ extension CampaignPipeline {
             event = AnalyticsEvent(kind: .suppressed, identity: identity, occurredAt: .now())
         }
         recordInput(of: event.identity, payload: payload)
-        statistics.recordOutcome(kind: event.kind, cause: event.cause, bytes: event.encoded(), isTimerExpiry: false)
+        statistics.recordOutcome(kind: event.kind, cause: event.cause, reasonCode: event.reasonCode, bytes: event.encoded(), isTimerExpiry: false)
     }
 
     /// What the run does when an event's completion advanced its partition's commit position: the tracker is kept
@@ -824,6 +824,7 @@ extension CampaignPipeline {
         outcomeOutput(
             kind: event.kind,
             cause: event.cause,
+            reasonCode: event.reasonCode,
             messageId: event.identity.messageId,
             value: event.encoded(),
             sourceTimestamp: sourceTimestamp,
@@ -836,6 +837,7 @@ extension CampaignPipeline {
     func outcomeOutput(
         kind: AnalyticsEvent.Kind,
         cause: AnalyticsEvent.ExpiryCause? = nil,
+        reasonCode: String? = nil,
         messageId: String,
         value: [UInt8],
         sourceTimestamp: Date?,
@@ -843,7 +845,14 @@ extension CampaignPipeline {
         arming: TimerArming? = nil
     ) -> OutputSender.Output {
         let record = analyticsRecord(kind: kind, messageId: messageId, value: value)
-        let counted = OutputSender.CountedOutcome(kind: kind, cause: cause, bytes: value, sourceTimestamp: sourceTimestamp, arming: arming)
+        let counted = OutputSender.CountedOutcome(
+            kind: kind,
+            cause: cause,
+            reasonCode: reasonCode,
+            bytes: value,
+            sourceTimestamp: sourceTimestamp,
+            arming: arming
+        )
         return OutputSender.Output(record: record, acknowledgement: .outcome(counted, ticket))
     }
 

@@ -53,6 +53,8 @@ final class OutputSender: Sendable {
     struct CountedOutcome: Sendable {
         var kind: AnalyticsEvent.Kind
         var cause: AnalyticsEvent.ExpiryCause?
+        /// The reason code of a failed or rejected message (`invalid_token`, `missing_field`, …).
+        var reasonCode: String? = nil
         /// The record's value: the first of each kind is kept as a sample.
         var bytes: [UInt8]
         /// The source record's timestamp, for the latency statistics.
@@ -208,6 +210,7 @@ final class OutputSender: Sendable {
             statistics.recordOutcome(
                 kind: outcome.kind,
                 cause: outcome.cause,
+                reasonCode: outcome.reasonCode,
                 bytes: outcome.bytes,
                 isTimerExpiry: false,
                 sourceTimestamp: outcome.sourceTimestamp

@@ -19,6 +19,8 @@ public final class PipelineStatistics: Sendable {
         public var outcomes: [AnalyticsEvent.Kind: Int] = [:]
         /// Expired messages by cause.
         public var expiredByCause: [AnalyticsEvent.ExpiryCause: Int] = [:]
+        /// Failed and rejected messages by the reason code of their record (`invalid_token`, `missing_field`, …).
+        public var outcomeReasons: [AnalyticsEvent.Kind: [String: Int]] = [:]
         /// Timer expiries emitted after delivery (`push.expired` cause `timer` that follows a `push.delivered`;
         /// not counted in ``outcomes``, which holds one terminal outcome per input).
         public var timersFired = 0
@@ -113,11 +115,13 @@ public final class PipelineStatistics: Sendable {
         state.withLock { $0.recordsDeletedUnread += count }
     }
 
-    /// Counts an acknowledged outcome record: its event's kind and cause (an acknowledgement handler keeps only these
-    /// of the event while its record is in flight), the first record of each kind as a sample, and its latency.
+    /// Counts an acknowledged outcome record: its event's kind, cause and reason code (an acknowledgement handler keeps
+    /// only these of the event while its record is in flight), the first record of each kind as a sample, and its
+    /// latency.
     func recordOutcome(
         kind: AnalyticsEvent.Kind,
         cause: AnalyticsEvent.ExpiryCause?,
+        reasonCode: String? = nil,
         bytes: [UInt8],
         isTimerExpiry: Bool,
         sourceTimestamp: Date? = nil
@@ -134,6 +138,7 @@ public final class PipelineStatistics: Sendable {
             }
             state.outcomes[kind, default: 0] += 1
             if let cause { state.expiredByCause[cause, default: 0] += 1 }
+            if let reasonCode { state.outcomeReasons[kind, default: [:]][reasonCode, default: 0] += 1 }
             if state.sampleAnalytics[kind] == nil { state.sampleAnalytics[kind] = bytes }
         }
     }

@@ -44,13 +44,15 @@ struct MetricsEndpointTests {
         for _ in 0..<3 { statistics.recordOutcome(kind: .delivered, cause: nil, bytes: [], isTimerExpiry: false) }
         statistics.recordOutcome(kind: .expired, cause: .ttl, bytes: [], isTimerExpiry: false)
         statistics.recordOutcome(kind: .expired, cause: .timer, bytes: [], isTimerExpiry: true)
-        statistics.recordOutcome(kind: .rejected, cause: nil, bytes: [], isTimerExpiry: false)
+        statistics.recordOutcome(kind: .rejected, cause: nil, reasonCode: "missing_field", bytes: [], isTimerExpiry: false)
+        statistics.recordOutcome(kind: .failed, cause: nil, reasonCode: "invalid_token", bytes: [], isTimerExpiry: false)
+        statistics.recordOutcome(kind: .failed, cause: nil, reasonCode: "invalid_token", bytes: [], isTimerExpiry: false)
         statistics.recordRetry()
         statistics.recordDeletedUnread(40)
         return statistics
     }
 
-    @Test("counters by template and platform, outcome type and expiry cause")
+    @Test("counters by template and platform, outcome type, expiry cause and reason code")
     func prometheusText() {
         let text = PrometheusText.render(Self.statistics().snapshot)
         #expect(text == """
@@ -63,7 +65,7 @@ struct MetricsEndpointTests {
             # HELP campaign_pipeline_outcomes_total Terminal outcomes written to the analytics topic and acknowledged, by type (one per event).
             # TYPE campaign_pipeline_outcomes_total counter
             campaign_pipeline_outcomes_total{type="push.delivered"} 3
-            campaign_pipeline_outcomes_total{type="push.failed"} 0
+            campaign_pipeline_outcomes_total{type="push.failed"} 2
             campaign_pipeline_outcomes_total{type="push.rejected"} 1
             campaign_pipeline_outcomes_total{type="push.expired"} 1
             campaign_pipeline_outcomes_total{type="push.suppressed"} 0
@@ -71,6 +73,22 @@ struct MetricsEndpointTests {
             # TYPE campaign_pipeline_expired_total counter
             campaign_pipeline_expired_total{cause="ttl"} 1
             campaign_pipeline_expired_total{cause="timer"} 0
+            # HELP campaign_pipeline_failed_total push.failed outcomes by reason code (the analytics record's reason.code).
+            # TYPE campaign_pipeline_failed_total counter
+            campaign_pipeline_failed_total{reason="invalid_token"} 2
+            campaign_pipeline_failed_total{reason="payload_too_large"} 0
+            campaign_pipeline_failed_total{reason="rejected_by_platform"} 0
+            campaign_pipeline_failed_total{reason="throttled"} 0
+            campaign_pipeline_failed_total{reason="unavailable"} 0
+            campaign_pipeline_failed_total{reason="auth"} 0
+            # HELP campaign_pipeline_rejected_total push.rejected outcomes by reason code (the analytics record's reason.code).
+            # TYPE campaign_pipeline_rejected_total counter
+            campaign_pipeline_rejected_total{reason="invalid_json"} 0
+            campaign_pipeline_rejected_total{reason="missing_field"} 1
+            campaign_pipeline_rejected_total{reason="invalid_field"} 0
+            campaign_pipeline_rejected_total{reason="unknown_template"} 0
+            campaign_pipeline_rejected_total{reason="payload_too_large"} 0
+            campaign_pipeline_rejected_total{reason="validation_failed"} 0
             # HELP campaign_pipeline_timer_expiries_total Timer expiries emitted after delivery (push.expired, cause timer, after a push.delivered).
             # TYPE campaign_pipeline_timer_expiries_total counter
             campaign_pipeline_timer_expiries_total 1

@@ -147,6 +147,10 @@ struct PipelineAccountingTests {
             let summary = statistics.snapshot
             #expect(summary.totalIn == total)
             #expect(summary.outcomes[.rejected] == brokenFields.count)
+            // Counted by reason code (the metrics' `campaign_pipeline_rejected_total`) as the records say.
+            let rejectedCodes = Dictionary(grouping: events.filter { $0.kind == .rejected }, by: { $0.reasonCode ?? "none" }).mapValues(\.count)
+            #expect(rejectedCodes.count > 1, "the broken events give several codes")
+            #expect(summary.outcomeReasons[.rejected] == rejectedCodes)
 
             // Rejections are logged ten at a time in ten seconds; each one not logged is counted in a line that is.
             let rejectionLines = logs.lines.filter { $0.level == .warning && $0.message.hasPrefix("Event rejected") }

@@ -103,6 +103,11 @@ struct PipelinePlatformSinkTests {
             for index in 6..<30 {
                 #expect(outcome(index)?.kind == .delivered, "s-event-\(index)")
             }
+            // The metrics count the failures by the code their records carry.
+            #expect(
+                pipeline.statistics.snapshot.outcomeReasons[.failed]
+                    == ["invalid_token": 2, "rejected_by_platform": 1, "payload_too_large": 1, "unavailable": 1]
+            )
             #expect(outcome(7)?.sink == "apns:\(apns.server.baseURL),kafka:push.apns", "every sink of the route, in route order")
             #expect(outcome(6)?.sink == "fcm:test-project")
             #expect(fcm.answers.answered.filter { $0.token == "token-s-4" }.map(\.status) == [429, 200])

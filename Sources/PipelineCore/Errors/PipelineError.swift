@@ -30,6 +30,9 @@ public struct PipelineError: Error, Sendable, Hashable, CustomStringConvertible 
         /// Several problems of different kinds; see ``PipelineError/issues``.
         public static let validationFailed = Code(.validationFailed)
 
+        /// Every code, in the order above: for counting outcomes by code (a metric's label values).
+        public static let allCases: [Code] = [.invalidJSON, .missingField, .invalidField, .unknownTemplate, .payloadTooLarge, .validationFailed]
+
         /// The wire form, e.g. `missing_field`.
         public var rawValue: String { base.rawValue }
         public var description: String { base.rawValue }
