@@ -63,7 +63,7 @@ public struct CarouselTemplate: TemplateRenderer {
     public var fields: [TemplateField] {
         StandardFields.fieldDescriptions(features: Self.features) + [
             TemplateField("items[]", "array, 3-5 on FCM, 2-5 on APNs", requiredOn: [.fcm, .apns], "adb_items (FCM: JSON string; APNs: array)"),
-            TemplateField("items[].image", "string (URI)", requiredOn: [.fcm, .apns], "img"),
+            TemplateField("items[].image", "http(s) URL", requiredOn: [.fcm, .apns], "img"),
             TemplateField("items[].text", "string", "txt"),
             TemplateField("items[].uri", "string (URI)", "uri (defaults to link.uri)"),
             TemplateField("mode", "auto|manual", "adb_car_mode"),
@@ -117,7 +117,7 @@ public struct CarouselTemplate: TemplateRenderer {
         }
         for reader in elements {
             // Copied into the payload as they are: read as text, not made `String`s.
-            let image = reader.text(Fields.image, required: true)
+            let image = reader.imageURL(Fields.image, required: true)
             let text = reader.text(Fields.text)
             let uri = reader.text(Fields.uri)
             // Texts read in place (`!= nil`, `if`): `guard let` or `??` would copy them (a reference count each).

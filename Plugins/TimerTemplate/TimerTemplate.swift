@@ -9,7 +9,8 @@ public import PipelineCore
 ///   instead of sending it (an already-expired timer is not shown on Android).
 /// - `alternate`: `{title, body, expandedBody, image}` → `adb_title_alt`, `adb_body_alt`,
 ///   FCM `adb_body_ex_alt`, FCM `adb_image_alt` / APNs `adb_media_alt`. `alternate.title` is
-///   required on both platforms (both SDKs need it).
+///   required on both platforms (both SDKs need it). On FCM, `adb_body_ex_alt` falls back to the
+///   alternate body and `adb_image_alt` to `image`: Android shows only those keys once the timer ends.
 /// - `colors.timer` → `adb_clr_tmr`.
 public struct TimerTemplate: TemplateRenderer {
     /// The wire value of `adb_template_type`.
@@ -50,12 +51,13 @@ public struct TimerTemplate: TemplateRenderer {
 
     public var fields: [TemplateField] {
         StandardFields.fieldDescriptions(features: Self.features) + [
+            TemplateField("timer", "object", requiredOn: [.fcm, .apns], "the countdown: durationSeconds or endsAt"),
             TemplateField("timer.durationSeconds", "integer > 0", "adb_tmr_dur (wins over endsAt)"),
             TemplateField("timer.endsAt", "time", "adb_tmr_end, epoch seconds (one of durationSeconds/endsAt required)"),
             TemplateField("alternate.title", "string", requiredOn: [.fcm, .apns], "adb_title_alt"),
             TemplateField("alternate.body", "string", "adb_body_alt"),
-            TemplateField("alternate.expandedBody", "string", "FCM adb_body_ex_alt"),
-            TemplateField("alternate.image", "string (URI)", "FCM adb_image_alt; APNs adb_media_alt"),
+            TemplateField("alternate.expandedBody", "string", "FCM adb_body_ex_alt (else alternate.body)"),
+            TemplateField("alternate.image", "http(s) URL", "FCM adb_image_alt (else image); APNs adb_media_alt"),
         ]
     }
 
@@ -68,7 +70,7 @@ public struct TimerTemplate: TemplateRenderer {
             features: Self.features,
             guidelines: platform == .fcm ? .fcm : .apnsTimer
         )
-        let alternate = readAlternate(content, platform: platform)
+        let alternate = readAlternate(content)
         let timer = readTimer(content, after: input.request.occurredAt)
 
         switch platform {
@@ -76,8 +78,19 @@ public struct TimerTemplate: TemplateRenderer {
             var data = standard.fcmData(templateType: Self.wireType)
             data.set(Names.adbTitleAlt, text: alternate.title)
             data.set(Names.adbBodyAlt, text: alternate.body)
-            data.set(Names.adbBodyExAlt, text: alternate.expandedBody)
-            data.set(Names.adbImageAlt, text: alternate.image)
+            // Android's view once the timer ends shows these keys only, with no fallback: the expanded body falls
+            // back to the alternate body (as `adb_body_ex` does to the body), the image to the running one (as iOS's
+            // `adb_media_alt` does). Texts read in place (`if`): `??` would copy them (a reference count each).
+            if alternate.expandedBody != nil {
+                data.set(Names.adbBodyExAlt, text: alternate.expandedBody)
+            } else {
+                data.set(Names.adbBodyExAlt, text: alternate.body)
+            }
+            if alternate.image != nil {
+                data.set(Names.adbImageAlt, text: alternate.image)
+            } else {
+                data.set(Names.adbImageAlt, text: standard.image)
+            }
             data.set(timer.key, timer.value)
             return .fcm(data: data)
         case .apns:
@@ -91,7 +104,7 @@ public struct TimerTemplate: TemplateRenderer {
     }
 
     /// The texts shown once the timer ends, copied into the payload as they are (read as text, not `String`s).
-    private func readAlternate(_ content: FieldReader, platform: Platform) -> (title: ContentText?, body: ContentText?, expandedBody: ContentText?, image: ContentText?) {
+    private func readAlternate(_ content: FieldReader) -> (title: ContentText?, body: ContentText?, expandedBody: ContentText?, image: ContentText?) {
         guard let reader = content.object(Fields.alternate) else {
             content.addIssue(.missingField, at: content.path(of: "alternate").appending("title"), "required")
             return (nil, nil, nil, nil)
@@ -100,14 +113,12 @@ public struct TimerTemplate: TemplateRenderer {
             title: reader.text(Fields.title, required: true),
             body: reader.text(Fields.body),
             expandedBody: reader.text(Fields.expandedBody),
-            image: reader.text(Fields.image)
+            image: reader.imageURL(Fields.image)
         )
-        // Neither SDK falls back to the running texts once the timer ends: the view is blank there.
+        // Neither SDK falls back to the running body once the timer ends: the view is blank there. (On FCM the
+        // alternate expanded body falls back to the alternate body, see `render`.)
         if alternate.body == nil {
             reader.addWarning("body", "not set: the notification shows no body once the timer ends")
-        }
-        if platform == .fcm, alternate.expandedBody == nil {
-            reader.addWarning("expandedBody", "not set: Android shows no expanded body once the timer ends")
         }
         return alternate
     }

@@ -68,6 +68,9 @@ struct BasicValidationTests {
 
     static let cases: [RuleCase] = [
         RuleCase("title is required", "basic-fcm", [(["content", "title"], nil)], path: "content.title", code: .missingField),
+        RuleCase("image is a URL", "basic-fcm", [(["content", "image"], "/img/board.png")], path: "content.image", code: .invalidField),
+        RuleCase("image is an http(s) URL", "basic-apns", [(["content", "image"], "file:///img/board.png")], path: "content.image", code: .invalidField),
+        RuleCase("image is a URL once personalized", "basic-apns", [(["content", "image"], "img/{{name}}.png"), (["recipient", "attributes"], ["name": "board"])], path: "content.image", code: .invalidField),
         RuleCase("body is required (APNs)", "basic-apns", [(["content", "body"], nil)], path: "content.body", code: .missingField),
         RuleCase("title must be a string", "basic-fcm", [(["content", "title"], 42)], path: "content.title", code: .invalidField),
         RuleCase("title must not be empty", "basic-apns", [(["content", "title"], "")], path: "content.title", code: .invalidField),
@@ -143,6 +146,40 @@ struct BasicValidationTests {
         #expect(notification.warnings.map(\.description) == ["content.title: 36 characters; the fcm guideline is at most 35"])
         let apns = try Fixtures.sample("basic-apns").setting(["content", "title"], to: .string(title))
         #expect(try #require(renderExpectingSuccess(registry, apns)).warnings.isEmpty)
+    }
+
+    /// The phone downloads the image: an address it cannot download is an invalid field (above), plain http a warning,
+    /// and one whose scheme comes from the recipient's attributes is taken as it is filled.
+    @Test func imageAddresses() throws {
+        for (image, warnings) in [
+            ("HTTPS://IMG.TEST/board.png", [String]()),
+            ("http://img.test/board.png", ["content.image: plain http: iOS (App Transport Security) and Android 9 and later refuse it unless the app allows it"]),
+            ("https://{{cdn}}/board.png", []),
+        ] {
+            let event = try Fixtures.sample("basic-fcm")
+                .setting(["content", "image"], to: .string(image))
+                .setting(["recipient", "attributes"], to: ["cdn": "cdn.test"])
+            let notification = try #require(renderExpectingSuccess(registry, event), "\(image)")
+            #expect(notification.warnings.map(\.description) == warnings, "\(image)")
+        }
+        let filled = try Fixtures.sample("basic-apns")
+            .setting(["content", "image"], to: "{{hero}}")
+            .setting(["recipient", "attributes"], to: ["hero": "https://cdn.test/hero.png"])
+        let payload = try JSONValue(parsing: try #require(renderExpectingSuccess(registry, filled)).payloadBytes)
+        #expect(payload.at(["adb_media"]) == "https://cdn.test/hero.png")
+        // An escaped text is judged as it reads: `https:\/\/` is `https://`.
+        let escapedEvent = #"{"specVersion":"1","type":"push.requested","eventId":"e","occurredAt":"2023-12-20T10:00:00Z","campaignId":"c","template":"basic","recipient":{"id":"r","platform":"apns","token":"t"},"content":{"title":"t","body":"b","image":"https:\/\/img.test\/a.png"}}"#
+        guard case .rendered(let escaped) = registry.render(eventBytes: Array(escapedEvent.utf8)) else {
+            Issue.record("an escaped https URL is an image address")
+            return
+        }
+        #expect(try JSONValue(parsing: escaped.payloadBytes).at(["adb_media"]) == "https://img.test/a.png")
+        // The detail quotes what was given, cut at 100 characters.
+        let long = try Fixtures.sample("basic-fcm").setting(["content", "image"], to: .string(String(repeating: "x", count: 300)))
+        let error = try #require(renderExpectingFailure(registry, long))
+        #expect(error.issues.map(\.description) == [
+            "content.image: must be an absolute http or https URL (the phone downloads the image), found '\(String(repeating: "x", count: 100))…'"
+        ])
     }
 
     @Test func fcmExpandedBodyDefaultsToBody() throws {

@@ -130,13 +130,16 @@ struct CarouselValidationTests {
         RuleCase("FCM allows at most 5 items", "carousel-fcm", [(["content", "items"], items(6))], path: "content.items", code: .invalidField),
         RuleCase("APNs needs at least 2 items", "carousel-apns", [(["content", "items"], items(1))], path: "content.items", code: .invalidField),
         RuleCase("APNs allows at most 5 items", "carousel-apns", [(["content", "items"], items(6))], path: "content.items", code: .invalidField),
-        RuleCase("every item needs an image", "carousel-fcm", [(["content", "items"], [["image": "a"], ["image": "b"], ["image": "c"], ["text": "no image"]])], path: "content.items[3].image", code: .missingField),
-        RuleCase("item image is a string", "carousel-apns", [(["content", "items"], [["image": "a"], ["image": 7]])], path: "content.items[1].image", code: .invalidField),
+        RuleCase("every item needs an image", "carousel-fcm", [(["content", "items"], [["image": "https://img.test/a.png"], ["image": "https://img.test/b.png"], ["image": "https://img.test/c.png"], ["text": "no image"]])], path: "content.items[3].image", code: .missingField),
+        RuleCase("item image is a string", "carousel-apns", [(["content", "items"], [["image": "https://img.test/a.png"], ["image": 7]])], path: "content.items[1].image", code: .invalidField),
         RuleCase("mode is auto or manual", "carousel-fcm", [(["content", "mode"], "Auto")], path: "content.mode", code: .invalidField),
         RuleCase("layout is default or filmstrip", "carousel-fcm", [(["content", "layout"], "grid")], path: "content.layout", code: .invalidField),
         RuleCase("link type is required on FCM", "carousel-fcm", [(["content", "link", "type"], nil)], path: "content.link.type", code: .missingField),
         RuleCase("colour is six hex digits", "carousel-fcm", [(["content", "colors", "background"], "#12345")], path: "content.colors.background", code: .invalidField),
         RuleCase("title is required", "carousel-apns", [(["content", "title"], nil)], path: "content.title", code: .missingField),
+        RuleCase("item image is a URL", "carousel-fcm", [(["content", "items"], [["image": "https://img.test/a.png"], ["image": "shoe2.png"], ["image": "https://img.test/c.png"]])], path: "content.items[1].image", code: .invalidField),
+        RuleCase("item image is an http(s) URL", "carousel-apns", [(["content", "items"], [["image": "ftp://img.test/a.png"], ["image": "https://img.test/b.png"]])], path: "content.items[0].image", code: .invalidField),
+        RuleCase("item image URL has a host", "carousel-apns", [(["content", "items"], [["image": "https:///a.png"], ["image": "https://img.test/b.png"]])], path: "content.items[0].image", code: .invalidField),
         RuleCase("item image empty once personalized", "carousel-apns", [(["content", "items"], [["image": "{{heroImage}}"], ["image": "https://img.test/2.png"]])], path: "content.items[0].image", code: .invalidField),
     ]
 
@@ -148,7 +151,7 @@ struct CarouselValidationTests {
     /// The count rule counts every element, objects or not (`FieldReader.elementCount`): two images and a number
     /// are three items, so the only issue is the element that is not an object.
     @Test func itemCountIncludesElementsThatAreNotObjects() throws {
-        let event = try Fixtures.sample("carousel-fcm").setting(["content", "items"], to: [["image": "a"], ["image": "b"], 7])
+        let event = try Fixtures.sample("carousel-fcm").setting(["content", "items"], to: [["image": "https://img.test/a.png"], ["image": "https://img.test/b.png"], 7])
         let error = try #require(renderExpectingFailure(registry, event))
         #expect(error.issues.map { "\($0.path)" } == ["content.items[2]"])
     }

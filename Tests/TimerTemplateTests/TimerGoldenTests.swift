@@ -42,8 +42,7 @@ struct TimerGoldenTests {
         let fcm = try Fixtures.sample("timer-fcm").setting(["content", "alternate"], to: ["title": "Over"])
         let notification = try #require(renderExpectingSuccess(registry, fcm))
         #expect(notification.warnings.map(\.description) == [
-            "content.alternate.body: not set: the notification shows no body once the timer ends",
-            "content.alternate.expandedBody: not set: Android shows no expanded body once the timer ends",
+            "content.alternate.body: not set: the notification shows no body once the timer ends"
         ])
         let apns = try Fixtures.sample("timer-apns").setting(["content", "alternate", "body"], to: nil)
         #expect(try #require(renderExpectingSuccess(registry, apns)).warnings.map(\.description) == [
@@ -58,6 +57,28 @@ struct TimerGoldenTests {
         let payload = try JSONValue(parsing: try #require(renderExpectingSuccess(registry, event)).payloadBytes)
         #expect(payload.at(["adb_media_alt"]) == nil)
         #expect(payload.at(["adb_media"]) == "https://<URL_CONTAINING_INITIAL_IMAGE>")
+    }
+
+    /// Android shows only `adb_body_ex_alt` and `adb_image_alt` in its expanded view once the timer ends, with no
+    /// fallback: FCM payloads take them from the alternate body and the running image (as `adb_body_ex` is taken from
+    /// the body, and as iOS shows the running image). APNs payloads leave `adb_media_alt` out: iOS falls back itself.
+    @Test func fcmAlternateExpandedBodyAndImageFallBack() throws {
+        let fcm = try Fixtures.sample("timer-fcm").setting(["content", "alternate"], to: ["title": "Over", "body": "See you next month"])
+        let notification = try #require(renderExpectingSuccess(registry, fcm))
+        #expect(notification.warnings.isEmpty)
+        let data = try #require(try JSONValue(parsing: notification.payloadBytes).at(["message", "data"]))
+        #expect(data.at(["adb_body_alt"]) == "See you next month")
+        #expect(data.at(["adb_body_ex_alt"]) == "See you next month")
+        #expect(data.at(["adb_image_alt"]) == "https://bigboxretailer.com/sale.png")
+        #expect(data.at(["adb_image"]) == "https://bigboxretailer.com/sale.png")
+
+        // Without a running image there is nothing to fall back to.
+        let withoutImage = try #require(renderExpectingSuccess(registry, fcm.setting(["content", "image"], to: nil)))
+        #expect(try JSONValue(parsing: withoutImage.payloadBytes).at(["message", "data", "adb_image_alt"]) == nil)
+
+        let apns = try Fixtures.sample("timer-apns").setting(["content", "alternate", "image"], to: nil)
+        let payload = try JSONValue(parsing: try #require(renderExpectingSuccess(registry, apns)).payloadBytes)
+        #expect(payload.at(["adb_media_alt"]) == nil)
     }
 
     @Test func goldenSamplesHaveNoWarnings() throws {
@@ -78,6 +99,7 @@ struct TimerValidationTests {
     let registry = TemplateRegistry([TimerTemplate()])
 
     static let cases: [RuleCase] = [
+        RuleCase("alternate image is an http(s) URL", "timer-fcm", [(["content", "alternate", "image"], "sale_ended.png")], path: "content.alternate.image", code: .invalidField),
         RuleCase("timer is required", "timer-fcm", [(["content", "timer"], nil)], path: "content.timer", code: .missingField),
         RuleCase("timer needs a duration or an end time", "timer-apns", [(["content", "timer"], [:])], path: "content.timer", code: .missingField),
         RuleCase("duration is a positive integer", "timer-apns", [(["content", "timer"], ["durationSeconds": 0])], path: "content.timer.durationSeconds", code: .invalidField),

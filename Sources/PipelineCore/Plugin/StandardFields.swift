@@ -183,7 +183,7 @@ public struct StandardFields: Sendable {
         texts.body = content.documentText(fields.body, required: true)
         texts.expandedTitle = content.documentText(fields.expandedTitle)
         texts.expandedBody = content.documentText(fields.expandedBody)
-        if features.contains(.image) { texts.image = content.documentText(fields.image) }
+        if features.contains(.image) { texts.image = content.documentImageURL(fields.image) }
         if let linkReader = content.object(fields.link) {
             texts.linkURI = linkReader.documentText(fields.uri, required: true)
             let isTypeRequired = platform == .fcm && texts.linkURI != nil
@@ -381,7 +381,7 @@ public struct StandardFields: Sendable {
                     ? "FCM and APNs adb_body_ex (FCM: defaults to body)" : "FCM adb_body_ex (defaults to body)"),
         ]
         if features.contains(.image) {
-            list.append(TemplateField("image", "string (URI)", "FCM adb_image; APNs adb_media"))
+            list.append(TemplateField("image", "http(s) URL", "FCM adb_image; APNs adb_media"))
         }
         list += [
             TemplateField("link.uri", "string (URI)", "adb_uri (required when link is set)"),

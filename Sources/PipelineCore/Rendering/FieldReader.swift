@@ -155,7 +155,54 @@ public struct FieldReader {
     /// ``text(_:required:personalize:)-(String,_,_)`` by a prepared name (``FieldName``): the same result, without
     /// finding the name's bytes and tag again.
     public func text(_ key: FieldName, required: Bool = false, personalize: Bool = true) -> ContentText? {
-        switch documentText(key, required: required, personalize: personalize) {
+        contentText(documentText(key, required: required, personalize: personalize))
+    }
+
+    /// The address of an image the phone downloads (a notification's `image`, a carousel item's, a timer's alternate
+    /// one), read as ``text(_:required:personalize:)-(FieldName,_,_)`` is, and `invalid_field` unless it is an
+    /// absolute `http` or `https` URL with a host: neither SDK shows anything else (Android skips an image it cannot
+    /// download, and a carousel left with fewer than three falls back to a basic notification without a picture;
+    /// iOS drops it), so such an event is broken, not a notification without its picture. Plain `http` is a
+    /// warning: iOS (App Transport Security) and Android 9 and later refuse it unless the app allows it. A text that
+    /// begins with a placeholder is taken as it is, its scheme coming from the recipient's attributes (it is checked
+    /// filled only when it is filled as it is read: with escapes, or Mustache beyond simple placeholders).
+    public func imageURL(_ key: String, required: Bool = false) -> ContentText? {
+        imageURL(FieldName(lookingUp: key), required: required)
+    }
+
+    /// ``imageURL(_:required:)-(String,_)`` by a prepared name (``FieldName``): the same result, without finding the
+    /// name's bytes and tag again.
+    public func imageURL(_ key: FieldName, required: Bool = false) -> ContentText? {
+        contentText(documentImageURL(key, required: required))
+    }
+
+    /// ``imageURL(_:required:)-(FieldName,_)`` for a holder that keeps the document and the attributes itself, as
+    /// ``documentText(_:required:personalize:)``.
+    func documentImageURL(_ key: FieldName, required: Bool = false) -> DocumentText? {
+        guard let text = documentText(key, required: required) else { return nil }
+        let address: ImageAddress
+        switch text {
+        case .node(let node), .personalized(let node, _):
+            address = document.withUnescapedBytes(ofStringAt: node) { ImageAddress($0) }
+        case .text(let string):
+            address = ImageAddress(string.utf8.span)
+        }
+        switch address {
+        case .https, .placeholder:
+            return text
+        case .http:
+            addWarning(key.name, "plain http: iOS (App Transport Security) and Android 9 and later refuse it unless the app allows it")
+            return text
+        case .invalid:
+            let given = text.string(in: textSource)
+            let shown = given.count > 100 ? given.prefix(100) + "…" : given[...]
+            addIssue(.invalidField, key.name, "must be an absolute http or https URL (the phone downloads the image), found '\(shown)'")
+            return nil
+        }
+    }
+
+    private func contentText(_ text: DocumentText?) -> ContentText? {
+        switch text {
         case .node(let node)?: ContentText(document: document, node: node)
         case .personalized(let node, let byteCount)?:
             ContentText(personalizing: node, of: document, from: diagnostics.attributes, byteCount: byteCount)
