@@ -90,11 +90,11 @@ public struct AnalyticsEvent: Sendable, Hashable {
 
     /// `detail`, cut to at most ``detailLimit`` bytes (at a character boundary, saying how long it was): an event with
     /// thousands of problems, or one quoting a huge value, made records the cluster refused for their size.
-    static func boundedDetail(_ detail: String) -> String {
+    static func boundedDetail(_ detail: String, limit: Int = detailLimit) -> String {
         let total = detail.utf8.count
-        guard total > detailLimit else { return detail }
+        guard total > limit else { return detail }
         let marker = " … (cut: \(total) bytes in all)"
-        let budget = detailLimit - marker.utf8.count
+        let budget = limit - marker.utf8.count
         var kept = String.UnicodeScalarView()
         var bytes = 0
         for scalar in detail.unicodeScalars {
@@ -103,6 +103,36 @@ public struct AnalyticsEvent: Sendable, Hashable {
             kept.append(scalar)
         }
         return String(kept) + marker
+    }
+
+    /// The most UTF-8 bytes of each text of an outcome record written again with its texts cut.
+    static let cutTextLimit = 1_024
+
+    /// The analytics record `record` with each string value of more than ``cutTextLimit`` bytes cut as
+    /// ``boundedDetail(_:limit:)`` cuts a detail (saying how long it was), for a record the cluster refused for its
+    /// size: only ids of hundreds of kilobytes make one that large, and the event still needs its outcome. `nil` when
+    /// no text is that long (or `record` is not JSON): cutting cannot make it smaller.
+    static func withLongTextsCut(_ record: [UInt8]) -> [UInt8]? {
+        guard let value = try? JSONValue(parsing: record) else { return nil }
+        var didCut = false
+        func cut(_ value: JSONValue) -> JSONValue {
+            switch value {
+            case .string(let text) where text.utf8.count > cutTextLimit:
+                didCut = true
+                return .string(boundedDetail(text, limit: cutTextLimit))
+            case .object(let object):
+                var result = JSONObject()
+                result.reserveCapacity(object.count)
+                for (key, member) in object { result[key] = cut(member) }
+                return .object(result)
+            case .array(let elements):
+                return .array(elements.map(cut))
+            default:
+                return value
+            }
+        }
+        let result = cut(value)
+        return didCut ? result.encoded() : nil
     }
 
     /// The bytes ``encoded()`` writes for an event with these fields, for callers that hold them elsewhere: making

@@ -61,6 +61,8 @@ final class OutputSender: Sendable {
         var sourceTimestamp: Date?
         /// For a delivered timer notification's `push.delivered`: its timer record is sent once this is acknowledged.
         var arming: TimerArming? = nil
+        /// Written again with its long texts cut, after the cluster refused it for its size.
+        var isCut = false
     }
 
     /// Errors no retry can get past: the record itself is refused (too large, invalid).
@@ -240,17 +242,33 @@ final class OutputSender: Sendable {
             deadLetterRefused(output, ticket: ticket, error: error)
             return
         }
-        if case .outcome(let outcome, let ticket) = output.acknowledgement, Self.isPermanent(error) {
+        if case .outcome(var outcome, let ticket) = output.acknowledgement, Self.isPermanent(error) {
             // Bounded in size (ids, a cut detail), so only an event with ids of hundreds of kilobytes gets here:
             // retried for good, it would hold its partition's commit back for ever (and each restart would send the
-            // partition's later events to phones again).
+            // partition's later events to phones again). A delivered timer's, whose timer record waits for it: the
+            // timer is given up (its record and its expiry carry the same ids; found by review: its unit was left
+            // open, and the event with its partition's commit held back for good).
+            outcome.arming?.deliveredGivenUp()
+            outcome.arming = nil
+            // Written again with its long texts cut, so that the event still has its outcome (found by review: it
+            // was given up, and the event committed without one).
+            if !outcome.isCut, let value = output.record.value, let cut = AnalyticsEvent.withLongTextsCut(value) {
+                refusedOutputWarning.log(
+                    to: logger,
+                    metadata: ["topic": "\(output.record.topic)", "error": "\(error)", "written": "with its texts cut at \(AnalyticsEvent.cutTextLimit) bytes"]
+                )
+                outcome.isCut = true
+                outcome.bytes = cut
+                var trimmed = output
+                trimmed.record.value = cut
+                trimmed.acknowledgement = .outcome(outcome, ticket)
+                sendNow(trimmed)
+                return
+            }
             logger.error(
-                "Outcome record refused for good; given up (its event has no analytics record)",
+                "Outcome record refused for good, also with its texts cut; given up (its event has no analytics record)",
                 metadata: ["topic": "\(output.record.topic)", "bytes": "\(output.record.value?.count ?? 0)", "error": "\(error)"]
             )
-            // A delivered timer's, whose timer record waits for it: given up with it (found by review: its unit was
-            // left open, and the event with its partition's commit held back for good).
-            outcome.arming?.deliveredGivenUp()
             ticket.finishUnit()
             return
         }

@@ -1,5 +1,6 @@
 import PipelineCore
 @testable import PipelineRuntime
+import TestSupport
 import Testing
 
 @Suite("Analytics and timer records: the exact bytes written")
@@ -62,5 +63,30 @@ struct AnalyticsRecordEncodingTests {
             reasonDetail: long
         )
         #expect(record.count < AnalyticsEvent.detailLimit + 500, "the record carries the cut detail")
+    }
+
+    @Test("a record refused for its size is written again with each long text cut, its members in order")
+    func longTextsAreCut() throws {
+        let short = AnalyticsEvent.encode(kind: .delivered, identity: Self.identity, occurredAt: Self.at, sink: "kafka:push.apns")
+        #expect(AnalyticsEvent.withLongTextsCut(short) == nil, "nothing to cut")
+        var identity = Self.identity
+        identity.campaignId = String(repeating: "c", count: 100_000)
+        let long = AnalyticsEvent.encode(
+            kind: .failed,
+            identity: identity,
+            occurredAt: Self.at,
+            sink: "fcm:p",
+            reasonCode: "invalid_token",
+            reasonDetail: "x"
+        )
+        let cut = try #require(AnalyticsEvent.withLongTextsCut(long))
+        #expect(cut.count < 2_000)
+        let original = try JSONValue(parsing: long)
+        let written = try JSONValue(parsing: cut)
+        #expect(written.objectValue?.keys == original.objectValue?.keys, "the same members, in the same order")
+        let campaignId = try #require(written.at(["campaignId"])?.stringValue)
+        #expect(campaignId.hasSuffix(" … (cut: 100000 bytes in all)") && campaignId.utf8.count <= AnalyticsEvent.cutTextLimit)
+        #expect(written.at(["reason"]) == original.at(["reason"]), "short texts, nested too, are kept")
+        #expect(written.at(["messageId"]) == original.at(["messageId"]))
     }
 }

@@ -302,25 +302,35 @@ struct PipelineOutputRetryTests {
         }
     }
 
-    /// Found by review: a delivered timer's record waits for its `push.delivered`; when the cluster refused that for
-    /// good (given up, as every outcome record it refuses for good is), the timer record's unit was never done, and
-    /// the event and its partition's commit were held back for good.
-    @Test("a delivered timer whose push.delivered is refused for good is given up with it, and the event is committed")
-    func timerWithAnOversizedOutcome() async throws {
+    /// Found by review: an outcome record the cluster refused for good (ids of hundreds of kilobytes) was given up,
+    /// and its event committed without an outcome; it is written again with its long texts cut. A delivered timer's
+    /// record waits for its `push.delivered`: the timer is given up (its record carries the same ids), and its unit
+    /// done (found by an earlier review: it was left open, and the event and its partition's commit held back).
+    @Test("an outcome record refused for good is written again with its long texts cut; a delivered timer's timer is given up")
+    func oversizedOutcomes() async throws {
         try await withPipelineCluster(partitions: 1) { kafka, configuration in
             let factory = try EventFactory()
-            // An event id the payload does not carry, but the analytics record does.
-            let eventId = "timer-" + String(repeating: "i", count: 3_000)
-            let event = JSONValue.object(factory.event("timer-fcm", id: eventId, recipient: "user-O", timerSeconds: 600)).encoded()
-            try await produce([("user-O", event)], to: configuration.topics.sends, kafka: kafka)
+            // Event ids the payloads do not carry, but the analytics records do.
+            let timerId = "timer-" + String(repeating: "i", count: 3_000)
+            let basicId = "basic-" + String(repeating: "b", count: 3_000)
+            let timer = JSONValue.object(factory.event("timer-fcm", id: timerId, recipient: "user-O", timerSeconds: 600)).encoded()
+            let basic = JSONValue.object(factory.event("basic-fcm", id: basicId, recipient: "user-O")).encoded()
+            try await produce([("user-O", timer), ("user-O", basic)], to: configuration.topics.sends, kafka: kafka)
             var limited = configuration
             limited.producerProperties["message.max.bytes"] = "2500"
             let pipeline = CampaignPipeline(configuration: limited, registry: builtinRegistry, logger: testLogger)
             try await runUntilIdle(pipeline, timeout: .seconds(90))
-            #expect(try await readAll(configuration.topics.fcm, kafka: kafka).count == 1, "the payload was written")
-            #expect(try await readAll(configuration.topics.analytics, kafka: kafka).isEmpty, "its push.delivered was refused")
+            #expect(try await readAll(configuration.topics.fcm, kafka: kafka).count == 2, "the payloads were written")
+            let outcomes = try analytics(try await readAll(configuration.topics.analytics, kafka: kafka))
+            #expect(outcomes.map(\.kind) == [.delivered, .delivered], "each event has its outcome")
+            for (outcome, id) in zip(outcomes, [timerId, basicId]) {
+                let eventId = try #require(outcome.identity.eventId)
+                #expect(eventId.hasPrefix(String(id.prefix(500))) && eventId.hasSuffix(" … (cut: 3006 bytes in all)"), "\(eventId)")
+                #expect(eventId.utf8.count <= AnalyticsEvent.cutTextLimit)
+            }
+            #expect(pipeline.statistics.snapshot.outcomes[.delivered] == 2)
             let timerRecords = try await readAll(configuration.topics.timers, kafka: kafka).filter { $0.key != DecisionTimes.recordKey }
-            #expect(timerRecords.isEmpty, "no timer without its push.delivered")
+            #expect(timerRecords.isEmpty, "no timer: its record carries the same ids")
             let again = CampaignPipeline(configuration: configuration, registry: builtinRegistry, logger: testLogger)
             try await runUntilIdle(again)
             #expect(again.statistics.snapshot.totalIn == 0, "the event was committed")
