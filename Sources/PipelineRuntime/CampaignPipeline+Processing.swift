@@ -575,7 +575,11 @@ extension CampaignPipeline {
                 reasonCode: error.code.rawValue,
                 reasonDetail: detail
             )
+            // The original's headers, but for any of the names added here: they replace it (a dead letter sent to the
+            // sends topic again comes back with this rejection's, not the last one's beside it; found by review: a
+            // reader taking the first `error.code` got the original's).
             var headers = message.headers
+            headers.removeAll { OutputSender.deadLetterHeaderNames.contains($0.key) }
             headers.append(KafkaHeader(key: "messageId", string: identity.messageId))
             headers.append(KafkaHeader(key: "error.code", string: error.code.rawValue))
             headers.append(KafkaHeader(key: "error.detail", string: detail))

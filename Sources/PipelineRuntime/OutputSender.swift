@@ -320,9 +320,15 @@ final class OutputSender: Sendable {
         }
     }
 
+    /// The names of the headers the pipeline adds to a dead letter; the original's headers of these names are
+    /// dropped.
+    static let deadLetterHeaderNames: Set<String> = [
+        "messageId", "error.code", "error.detail", "error.value.dropped", "source.topic", "source.partition", "source.offset",
+    ]
+
     /// The headers the pipeline adds to a dead letter (the others are the original record's).
     private static func isDeadLetterOwnHeader(_ key: String) -> Bool {
-        key == "messageId" || key.hasPrefix("error.") || key.hasPrefix("source.")
+        deadLetterHeaderNames.contains(key)
     }
 
     private func backoffDelay(attempt: Int) -> Duration {

@@ -41,6 +41,44 @@ struct PipelineAccountingTests {
         }
     }
 
+    /// Found by review: the original's headers of the names the pipeline adds were kept before them, so a reader
+    /// taking the first `error.code` got the original's (a dead letter sent to the sends topic again carries its
+    /// last rejection's).
+    @Test("a dead letter's error and source headers replace the original's of the same names; its other headers are kept")
+    func deadLetterHeadersReplaceTheOriginals() async throws {
+        try await withPipelineCluster(partitions: 1) { kafka, configuration in
+            let factory = try EventFactory()
+            let broken = JSONValue.object(factory.event("basic-fcm", id: "redriven", recipient: "user-D").setting(["content", "title"], to: nil))
+            let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(bootstrapServers: [kafka.bootstrapServers]), logger: testLogger)
+            _ = try await producer.send(
+                KafkaProducerRecord(
+                    topic: configuration.topics.sends,
+                    key: Array("user-D".utf8),
+                    value: broken.encoded(),
+                    headers: [
+                        KafkaHeader(key: "trace", string: "t-1"),
+                        KafkaHeader(key: "error.code", string: "invalid_json"),
+                        KafkaHeader(key: "error.detail", string: "an earlier rejection"),
+                        KafkaHeader(key: "source.offset", string: "99"),
+                        KafkaHeader(key: "messageId", string: "earlier"),
+                        KafkaHeader(key: "source.system", string: "crm"),
+                    ]
+                )
+            )
+            await producer.close()
+            try await runUntilIdle(CampaignPipeline(configuration: configuration, registry: builtinRegistry, logger: testLogger))
+            let deadLetter = try #require(try await readAll(configuration.topics.deadLetters, kafka: kafka).first)
+            let rejected = try #require(try analytics(try await readAll(configuration.topics.analytics, kafka: kafka)).first)
+            #expect(deadLetter.headers.map(\.key) == [
+                "trace", "source.system", "messageId", "error.code", "error.detail", "source.topic", "source.partition", "source.offset",
+            ])
+            #expect(deadLetter.header("error.code") == "missing_field")
+            #expect(deadLetter.header("source.offset") == "0")
+            #expect(deadLetter.header("messageId") == rejected.identity.messageId)
+            #expect(deadLetter.header("trace") == "t-1" && deadLetter.header("source.system") == "crm")
+        }
+    }
+
     @Test("mixed events: one terminal outcome each, broken ones in the DLQ naming the field, payloads as rendered")
     func mixedEvents() async throws {
         try await withPipelineCluster(partitions: 12) { kafka, configuration in
