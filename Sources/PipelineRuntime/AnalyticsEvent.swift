@@ -151,7 +151,8 @@ public struct AnalyticsEvent: Sendable, Hashable {
         writer.member(RecordKeys.specVersion, "1")
         writer.member(RecordKeys.type, kind.rawValue)
         identity.write(to: &writer)
-        writer.member(RecordKeys.occurredAt, timestamp: occurredAt)
+        // Milliseconds, as analytics readers expect (nine fraction digits trip some of them; found by review).
+        writer.member(RecordKeys.occurredAt, timestamp: occurredAt.truncatedToMilliseconds)
         writer.member(RecordKeys.sink, sink)
         if let reasonCode {
             writer.key(RecordKeys.reason)

@@ -31,6 +31,14 @@ struct AnalyticsRecordEncodingTests {
         }
     }
 
+    @Test("an analytics event's time is written to the millisecond")
+    func occurredAtInMilliseconds() throws {
+        let at = Timestamp(secondsSince1970: 1_772_366_400, nanoseconds: 127_336_106)
+        let record = try JSONValue(parsing: AnalyticsEvent(kind: .suppressed, identity: Self.identity, occurredAt: at).encoded())
+        #expect(record.at(["occurredAt"]) == "2026-03-01T12:00:00.127Z")
+        #expect(Timestamp(secondsSince1970: 5, nanoseconds: 999_999).truncatedToMilliseconds == Timestamp(secondsSince1970: 5))
+    }
+
     @Test("a timer record")
     func timerRecord() {
         let timer = TimerBook.PendingTimer(identity: Self.identity, expiresAt: Self.at, partition: 3)

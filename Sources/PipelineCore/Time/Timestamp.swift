@@ -16,6 +16,12 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
     /// is dropped (rounded toward the past).
     public var epochSeconds: Int64 { secondsSince1970 }
 
+    /// The instant with its fraction cut to whole milliseconds, so it is written with at most three fraction digits:
+    /// some readers of RFC 3339 take no more (Python's `datetime.fromisoformat` before 3.11 takes three or six).
+    public var truncatedToMilliseconds: Timestamp {
+        Timestamp(secondsSince1970: secondsSince1970, nanoseconds: nanoseconds - nanoseconds % 1_000_000)
+    }
+
     /// This instant moved by `seconds`.
     public func adding(seconds: Int64) -> Timestamp {
         Timestamp(secondsSince1970: secondsSince1970 &+ seconds, nanoseconds: nanoseconds)
