@@ -57,7 +57,7 @@ public struct TokenInvalidatedEvent: Sendable, Hashable {
             "reason": .object(["code": "invalid_token", "detail": .string(detail)]),
         ]
         object.set("invalidatedAt", invalidatedAt?.rfc3339)
-        object["occurredAt"] = .string(occurredAt.rfc3339)
+        object["occurredAt"] = .string(occurredAt.truncatedToMilliseconds.rfc3339)  // as the analytics events'
         return .object(object)
     }
 

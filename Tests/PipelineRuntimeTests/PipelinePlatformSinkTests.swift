@@ -115,6 +115,8 @@ struct PipelinePlatformSinkTests {
             // Dead tokens are reported on campaign.tokens.
             let tokens = try await readAll(configuration.topics.tokens, kafka: kafka).map { try TokenInvalidatedEvent(json: $0.value ?? []) }
             #expect(Set(tokens.map(\.token)) == ["token-s-0", "token-s-1"])
+            // Times to the millisecond, as every analytics record's.
+            #expect((outcomes.map(\.occurredAt) + tokens.map(\.occurredAt)).allSatisfy { $0.nanoseconds % 1_000_000 == 0 })
             let apnsToken = try #require(tokens.first { $0.platform == .apns })
             #expect(apnsToken.recipientId == "s-1")
             #expect(apnsToken.sourceEventId == "s-event-1")
