@@ -526,6 +526,20 @@ extension CampaignPipeline {
         switch decision {
         case .deliver(let notification, let timer):
             statistics.recordInput(template: notification.templateID, platform: notification.platform, payload: notification.payloadBytes)
+            // The contract keys sends by recipient id, so that one recipient's stay in order (found by review: a
+            // producer keying otherwise, or not at all, went unnoticed).
+            if message.key?.elementsEqual(notification.recipientId.utf8) != true {
+                sendKeyWarning.log(
+                    to: logger,
+                    metadata: [
+                        "eventId": "\(notification.request.eventId)",
+                        "recipientId": "\(notification.recipientId)",
+                        "key": "\(message.key.map { String(decoding: $0, as: UTF8.self) } ?? "none")",
+                        "topic": "\(message.topic)",
+                        "partition": "\(message.partition)",
+                    ]
+                )
+            }
             let route = routes[notification.platform]
             let sinks = route.sinks
             // What the outcome needs, without the payload or the source record: the notification itself is let go

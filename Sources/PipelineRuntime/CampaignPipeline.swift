@@ -77,10 +77,12 @@ public final class CampaignPipeline: Service {
     let rejectedEventWarning = RepeatedWarning("Event rejected")
     let ignoredCampaignEventWarning = RepeatedWarning("Campaign event ignored")
     let unreadableTimerWarning = RepeatedWarning("Unreadable timer record ignored")
+    /// Sends whose record key is not their recipient's id: the contract's per-recipient order holds only per key.
+    let sendKeyWarning = RepeatedWarning("Send not keyed by its recipient id; one recipient's sends under different keys may leave out of order")
     /// The pipeline's own repeated warnings, whose counts still held back are said when it stops (found by review:
     /// the decision times' was left out, and none was said when the start-up ended after the state was folded).
     var repeatedWarnings: [RepeatedWarning] {
-        [rejectedEventWarning, ignoredCampaignEventWarning, unreadableTimerWarning, tableBehindWarning, unwrittenDecisionTimesWarning]
+        [rejectedEventWarning, ignoredCampaignEventWarning, unreadableTimerWarning, sendKeyWarning, tableBehindWarning, unwrittenDecisionTimesWarning]
     }
     private let stopSignal = StopSignal()
     /// What ``status`` reports that the run sets as it goes.

@@ -41,6 +41,28 @@ struct PipelineAccountingTests {
         }
     }
 
+    /// Found by review: a producer that keys sends otherwise than by recipient id, or not at all, loses the contract's
+    /// per-recipient order without a word; the pipeline now says so (each send is still delivered).
+    @Test("a send not keyed by its recipient id is delivered with a warning")
+    func sendsKeyedOtherwiseAreWarnedAbout() async throws {
+        try await withPipelineCluster(partitions: 1) { kafka, configuration in
+            let factory = try EventFactory()
+            let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(bootstrapServers: [kafka.bootstrapServers]), logger: testLogger)
+            for (id, key) in [("keyed", "user-K"), ("other-key", "campaign-7"), ("no-key", nil)] {
+                let event = JSONValue.object(factory.event("basic-fcm", id: id, recipient: "user-K")).encoded()
+                _ = try await producer.send(KafkaProducerRecord(topic: configuration.topics.sends, key: key.map { Array($0.utf8) }, value: event))
+            }
+            await producer.close()
+            let logs = LogRecorder()
+            try await runUntilIdle(CampaignPipeline(configuration: configuration, registry: builtinRegistry, logger: logs.logger(level: .info)))
+            let outcomes = try analytics(try await readAll(configuration.topics.analytics, kafka: kafka))
+            #expect(outcomes.map(\.kind) == [.delivered, .delivered, .delivered])
+            let warnings = logs.lines.filter { $0.message.hasPrefix("Send not keyed by its recipient id") }
+            #expect(warnings.map { "\($0.metadata["eventId"] ?? "")=\($0.metadata["key"] ?? "")" } == ["other-key=campaign-7", "no-key=none"])
+            #expect(warnings.allSatisfy { $0.level == .warning && $0.metadata["recipientId"] == "user-K" })
+        }
+    }
+
     /// Found by review: the original's headers of the names the pipeline adds were kept before them, so a reader
     /// taking the first `error.code` got the original's (a dead letter sent to the sends topic again carries its
     /// last rejection's).
