@@ -169,6 +169,10 @@ struct APNsSinkTests {
             name: "503 ServiceUnavailable then 500 → retried with backoff",
             answers: [reason(503, "ServiceUnavailable"), reason(500, "InternalServerError")], code: nil, attempts: 3, sleeps: [.milliseconds(500), .seconds(1)]
         ),
+        ErrorCase(
+            name: "400 IdleTimeout → retried (on a new connection)",
+            answers: [reason(400, "IdleTimeout")], code: nil, attempts: 2, sleeps: [.milliseconds(500)]
+        ),
         ErrorCase(name: "403 InvalidProviderToken → the sink stops", answers: [reason(403, "InvalidProviderToken")], code: .auth, abandoned: true, attempts: 1),
         ErrorCase(
             name: "403 ExpiredProviderToken on a token younger than 20 minutes → the sink stops (a clock problem)",

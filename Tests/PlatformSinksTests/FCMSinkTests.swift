@@ -40,6 +40,14 @@ struct FCMSinkTests {
         let issuedAt = try #require(assertion.claimInteger("iat"))
         #expect(abs(issuedAt - Int(Date().timeIntervalSince1970)) < 60)
         #expect(assertion.claimInteger("exp") == issuedAt + 3600)
+        // Issued ten seconds early, for hosts whose clock is a little fast (Google refuses an assertion from its future).
+        let key = try ServiceAccountKey(json: fcm.serviceAccountJSON, key: "fcm.serviceAccount")
+        let backdated = try JWTVerification.verifyRS256(
+            try key.assertion(scope: "s", now: Timestamp(secondsSince1970: 1_800_000_000)),
+            publicKey: fcm.publicKey
+        )
+        #expect(backdated.claimInteger("iat") == 1_799_999_990)
+        #expect(backdated.claimInteger("exp") == 1_800_003_590)
 
         // Every send: the exact rendered body, the bearer token, JSON.
         let sends = fcm.sendRequests

@@ -48,16 +48,23 @@ public struct ServiceAccountKey: Sendable {
         }
     }
 
-    /// The OAuth 2.0 JWT-bearer assertion (RFC 7523) for `scope`, signed RS256, valid for an hour from `now`.
+    /// How far before `now` an assertion says it was issued: Google refuses one issued in its future (`invalid_grant`),
+    /// so a host clock a few seconds fast would stop the sink at every token exchange (Google's own clients backdate
+    /// by as much, golang.org/x/oauth2's `jws`).
+    static let clockSkewAllowance: Int64 = 10
+
+    /// The OAuth 2.0 JWT-bearer assertion (RFC 7523) for `scope`, signed RS256: issued ``clockSkewAllowance`` seconds
+    /// before `now`, valid for an hour from then (the longest Google accepts).
     func assertion(scope: String, now: Timestamp) throws -> String {
         var header: JSONObject = ["alg": "RS256", "typ": "JWT"]
         if let privateKeyID { header["kid"] = .string(privateKeyID) }
+        let issuedAt = Int(now.secondsSince1970 - Self.clockSkewAllowance)
         let claims: JSONObject = [
             "iss": .string(clientEmail),
             "scope": .string(scope),
             "aud": .string(tokenURI),
-            "iat": .int(Int(now.secondsSince1970)),
-            "exp": .int(Int(now.secondsSince1970) + 3600),
+            "iat": .int(issuedAt),
+            "exp": .int(issuedAt + 3600),
         ]
         return try JSONWebToken.make(header: header, claims: claims) { input in
             Array(try privateKey.signature(for: input, padding: .insecurePKCS1v1_5).rawRepresentation)
