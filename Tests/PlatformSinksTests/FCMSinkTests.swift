@@ -97,6 +97,33 @@ struct FCMSinkTests {
         #expect(fcm.sendRequests.first?.httpVersion == "HTTP/1.1")
     }
 
+    /// A 401 to an access token is either a token refused before its time (revoked, clocks apart: a new one is fetched
+    /// and the message retried) or, to a token just fetched, the account itself refused (the sink stops).
+    @Test("a 401 to an access token older than a minute refreshes it and retries; to a fresh one it stops the sink")
+    func unauthenticatedAnswers() async throws {
+        let fcm = try await FakeFCM.start()
+        defer { Task { await fcm.shutdown() } }
+        let unauthenticated = #"{"error":{"code":401,"message":"Request had invalid authentication credentials.","status":"UNAUTHENTICATED"}}"#
+        fcm.answers.script("fresh", [.json(401, unauthenticated)])
+        fcm.answers.script("later", [.json(401, unauthenticated)])
+        let time = Mutex(Timestamp(secondsSince1970: Int64(Date().timeIntervalSince1970)))
+        let sender = try FCMSender(fcm.configuration, environment: [:], now: { time.withLock { $0 } })
+
+        let refused = await sender.attempt(try sample("basic-fcm", 1, token: "fresh"))
+        #expect(refused?.code == .auth, "a token fetched for this very send is refused: the account is")
+        #expect(await sender.attempt(try sample("basic-fcm", 2, token: "ok")) == nil)
+        #expect(fcm.tokenRequests.count == 2, "the refused token was dropped")
+
+        time.withLock { $0 = $0.adding(seconds: 120) }
+        let retried = await sender.attempt(try sample("basic-fcm", 3, token: "later"))
+        #expect(retried?.code == .unavailable, "\(String(describing: retried))")
+        #expect(retried?.detail.hasSuffix("the access token is refreshed and the message retried") == true)
+        #expect(await sender.attempt(try sample("basic-fcm", 3, token: "later")) == nil, "the retry goes through")
+        #expect(fcm.tokenRequests.count == 3)
+        #expect(fcm.sendRequests.last?.header("authorization") == "Bearer access-token-3")
+        await sender.shutdown()
+    }
+
     @Test("an expired access token is not used: the send waits for a new one")
     func expiredToken() async throws {
         let fcm = try await FakeFCM.start()
