@@ -43,10 +43,9 @@ public enum PrometheusText {
             sample(&text, "campaign_pipeline_expired_total", "cause=\"\(cause.rawValue)\"", snapshot.expiredByCause[cause] ?? 0)
         }
 
-        for (kind, name, help) in [
-            (AnalyticsEvent.Kind.failed, "campaign_pipeline_failed_total", "push.failed outcomes by reason code (the analytics record's reason.code)."),
-            (.rejected, "campaign_pipeline_rejected_total", "push.rejected outcomes by reason code (the analytics record's reason.code)."),
-        ] {
+        let byReason = "outcomes by reason code (the analytics record's reason.code)."
+        for (kind, name) in [(AnalyticsEvent.Kind.failed, "campaign_pipeline_failed_total"), (.rejected, "campaign_pipeline_rejected_total")] {
+            let help = "\(kind.rawValue) \(byReason)"
             family(&text, name, help)
             let counts = snapshot.outcomeReasons[kind] ?? [:]
             let known = AnalyticsEvent.reasonCodes(of: kind)

@@ -105,8 +105,9 @@ public struct AnalyticsEvent: Sendable, Hashable {
         return String(kept) + marker
     }
 
-    /// The most UTF-8 bytes of each text of an outcome record written again with its texts cut.
-    static let cutTextLimit = 1_024
+    /// The most UTF-8 bytes of each text of an outcome record written again with its texts cut: a reason's detail,
+    /// bounded so already, is left as it is.
+    static let cutTextLimit = detailLimit
 
     /// The analytics record `record` with each string value of more than ``cutTextLimit`` bytes cut as
     /// ``boundedDetail(_:limit:)`` cuts a detail (saying how long it was), for a record the cluster refused for its

@@ -534,7 +534,7 @@ extension CampaignPipeline {
                     metadata: [
                         "eventId": "\(notification.request.eventId)",
                         "recipientId": "\(notification.recipientId)",
-                        "key": "\(message.key.map { String(decoding: $0, as: UTF8.self) } ?? "none")",
+                        "key": "\(message.key.map { String(decoding: $0.prefix(200), as: UTF8.self) } ?? "none")",
                         "topic": "\(message.topic)",
                         "partition": "\(message.partition)",
                     ]

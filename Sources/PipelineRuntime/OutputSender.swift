@@ -32,8 +32,8 @@ final class OutputSender: Sendable {
         /// One unit of the event is done.
         case eventUnit(EventTicket)
         /// The event's outcome record is written: counted in the statistics (with the record's bytes as the sample of
-        /// its kind), then one unit of the event is done. One the cluster refuses for good is given up (logged as an
-        /// error), not retried for ever.
+        /// its kind), then one unit of the event is done. One the cluster refuses for good is written again with its
+        /// long texts cut, and given up (logged as an error) only if that is refused too, not retried for ever.
         case outcome(CountedOutcome, EventTicket)
         /// A sink's payload record: acknowledged means delivered. A record the cluster refuses for good (see
         /// ``OutputSender/isPermanent(_:)``) is failed, not retried.
@@ -255,7 +255,11 @@ final class OutputSender: Sendable {
             if !outcome.isCut, let value = output.record.value, let cut = AnalyticsEvent.withLongTextsCut(value) {
                 refusedOutputWarning.log(
                     to: logger,
-                    metadata: ["topic": "\(output.record.topic)", "error": "\(error)", "written": "with its texts cut at \(AnalyticsEvent.cutTextLimit) bytes"]
+                    metadata: [
+                        "topic": "\(output.record.topic)",
+                        "error": "\(error)",
+                        "written": "with its texts cut at \(AnalyticsEvent.cutTextLimit) bytes",
+                    ]
                 )
                 outcome.isCut = true
                 outcome.bytes = cut

@@ -12,7 +12,8 @@ import KafkaClient
 ///
 /// A timer record is not sent for an event whose partition moved away (or was read again from an earlier offset)
 /// meanwhile: the event is not committed here, and is delivered again, timer and all, where it is read next. Nor for
-/// one whose `push.delivered` the cluster refused for good (``deliveredGivenUp()``).
+/// one whose `push.delivered` the cluster refused for its size (``deliveredGivenUp()``): that record is written again
+/// with its long texts cut, and the timer record, with the same ids, is not written.
 final class TimerArming: Sendable {
     private let timer: TimerBook.PendingTimer
     private let book: TimerBook
@@ -40,8 +41,9 @@ final class TimerArming: Sendable {
         return OutputSender.Output(record: record, acknowledgement: .timerRecord(self, ticket))
     }
 
-    /// The `push.delivered` was refused for good (``OutputSender/isPermanent(_:)``) and given up: the timer is given up
-    /// with it (its expiry, with the same ids, would be refused too), and its record's unit is done.
+    /// The `push.delivered` was refused for good (``OutputSender/isPermanent(_:)``; it is written again with its long
+    /// texts cut): the timer is given up (its record and its expiry, with the same ids, would be refused too), and its
+    /// record's unit is done.
     func deliveredGivenUp() {
         ticket.finishUnit()
     }

@@ -174,6 +174,13 @@ struct BasicValidationTests {
             return
         }
         #expect(try JSONValue(parsing: escaped.payloadBytes).at(["adb_media"]) == "https://img.test/a.png")
+        // The detail quotes the event's text, not the recipient's attributes filled in.
+        let personalized = try Fixtures.sample("basic-fcm")
+            .setting(["content", "image"], to: "img/{{name}}.png")
+            .setting(["recipient", "attributes"], to: ["name": "secret"])
+        #expect(try #require(renderExpectingFailure(registry, personalized)).issues.map(\.description) == [
+            "content.image: must be an absolute http or https URL (the phone downloads the image), found 'img/{{name}}.png'"
+        ])
         // The detail quotes what was given, cut at 100 characters.
         let long = try Fixtures.sample("basic-fcm").setting(["content", "image"], to: .string(String(repeating: "x", count: 300)))
         let error = try #require(renderExpectingFailure(registry, long))

@@ -88,7 +88,7 @@ struct AnalyticsRecordEncodingTests {
             reasonDetail: "x"
         )
         let cut = try #require(AnalyticsEvent.withLongTextsCut(long))
-        #expect(cut.count < 2_000)
+        #expect(cut.count < AnalyticsEvent.cutTextLimit + 500)
         let original = try JSONValue(parsing: long)
         let written = try JSONValue(parsing: cut)
         #expect(written.objectValue?.keys == original.objectValue?.keys, "the same members, in the same order")
@@ -96,5 +96,18 @@ struct AnalyticsRecordEncodingTests {
         #expect(campaignId.hasSuffix(" … (cut: 100000 bytes in all)") && campaignId.utf8.count <= AnalyticsEvent.cutTextLimit)
         #expect(written.at(["reason"]) == original.at(["reason"]), "short texts, nested too, are kept")
         #expect(written.at(["messageId"]) == original.at(["messageId"]))
+
+        // A detail, bounded already, is left as it is; texts in arrays are cut too.
+        let bounded = AnalyticsEvent.encode(
+            kind: .rejected,
+            identity: Self.identity,
+            occurredAt: Self.at,
+            reasonCode: "invalid_field",
+            reasonDetail: String(repeating: "d", count: 10_000)
+        )
+        #expect(AnalyticsEvent.withLongTextsCut(bounded) == nil)
+        let array = try #require(AnalyticsEvent.withLongTextsCut(Array(#"{"a":["x","\#(String(repeating: "y", count: 5_000))"]}"#.utf8)))
+        let elements = try #require(try JSONValue(parsing: array).at(["a"])?.arrayValue)
+        #expect(elements.first == "x" && elements.last?.stringValue?.hasSuffix("(cut: 5000 bytes in all)") == true)
     }
 }

@@ -323,6 +323,7 @@ struct PipelineOutputRetryTests {
             #expect(try await readAll(configuration.topics.fcm, kafka: kafka).count == 2, "the payloads were written")
             let outcomes = try analytics(try await readAll(configuration.topics.analytics, kafka: kafka))
             #expect(outcomes.map(\.kind) == [.delivered, .delivered], "each event has its outcome")
+            // In their events' order: one partition everywhere, and the size refusal comes back from `produce` itself.
             for (outcome, id) in zip(outcomes, [timerId, basicId]) {
                 let eventId = try #require(outcome.identity.eventId)
                 #expect(eventId.hasPrefix(String(id.prefix(500))) && eventId.hasSuffix(" … (cut: 3006 bytes in all)"), "\(eventId)")

@@ -4,8 +4,8 @@
 /// Validation collects all problems before failing, so one error can list several issues.
 public struct PipelineError: Error, Sendable, Hashable, CustomStringConvertible {
     /// A stable, machine-readable error code (`snake_case` on the wire, e.g. in `reason.code`).
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        private enum Base: String, Sendable {
+    public struct Code: Hashable, Sendable, CaseIterable, CustomStringConvertible {
+        private enum Base: String, Sendable, CaseIterable {
             case invalidJSON = "invalid_json"
             case missingField = "missing_field"
             case invalidField = "invalid_field"
@@ -31,7 +31,7 @@ public struct PipelineError: Error, Sendable, Hashable, CustomStringConvertible 
         public static let validationFailed = Code(.validationFailed)
 
         /// Every code, in the order above: for counting outcomes by code (a metric's label values).
-        public static let allCases: [Code] = [.invalidJSON, .missingField, .invalidField, .unknownTemplate, .payloadTooLarge, .validationFailed]
+        public static let allCases: [Code] = Base.allCases.map(Code.init)
 
         /// The wire form, e.g. `missing_field`.
         public var rawValue: String { base.rawValue }

@@ -9,8 +9,8 @@
 /// ``string`` makes the `String` (personalized) when one is needed.
 ///
 /// ```swift
-/// let image = reader.text("image", required: true)
-/// items.member("img", text: image)  // the event's bytes, copied
+/// let caption = reader.text("text")
+/// items.member("txt", text: caption)  // the event's bytes, copied
 /// ```
 public struct ContentText: Sendable, Hashable, CustomStringConvertible, ExpressibleByStringLiteral {
     private enum Storage: Sendable {

@@ -164,8 +164,8 @@ public struct FieldReader {
     /// download, and a carousel left with fewer than three falls back to a basic notification without a picture;
     /// iOS drops it), so such an event is broken, not a notification without its picture. Plain `http` is a
     /// warning: iOS (App Transport Security) and Android 9 and later refuse it unless the app allows it. A text that
-    /// begins with a placeholder is taken as it is, its scheme coming from the recipient's attributes (it is checked
-    /// filled only when it is filled as it is read: with escapes, or Mustache beyond simple placeholders).
+    /// begins with a placeholder (`{{hero}}`) is accepted unchecked, its scheme coming from the recipient's attributes.
+    /// (A text with escapes, or with Mustache beyond simple placeholders, is filled as it is read, and judged filled.)
     public func imageURL(_ key: String, required: Bool = false) -> ContentText? {
         imageURL(FieldName(lookingUp: key), required: required)
     }
@@ -194,7 +194,9 @@ public struct FieldReader {
             addWarning(key.name, "plain http: iOS (App Transport Security) and Android 9 and later refuse it unless the app allows it")
             return text
         case .invalid:
-            let given = text.string(in: textSource)
+            // The event's text, not the filled one: a recipient's attributes stay out of the detail (which the
+            // analytics record, the dead letter and the log carry).
+            let given = lookup(key).map { document.string(at: $0) } ?? text.string(in: textSource)
             let shown = given.count > 100 ? given.prefix(100) + "…" : given[...]
             addIssue(.invalidField, key.name, "must be an absolute http or https URL (the phone downloads the image), found '\(shown)'")
             return nil

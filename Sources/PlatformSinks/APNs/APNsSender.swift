@@ -131,8 +131,8 @@ public struct APNsSender: PlatformSender {
             // TooManyRequests: too many notifications to this one device token.
             return SinkFailure(.throttled, detail, retryAfter: reply.retryAfter(), throttleScope: .recipient)
         case (500..., _), (400, "IdleTimeout"):
-            // IdleTimeout: the connection was idle too long, not a fault of the request; retried on a new one (found
-            // by review: it failed the message for good).
+            // IdleTimeout: the connection was idle too long, not a fault of the request; retried (APNs closes that
+            // connection, so the retry goes on a new one; found by review: it failed the message for good).
             return SinkFailure(.unavailable, detail, retryAfter: reply.retryAfter())
         case (400..<500, _):
             return SinkFailure(.rejectedByPlatform, detail)

@@ -51,14 +51,14 @@ public struct ServiceAccountKey: Sendable {
     /// How far before `now` an assertion says it was issued: Google refuses one issued in its future (`invalid_grant`),
     /// so a host clock a few seconds fast would stop the sink at every token exchange (Google's own clients backdate
     /// by as much, golang.org/x/oauth2's `jws`).
-    static let clockSkewAllowance: Int64 = 10
+    static let clockSkewAllowance: Duration = .seconds(10)
 
     /// The OAuth 2.0 JWT-bearer assertion (RFC 7523) for `scope`, signed RS256: issued ``clockSkewAllowance`` seconds
     /// before `now`, valid for an hour from then (the longest Google accepts).
     func assertion(scope: String, now: Timestamp) throws -> String {
         var header: JSONObject = ["alg": "RS256", "typ": "JWT"]
         if let privateKeyID { header["kid"] = .string(privateKeyID) }
-        let issuedAt = Int(now.secondsSince1970 - Self.clockSkewAllowance)
+        let issuedAt = Int(now.secondsSince1970 - Self.clockSkewAllowance.components.seconds)
         let claims: JSONObject = [
             "iss": .string(clientEmail),
             "scope": .string(scope),
