@@ -48,9 +48,9 @@ public enum PrometheusText {
             let help = "\(kind.rawValue) \(byReason)"
             family(&text, name, help)
             let counts = snapshot.outcomeReasons[kind] ?? [:]
-            let known = AnalyticsEvent.reasonCodes(of: kind)
-            for code in known + counts.keys.filter({ !known.contains($0) }).sorted() {
-                sample(&text, name, "reason=\"\(escaped(code))\"", counts[code] ?? 0)
+            // The codes are a fixed set (`SinkFailure.Code`, `PipelineError.Code`): every one is listed, from 0.
+            for code in AnalyticsEvent.reasonCodes(of: kind) {
+                sample(&text, name, "reason=\"\(code)\"", counts[code] ?? 0)
             }
         }
 

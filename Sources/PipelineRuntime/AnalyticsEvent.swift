@@ -90,11 +90,11 @@ public struct AnalyticsEvent: Sendable, Hashable {
 
     /// `detail`, cut to at most ``detailLimit`` bytes (at a character boundary, saying how long it was): an event with
     /// thousands of problems, or one quoting a huge value, made records the cluster refused for their size.
-    static func boundedDetail(_ detail: String, limit: Int = detailLimit) -> String {
+    static func boundedDetail(_ detail: String) -> String {
         let total = detail.utf8.count
-        guard total > limit else { return detail }
+        guard total > detailLimit else { return detail }
         let marker = " … (cut: \(total) bytes in all)"
-        let budget = limit - marker.utf8.count
+        let budget = detailLimit - marker.utf8.count
         var kept = String.UnicodeScalarView()
         var bytes = 0
         for scalar in detail.unicodeScalars {
@@ -105,12 +105,9 @@ public struct AnalyticsEvent: Sendable, Hashable {
         return String(kept) + marker
     }
 
-    /// The most UTF-8 bytes of each text of an outcome record written again with its texts cut: a reason's detail,
-    /// bounded so already, is left as it is.
-    static let cutTextLimit = detailLimit
-
-    /// The analytics record `record` with each string value of more than ``cutTextLimit`` bytes cut as
-    /// ``boundedDetail(_:limit:)`` cuts a detail (saying how long it was), for a record the cluster refused for its
+    /// The analytics record `record` with each string value of more than ``detailLimit`` bytes cut as
+    /// ``boundedDetail(_:)`` cuts a detail (saying how long it was; a detail, bounded so already, is left as it is),
+    /// for a record the cluster refused for its
     /// size: only ids of hundreds of kilobytes make one that large, and the event still needs its outcome. `nil` when
     /// no text is that long (or `record` is not JSON): cutting cannot make it smaller.
     static func withLongTextsCut(_ record: [UInt8]) -> [UInt8]? {
@@ -118,9 +115,9 @@ public struct AnalyticsEvent: Sendable, Hashable {
         var didCut = false
         func cut(_ value: JSONValue) -> JSONValue {
             switch value {
-            case .string(let text) where text.utf8.count > cutTextLimit:
+            case .string(let text) where text.utf8.count > detailLimit:
                 didCut = true
-                return .string(boundedDetail(text, limit: cutTextLimit))
+                return .string(boundedDetail(text))
             case .object(let object):
                 var result = JSONObject()
                 result.reserveCapacity(object.count)

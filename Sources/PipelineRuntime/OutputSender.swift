@@ -258,7 +258,7 @@ final class OutputSender: Sendable {
                     metadata: [
                         "topic": "\(output.record.topic)",
                         "error": "\(error)",
-                        "written": "with its texts cut at \(AnalyticsEvent.cutTextLimit) bytes",
+                        "written": "with its texts cut at \(AnalyticsEvent.detailLimit) bytes",
                     ]
                 )
                 outcome.isCut = true
@@ -311,9 +311,9 @@ final class OutputSender: Sendable {
             trimmed.record.value = nil
             trimmed.record.headers.append(KafkaHeader(key: "error.value.dropped", string: "\(value.count) bytes, refused: \(error)"))
             sendNow(trimmed)
-        } else if output.record.headers.contains(where: { !Self.isDeadLetterOwnHeader($0.key) }) {
+        } else if output.record.headers.contains(where: { !Self.deadLetterHeaderNames.contains($0.key) }) {
             refusedOutputWarning.log(to: logger, metadata: ["topic": "\(topic)", "error": "\(error)", "written": "with its error and source headers only"])
-            trimmed.record.headers.removeAll { !Self.isDeadLetterOwnHeader($0.key) }
+            trimmed.record.headers.removeAll { !Self.deadLetterHeaderNames.contains($0.key) }
             sendNow(trimmed)
         } else {
             logger.error(
@@ -329,11 +329,6 @@ final class OutputSender: Sendable {
     static let deadLetterHeaderNames: Set<String> = [
         "messageId", "error.code", "error.detail", "error.value.dropped", "source.topic", "source.partition", "source.offset",
     ]
-
-    /// The headers the pipeline adds to a dead letter (the others are the original record's).
-    private static func isDeadLetterOwnHeader(_ key: String) -> Bool {
-        deadLetterHeaderNames.contains(key)
-    }
 
     private func backoffDelay(attempt: Int) -> Duration {
         var delay = backoff

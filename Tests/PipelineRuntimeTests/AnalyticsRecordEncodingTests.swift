@@ -88,12 +88,12 @@ struct AnalyticsRecordEncodingTests {
             reasonDetail: "x"
         )
         let cut = try #require(AnalyticsEvent.withLongTextsCut(long))
-        #expect(cut.count < AnalyticsEvent.cutTextLimit + 500)
+        #expect(cut.count < AnalyticsEvent.detailLimit + 500)
         let original = try JSONValue(parsing: long)
         let written = try JSONValue(parsing: cut)
         #expect(written.objectValue?.keys == original.objectValue?.keys, "the same members, in the same order")
         let campaignId = try #require(written.at(["campaignId"])?.stringValue)
-        #expect(campaignId.hasSuffix(" … (cut: 100000 bytes in all)") && campaignId.utf8.count <= AnalyticsEvent.cutTextLimit)
+        #expect(campaignId.hasSuffix(" … (cut: 100000 bytes in all)") && campaignId.utf8.count <= AnalyticsEvent.detailLimit)
         #expect(written.at(["reason"]) == original.at(["reason"]), "short texts, nested too, are kept")
         #expect(written.at(["messageId"]) == original.at(["messageId"]))
 

@@ -327,7 +327,7 @@ struct PipelineOutputRetryTests {
             for (outcome, id) in zip(outcomes, [timerId, basicId]) {
                 let eventId = try #require(outcome.identity.eventId)
                 #expect(eventId.hasPrefix(String(id.prefix(500))) && eventId.hasSuffix(" … (cut: 3006 bytes in all)"), "\(eventId)")
-                #expect(eventId.utf8.count <= AnalyticsEvent.cutTextLimit)
+                #expect(eventId.utf8.count <= AnalyticsEvent.detailLimit)
             }
             #expect(pipeline.statistics.snapshot.outcomes[.delivered] == 2)
             let timerRecords = try await readAll(configuration.topics.timers, kafka: kafka).filter { $0.key != DecisionTimes.recordKey }
