@@ -255,8 +255,10 @@ struct MetricsEndpointTests {
             try await client.shutdown()
             await group.triggerGracefulShutdown()
             try await tasks.waitForAll()
-            // Where nothing listens, the probe fails, saying where it asked.
-            let nobody = await MetricsProbe.ask(host: "127.0.0.1", port: 1, check: .ready, timeout: .milliseconds(500))
+            // Where nothing listens, the probe fails, saying where it asked. The HTTP client tries to connect again
+            // until the timeout, then reports its last refusal: a busy parallel run whose first attempt had not come
+            // back within 500 ms reported only the deadline (a CI run); 3 s leaves room for attempts to end.
+            let nobody = await MetricsProbe.ask(host: "127.0.0.1", port: 1, check: .ready, timeout: .seconds(3))
             #expect(!nobody.passed)
             #expect(nobody.text.hasPrefix("no answer from http://127.0.0.1:1/readyz: "), "\(nobody.text)")
             #expect(nobody.text.hasSuffix(": Connection refused (errno 111)"), "said once, without NIO's stray parenthesis: \(nobody.text)")
