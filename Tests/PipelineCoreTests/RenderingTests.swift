@@ -198,7 +198,9 @@ struct RenderingTests {
             return
         }
         #expect(error.eventId == "evt-1")
-        #expect(error.issues.first?.path == FieldPath("recipient", "platform"))
+        // A defect of the plugin, said at the field that chose it: it blamed `recipient.platform`, the event's.
+        #expect(error.issues.map(\.path) == [FieldPath("template")])
+        #expect(error.issues.first?.reason == "template 'wrong' rendered a fcm payload for a apns recipient (a defect of the plugin, not of the event)")
     }
 
     @Test func aPluginsOwnErrorGetsTheEventId() throws {
@@ -207,6 +209,68 @@ struct RenderingTests {
             return
         }
         #expect(error == PipelineError(.invalidField, at: FieldPath("content", "anything"), "nope", eventId: "evt-1"))
+    }
+
+    /// A plugin that throws after its reader recorded issues and warnings: the error carries them before its own.
+    /// They were lost (a plugin author's trial: `content.title: required` vanished behind the plugin's own error).
+    @Test func aPluginsOwnErrorKeepsWhatTheReaderRecorded() throws {
+        struct ThrowsAfterReading: TemplateRenderer {
+            let templateID = "reads-then-throws"
+            func render(_ input: RenderInput) throws(PipelineError) -> TemplatePayload {
+                _ = input.content.string("title", required: true)
+                _ = input.content.string("body")
+                throw PipelineError(.invalidField, at: input.content.path(of: "body"), "not allowed here")
+            }
+        }
+        let registry = TemplateRegistry([ThrowsAfterReading()])
+        let event = eventJSON(template: "reads-then-throws", content: #"{"body":"Hi {{missing}}","extra":"x"}"#)
+        guard case .failed(let error) = registry.render(eventBytes: Array(event.utf8)) else {
+            Issue.record("should fail")
+            return
+        }
+        #expect(error.eventId == "evt-1")
+        #expect(error.issues.map(\.description) == ["content.title: required", "content.body: not allowed here"])
+        #expect(error.code == .validationFailed)
+        // The attribute warning is kept; `extra` is not reported as unread (the plugin stopped reading).
+        #expect(error.warnings.map(\.path.description) == ["content.body"])
+    }
+
+    /// A template that writes a key FCM refuses in `data` fails the event as a defect of the plugin (FCM would refuse
+    /// every such send, which would count as failed deliveries, not rejected events).
+    @Test func aPluginWritingAKeyFCMRefusesFailsAsItsDefect() throws {
+        struct Refused: TemplateRenderer {
+            let templateID = "refused"
+            func render(_ input: RenderInput) throws(PipelineError) -> TemplatePayload {
+                let key = input.content.string("key") ?? "from"
+                var data: PayloadObject = ["adb_title": "t"]
+                data.set(key, "x")
+                return .fcm(data: data)
+            }
+        }
+        let registry = TemplateRegistry([Refused()])
+        // As written in the event's JSON; the last two are written as "from" (verbatim) and "google\n" (escaped).
+        for key in ["from", "message_type", "google.sent", "gcm.n.e", "googlefoo", "gcm", #"fr\u006fm"#, #"google\n"#] {
+            let event = eventJSON(template: "refused", content: #"{"key":"\#(key)"}"#)
+            guard case .failed(let error) = registry.render(eventBytes: Array(event.utf8)) else {
+                Issue.record("\(key) should fail")
+                continue
+            }
+            let written = [#"fr\u006fm"#: "from", #"google\n"#: "google\n"][key] ?? key
+            #expect(error.issues.map(\.path) == [FieldPath("template")], "\(key)")
+            #expect(
+                error.issues.first?.reason
+                    == #"template 'refused' wrote the FCM data key '\#(written)', which FCM refuses (a data key must not be "from", "message_type", or start with "google" or "gcm"; a defect of the plugin, not of the event)"#,
+                "\(key)"
+            )
+        }
+        for key in ["fro", "fromage", "message", "goo", "gc", "mgcm", "é", "f"] {
+            let event = eventJSON(template: "refused", content: #"{"key":"\#(key)"}"#)
+            guard case .rendered(let notification) = registry.render(eventBytes: Array(event.utf8)) else {
+                Issue.record("\(key) should render")
+                continue
+            }
+            #expect(notification.payloadMember(key) == "x", "\(key)")
+        }
     }
 
     /// A template that sets what the registry owns: APNs `aps.category` and a top-level `aps`, keys that `custom`
@@ -233,6 +297,11 @@ struct RenderingTests {
 
         let fcmRequest = try PushRequest(json: Array(eventJSON(template: "over", options: options, custom: custom).utf8))
         let fcm = try registry.render(fcmRequest)
+        // The event's `shared` is left out, and said so; `extra` is sent. (The others: `title` and `body` unread.)
+        let registryWarnings = { (notification: RenderedNotification) in
+            notification.warnings.map(\.description).filter { !$0.hasPrefix("content.") }
+        }
+        #expect(registryWarnings(fcm) == ["custom.shared: not sent: template 'over' writes its own 'shared', which is kept"])
         #expect(text(fcm.payloadBytes) == #"{"message":{"token":"TOKEN","android":{"collapse_key":"ck","priority":"high","ttl":"3600s"},"data":{"adb_title":"mine","shared":"mine","extra":"kept"}}}"#)
         #expect(fcm.payloadMember("shared") == "mine")
         #expect(fcm.payloadMember("extra") == "kept")
@@ -246,6 +315,12 @@ struct RenderingTests {
 
         let apnsRequest = try PushRequest(json: Array(eventJSON(template: "over", platform: "apns", options: options, custom: custom).utf8))
         let apns = try registry.render(apnsRequest)
+        #expect(
+            registryWarnings(apns) == [
+                "template: template 'over' wrote a top-level 'aps' member of its own, which was left out: its aps members are the 'aps' of TemplatePayload.apns(aps:fields:) (a defect of the plugin)",
+                "custom.shared: not sent: template 'over' writes its own 'shared', which is kept",
+            ]
+        )
         #expect(text(apns.payloadBytes) == #"{"aps":{"sound":"ping","category":"AEPNotification","badge":2,"mutable-content":1},"adb_a":"1","shared":"2","extra":"kept"}"#)
         #expect(apns.payloadMember("aps") == nil)
         #expect(apns.payloadMember("shared") == "2")

@@ -92,6 +92,17 @@ public struct PipelineError: Error, Sendable, Hashable, CustomStringConvertible 
         return copy
     }
 
+    /// A copy whose issues and warnings follow `issues` and `warnings` (those recorded before this error was
+    /// thrown), its ``code`` derived from them all. Issues equal to one already there are not repeated.
+    public func following(_ issues: [Issue], warnings: [RenderWarning]) -> PipelineError {
+        guard !issues.isEmpty || !warnings.isEmpty else { return self }
+        var combined = issues
+        for issue in self.issues where !combined.contains(issue) { combined.append(issue) }
+        var copy = PipelineError(issues: combined, eventId: eventId)
+        copy.warnings = warnings + self.warnings
+        return copy
+    }
+
     /// One line per issue: `<eventId>: <path>: <reason>`.
     public var description: String {
         let id = eventId ?? "(unknown event)"

@@ -26,8 +26,7 @@ enum CustomMembers: Sendable {
     enum Reservation: Sendable, Equatable {
         /// The template payload: `aps` and `adb_*`.
         case templatePayload
-        /// FCM, for the keys of `data`: `from`, `message_type`, and those starting with `google` or `gcm` (FCM refuses
-        /// a message that has one).
+        /// FCM, for the keys of `data` (``FCMDataKey``).
         case fcm
     }
 
@@ -106,6 +105,9 @@ enum CustomMembers: Sendable {
         private var first64: UInt64 = 0
         private var beyond64: [Int] = []
 
+        /// Whether no member is left out.
+        var isEmpty: Bool { first64 == 0 && beyond64.isEmpty }
+
         mutating func insert(_ position: Int) {
             if position < 64 { first64 |= 1 << UInt64(position) } else { beyond64.append(position) }
         }
@@ -123,35 +125,12 @@ enum CustomMembers: Sendable {
     /// Who reserves `key`, if anyone (FCM only when `isFCM`).
     private static func reservation(of key: String, isFCM: Bool) -> Reservation? {
         if key == "aps" || key.hasPrefix("adb_") { return .templatePayload }
-        guard isFCM else { return nil }
-        let isFCMs = key == "from" || key == "message_type" || key.hasPrefix("google") || key.hasPrefix("gcm")
-        return isFCMs ? .fcm : nil
+        return isFCM && FCMDataKey.isRefused(key) ? .fcm : nil
     }
 
     /// ``reservation(of:isFCM:)`` of a plain ASCII key's bytes.
     private static func reservation(ofASCII key: Span<UInt8>, isFCM: Bool) -> Reservation? {
         if key.isASCII("aps") || key.hasASCIIPrefix("adb_") { return .templatePayload }
-        guard isFCM else { return nil }
-        let isFCMs = key.isASCII("from") || key.isASCII("message_type") || key.hasASCIIPrefix("google") || key.hasASCIIPrefix("gcm")
-        return isFCMs ? .fcm : nil
-    }
-}
-
-extension Span<UInt8> {
-    /// Whether these bytes are the ASCII text `text`.
-    fileprivate func isASCII(_ text: String) -> Bool {
-        count == text.utf8.count && hasASCIIPrefix(text)
-    }
-
-    /// Whether these bytes start with the ASCII text `prefix`.
-    fileprivate func hasASCIIPrefix(_ prefix: String) -> Bool {
-        let utf8 = prefix.utf8.span
-        guard count >= utf8.count else { return false }
-        var index = 0
-        while index < utf8.count {
-            if self[index] != utf8[index] { return false }
-            index &+= 1
-        }
-        return true
+        return isFCM && FCMDataKey.isRefused(ascii: key) ? .fcm : nil
     }
 }

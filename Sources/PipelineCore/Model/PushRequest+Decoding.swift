@@ -66,11 +66,7 @@ extension PushRequest {
             case .templatePayload:
                 event.addIssue(.invalidField, "custom", "key '\(key)' is reserved for the template payload")
             case .fcm:
-                event.addIssue(
-                    .invalidField,
-                    "custom",
-                    "key '\(key)' is reserved by FCM (a data key must not be \"from\", \"message_type\", or start with \"google\" or \"gcm\")"
-                )
+                event.addIssue(.invalidField, "custom", "key '\(key)' is reserved by FCM (\(FCMDataKey.rule))")
             }
         }
         let content = event.content(fields.content)

@@ -109,6 +109,25 @@ public struct PayloadObject: Sendable, Equatable {
         members.firstIndex { !$0.isString }.map { key(at: $0) }
     }
 
+    /// The key of the first member FCM refuses in `data` (``FCMDataKey``), if any. A key written as its own bytes is
+    /// looked at only when its first byte is one a refused key begins with.
+    var firstFCMRefusedKey: String? {
+        let text = writer.bytes.span
+        for index in members.indices {
+            let member = members[index]
+            if member.keyIsVerbatim {
+                // `"key":value`: the key's bytes are between its quotes, which end two bytes before the value.
+                let start = Int(member.keyStart) &+ 1
+                let first = text[start]
+                guard first == UInt8(ascii: "f") || first == UInt8(ascii: "m") || first == UInt8(ascii: "g") else { continue }
+                if FCMDataKey.isRefused(ascii: text.extracting(start..<(Int(member.valueStart) &- 2))) { return key(at: index) }
+            } else if FCMDataKey.isRefused(key(at: index)) {
+                return key(at: index)
+            }
+        }
+        return nil
+    }
+
     /// Equal when the objects are, member order aside.
     public static func == (lhs: PayloadObject, rhs: PayloadObject) -> Bool {
         lhs.object == rhs.object

@@ -64,7 +64,9 @@ public struct FieldReader {
 
     // MARK: - Raw access
 
-    /// The value of `key` (`nil` when absent or `null`); marks the key as read.
+    /// The value of `key` (`nil` when absent or `null`); marks the key as read, and with it every key inside an object
+    /// or array value (none of them is warned about as unread, misspelt or not). An object read member by member
+    /// (`object(_:required:)`, `objectElements(_:required:)`) is checked key by key, and builds no tree.
     public func value(_ key: String) -> JSONValue? {
         value(FieldName(lookingUp: key))
     }

@@ -65,7 +65,7 @@ extension TemplateRegistry {
             platform: platform,
             content: content.reader(path: Self.contentPath, personalizer: Personalizer(attributes: request.recipient.attributeSource), scratch: scratch)
         )
-        let templatePayload = try renderer.render(input)
+        let templatePayload = try Self.payload(of: renderer, input)
         input.content.warnAboutUnreadKeys(template: renderer.templateID)
         guard !input.content.diagnostics.hasIssues else {
             var error = PipelineError(issues: input.content.diagnostics.issues)
@@ -73,7 +73,14 @@ extension TemplateRegistry {
             throw error
         }
 
-        let encoded = try encode(templatePayload, of: renderer.templateID, for: request, platform: platform, scratch: scratch)
+        let encoded = try encode(
+            templatePayload,
+            of: renderer.templateID,
+            for: request,
+            platform: platform,
+            scratch: scratch,
+            diagnostics: input.content.diagnostics
+        )
         try checkSize(platform: platform, limitedSize: encoded.limitedSize)
         return RenderedNotification(
             request: request,
@@ -87,6 +94,18 @@ extension TemplateRegistry {
         )
     }
 
+    /// What `renderer` renders of `input`; when it throws, its error follows what the reader recorded before (often
+    /// why it threw). Keys are not reported as unread then: the plugin stopped reading. (A function of its own: with
+    /// the `do` block in the caller, each render made two more allocations, the payload's bytes copied rather than
+    /// moved into the wire payload.)
+    private static func payload(of renderer: any TemplateRenderer, _ input: RenderInput) throws(PipelineError) -> TemplatePayload {
+        do throws(PipelineError) {
+            return try renderer.render(input)
+        } catch {
+            throw error.following(input.content.diagnostics.issues, warnings: input.content.diagnostics.recordedWarnings)
+        }
+    }
+
     /// The path of the content object, built once.
     private static let contentPath = FieldPath("content")
 
@@ -96,23 +115,25 @@ extension TemplateRegistry {
     private static let mutableContentName = PayloadObject.MemberName("mutable-content")
 
     /// Completes the template's part into the wire payload: the token, the delivery options (FCM `android` block,
-    /// APNs headers) and the event's `custom` keys where the template set no such key, and on APNs `aps.category`
-    /// and `aps.mutable-content`. The payload is made in the bytes of the template's object (FCM `data`, the APNs
-    /// top level), not copied into an array of its own: what goes before them is written in `scratch`, then put in
-    /// front (``PayloadObject/embed(after:then:)``). Also returns where the template's members are in it, the size
-    /// the platform's limit applies to (the FCM `data` object, the whole APNs payload) and the request headers.
+    /// APNs headers) and the event's `custom` keys where the template set no such key (a warning in `diagnostics`
+    /// for each left out), and on APNs `aps.category` and `aps.mutable-content`. The payload is made in the bytes of
+    /// the template's object (FCM `data`, the APNs top level), not copied into an array of its own: what goes before
+    /// them is written in `scratch`, then put in front (``PayloadObject/embed(after:then:)``). Also returns where the
+    /// template's members are in it, the size the platform's limit applies to (the FCM `data` object, the whole APNs
+    /// payload) and the request headers.
     private func encode(
         _ templatePayload: consuming TemplatePayload,
         of templateID: String,
         for request: PushRequest,
         platform: Platform,
-        scratch: RenderScratch
+        scratch: RenderScratch,
+        diagnostics: RenderDiagnostics
     ) throws(PipelineError) -> (bytes: [UInt8], members: RenderedNotification.TemplateMembers, limitedSize: Int, headers: RenderedNotification.Headers) {
         let options = request.options
         let ttlSeconds = options.ttl.map { $0.components.seconds }
         switch consume templatePayload {
         case .fcm(var data):
-            guard platform == .fcm else { throw Self.otherPlatform(request, platform) }
+            guard platform == .fcm else { throw Self.otherPlatform(templateID, rendered: .fcm, for: platform) }
             if let key = data.firstNonStringKey {
                 // A defect of the plugin, whatever the event holds: said so, at the field that chose the plugin.
                 throw PipelineError(
@@ -121,8 +142,16 @@ extension TemplateRegistry {
                     "template '\(templateID)' wrote a non-string value for the FCM data key '\(key)'; FCM data values must be strings (a defect of the plugin, not of the event)"
                 )
             }
+            if let key = data.firstFCMRefusedKey {
+                throw PipelineError(
+                    .invalidField,
+                    at: FieldPath("template"),
+                    "template '\(templateID)' wrote the FCM data key '\(key)', which FCM refuses (\(FCMDataKey.rule); a defect of the plugin, not of the event)"
+                )
+            }
             let custom = request.customMembers
             let leftOut = custom.leftOut(by: data, leavesOutAPS: false)
+            if !leftOut.isEmpty { Self.warn(leftOut, of: custom, template: templateID, in: diagnostics) }
             let followsMembers = !data.isEmpty
             var dataStart = 0
             var dataEnd = 0
@@ -146,7 +175,7 @@ extension TemplateRegistry {
             }
             return (payload.bytes, .fcm(data: payload.members), dataEnd - dataStart, .none)
         case .apns(let aps, var fields):
-            guard platform == .apns else { throw Self.otherPlatform(request, platform) }
+            guard platform == .apns else { throw Self.otherPlatform(templateID, rendered: .apns, for: platform) }
             if let collapseId = options.collapseKey {
                 if collapseId.utf8.count > 64 {
                     throw PipelineError(.invalidField, at: FieldPath("options", "collapseKey"), "APNs allows at most 64 bytes, found \(collapseId.utf8.count)")
@@ -168,9 +197,16 @@ extension TemplateRegistry {
             if fields.contains(Self.apsName) {
                 rendered = .apns(aps: aps, fields: fields)
                 fields = fields.removing("aps")
+                diagnostics.record(
+                    RenderWarning(
+                        path: FieldPath("template"),
+                        message: "template '\(templateID)' wrote a top-level 'aps' member of its own, which was left out: its aps members are the 'aps' of TemplatePayload.apns(aps:fields:) (a defect of the plugin)"
+                    )
+                )
             }
             let custom = request.customMembers
             let leftOut = custom.leftOut(by: fields, leavesOutAPS: true)
+            if !leftOut.isEmpty { Self.warn(leftOut, of: custom, template: templateID, in: diagnostics) }
             let hasFields = !fields.isEmpty
             // Where the template's `aps` members are in the payload, when they are copied as they are (the usual case):
             // the object is then handed back to the scratch, and read back from the payload when asked for.
@@ -222,9 +258,27 @@ extension TemplateRegistry {
         return String(repeating: "0", count: 4 - digits.count) + digits
     }
 
-    /// The error for a template that rendered for another platform than the event's.
-    private static func otherPlatform(_ request: PushRequest, _ platform: Platform) -> PipelineError {
-        PipelineError(.invalidField, at: FieldPath("recipient", "platform"), "template '\(request.template)' rendered a payload for another platform than \(platform)")
+    /// The error for a template that rendered a payload of `rendered` for an event of `platform`: a defect of the
+    /// plugin, said at the field that chose it.
+    private static func otherPlatform(_ templateID: String, rendered: Platform, for platform: Platform) -> PipelineError {
+        PipelineError(
+            .invalidField,
+            at: FieldPath("template"),
+            "template '\(templateID)' rendered a \(rendered) payload for a \(platform) recipient (a defect of the plugin, not of the event)"
+        )
+    }
+
+    /// Warns, in `diagnostics`, of each of the event's `custom` keys left out because the template wrote a member of
+    /// the same name (the template's wins). Rare: only then are the keys made `String`s.
+    private static func warn(_ leftOut: CustomMembers.LeftOut, of custom: CustomMembers, template templateID: String, in diagnostics: RenderDiagnostics) {
+        for (position, key) in custom.object.keys.enumerated() where leftOut.contains(position) {
+            // `aps` is refused when an event is decoded; a request made in code can still have it.
+            let message =
+                key == "aps"
+                ? "not sent: an APNs payload's 'aps' is written by the template and the registry"
+                : "not sent: template '\(templateID)' writes its own '\(key)', which is kept"
+            diagnostics.record(RenderWarning(path: FieldPath("custom", key), message: message))
+        }
     }
 
     /// `limitedSize`: the FCM `data` object's or the APNs payload's encoded size.
