@@ -43,8 +43,10 @@ struct ReplayCommand: AsyncParsableCommand {
             already, says so and exits 0 without reading. A group keeps the progress of one range into one \
             destination (recorded with its commits): a --group that replayed another range, or the same range \
             into other topics (--deliver after a replay into replay.*), is refused with status 64; give a new \
-            one. An interrupted replay exits with status 1, so that a script or job does not take it for a \
-            finished one. Records of the range the topic deleted before the replay could read them (its retention \
+            one. Run one replay per group at a time: a replay reads its partitions itself, so the group does not \
+            stop a second one started meanwhile, and both would write (or, with --deliver, send) every output. \
+            --to end is the end when each run starts, a resumed one too. An interrupted replay exits with \
+            status 1, so that a script or job does not take it for a finished one. Records of the range the topic deleted before the replay could read them (its retention \
             reached the range while the replay ran or before it resumed, or --from gave offsets it no longer holds) \
             cannot be replayed: the replay goes on with the rest, names them, and exits with status 3. \
             Progress shows the rate of the last ten seconds, and says when nothing moved for ten seconds or more.
@@ -186,7 +188,7 @@ struct ReplayCommand: AsyncParsableCommand {
         if dryRun {
             Self.report("Group: \(configuration.groupID) (a dry run commits nothing: run again, it starts over)")
         } else {
-            Self.report("Group: \(configuration.groupID) (run again with --group \(configuration.groupID) to resume if interrupted)")
+            Self.report("Group: \(configuration.groupID) (to resume if interrupted, run again with \(resumeOptions(group: configuration.groupID)))")
         }
 
         let display = ProgressDisplay(isTerminal: isatty(STDOUT_FILENO) == 1)
@@ -205,11 +207,11 @@ struct ReplayCommand: AsyncParsableCommand {
         guard pipeline.hasFinishedReplay else {
             // Stopped by a signal before the range's end: not a success, or a script or job would go on as if the
             // range had been replayed.
-            Self.report("Interrupted after \(summary.totalIn) records: \(outcomes)")
+            Self.report(Self.interruptedSummary(read: summary.totalIn, outcomes: summary.outcomes, isDryRun: dryRun))
             throw CommandError(
                 dryRun
                     ? "the replay was interrupted before the end of its range; a dry run commits nothing, so run it again to replay the whole range"
-                    : "the replay was interrupted before the end of its range; run it again with --group \(configuration.groupID) to continue where it stopped"
+                    : "the replay was interrupted before the end of its range; run it again with \(resumeOptions(group: configuration.groupID)) to continue where it stopped"
             )
         }
         Self.report("Replayed \(summary.totalIn) records: \(outcomes)")
@@ -226,6 +228,21 @@ struct ReplayCommand: AsyncParsableCommand {
             FileHandle.standardError.write(Data((Self.deletedRecordsMessage(deleted, topic: configuration.topics.sends) + "\n").utf8))
             throw ExitCode(Self.deletedRecordsStatus)
         }
+    }
+
+    /// The options that resume this replay: the group and the range as given (a resumed replay must name the same
+    /// range, or its group is refused).
+    func resumeOptions(group: String) -> String {
+        "--group \(group) --from \(from) --to \(to)"
+    }
+
+    /// The line said when a replay is interrupted: the records read, each outcome, and the records read whose outcome
+    /// was not written (they are replayed again when the replay resumes), so that the numbers add up.
+    static func interruptedSummary(read: Int, outcomes: [AnalyticsEvent.Kind: Int], isDryRun: Bool) -> String {
+        let counted = AnalyticsEvent.Kind.allCases.map { "\($0.rawValue.dropFirst(5)) \(outcomes[$0] ?? 0)" }.joined(separator: ", ")
+        let unfinished = max(0, read - outcomes.values.reduce(0, +))
+        let after = isDryRun ? "" : " (replayed again when the replay resumes)"
+        return "Interrupted after \(read) records read: \(counted), unfinished \(unfinished)\(after)"
     }
 
     /// The exit status of a replay that finished without the records the topic deleted before it could read them.
@@ -333,7 +350,9 @@ final class ProgressDisplay: Sendable {
             return (state.recent.rate, state.recent.remainingSeconds(toReach: progress.total), state.recent.stalledSeconds())
         }
         var total = Self.line("total", done: progress.done, of: progress.total, rate: rate, remaining: remaining)
-        if let stalled { total += String(format: "  no progress for %.0f s (see the log for why)", stalled) }
+        if let stalled {
+            total += Self.stalledNote(seconds: stalled, notDone: progress.partitions.filter { $0.done < $0.total }.map(\.partition.partition))
+        }
         if isTerminal {
             var text = state.withLock { state in
                 defer { state.linesDrawn = progress.partitions.count + 1 }
@@ -352,6 +371,16 @@ final class ProgressDisplay: Sendable {
             }
             if due { FileHandle.standardOutput.write(Data(("progress: " + total + "\n").utf8)) }
         }
+    }
+
+    /// What the progress line adds when nothing moved for `seconds`: how long, and the partitions not done yet (a
+    /// broker that stopped answering, or outputs not acknowledged, shows in the log only once librdkafka gives up on a
+    /// request, which can take a minute).
+    static func stalledNote(seconds: Double, notDone: [Int32]) -> String {
+        let waiting = notDone.map(String.init)
+        let shown = waiting.count > 8 ? waiting.prefix(8).joined(separator: ", ") + " and \(waiting.count - 8) more" : waiting.joined(separator: ", ")
+        let partitions = waiting.isEmpty ? "" : "; partition\(waiting.count == 1 ? "" : "s") \(shown) not done"
+        return String(format: "  no progress for %.0f s", seconds) + partitions
     }
 
     private static func line(_ label: String, done: Int64, of total: Int64, rate: Double?, remaining: Double?) -> String {

@@ -31,7 +31,8 @@ public enum ReplayBoundary: Sendable, Equatable, CustomStringConvertible {
                 guard pieces.count == 2, let partition = Int32(pieces[0]), let offset = Int64(pieces[1]), partition >= 0, offset >= 0 else {
                     throw ConfigurationError(
                         key: option,
-                        reason: "'\(text)' is not 'beginning', 'end', an RFC 3339 time (2026-11-20T10:00:00Z) or partition:offset,… (0:120,1:98)"
+                        // The word each option can use (`--from end` and `--to beginning` would replay nothing).
+                        reason: "'\(text)' is not \(option == "--to" ? "'end'" : option == "--from" ? "'beginning'" : "'beginning', 'end'"), an RFC 3339 time (2026-11-20T10:00:00Z) or partition:offset,… (0:120,1:98)"
                     )
                 }
                 guard offsets[partition] == nil else {

@@ -1,8 +1,10 @@
+import ArgumentParser
 import Foundation
 @testable import CampaignPipelineCLI
 import KafkaClient
 import Logging
 import PipelineCore
+import PipelineRuntime
 import Testing
 
 @Suite("campaign-pipeline replay on the command line")
@@ -115,6 +117,40 @@ struct ReplayCommandTests {
         recent.add(seconds: 41, done: 20_500)
         #expect(recent.stalledSeconds() == nil)
         #expect(recent.rate == 50)
+    }
+
+    /// Found by a user's trial: the stalled line sent the reader to a log that said nothing yet; the resume hint left out
+    /// the range (another range is refused); the interrupted summary did not add up to the records read; and the
+    /// --from error offered 'end', which --from then refuses.
+    @Test("a stalled, resumable or interrupted replay says what it knows")
+    func replaySaysWhatItKnows() throws {
+        #expect(ProgressDisplay.stalledNote(seconds: 20, notDone: [0, 3]) == "  no progress for 20 s; partitions 0, 3 not done")
+        #expect(ProgressDisplay.stalledNote(seconds: 12.4, notDone: [5]) == "  no progress for 12 s; partition 5 not done")
+        #expect(ProgressDisplay.stalledNote(seconds: 30, notDone: []) == "  no progress for 30 s")
+        #expect(
+            ProgressDisplay.stalledNote(seconds: 10, notDone: Array(0..<11))
+                == "  no progress for 10 s; partitions 0, 1, 2, 3, 4, 5, 6, 7 and 3 more not done"
+        )
+
+        let command = try ReplayCommand.parse(["--from", "2026-11-20T00:00:00Z", "--to", "0:5,1:7", "--group", "g"])
+        #expect(command.resumeOptions(group: "g") == "--group g --from 2026-11-20T00:00:00Z --to 0:5,1:7")
+
+        let summary = ReplayCommand.interruptedSummary(read: 14_013, outcomes: [.delivered: 2_660, .rejected: 4], isDryRun: false)
+        #expect(
+            summary
+                == "Interrupted after 14013 records read: delivered 2660, failed 0, rejected 4, expired 0, suppressed 0, unfinished 11349 (replayed again when the replay resumes)"
+        )
+        #expect(ReplayCommand.interruptedSummary(read: 3, outcomes: [.delivered: 3], isDryRun: true).hasSuffix("suppressed 0, unfinished 0"))
+
+        for (option, words) in [("--from", "'beginning'"), ("--to", "'end'")] {
+            let arguments = option == "--from" ? ["--from", "garbage"] : ["--from", "beginning", "--to", "garbage"]
+            #expect {
+                try ReplayCommand.parse(arguments)
+            } throws: { error in
+                let message = ReplayCommand.message(for: error)
+                return message.contains("\(option): 'garbage' is not \(words), an RFC 3339 time")
+            }
+        }
     }
 
     @Test("without --deliver the outputs go to replay.* topics and the live topics get nothing")
