@@ -82,6 +82,8 @@ struct KafkaFailureTests {
             for try await _ in consumer.messages {}
         }
         #expect(error?.code == .brokerUnreachable)
+        // Names the brokers it tried (a user's trial: only the warnings logged before it did).
+        #expect(error?.message.hasPrefix("no broker of 127.0.0.1:1 answered within 2.0 seconds: ") == true, "\(String(describing: error))")
         // Generous: the parallel test run can keep this task waiting for a thread (22 s once, with the machine's two
         // cores also building); a hang never ends.
         #expect(ContinuousClock.now - started < .seconds(60), "bounded, not a hang")

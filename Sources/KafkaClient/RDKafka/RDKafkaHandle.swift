@@ -157,6 +157,17 @@ final class RDKafkaHandle: @unchecked Sendable {
         }
     }
 
+    /// The client's `bootstrap.servers` as configured (`""` when it cannot be read), for errors that say which brokers
+    /// did not answer.
+    var bootstrapServers: String {
+        guard let configuration = rd_kafka_conf(pointer) else { return "" }
+        var size = 0
+        guard rd_kafka_conf_get(configuration, "bootstrap.servers", nil, &size) == RD_KAFKA_CONF_OK, size > 1 else { return "" }
+        var buffer = [CChar](repeating: 0, count: size)
+        guard rd_kafka_conf_get(configuration, "bootstrap.servers", &buffer, &size) == RD_KAFKA_CONF_OK else { return "" }
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
     /// Asks the cluster for metadata, waiting at most `timeout`. Blocks the calling thread.
     ///
     /// - Returns: the partition count of `topic` (when given) or of nothing (0) when only connectivity is checked.
@@ -169,7 +180,8 @@ final class RDKafkaHandle: @unchecked Sendable {
                 ? .brokerUnreachable : .metadataFailed
             var error = KafkaError.librdkafka(code, err, topic: topic)
             if code == .brokerUnreachable {
-                error.message = "no broker answered within \(timeout): \(error.message)"
+                let servers = bootstrapServers
+                error.message = "no broker\(servers.isEmpty ? "" : " of \(servers)") answered within \(timeout): \(error.message)"
             }
             throw error
         }
