@@ -214,7 +214,8 @@ struct ReplayCommand: AsyncParsableCommand {
                     : "the replay was interrupted before the end of its range; run it again with \(resumeOptions(group: configuration.groupID)) to continue where it stopped"
             )
         }
-        Self.report("Replayed \(summary.totalIn) records: \(outcomes)")
+        // A dry run's outcomes are those the records would have had: "delivered" alone read as if something was sent.
+        Self.report("Replayed \(summary.totalIn) records\(dryRun ? " (dry run: nothing written; the outcomes they would have had)" : ""): \(outcomes)")
         if let failure = pipeline.finalCommitFailure, !dryRun {
             // Every record was replayed; what the group records of it is behind. Said here, not only in the log: run
             // again with the group, the replay would say how many are left and write them again.
