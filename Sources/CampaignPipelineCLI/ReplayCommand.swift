@@ -231,10 +231,24 @@ struct ReplayCommand: AsyncParsableCommand {
         }
     }
 
-    /// The options that resume this replay: the group and the range as given (a resumed replay must name the same
-    /// range, or its group is refused).
+    /// The options that resume this replay, quoted for a shell: the group, the range as given and the destination
+    /// (a resumed replay must name the same range into the same topics, or its group is refused), and the topic read.
     func resumeOptions(group: String) -> String {
-        "--group \(group) --from \(from) --to \(to)"
+        var options = ["--group", group, "--from", from, "--to", to]
+        if let topic { options += ["--topic", topic] }
+        if deliver {
+            options.append("--deliver")
+        } else if outputPrefix != Self.defaultOutputPrefix {
+            options += ["--output-prefix", outputPrefix]
+        }
+        return options.map(Self.shellQuoted).joined(separator: " ")
+    }
+
+    /// `word` as a shell reads it back: as it is when it has only characters no shell treats specially, otherwise in
+    /// single quotes.
+    static func shellQuoted(_ word: String) -> String {
+        let isPlain = !word.isEmpty && word.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "-_.:,/+=@".contains($0)) }
+        return isPlain ? word : "'" + word.replacingOccurrences(of: "'", with: #"'\''"#) + "'"
     }
 
     /// The line said when a replay is interrupted: the records read, each outcome, and the records read whose outcome

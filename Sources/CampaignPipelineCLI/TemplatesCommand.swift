@@ -11,7 +11,8 @@ struct TemplatesCommand: AsyncParsableCommand {
             summary, and a table of the content fields it reads with their type, whether each is \
             required on FCM and on APNs, and where it lands in the payload.
 
-            To add a template plugin of your own (a TemplateRenderer) and ship it with this command,             see Plugins/README.md in the repository.
+            To add a template plugin of your own (a TemplateRenderer) and ship it with this command, \
+            see Plugins/README.md in the repository.
             """
     )
 

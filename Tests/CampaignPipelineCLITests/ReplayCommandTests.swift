@@ -134,6 +134,12 @@ struct ReplayCommandTests {
 
         let command = try ReplayCommand.parse(["--from", "2026-11-20T00:00:00Z", "--to", "0:5,1:7", "--group", "g"])
         #expect(command.resumeOptions(group: "g") == "--group g --from 2026-11-20T00:00:00Z --to 0:5,1:7")
+        // The destination and the topic too: without them the hinted command is refused (another destination), or
+        // replays another topic (found by review).
+        let elsewhere = try ReplayCommand.parse(["--from", "beginning", "--topic", "old sends", "--output-prefix", "bf."])
+        #expect(elsewhere.resumeOptions(group: "it's") == #"--group 'it'\''s' --from beginning --to end --topic 'old sends' --output-prefix bf."#)
+        let delivering = try ReplayCommand.parse(["--from", "beginning", "--deliver", "--output-prefix", "ignored."])
+        #expect(delivering.resumeOptions(group: "g") == "--group g --from beginning --to end --deliver")
 
         let summary = ReplayCommand.interruptedSummary(read: 14_013, outcomes: [.delivered: 2_660, .rejected: 4], isDryRun: false)
         #expect(

@@ -200,7 +200,7 @@ struct RenderingTests {
         #expect(error.eventId == "evt-1")
         // A defect of the plugin, said at the field that chose it: it blamed `recipient.platform`, the event's.
         #expect(error.issues.map(\.path) == [FieldPath("template")])
-        #expect(error.issues.first?.reason == "template 'wrong' rendered a fcm payload for a apns recipient (a defect of the plugin, not of the event)")
+        #expect(error.issues.first?.reason == "template 'wrong' rendered a payload for platform fcm; the event's recipient.platform is apns (a defect of the plugin, not of the event)")
     }
 
     @Test func aPluginsOwnErrorGetsTheEventId() throws {
@@ -233,6 +233,39 @@ struct RenderingTests {
         #expect(error.code == .validationFailed)
         // The attribute warning is kept; `extra` is not reported as unread (the plugin stopped reading).
         #expect(error.warnings.map(\.path.description) == ["content.body"])
+    }
+
+    /// A custom `aps` (refused when an event is decoded; a request made in code can have it) left out on FCM because
+    /// the template wrote `aps` in `data` is said to be the template's, not the APNs payload's (found by review).
+    @Test func aCustomKeyLeftOutIsSaidForThePlatformItWasLeftOutOn() throws {
+        struct WritesAPS: TemplateRenderer {
+            let templateID = "writes-aps"
+            func render(_ input: RenderInput) throws(PipelineError) -> TemplatePayload {
+                .fcm(data: ["adb_title": "t", "aps": "mine"])
+            }
+        }
+        var request = try PushRequest(json: Array(eventJSON(template: "writes-aps", content: "{}").utf8))
+        request.custom = ["aps": "theirs"]
+        let notification = try TemplateRegistry([WritesAPS()]).render(request)
+        #expect(notification.payloadMember("aps") == "mine")
+        #expect(notification.warnings.map(\.description) == ["custom.aps: not sent: template 'writes-aps' writes its own 'aps', which is kept"])
+    }
+
+    /// An error a plugin throws follows what was recorded before it, without repeating an issue already there.
+    @Test func anErrorFollowingRecordedIssuesKeepsEachOnce() {
+        let recorded = [
+            PipelineError.Issue(.missingField, at: FieldPath("content", "title"), "required"),
+            PipelineError.Issue(.invalidField, at: FieldPath("content", "body"), "bad"),
+        ]
+        var thrown = PipelineError(issues: [recorded[1], PipelineError.Issue(.invalidField, at: FieldPath("content", "x"), "no")], eventId: "e")
+        thrown.warnings = [RenderWarning(path: FieldPath("content", "x"), message: "late")]
+        let combined = thrown.following(recorded, warnings: [RenderWarning(path: FieldPath("content", "y"), message: "early")])
+        #expect(combined.issues.map(\.description) == ["content.title: required", "content.body: bad", "content.x: no"])
+        #expect(combined.code == .validationFailed)
+        #expect(combined.eventId == "e")
+        #expect(combined.warnings.map(\.description) == ["content.y: early", "content.x: late"])
+        #expect(thrown.following([], warnings: []) == thrown)
+        #expect(PipelineError(issues: [recorded[1]]).following([recorded[1]], warnings: []).code == .invalidField)
     }
 
     /// A template that writes a key FCM refuses in `data` fails the event as a defect of the plugin (FCM would refuse

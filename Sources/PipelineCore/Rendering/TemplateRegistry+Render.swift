@@ -98,6 +98,7 @@ extension TemplateRegistry {
     /// why it threw). Keys are not reported as unread then: the plugin stopped reading. (A function of its own: with
     /// the `do` block in the caller, each render made two more allocations, the payload's bytes copied rather than
     /// moved into the wire payload.)
+    @inline(never)
     private static func payload(of renderer: any TemplateRenderer, _ input: RenderInput) throws(PipelineError) -> TemplatePayload {
         do throws(PipelineError) {
             return try renderer.render(input)
@@ -151,7 +152,7 @@ extension TemplateRegistry {
             }
             let custom = request.customMembers
             let leftOut = custom.leftOut(by: data, leavesOutAPS: false)
-            if !leftOut.isEmpty { Self.warn(leftOut, of: custom, template: templateID, in: diagnostics) }
+            if !leftOut.isEmpty { Self.warn(leftOut, of: custom, template: templateID, onAPNs: false, in: diagnostics) }
             let followsMembers = !data.isEmpty
             var dataStart = 0
             var dataEnd = 0
@@ -206,7 +207,7 @@ extension TemplateRegistry {
             }
             let custom = request.customMembers
             let leftOut = custom.leftOut(by: fields, leavesOutAPS: true)
-            if !leftOut.isEmpty { Self.warn(leftOut, of: custom, template: templateID, in: diagnostics) }
+            if !leftOut.isEmpty { Self.warn(leftOut, of: custom, template: templateID, onAPNs: true, in: diagnostics) }
             let hasFields = !fields.isEmpty
             // Where the template's `aps` members are in the payload, when they are copied as they are (the usual case):
             // the object is then handed back to the scratch, and read back from the payload when asked for.
@@ -264,17 +265,23 @@ extension TemplateRegistry {
         PipelineError(
             .invalidField,
             at: FieldPath("template"),
-            "template '\(templateID)' rendered a \(rendered) payload for a \(platform) recipient (a defect of the plugin, not of the event)"
+            "template '\(templateID)' rendered a payload for platform \(rendered); the event's recipient.platform is \(platform) (a defect of the plugin, not of the event)"
         )
     }
 
     /// Warns, in `diagnostics`, of each of the event's `custom` keys left out because the template wrote a member of
     /// the same name (the template's wins). Rare: only then are the keys made `String`s.
-    private static func warn(_ leftOut: CustomMembers.LeftOut, of custom: CustomMembers, template templateID: String, in diagnostics: RenderDiagnostics) {
+    private static func warn(
+        _ leftOut: CustomMembers.LeftOut,
+        of custom: CustomMembers,
+        template templateID: String,
+        onAPNs: Bool,
+        in diagnostics: RenderDiagnostics
+    ) {
         for (position, key) in custom.object.keys.enumerated() where leftOut.contains(position) {
             // `aps` is refused when an event is decoded; a request made in code can still have it.
             let message =
-                key == "aps"
+                onAPNs && key == "aps"
                 ? "not sent: an APNs payload's 'aps' is written by the template and the registry"
                 : "not sent: template '\(templateID)' writes its own '\(key)', which is kept"
             diagnostics.record(RenderWarning(path: FieldPath("custom", key), message: message))
