@@ -203,11 +203,11 @@ struct ReplayCommand: AsyncParsableCommand {
         )
         try await pipeline.runUntilSignalled(logger: logger, shutdownLimit: configuration.shutdownLimit)
         let summary = pipeline.statistics.snapshot
-        let outcomes = AnalyticsEvent.Kind.allCases.map { "\($0.rawValue.dropFirst(5)) \(summary.outcomes[$0] ?? 0)" }.joined(separator: ", ")
+        let outcomes = Self.outcomeCounts(summary.outcomes)
         guard pipeline.hasFinishedReplay else {
             // Stopped by a signal before the range's end: not a success, or a script or job would go on as if the
             // range had been replayed.
-            Self.report(Self.interruptedSummary(read: summary.totalIn, outcomes: summary.outcomes, isDryRun: dryRun))
+            Self.report(Self.interruptedSummary(read: summary.totalIn, outcomes: summary.outcomes, unfinished: summary.unfinished, isDryRun: dryRun))
             throw CommandError(
                 dryRun
                     ? "the replay was interrupted before the end of its range; a dry run commits nothing, so run it again to replay the whole range"
@@ -253,11 +253,14 @@ struct ReplayCommand: AsyncParsableCommand {
 
     /// The line said when a replay is interrupted: the records read, each outcome, and the records read whose outcome
     /// was not written (they are replayed again when the replay resumes), so that the numbers add up.
-    static func interruptedSummary(read: Int, outcomes: [AnalyticsEvent.Kind: Int], isDryRun: Bool) -> String {
-        let counted = AnalyticsEvent.Kind.allCases.map { "\($0.rawValue.dropFirst(5)) \(outcomes[$0] ?? 0)" }.joined(separator: ", ")
-        let unfinished = max(0, read - outcomes.values.reduce(0, +))
+    static func interruptedSummary(read: Int, outcomes: [AnalyticsEvent.Kind: Int], unfinished: Int, isDryRun: Bool) -> String {
         let after = isDryRun ? "" : " (replayed again when the replay resumes)"
-        return "Interrupted after \(read) records read: \(counted), unfinished \(unfinished)\(after)"
+        return "Interrupted after \(read) records read: \(outcomeCounts(outcomes)), unfinished \(unfinished)\(after)"
+    }
+
+    /// Each outcome's count, `delivered 3, failed 0, …`, in the order of ``AnalyticsEvent/Kind``.
+    static func outcomeCounts(_ outcomes: [AnalyticsEvent.Kind: Int]) -> String {
+        AnalyticsEvent.Kind.allCases.map { "\($0.rawValue.dropFirst(5)) \(outcomes[$0] ?? 0)" }.joined(separator: ", ")
     }
 
     /// The exit status of a replay that finished without the records the topic deleted before it could read them.

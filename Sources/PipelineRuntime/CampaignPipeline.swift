@@ -415,7 +415,7 @@ public final class CampaignPipeline: Service {
         let summary = statistics.snapshot
         // Read by this instance with no outcome written by it: in flight at the drain's timeout, or their partition
         // taken away meanwhile. Not committed, so their next reader processes them again.
-        let unfinished = max(0, summary.totalIn - summary.outcomes.values.reduce(0, +))
+        let unfinished = summary.unfinished
         logger.info(
             "Pipeline stopped",
             metadata: [

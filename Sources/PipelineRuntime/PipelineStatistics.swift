@@ -51,6 +51,9 @@ public final class PipelineStatistics: Sendable {
 
         /// The total number of events read.
         public var totalIn: Int { inputs.values.reduce(0) { $0 + $1.count } }
+
+        /// Events read with no terminal outcome written: in flight when the run stopped (they are read again).
+        public var unfinished: Int { max(0, totalIn - outcomes.values.reduce(0, +)) }
     }
 
     /// The events read of one template and platform.

@@ -141,12 +141,12 @@ struct ReplayCommandTests {
         let delivering = try ReplayCommand.parse(["--from", "beginning", "--deliver", "--output-prefix", "ignored."])
         #expect(delivering.resumeOptions(group: "g") == "--group g --from beginning --to end --deliver")
 
-        let summary = ReplayCommand.interruptedSummary(read: 14_013, outcomes: [.delivered: 2_660, .rejected: 4], isDryRun: false)
+        let summary = ReplayCommand.interruptedSummary(read: 14_013, outcomes: [.delivered: 2_660, .rejected: 4], unfinished: 11_349, isDryRun: false)
         #expect(
             summary
                 == "Interrupted after 14013 records read: delivered 2660, failed 0, rejected 4, expired 0, suppressed 0, unfinished 11349 (replayed again when the replay resumes)"
         )
-        #expect(ReplayCommand.interruptedSummary(read: 3, outcomes: [.delivered: 3], isDryRun: true).hasSuffix("suppressed 0, unfinished 0"))
+        #expect(ReplayCommand.interruptedSummary(read: 3, outcomes: [.delivered: 3], unfinished: 0, isDryRun: true).hasSuffix("suppressed 0, unfinished 0"))
 
         for (option, words) in [("--from", "'beginning'"), ("--to", "'end'")] {
             let arguments = option == "--from" ? ["--from", "garbage"] : ["--from", "beginning", "--to", "garbage"]
