@@ -281,14 +281,15 @@ struct RenderingTests {
             }
         }
         let registry = TemplateRegistry([Refused()])
-        // As written in the event's JSON; the last two are written as "from" (verbatim) and "google\n" (escaped).
-        for key in ["from", "message_type", "google.sent", "gcm.n.e", "googlefoo", "gcm", #"fr\u006fm"#, #"google\n"#] {
+        // As written in the event's JSON; the last three are written as "from" (verbatim), "google\n" (escaped) and `gcm`
+        // with a combining accent (escaped; FCM compares bytes, so it starts with `gcm`).
+        for key in ["from", "message_type", "google.sent", "gcm.n.e", "googlefoo", "gcm", #"fr\u006fm"#, #"google\n"#, #"gcm\u0301"#] {
             let event = eventJSON(template: "refused", content: #"{"key":"\#(key)"}"#)
             guard case .failed(let error) = registry.render(eventBytes: Array(event.utf8)) else {
                 Issue.record("\(key) should fail")
                 continue
             }
-            let written = [#"fr\u006fm"#: "from", #"google\n"#: "google\n"][key] ?? key
+            let written = [#"fr\u006fm"#: "from", #"google\n"#: "google\n", #"gcm\u0301"#: "gcm\u{301}"][key] ?? key
             #expect(error.issues.map(\.path) == [FieldPath("template")], "\(key)")
             #expect(
                 error.issues.first?.reason
@@ -450,18 +451,20 @@ struct RenderingTests {
     /// FCM refuses a message whose `data` has a reserved key: `from`, `message_type`, or one starting with `google`
     /// or `gcm` (however the event spells it); APNs payloads may carry them.
     @Test func fcmReservedCustomKeysAreRejectedOnFCMOnly() throws {
-        let custom = #"{"\u0066rom":"1","message_type":"2","google.c.a.e":"3","gcm.n.e":"4","googleX":"5","fromage":"6","xgcm":"7","mess":"8"}"#
+        // `gcm` and a combining accent: FCM compares bytes, so it starts with `gcm` (as `Character`s it does not).
+        let custom = #"{"\u0066rom":"1","message_type":"2","google.c.a.e":"3","gcm.n.e":"4","googleX":"5","fromage":"6","xgcm":"7","mess":"8","gcm\u0301":"9"}"#
         let error = try #require(throws: PipelineError.self) { try PushRequest(json: Array(eventJSON(custom: custom).utf8)) }
-        #expect(error.issues.map(\.path.description) == Array(repeating: "custom", count: 5))
+        #expect(error.issues.map(\.path.description) == Array(repeating: "custom", count: 6))
         #expect(error.issues.map(\.reason).map { $0.prefix { $0 != "(" } } == [
             "key 'from' is reserved by FCM ",
             "key 'message_type' is reserved by FCM ",
             "key 'google.c.a.e' is reserved by FCM ",
             "key 'gcm.n.e' is reserved by FCM ",
             "key 'googleX' is reserved by FCM ",
+            "key 'gcm\u{301}' is reserved by FCM ",
         ])
         let onAPNs = try PushRequest(json: Array(eventJSON(platform: "apns", custom: custom).utf8))
-        #expect(onAPNs.custom.count == 8)
+        #expect(onAPNs.custom.count == 9)
         // Read from a tree of values, the same.
         guard case .failed(let fromTree) = registry.render(event: try JSONValue(parsing: Array(eventJSON(custom: custom).utf8))) else {
             Issue.record("expected a failure")

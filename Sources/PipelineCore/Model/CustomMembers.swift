@@ -131,6 +131,6 @@ enum CustomMembers: Sendable {
     /// ``reservation(of:isFCM:)`` of a plain ASCII key's bytes.
     private static func reservation(ofASCII key: Span<UInt8>, isFCM: Bool) -> Reservation? {
         if key.isASCII("aps") || key.hasASCIIPrefix("adb_") { return .templatePayload }
-        return isFCM && FCMDataKey.isRefused(ascii: key) ? .fcm : nil
+        return isFCM && FCMDataKey.isRefused(utf8: key) ? .fcm : nil
     }
 }

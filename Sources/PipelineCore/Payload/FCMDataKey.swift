@@ -5,24 +5,25 @@ enum FCMDataKey {
     /// What the refusal says, after the key.
     static let rule = #"a data key must not be "from", "message_type", or start with "google" or "gcm""#
 
-    /// Whether FCM refuses `key` in `data`.
+    /// Whether FCM refuses `key` in `data`. Compared by UTF-8 bytes, as FCM compares: `"gcm\u{301}"` starts with
+    /// `gcm` though its last `Character` is not `m`.
     static func isRefused(_ key: String) -> Bool {
-        key == "from" || key == "message_type" || key.hasPrefix("google") || key.hasPrefix("gcm")
+        isRefused(utf8: key.utf8.span)
     }
 
-    /// ``isRefused(_:)`` of a plain ASCII key's bytes, compared without a `String` made for them.
-    static func isRefused(ascii key: Span<UInt8>) -> Bool {
+    /// ``isRefused(_:)`` of a key's UTF-8 bytes, compared without a `String` made for them.
+    static func isRefused(utf8 key: Span<UInt8>) -> Bool {
         key.isASCII("from") || key.isASCII("message_type") || key.hasASCIIPrefix("google") || key.hasASCIIPrefix("gcm")
     }
 }
 
 extension Span<UInt8> {
-    /// Whether these bytes are the ASCII text `text`.
+    /// Whether these bytes are the ASCII text `text` (byte for byte).
     func isASCII(_ text: String) -> Bool {
         count == text.utf8.count && hasASCIIPrefix(text)
     }
 
-    /// Whether these bytes start with the ASCII text `prefix`.
+    /// Whether these bytes start with the ASCII text `prefix` (byte for byte, whatever follows it).
     func hasASCIIPrefix(_ prefix: String) -> Bool {
         let utf8 = prefix.utf8.span
         guard count >= utf8.count else { return false }

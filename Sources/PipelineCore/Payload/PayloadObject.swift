@@ -120,7 +120,7 @@ public struct PayloadObject: Sendable, Equatable {
                 let start = Int(member.keyStart) &+ 1
                 let first = text[start]
                 guard first == UInt8(ascii: "f") || first == UInt8(ascii: "m") || first == UInt8(ascii: "g") else { continue }
-                if FCMDataKey.isRefused(ascii: text.extracting(start..<(Int(member.valueStart) &- 2))) { return key(at: index) }
+                if FCMDataKey.isRefused(utf8: text.extracting(start..<(Int(member.valueStart) &- 2))) { return key(at: index) }
             } else if FCMDataKey.isRefused(key(at: index)) {
                 return key(at: index)
             }
