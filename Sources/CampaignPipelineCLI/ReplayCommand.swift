@@ -46,9 +46,10 @@ struct ReplayCommand: AsyncParsableCommand {
             one. Run one replay per group at a time: a replay reads its partitions itself, so the group does not \
             stop a second one started meanwhile, and both would write (or, with --deliver, send) every output. \
             --to end is the end when each run starts, a resumed one too. An interrupted replay exits with \
-            status 1, so that a script or job does not take it for a finished one. Records of the range the topic deleted before the replay could read them (its retention \
-            reached the range while the replay ran or before it resumed, or --from gave offsets it no longer holds) \
-            cannot be replayed: the replay goes on with the rest, names them, and exits with status 3. \
+            status 1, so that a script or job does not take it for a finished one. Records of the range the \
+            topic deleted before the replay could read them (its retention reached the range while the replay \
+            ran or before it resumed, or --from gave offsets it no longer holds) cannot be replayed: the replay \
+            goes on with the rest, names them, and exits with status 3. \
             Progress shows the rate of the last ten seconds, and says when nothing moved for ten seconds or more.
             """
     )
@@ -70,8 +71,11 @@ struct ReplayCommand: AsyncParsableCommand {
     /// The prefix of the topics a replay writes to, unless told otherwise (`broker` creates those topics).
     static let defaultOutputPrefix = "replay."
 
-    @Option(help: ArgumentHelp("Prefix of the output topics (ignored with --deliver).", valueName: "prefix"))
-    var outputPrefix: String = Self.defaultOutputPrefix
+    @Option(help: ArgumentHelp("Prefix of the output topics (default: replay.; not with --deliver, which writes to the live topics).", valueName: "prefix"))
+    var outputPrefix: String?
+
+    /// The prefix of the topics written to (unless `--deliver`): `--output-prefix`, or ``defaultOutputPrefix``.
+    var prefix: String { outputPrefix ?? Self.defaultOutputPrefix }
 
     @Flag(help: "Write to the LIVE output topics and send through the configured FCM/APNs sinks: phones get the notifications again. Never implied.")
     var deliver = false
@@ -86,12 +90,16 @@ struct ReplayCommand: AsyncParsableCommand {
             throw ValidationError("\(option) must not be empty")
         }
         if deliver && dryRun { throw ValidationError("--deliver and --dry-run exclude each other") }
-        if !deliver && outputPrefix.isEmpty {
+        // Given with --deliver, a prefix would be ignored: the operator may have meant a replay into prefixed topics.
+        if deliver, let outputPrefix {
+            throw ValidationError("--output-prefix \(outputPrefix) and --deliver exclude each other: --deliver writes to the live topics and sends to phones")
+        }
+        if !deliver && prefix.isEmpty {
             throw ValidationError("--output-prefix must not be empty: an empty prefix would write to the live topics; use --deliver for that")
         }
-        if !deliver, let character = outputPrefix.first(where: { !Self.isTopicNameCharacter($0) }) {
+        if !deliver, let character = prefix.first(where: { !Self.isTopicNameCharacter($0) }) {
             throw ValidationError(
-                "--output-prefix '\(outputPrefix)' contains '\(character)': a Kafka topic name takes only ASCII letters, digits, '.', '_' and '-'"
+                "--output-prefix '\(prefix)' contains '\(character)': a Kafka topic name takes only ASCII letters, digits, '.', '_' and '-'"
             )
         }
         _ = try boundaries()
@@ -130,7 +138,7 @@ struct ReplayCommand: AsyncParsableCommand {
         if let topic { configuration.topics.sends = topic }
         if !deliver {
             // Without --deliver nothing reaches a device: payloads go to the prefixed Kafka topics only.
-            configuration.topics = configuration.topics.prefixingOutputs(with: outputPrefix)
+            configuration.topics = configuration.topics.prefixingOutputs(with: prefix)
             configuration.sinks.routeToKafkaOnly()
         }
         configuration.groupID = group ?? Self.freshGroupName()
@@ -151,7 +159,7 @@ struct ReplayCommand: AsyncParsableCommand {
             throw error
         }
         await lookup.close()
-        let output: ReplayOutput = deliver ? .live : .prefixed(outputPrefix)
+        let output: ReplayOutput = deliver ? .live : .prefixed(prefix)
         let plan = ReplayPlan(ranges: ranges, isDryRun: dryRun, from: start, to: end, output: output)
         // A group given again resumes where it stopped, in the same range: say how much that leaves, and stop here when
         // it is nothing (a scheduled job reusing a group name would otherwise replay nothing while saying it replays
@@ -238,8 +246,8 @@ struct ReplayCommand: AsyncParsableCommand {
         if let topic { options += ["--topic", topic] }
         if deliver {
             options.append("--deliver")
-        } else if outputPrefix != Self.defaultOutputPrefix {
-            options += ["--output-prefix", outputPrefix]
+        } else if prefix != Self.defaultOutputPrefix {
+            options += ["--output-prefix", prefix]
         }
         return options.map(Self.shellQuoted).joined(separator: " ")
     }

@@ -138,8 +138,14 @@ struct ReplayCommandTests {
         // replays another topic (found by review).
         let elsewhere = try ReplayCommand.parse(["--from", "beginning", "--topic", "old sends", "--output-prefix", "bf."])
         #expect(elsewhere.resumeOptions(group: "it's") == #"--group 'it'\''s' --from beginning --to end --topic 'old sends' --output-prefix bf."#)
-        let delivering = try ReplayCommand.parse(["--from", "beginning", "--deliver", "--output-prefix", "ignored."])
+        let delivering = try ReplayCommand.parse(["--from", "beginning", "--deliver"])
         #expect(delivering.resumeOptions(group: "g") == "--group g --from beginning --to end --deliver")
+        // A prefix with --deliver would be ignored (it was, silently): refused, naming both.
+        #expect {
+            try ReplayCommand.parse(["--from", "beginning", "--deliver", "--output-prefix", "bf."])
+        } throws: { error in
+            ReplayCommand.message(for: error).contains("--output-prefix bf. and --deliver exclude each other")
+        }
 
         let summary = ReplayCommand.interruptedSummary(read: 14_013, outcomes: [.delivered: 2_660, .rejected: 4], unfinished: 11_349, isDryRun: false)
         #expect(
