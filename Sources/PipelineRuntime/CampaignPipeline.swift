@@ -343,6 +343,9 @@ public final class CampaignPipeline: Service {
             if let idle = configuration.untilIdle {
                 group.addTask { await self.stopWhenIdle(for: idle, consumer: consumer, sender: sender) }
             }
+            if replay == nil, configuration.progressLogInterval > .zero {
+                group.addTask { await self.logProgress(every: self.configuration.progressLogInterval) }
+            }
             do {
                 try await withGracefulShutdownHandler {
                     try await self.processUntilStopped(consumer: consumer, sender: sender, decisionsSender: decisionsSender, followers: followers)

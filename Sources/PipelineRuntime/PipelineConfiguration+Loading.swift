@@ -233,10 +233,11 @@ extension PipelineConfiguration {
                     case "retryBackoffMilliseconds": retryBackoff = .milliseconds(try number())
                     case "maxRetryBackoffSeconds": maxRetryBackoff = .seconds(try number())
                     case "messageTimeoutSeconds": messageTimeout = .seconds(try Self.nonNegativeInteger(item, path))
+                    case "progressLogSeconds": progressLogInterval = .seconds(try Self.nonNegativeInteger(item, path))
                     default:
                         throw ConfigurationError(
                             key: path,
-                            reason: "unknown key (expected maxInFlightPerPartition, drainTimeoutSeconds, retryBackoffMilliseconds, maxRetryBackoffSeconds, messageTimeoutSeconds)"
+                            reason: "unknown key (expected maxInFlightPerPartition, drainTimeoutSeconds, retryBackoffMilliseconds, maxRetryBackoffSeconds, messageTimeoutSeconds, progressLogSeconds)"
                         )
                     }
                 }
@@ -281,6 +282,7 @@ extension PipelineConfiguration {
             "retryBackoffMilliseconds": .int(Int(retryBackoff.components.seconds * 1000 + retryBackoff.components.attoseconds / 1_000_000_000_000_000)),
             "maxRetryBackoffSeconds": .int(Int(maxRetryBackoff.components.seconds)),
             "messageTimeoutSeconds": .int(Int(messageTimeout.components.seconds)),
+            "progressLogSeconds": .int(Int(progressLogInterval.components.seconds)),
         ]
         return [
             "kafka": .object(kafka), "topics": .object(topicObject), "processing": .object(processing),

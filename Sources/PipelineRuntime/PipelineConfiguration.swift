@@ -137,6 +137,9 @@ public struct PipelineConfiguration: Sendable, Equatable {
     /// timeout, an output that timed out is sent again after later outputs of its key that librdkafka had queued
     /// behind it: per-key order can break.
     public var messageTimeout: Duration = .zero
+    /// How often a run logs a "Progress" line (events read, outcomes written, rates, what is in flight) while it has
+    /// work; `.zero` logs none. A replay shows its own progress instead.
+    public var progressLogInterval: Duration = .seconds(30)
     /// Exit after every assigned partition has been at its end, with nothing in flight, for this long.
     /// `nil` runs until stopped.
     public var untilIdle: Duration?

@@ -12,7 +12,7 @@ struct ConfigurationRangeTests {
     @Test(
         "a number beyond the largest setting is refused at load, naming the key",
         arguments: [
-            "processing.messageTimeoutSeconds", "processing.drainTimeoutSeconds", "processing.maxInFlightPerPartition",
+            "processing.messageTimeoutSeconds", "processing.drainTimeoutSeconds", "processing.maxInFlightPerPartition", "processing.progressLogSeconds",
             "sinks.retry.deadlineSeconds", "fcm.requestTimeoutSeconds", "apns.requestTimeoutSeconds",
         ]
     )

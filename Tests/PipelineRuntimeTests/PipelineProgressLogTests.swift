@@ -1,0 +1,54 @@
+import Foundation
+import KafkaClient
+import Logging
+import PipelineCore
+import PipelineRuntime
+import Testing
+import TestSupport
+
+/// A run with work logs where it is every `processing.progressLogSeconds`: a batch (`run --until-idle`) used to print
+/// nothing between "Consuming" and "Pipeline stopped".
+@Suite("run logs its progress while it has work", .timeLimit(.minutes(2)))
+struct PipelineProgressLogTests {
+    @Test("Progress lines count what was read and finished, the last shows the final counts, and an idle run logs none")
+    func progressIsLoggedWhileThereIsWork() async throws {
+        try await withPipelineCluster(partitions: 2) { kafka, configuration in
+            let factory = try EventFactory()
+            let sends = (0..<30).map { index in
+                ("user-\(index)", JSONValue.object(factory.event("basic-fcm", id: "progress-\(index)", recipient: "user-\(index)")).encoded())
+            }
+            try await produce(sends, to: configuration.topics.sends, kafka: kafka)
+            var configuration = configuration
+            configuration.progressLogInterval = .milliseconds(200)
+            let recorder = LogRecorder()
+            let pipeline = CampaignPipeline(configuration: configuration, registry: builtinRegistry, logger: recorder.logger(level: .info))
+            try await runUntilIdle(pipeline, timeout: .seconds(60))
+
+            let lines = recorder.lines.filter { $0.message == "Progress" }
+            let last = try #require(lines.last, "no Progress line in \(recorder.lines.map(\.message))")
+            #expect(last.metadata["read"] == "30")
+            #expect(last.metadata["finished"] == "30")
+            #expect(last.metadata["delivered"] == "30")
+            #expect(last.metadata["inFlight"] == "0")
+            #expect(last.metadata["assignedPartitions"] == "2")
+            for key in ["readPerSecond", "finishedPerSecond", "failed", "rejected", "expired", "suppressed", "pausedPartitions", "pendingTimers"] {
+                #expect(last.metadata[key] != nil, "\(key)")
+            }
+            // The run was idle for a second (five intervals) before it stopped: after the line with the final counts,
+            // none repeats them.
+            #expect(lines.count(where: { $0.metadata["finished"] == "30" && $0.metadata["inFlight"] == "0" }) == 1)
+        }
+    }
+
+    @Test("processing.progressLogSeconds sets the interval; 0 turns the lines off")
+    func intervalIsConfigured() throws {
+        #expect(PipelineConfiguration(bootstrapServers: ["k:9092"]).progressLogInterval == .seconds(30))
+        for (written, interval) in [("0", Duration.zero), ("5", .seconds(5))] {
+            let file = try #require(try JSONValue(parsing: Array(#"{"processing": {"progressLogSeconds": \#(written)}}"#.utf8)).objectValue)
+            #expect(try PipelineConfiguration.load(file: file, environment: [:]).progressLogInterval == interval)
+        }
+        let negative = try #require(try JSONValue(parsing: Array(#"{"processing": {"progressLogSeconds": -1}}"#.utf8)).objectValue)
+        let error = #expect(throws: ConfigurationError.self) { try PipelineConfiguration.load(file: negative, environment: [:]) }
+        #expect(error?.key == "processing.progressLogSeconds")
+    }
+}
