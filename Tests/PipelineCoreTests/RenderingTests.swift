@@ -203,6 +203,25 @@ struct RenderingTests {
         #expect(error.issues.first?.reason == "template 'wrong' rendered a payload for platform fcm; the event's recipient.platform is apns (a defect of the plugin, not of the event)")
     }
 
+    /// The errors found after the plugin rendered (a payload too large, a payload for the other platform) keep the
+    /// warnings the render recorded, as the plugin's own errors do: `render` printed none of them.
+    @Test func errorsAfterTheRenderKeepItsWarnings() throws {
+        var registry = self.registry
+        registry.maximumPayloadSize = 10
+        let tooLarge = try #require(throws: PipelineError.self) {
+            try registry.render(PushRequest(json: Array(eventJSON(content: #"{"title":"Hello","extra":1}"#).utf8)))
+        }
+        #expect(tooLarge.code == .payloadTooLarge)
+        #expect(tooLarge.warnings.map(\.path) == [FieldPath("content", "extra")])
+        guard case .failed(let wrong) = render(eventJSON(template: "wrong", platform: "apns", content: #"{"title":"Hello","extra":1}"#)) else {
+            Issue.record("should fail")
+            return
+        }
+        #expect(wrong.issues.map(\.path) == [FieldPath("template")])
+        // The plugin reads nothing: both keys are unread.
+        #expect(wrong.warnings.map(\.path) == [FieldPath("content", "title"), FieldPath("content", "extra")])
+    }
+
     @Test func aPluginsOwnErrorGetsTheEventId() throws {
         guard case .failed(let error) = render(eventJSON(template: "throws")) else {
             Issue.record("should fail")

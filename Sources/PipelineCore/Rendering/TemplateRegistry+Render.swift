@@ -81,7 +81,7 @@ extension TemplateRegistry {
             scratch: scratch,
             diagnostics: input.content.diagnostics
         )
-        try checkSize(platform: platform, limitedSize: encoded.limitedSize)
+        try checkSize(platform: platform, limitedSize: encoded.limitedSize, diagnostics: input.content.diagnostics)
         return RenderedNotification(
             request: request,
             templateID: renderer.templateID,
@@ -130,25 +130,27 @@ extension TemplateRegistry {
         scratch: RenderScratch,
         diagnostics: RenderDiagnostics
     ) throws(PipelineError) -> (bytes: [UInt8], members: RenderedNotification.TemplateMembers, limitedSize: Int, headers: RenderedNotification.Headers) {
+        // An error found here keeps the warnings recorded before it (unread keys), as a plugin's own error does.
+        func failure(_ error: PipelineError) -> PipelineError { error.following([], warnings: diagnostics.recordedWarnings) }
         let options = request.options
         let ttlSeconds = options.ttl.map { $0.components.seconds }
         switch consume templatePayload {
         case .fcm(var data):
-            guard platform == .fcm else { throw Self.otherPlatform(templateID, rendered: .fcm, for: platform) }
+            guard platform == .fcm else { throw failure(Self.otherPlatform(templateID, rendered: .fcm, for: platform)) }
             if let key = data.firstNonStringKey {
                 // A defect of the plugin, whatever the event holds: said so, at the field that chose the plugin.
-                throw PipelineError(
+                throw failure(PipelineError(
                     .invalidField,
                     at: FieldPath("template"),
                     "template '\(templateID)' wrote a non-string value for the FCM data key '\(key)'; FCM data values must be strings (a defect of the plugin, not of the event)"
-                )
+                ))
             }
             if let key = data.firstFCMRefusedKey {
-                throw PipelineError(
+                throw failure(PipelineError(
                     .invalidField,
                     at: FieldPath("template"),
                     "template '\(templateID)' wrote the FCM data key '\(key)', which FCM refuses (\(FCMDataKey.rule); a defect of the plugin, not of the event)"
-                )
+                ))
             }
             let custom = request.customMembers
             let leftOut = custom.leftOut(by: data, leavesOutAPS: false)
@@ -176,20 +178,20 @@ extension TemplateRegistry {
             }
             return (payload.bytes, .fcm(data: payload.members), dataEnd - dataStart, .none)
         case .apns(let aps, var fields):
-            guard platform == .apns else { throw Self.otherPlatform(templateID, rendered: .apns, for: platform) }
+            guard platform == .apns else { throw failure(Self.otherPlatform(templateID, rendered: .apns, for: platform)) }
             if let collapseId = options.collapseKey {
                 if collapseId.utf8.count > 64 {
-                    throw PipelineError(.invalidField, at: FieldPath("options", "collapseKey"), "APNs allows at most 64 bytes, found \(collapseId.utf8.count)")
+                    throw failure(PipelineError(.invalidField, at: FieldPath("options", "collapseKey"), "APNs allows at most 64 bytes, found \(collapseId.utf8.count)"))
                 }
                 // It is sent as the `apns-collapse-id` header, where a control character other than a tab is not
                 // allowed (the HTTP client would refuse every attempt, which would look like an outage until the
                 // event expired).
                 if let byte = collapseId.utf8.first(where: { ($0 < 0x20 && $0 != 0x09) || $0 == 0x7F }) {
-                    throw PipelineError(
+                    throw failure(PipelineError(
                         .invalidField,
                         at: FieldPath("options", "collapseKey"),
                         "contains the control character U+\(Self.hex4(byte)), which an HTTP header (apns-collapse-id) cannot carry"
-                    )
+                    ))
                 }
             }
             // `aps` is the registry's: a template's own top-level `aps` member is left out (rare: the template's
@@ -288,8 +290,9 @@ extension TemplateRegistry {
         }
     }
 
-    /// `limitedSize`: the FCM `data` object's or the APNs payload's encoded size.
-    private func checkSize(platform: Platform, limitedSize size: Int) throws(PipelineError) {
+    /// `limitedSize`: the FCM `data` object's or the APNs payload's encoded size. The error keeps the warnings in
+    /// `diagnostics`, as the render's other errors do.
+    private func checkSize(platform: Platform, limitedSize size: Int, diagnostics: RenderDiagnostics) throws(PipelineError) {
         guard size > maximumPayloadSize else { return }
         let what =
             switch platform {
@@ -297,5 +300,6 @@ extension TemplateRegistry {
             case .apns: "the APNs payload"
             }
         throw PipelineError(.payloadTooLarge, at: FieldPath("content"), "\(what) is \(size) bytes; the limit is \(maximumPayloadSize) (never sent truncated)")
+            .following([], warnings: diagnostics.recordedWarnings)
     }
 }
