@@ -1,5 +1,6 @@
 public import ArgumentParser
 import Foundation
+import KafkaClient
 import PipelineCore
 
 /// The root of the `campaign-pipeline` command line.
@@ -49,8 +50,16 @@ extension CampaignPipelineCommand {
                 """
             FileHandle.standardError.write(Data(message.utf8))
             exit(withError: ExitCode.validationFailure)
+        } catch let error as KafkaError where error.code == .brokerUnreachable {
+            // Not a failure of the run, nor an interrupted replay (status 1): a script or job tells "try again when the
+            // cluster is back" from the other failures by the status.
+            FileHandle.standardError.write(Data("Error: \(error)\n".utf8))
+            exit(withError: ExitCode(Self.unavailableStatus))
         } catch {
             exit(withError: error)
         }
     }
+
+    /// The exit status when no broker of the cluster answered (sysexits' `EX_UNAVAILABLE`).
+    static let unavailableStatus: Int32 = 69
 }

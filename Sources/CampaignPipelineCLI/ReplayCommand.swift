@@ -46,7 +46,8 @@ struct ReplayCommand: AsyncParsableCommand {
             one. Run one replay per group at a time: a replay reads its partitions itself, so the group does not \
             stop a second one started meanwhile, and both would write (or, with --deliver, send) every output. \
             --to end is the end when each run starts, a resumed one too. An interrupted replay exits with \
-            status 1, so that a script or job does not take it for a finished one. Records of the range the \
+            status 1, so that a script or job does not take it for a finished one; one whose cluster does not \
+            answer exits with status 69 before it reads anything. Records of the range the \
             topic deleted before the replay could read them (its retention reached the range while the replay \
             ran or before it resumed, or --from gave offsets it no longer holds) cannot be replayed: the replay \
             goes on with the rest, names them, and exits with status 3. \

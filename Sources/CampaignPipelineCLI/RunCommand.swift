@@ -20,7 +20,8 @@ struct RunCommand: AsyncParsableCommand {
             to the dead-letter topic. A source offset is committed only after every sink has answered for it \
             and every output derived from it is acknowledged, so killing the process at any moment loses \
             nothing. Run more instances with the same --group to scale out; SIGINT or SIGTERM stops \
-            gracefully (drain, commit, close).
+            gracefully (drain, commit, close). When no broker answers at the start, it exits with status 69; \
+            once running, it keeps retrying while the cluster is away.
 
             Configuration, later sources winning: defaults, the --config file (or CAMPAIGN_PIPELINE_CONFIG), \
             the environment (CAMPAIGN_PIPELINE_BOOTSTRAP_SERVERS, CAMPAIGN_PIPELINE_GROUP, and CAMPAIGN_PIPELINE_KAFKA_<NAME> \

@@ -59,6 +59,21 @@ struct ReplayCommandTests {
         #expect(!invalid.stdout.contains("Replaying"), "\(invalid.stdout)")
     }
 
+    /// A cluster that does not answer is not an interrupted replay (1, resume it) nor a usage error (64): a script or
+    /// job tells "try again later" by its own status.
+    @Test("replay and run exit with status 69 when no broker answers")
+    func unreachableClusterHasItsOwnStatus() async throws {
+        let executable = try #require(Paths.executable, "build the campaign-pipeline product first")
+        async let replay = runProcess(executable, ["replay", "--bootstrap-servers", "127.0.0.1:1", "--from", "beginning"])
+        async let run = runProcess(executable, ["run", "--bootstrap-servers", "127.0.0.1:1"])
+        for (command, result) in [("replay", try await replay), ("run", try await run)] {
+            #expect(result.status == 69, "\(command): \(result.stderr)")
+            #expect(result.stderr.contains("Error: Kafka broker unreachable"), "\(command): \(result.stderr)")
+            #expect(result.stderr.contains("no broker of 127.0.0.1:1 answered"), "\(command): \(result.stderr)")
+            #expect(!result.stderr.contains("Usage:"), "\(command): \(result.stderr)")
+        }
+    }
+
     /// Found by review: each of these used to do something else than the operator meant, without saying so.
     @Test("a --to that leaves partitions out is refused; a replay that sends nowhere needs no sink credentials; a finished group says so")
     func replayAsTheOperatorMeantIt() async throws {
