@@ -66,7 +66,10 @@ struct ReplayCommandTests {
         let executable = try #require(Paths.executable, "build the campaign-pipeline product first")
         async let replay = runProcess(executable, ["replay", "--bootstrap-servers", "127.0.0.1:1", "--from", "beginning"])
         async let run = runProcess(executable, ["run", "--bootstrap-servers", "127.0.0.1:1"])
-        for (command, result) in [("replay", try await replay), ("run", try await run)] {
+        // Awaited one by one: a tuple literal holding an `await` is miscompiled (AsyncTupleMiscompileTests).
+        let replayResult = try await replay
+        let runResult = try await run
+        for (command, result) in [("replay", replayResult), ("run", runResult)] {
             #expect(result.status == 69, "\(command): \(result.stderr)")
             #expect(result.stderr.contains("Error: Kafka broker unreachable"), "\(command): \(result.stderr)")
             #expect(result.stderr.contains("no broker of 127.0.0.1:1 answered"), "\(command): \(result.stderr)")
