@@ -84,9 +84,35 @@ struct KafkaFailureTests {
         #expect(error?.code == .brokerUnreachable)
         // Names the brokers it tried (a user's trial: only the warnings logged before it did).
         #expect(error?.message.hasPrefix("no broker of 127.0.0.1:1 answered within 2.0 seconds: ") == true, "\(String(describing: error))")
+        // And why, which only the log said before.
+        #expect(
+            error?.message.contains("(last connection error: 127.0.0.1:1/bootstrap: Connect to ipv4#127.0.0.1:1 failed: Connection refused") == true,
+            "\(String(describing: error))"
+        )
         // Generous: the parallel test run can keep this task waiting for a thread (22 s once, with the machine's two
         // cores also building); a hang never ends.
         #expect(ContinuousClock.now - started < .seconds(60), "bounded, not a hang")
+        await consumer.close()
+    }
+
+    /// A TLS setting the broker does not accept looks like a broker that does not answer (librdkafka reports the
+    /// failed handshake as a transport failure): the error quotes the handshake's failure, so the operator is not sent
+    /// looking for a broker that is up.
+    @Test("a consumer whose TLS handshake fails says so in its brokerUnreachable error")
+    func failedHandshakeIsQuoted() async throws {
+        let kafka = try EmbeddedKafka(logger: testLogger)
+        defer { kafka.shutdown() }
+        var configuration = KafkaConsumerConfiguration(bootstrapServers: [kafka.bootstrapServers], groupID: uniqueGroup())
+        configuration.connectTimeout = .seconds(2)
+        configuration.properties["security.protocol"] = "SSL"
+        let consumer = try KafkaConsumer(configuration: configuration, logger: testLogger)
+        try consumer.subscribe(topics: ["anything"])
+        let error = await #expect(throws: KafkaError.self) {
+            for try await _ in consumer.messages {}
+        }
+        #expect(error?.code == .brokerUnreachable)
+        #expect(error?.message.contains("(last connection error: ssl://") == true, "\(String(describing: error))")
+        #expect(error?.message.contains("SSL handshake failed") == true, "\(String(describing: error))")
         await consumer.close()
     }
 

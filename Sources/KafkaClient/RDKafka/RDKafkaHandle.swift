@@ -14,12 +14,21 @@ final class RDKafkaCallbacks: @unchecked Sendable {
     var rebalance: ((OpaquePointer, rd_kafka_resp_err_t, UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?) -> Void)?
     /// Called on the thread that polls the client for client-level errors (`error_cb`).
     var error: ((rd_kafka_resp_err_t, String) -> Void)?
+    /// The last failure of a broker connection (refused, a TLS handshake or SASL authentication that failed), as
+    /// librdkafka logs it (facility FAIL, from its own threads, whether or not the client is polled): for the error of
+    /// a client that could not reach the cluster.
+    let lastConnectionError = Mutex<String?>(nil)
 
     init(logger: Logger) {
         self.logger = logger
     }
 
     func log(level: Int32, facility: String, message: String) {
+        if facility == "FAIL" {
+            // Without the thread's name in front ("[thrd:ssl://host:9093/bootstrap]: "), which the text repeats.
+            let text = message.hasPrefix("[thrd:") ? message.firstRange(of: "]: ").map { String(message[$0.upperBound...]) } ?? message : message
+            lastConnectionError.withLock { $0 = text }
+        }
         // A broker connection's failures and disconnections (facility FAIL, at any level) are retried by librdkafka
         // itself, and each is also handed to the client's error callback, which logs it at warning ("Consumer
         // error: …", "Producer error: …"): logged here too, every one came twice, and a broker outage's lines doubled.
@@ -181,7 +190,10 @@ final class RDKafkaHandle: @unchecked Sendable {
             var error = KafkaError.librdkafka(code, err, topic: topic)
             if code == .brokerUnreachable {
                 let servers = bootstrapServers
-                error.message = "no broker\(servers.isEmpty ? "" : " of \(servers)") answered within \(timeout): \(error.message)"
+                // Why is in the last connection error (refused, a TLS handshake or SASL authentication that failed), which
+                // was only logged before this.
+                let last = callbacks.lastConnectionError.withLock { $0 }.map { " (last connection error: \($0))" } ?? ""
+                error.message = "no broker\(servers.isEmpty ? "" : " of \(servers)") answered within \(timeout): \(error.message)\(last)"
             }
             throw error
         }
