@@ -1,62 +1,67 @@
 import Logging
 
 extension CampaignPipeline {
-    /// What a "Progress" log line reports: the counts since the run started, and how they moved since the line before.
+    /// What a "Progress" line reports of the run so far, and what the next line is compared with.
     struct ProgressCounts: Sendable, Equatable {
         /// Events read.
-        var read = 0
-        /// Terminal outcomes written (acknowledged by Kafka).
-        var finished = 0
+        var events = 0
+        /// Terminal outcomes written (acknowledged by Kafka), by kind.
+        var outcomes: [AnalyticsEvent.Kind: Int] = [:]
+        /// `push.expired` records of timers whose countdown ended (on top of the outcomes).
+        var timerExpiries = 0
+        /// Events read and not finished.
+        var inFlight = 0
 
-        init(read: Int = 0, finished: Int = 0) {
-            self.read = read
-            self.finished = finished
-        }
-
-        init(_ summary: PipelineStatistics.Snapshot) {
-            self.init(read: summary.totalIn, finished: summary.outcomes.values.reduce(0, +))
-        }
+        /// All terminal outcomes.
+        var finished: Int { outcomes.values.reduce(0, +) }
     }
 
-    /// Logs a "Progress" line every `interval` while the run has work: events read, outcomes written and their rates
-    /// over the interval, what is in flight, and the partitions assigned and paused. An interval in which nothing was
-    /// read or finished, with nothing in flight, logs nothing, so an idle instance does not fill its log; the line
-    /// after the last movement still shows the final counts. Runs until cancelled.
+    /// Logs a "Progress" line every `interval` while the run has work: events read and outcomes written, with their
+    /// rates since the line before, what is in flight, and the partitions assigned and paused. Work in flight is
+    /// logged every interval, moving or not (events that do not finish show as rates of 0). An interval in which
+    /// nothing changed, with nothing in flight, logs nothing, so an idle instance does not fill its log; the line after
+    /// the last change shows the final counts, with nothing in flight once the last events finished (an event can
+    /// leave the count in flight after its outcome was counted: a timer's record, a partition taken away).
+    /// Runs until cancelled.
     func logProgress(every interval: Duration) async {
         var last = ProgressCounts()
+        var lastAt = ContinuousClock.now
         while !Task.isCancelled {
             try? await Task.sleep(for: interval)
             if Task.isCancelled { return }
-            let summary = statistics.snapshot
-            let counts = ProgressCounts(summary)
+            let (events, outcomes, timerExpiries) = statistics.progressCounts
             let status = self.status
-            guard counts != last || status.inFlightEvents > 0 else { continue }
-            logger.info("Progress", metadata: Self.progressMetadata(counts, since: last, over: interval, summary: summary, status: status))
+            let counts = ProgressCounts(events: events, outcomes: outcomes, timerExpiries: timerExpiries, inFlight: status.inFlightEvents)
+            guard Self.logsProgress(counts, since: last) else { continue }
+            let now = ContinuousClock.now
+            logger.info("Progress", metadata: Self.progressMetadata(counts, since: last, over: now - lastAt, status: status))
             last = counts
+            lastAt = now
         }
     }
 
-    /// The metadata of a "Progress" line.
-    static func progressMetadata(
-        _ counts: ProgressCounts,
-        since last: ProgressCounts,
-        over interval: Duration,
-        summary: PipelineStatistics.Snapshot,
-        status: Status
-    ) -> Logger.Metadata {
-        let seconds = max(interval.inSeconds, 0.001)
+    /// Whether a "Progress" line is due for `counts`, the last line having shown `last`: when anything changed (the
+    /// count in flight too: it can fall to 0 after the outcomes stopped moving), or work is in flight.
+    static func logsProgress(_ counts: ProgressCounts, since last: ProgressCounts) -> Bool {
+        counts != last || counts.inFlight > 0
+    }
+
+    /// The metadata of a "Progress" line: named as the "Pipeline stopped" line names the same counts.
+    static func progressMetadata(_ counts: ProgressCounts, since last: ProgressCounts, over elapsed: Duration, status: Status) -> Logger.Metadata {
+        let seconds = max(elapsed.inSeconds, 0.001)
         func rate(_ count: Int) -> Logger.MetadataValue { "\(Int((Double(count) / seconds).rounded()))" }
         return [
-            "read": "\(counts.read)",
-            "readPerSecond": rate(counts.read - last.read),
+            "events": "\(counts.events)",
+            "eventsPerSecond": rate(counts.events - last.events),
             "finished": "\(counts.finished)",
             "finishedPerSecond": rate(counts.finished - last.finished),
-            "inFlight": "\(status.inFlightEvents)",
-            "delivered": "\(summary.outcomes[.delivered] ?? 0)",
-            "failed": "\(summary.outcomes[.failed] ?? 0)",
-            "rejected": "\(summary.outcomes[.rejected] ?? 0)",
-            "expired": "\(summary.outcomes[.expired] ?? 0)",
-            "suppressed": "\(summary.outcomes[.suppressed] ?? 0)",
+            "inFlight": "\(counts.inFlight)",
+            "delivered": "\(counts.outcomes[.delivered] ?? 0)",
+            "failed": "\(counts.outcomes[.failed] ?? 0)",
+            "rejected": "\(counts.outcomes[.rejected] ?? 0)",
+            "expired": "\(counts.outcomes[.expired] ?? 0)",
+            "suppressed": "\(counts.outcomes[.suppressed] ?? 0)",
+            "timerExpiries": "\(counts.timerExpiries)",
             "assignedPartitions": "\(status.assignedPartitions)",
             "pausedPartitions": "\(status.pausedPartitions)",
             "pendingTimers": "\(status.pendingTimers)",

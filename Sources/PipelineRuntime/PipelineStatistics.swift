@@ -95,6 +95,12 @@ public final class PipelineStatistics: Sendable {
     /// the next recorded latency then copies the whole latency list).
     public var outcomeCount: Int { state.withLock { $0.outcomes.values.reduce(0, +) } }
 
+    /// Events read, outcomes by kind and timer expiries so far, for a progress line: read without copying what a
+    /// ``snapshot`` copies (samples, latencies).
+    var progressCounts: (events: Int, outcomes: [AnalyticsEvent.Kind: Int], timerExpiries: Int) {
+        state.withLock { ($0.totalIn, $0.outcomes, $0.timersFired) }
+    }
+
     /// Counts an event read; `payload` is its rendered payload (kept as the sample of its template and platform
     /// when it is the first).
     ///

@@ -2,7 +2,7 @@ import Foundation
 import KafkaClient
 import Logging
 import PipelineCore
-import PipelineRuntime
+@testable import PipelineRuntime
 import Testing
 import TestSupport
 
@@ -10,12 +10,16 @@ import TestSupport
 /// nothing between "Consuming" and "Pipeline stopped".
 @Suite("run logs its progress while it has work", .timeLimit(.minutes(2)))
 struct PipelineProgressLogTests {
+    /// Half are timer events, whose outcome is counted before their timer record is acknowledged: the count in flight
+    /// then falls to 0 after the counts stopped moving, and the last line must say so (found by review: it ended on
+    /// `inFlight=16`).
     @Test("Progress lines count what was read and finished, the last shows the final counts, and an idle run logs none")
     func progressIsLoggedWhileThereIsWork() async throws {
         try await withPipelineCluster(partitions: 2) { kafka, configuration in
             let factory = try EventFactory()
             let sends = (0..<30).map { index in
-                ("user-\(index)", JSONValue.object(factory.event("basic-fcm", id: "progress-\(index)", recipient: "user-\(index)")).encoded())
+                let sample = index.isMultiple(of: 2) ? "basic-fcm" : "timer-fcm"
+                return ("user-\(index)", JSONValue.object(factory.event(sample, id: "progress-\(index)", recipient: "user-\(index)")).encoded())
             }
             try await produce(sends, to: configuration.topics.sends, kafka: kafka)
             var configuration = configuration
@@ -26,18 +30,37 @@ struct PipelineProgressLogTests {
 
             let lines = recorder.lines.filter { $0.message == "Progress" }
             let last = try #require(lines.last, "no Progress line in \(recorder.lines.map(\.message))")
-            #expect(last.metadata["read"] == "30")
+            // Named as the "Pipeline stopped" line names them.
+            let stopped = try #require(recorder.lines.last { $0.message == "Pipeline stopped" })
+            #expect(last.metadata["events"] == "30")
             #expect(last.metadata["finished"] == "30")
-            #expect(last.metadata["delivered"] == "30")
             #expect(last.metadata["inFlight"] == "0")
             #expect(last.metadata["assignedPartitions"] == "2")
-            for key in ["readPerSecond", "finishedPerSecond", "failed", "rejected", "expired", "suppressed", "pausedPartitions", "pendingTimers"] {
+            for key in ["events", "delivered", "failed", "rejected", "expired", "suppressed", "timerExpiries"] {
+                #expect(last.metadata[key] == stopped.metadata[key], "\(key)")
+            }
+            for key in ["eventsPerSecond", "finishedPerSecond", "pausedPartitions", "pendingTimers"] {
                 #expect(last.metadata[key] != nil, "\(key)")
             }
             // The run was idle for a second (five intervals) before it stopped: after the line with the final counts,
             // none repeats them.
             #expect(lines.count(where: { $0.metadata["finished"] == "30" && $0.metadata["inFlight"] == "0" }) == 1)
         }
+    }
+
+    @Test("a line is due when anything changed, the count in flight too, or while work is in flight")
+    func whenALineIsDue() {
+        typealias Counts = CampaignPipeline.ProgressCounts
+        let finished = Counts(events: 30, outcomes: [.delivered: 30], timerExpiries: 0, inFlight: 0)
+        var timerPending = finished
+        timerPending.inFlight = 16
+        // The outcomes stopped moving with timer records unacknowledged; then they were.
+        #expect(CampaignPipeline.logsProgress(finished, since: timerPending))
+        #expect(!CampaignPipeline.logsProgress(finished, since: finished), "idle: no line")
+        #expect(CampaignPipeline.logsProgress(timerPending, since: timerPending), "stuck work is shown every interval")
+        var expired = finished
+        expired.timerExpiries = 1
+        #expect(CampaignPipeline.logsProgress(expired, since: finished))
     }
 
     @Test("processing.progressLogSeconds sets the interval; 0 turns the lines off")
