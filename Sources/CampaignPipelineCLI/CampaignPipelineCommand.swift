@@ -50,9 +50,10 @@ extension CampaignPipelineCommand {
                 """
             FileHandle.standardError.write(Data(message.utf8))
             exit(withError: ExitCode.validationFailure)
-        } catch let error as KafkaError where error.code == .brokerUnreachable {
+        } catch let error as KafkaError where error.code == .brokerUnreachable && (subcommand == RunCommand.self || subcommand == ReplayCommand.self) {
             // Not a failure of the run, nor an interrupted replay (status 1): a script or job tells "try again when the
-            // cluster is back" from the other failures by the status.
+            // cluster is back" from the other failures by the status. Only for the commands that connect to a cluster
+            // they are given (`demo` and `bench` start their own).
             FileHandle.standardError.write(Data("Error: \(error)\n".utf8))
             exit(withError: ExitCode(Self.unavailableStatus))
         } catch {

@@ -47,7 +47,8 @@ struct ReplayCommand: AsyncParsableCommand {
             stop a second one started meanwhile, and both would write (or, with --deliver, send) every output. \
             --to end is the end when each run starts, a resumed one too. An interrupted replay exits with \
             status 1, so that a script or job does not take it for a finished one; one whose cluster does not \
-            answer exits with status 69 before it reads anything. Records of the range the \
+            answer (down, unreachable, or refusing the TLS or SASL settings) exits with status 69 before it reads \
+            anything. Records of the range the \
             topic deleted before the replay could read them (its retention reached the range while the replay \
             ran or before it resumed, or --from gave offsets it no longer holds) cannot be replayed: the replay \
             goes on with the rest, names them, and exits with status 3. \
@@ -72,7 +73,7 @@ struct ReplayCommand: AsyncParsableCommand {
     /// The prefix of the topics a replay writes to, unless told otherwise (`broker` creates those topics).
     static let defaultOutputPrefix = "replay."
 
-    @Option(help: ArgumentHelp("Prefix of the output topics (default: replay.; not with --deliver, which writes to the live topics).", valueName: "prefix"))
+    @Option(help: ArgumentHelp("Prefix of the output topics (default: '\(Self.defaultOutputPrefix)'; not with --deliver, which writes to the live topics).", valueName: "prefix"))
     var outputPrefix: String?
 
     /// The prefix of the topics written to (unless `--deliver`): `--output-prefix`, or ``defaultOutputPrefix``.
@@ -93,7 +94,7 @@ struct ReplayCommand: AsyncParsableCommand {
         if deliver && dryRun { throw ValidationError("--deliver and --dry-run exclude each other") }
         // Given with --deliver, a prefix would be ignored: the operator may have meant a replay into prefixed topics.
         if deliver, let outputPrefix {
-            throw ValidationError("--output-prefix \(outputPrefix) and --deliver exclude each other: --deliver writes to the live topics and sends to phones")
+            throw ValidationError("--output-prefix '\(outputPrefix)' and --deliver exclude each other: --deliver writes to the live topics and sends to phones")
         }
         if !deliver && prefix.isEmpty {
             throw ValidationError("--output-prefix must not be empty: an empty prefix would write to the live topics; use --deliver for that")

@@ -20,8 +20,10 @@ struct RunCommand: AsyncParsableCommand {
             to the dead-letter topic. A source offset is committed only after every sink has answered for it \
             and every output derived from it is acknowledged, so killing the process at any moment loses \
             nothing. Run more instances with the same --group to scale out; SIGINT or SIGTERM stops \
-            gracefully (drain, commit, close). When no broker answers at the start, it exits with status 69; \
-            once running, it keeps retrying while the cluster is away.
+            gracefully (drain, commit, close) within processing.drainTimeoutSeconds plus 15 seconds. When no broker \
+            answers at the start (down, unreachable, or refusing the TLS or SASL settings), it exits with status \
+            69; once running, it keeps retrying while the cluster is away. While it has work it logs a Progress \
+            line every processing.progressLogSeconds (30).
 
             Configuration, later sources winning: defaults, the --config file (or CAMPAIGN_PIPELINE_CONFIG), \
             the environment (CAMPAIGN_PIPELINE_BOOTSTRAP_SERVERS, CAMPAIGN_PIPELINE_GROUP, and CAMPAIGN_PIPELINE_KAFKA_<NAME> \

@@ -162,7 +162,7 @@ struct ReplayCommandTests {
         #expect {
             try ReplayCommand.parse(["--from", "beginning", "--deliver", "--output-prefix", "bf."])
         } throws: { error in
-            ReplayCommand.message(for: error).contains("--output-prefix bf. and --deliver exclude each other")
+            ReplayCommand.message(for: error).contains("--output-prefix 'bf.' and --deliver exclude each other")
         }
 
         let summary = ReplayCommand.interruptedSummary(read: 14_013, outcomes: [.delivered: 2_660, .rejected: 4], unfinished: 11_349, isDryRun: false)

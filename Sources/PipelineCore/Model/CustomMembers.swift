@@ -30,8 +30,9 @@ enum CustomMembers: Sendable {
         case fcm
     }
 
-    /// The reserved keys, in order, for a payload of `platform` (when known), compared as `String`s compare: a plain
-    /// ASCII key of the event by its bytes (equal exactly when they are), any other as a `String`.
+    /// The reserved keys, in order, for a payload of `platform` (when known). `aps` and `adb_*` are compared as
+    /// `String`s compare (a plain ASCII key of the event by its bytes, equal exactly when they are; any other as a
+    /// `String`); the keys FCM refuses by their UTF-8 bytes, as FCM compares (``FCMDataKey``).
     func reservedKeys(on platform: Platform?) -> [(key: String, reservation: Reservation)] {
         let isFCM = platform == .fcm
         switch self {
