@@ -116,7 +116,7 @@ struct RunCommand: AsyncParsableCommand {
     ///
     /// - Throws: ``CommandError`` naming the variable when it is not a port number in `range`.
     static func environmentMetricsPort(in range: ClosedRange<Int>) throws -> Int? {
-        guard let text = ProcessInfo.processInfo.environment["CAMPAIGN_PIPELINE_METRICS_PORT"], !text.isEmpty else { return nil }
+        guard let text = ProcessInfo.processInfo.environment[PipelineConfiguration.EnvironmentKey.metricsPort], !text.isEmpty else { return nil }
         guard let number = Int(text), range.contains(number) else {
             throw CommandError("CAMPAIGN_PIPELINE_METRICS_PORT: expected a port number (\(range.lowerBound) to \(range.upperBound)), found '\(text)'")
         }

@@ -47,6 +47,24 @@ extension PipelineConfiguration {
         public static let apnsTopic = "CAMPAIGN_PIPELINE_APNS_TOPIC"
         /// `production` or `sandbox`.
         public static let apnsEnvironment = "CAMPAIGN_PIPELINE_APNS_ENVIRONMENT"
+        /// The port of `run`'s metrics endpoint (read by the command line, not by ``load(file:environment:checkingSinkCredentials:)``).
+        public static let metricsPort = "CAMPAIGN_PIPELINE_METRICS_PORT"
+
+        /// The prefix of every variable the pipeline reads.
+        public static let prefix = "CAMPAIGN_PIPELINE_"
+
+        /// Every variable the pipeline reads by its name (the `CAMPAIGN_PIPELINE_KAFKA_<NAME>` properties aside).
+        public static let all = [
+            configFile, bootstrapServers, group, metricsPort, fcmSinks, apnsSinks, fcmServiceAccountFile, fcmServiceAccount,
+            fcmProjectID, apnsPrivateKeyFile, apnsPrivateKey, apnsKeyID, apnsTeamID, apnsTopic, apnsEnvironment,
+        ]
+
+        /// The first `CAMPAIGN_PIPELINE_*` variable of `environment` the pipeline does not read (in name order), which is
+        /// refused as a misspelt key of the file is: `CAMPAIGN_PIPELINE_GROUPID` would otherwise leave the instance in
+        /// the default group without a word.
+        static func firstUnknown(in environment: [String: String]) -> String? {
+            environment.keys.filter { $0.hasPrefix(prefix) && !$0.hasPrefix(kafkaPropertyPrefix) && !all.contains($0) }.min()
+        }
     }
 
     /// Builds the effective configuration: defaults, then the file, then the environment. Flags are applied by
@@ -63,6 +81,12 @@ extension PipelineConfiguration {
         environment: [String: String],
         checkingSinkCredentials: Bool = true
     ) throws(ConfigurationError) -> PipelineConfiguration {
+        if let unknown = EnvironmentKey.firstUnknown(in: environment) {
+            throw ConfigurationError(
+                key: unknown,
+                reason: "unknown variable (expected \(EnvironmentKey.all.joined(separator: ", ")), or \(EnvironmentKey.kafkaPropertyPrefix)<PROPERTY> for a librdkafka property)"
+            )
+        }
         var configuration = PipelineConfiguration(bootstrapServers: [])
         if let file { try configuration.apply(file: file) }
         if let servers = environment[EnvironmentKey.bootstrapServers], !servers.isEmpty {

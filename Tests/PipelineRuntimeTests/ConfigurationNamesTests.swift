@@ -21,6 +21,28 @@ struct ConfigurationNamesTests {
         #expect(error?.reason.contains("empty") == true, "\(json): \(error.map(String.init(describing:)) ?? "no error")")
     }
 
+    /// An operator's trial: `CAMPAIGN_PIPELINE_GROUPID=x` was ignored without a word, and the instance joined the
+    /// default group. Misspelt keys of the file were refused; misspelt variables now are too.
+    @Test("an unknown CAMPAIGN_PIPELINE_* variable is refused naming it; the variables read and other programs' are not")
+    func unknownVariablesAreRefused() throws {
+        for name in ["CAMPAIGN_PIPELINE_GROUPID", "CAMPAIGN_PIPELINE_BOOTSTRAP_SERVER", "CAMPAIGN_PIPELINE_"] {
+            let error = #expect(throws: ConfigurationError.self, "\(name)") {
+                try PipelineConfiguration.load(file: nil, environment: [name: "x", "CAMPAIGN_PIPELINE_GROUP": "g"])
+            }
+            #expect(error?.key == name)
+            #expect(error?.reason.hasPrefix("unknown variable (expected CAMPAIGN_PIPELINE_CONFIG, CAMPAIGN_PIPELINE_BOOTSTRAP_SERVERS,") == true, "\(String(describing: error))")
+            #expect(error?.reason.hasSuffix("or CAMPAIGN_PIPELINE_KAFKA_<PROPERTY> for a librdkafka property)") == true, "\(String(describing: error))")
+        }
+        var known = Dictionary(uniqueKeysWithValues: PipelineConfiguration.EnvironmentKey.all.map { ($0, "") })
+        known["CAMPAIGN_PIPELINE_KAFKA_LINGER_MS"] = "7"
+        known["CAMPAIGN_PIPELINE_GROUP"] = "g"
+        known["KAFKA_HOME"] = "/opt/kafka"
+        known["PIPELINE_GROUPID"] = "not ours"
+        let configuration = try PipelineConfiguration.load(file: nil, environment: known)
+        #expect(configuration.groupID == "g")
+        #expect(configuration.kafkaProperties["linger.ms"] == "7")
+    }
+
     /// Found by review: `kafka`, `fcm` and `apns` said only "unknown key", where the other sections list theirs.
     @Test(
         "an unknown key is refused naming the keys its section takes",
