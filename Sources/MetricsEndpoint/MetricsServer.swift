@@ -60,6 +60,18 @@ public final class MetricsServer: Service {
         self.metrics = metrics
     }
 
+    /// Why an address could not be listened on, in words: NIO's `IOError` says "bind(descriptor:ptr:bytes:): Address
+    /// already in use) (errno: 98)" (an operator's trial).
+    static func reason(_ error: any Error) -> String {
+        guard let error = error as? IOError else { return "\(error)" }
+        switch error.errnoCode {
+        case EADDRINUSE: return "the port is in use (errno \(error.errnoCode))"
+        case EACCES: return "permission denied: a port below 1024 needs privileges (errno \(error.errnoCode))"
+        case EADDRNOTAVAIL: return "not an address of this machine (errno \(error.errnoCode))"
+        default: return "\(error)"
+        }
+    }
+
     /// The port listened on, once listening.
     public var boundPort: Int? { bound.withLock { $0 } }
 
@@ -76,7 +88,7 @@ public final class MetricsServer: Service {
             // No such name, or not an address of this machine.
             let isAboutHost =
                 error is SocketAddressError || error is SocketAddressError.UnknownHost || (error as? IOError)?.errnoCode == EADDRNOTAVAIL
-            throw MetricsServerError(description: "cannot serve metrics on \(host):\(port): \(error)", isAboutHost: isAboutHost)
+            throw MetricsServerError(description: "cannot serve metrics on \(host):\(port): \(Self.reason(error))", isAboutHost: isAboutHost)
         }
         listener.withLock { $0 = channel }
         let port = channel.localAddress?.port ?? port

@@ -369,7 +369,11 @@ extension PipelineConfiguration {
     /// A value found where a whole number belongs, as written: `1000.0` and `1e3` are read as doubles, whose JSON
     /// text (`1000`) would make the error contradict itself.
     static func found(_ value: JSONValue) -> String {
-        if case .double(let number) = value { return "\(number), a number with a fraction or an exponent" }
+        if case .double(let number) = value {
+            // A whole number beyond 64 bits is read as a `Double` too: written without a fraction, it is only too large.
+            if number.rounded() == number, abs(number) >= 0x1p63 { return "\(number), a number too large" }
+            return "\(number), a number with a fraction or an exponent"
+        }
         return value.jsonString
     }
 

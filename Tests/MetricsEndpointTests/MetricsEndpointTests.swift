@@ -250,7 +250,7 @@ struct MetricsEndpointTests {
             // A second server on the same port says which address it could not listen on.
             let second = MetricsServer(host: "127.0.0.1", port: try #require(port), logger: Self.logger) { "" }
             let error = await #expect(throws: MetricsServerError.self) { try await second.listen() }
-            #expect(error?.description.hasPrefix("cannot serve metrics on 127.0.0.1:\(try #require(port)): ") == true, "\(String(describing: error))")
+            #expect(error?.description == "cannot serve metrics on 127.0.0.1:\(try #require(port)): the port is in use (errno 98)", "\(String(describing: error))")
 
             try await client.shutdown()
             await group.triggerGracefulShutdown()

@@ -28,6 +28,15 @@ struct ConfigurationRangeTests {
         #expect(error?.reason.contains("up to 2147483") == true, "\(json): \(error.map(String.init(describing:)) ?? "no error")")
     }
 
+    /// An operator's trial: 99999999999999999999 (more than 64 bits, read as a `Double`) was said to have "a fraction or
+    /// an exponent".
+    @Test("a whole number beyond 64 bits is refused as too large")
+    func beyondSixtyFourBitsIsTooLarge() throws {
+        let file = try #require(try JSONValue(parsing: Array(#"{"processing": {"progressLogSeconds": 99999999999999999999}}"#.utf8)).objectValue)
+        let error = #expect(throws: ConfigurationError.self) { try PipelineConfiguration.load(file: file, environment: [:]) }
+        #expect(error?.reason == "expected 0 or a positive integer up to 2147483, found 1e+20, a number too large", "\(String(describing: error))")
+    }
+
     /// Found by review: `1000.0` was refused as "expected a positive integer …, found 1000".
     @Test("a whole number written with a fraction or an exponent is refused as written")
     func fractionIsNamed() throws {
