@@ -22,7 +22,8 @@ struct DemoCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The folder holding samples/ and demo/.", valueName: "dir"))
     var configDirectory = "Config"
 
-    @Option(help: ArgumentHelp("Stop after this many idle seconds.", valueName: "seconds"))
+    // `.unconditional`: a negative number is this option's value (refused as not positive), not an unknown option.
+    @Option(parsing: .unconditional, help: ArgumentHelp("Stop after this many idle seconds.", valueName: "seconds"))
     var idle: Double = 2
 
     @Flag(help: "Keep the embedded broker running after the summary (until Ctrl-C), to read the topics with kcat.")

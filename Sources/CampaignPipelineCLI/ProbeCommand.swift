@@ -30,7 +30,8 @@ struct ProbeCommand: AsyncParsableCommand {
     @Flag(help: "Check that the process runs (/healthz) instead of that it consumes in its group (/readyz).")
     var live = false
 
-    @Option(help: ArgumentHelp("Seconds to wait for the answer.", valueName: "seconds"))
+    // `.unconditional`: a negative number is this option's value (refused as not positive), not an unknown option.
+    @Option(parsing: .unconditional, help: ArgumentHelp("Seconds to wait for the answer.", valueName: "seconds"))
     var timeout: Double = 2
 
     func validate() throws {

@@ -41,7 +41,8 @@ struct RunCommand: AsyncParsableCommand {
     @Option(help: "The consumer group every instance of this deployment shares (default campaign-pipeline; or CAMPAIGN_PIPELINE_GROUP, or the config file).")
     var group: String?
 
-    @Option(help: ArgumentHelp("Exit once every assigned partition has been read to its end, with nothing in flight, for this many seconds.", valueName: "seconds"))
+    // `.unconditional`: a negative number is this option's value (refused as not positive), not an unknown option.
+    @Option(parsing: .unconditional, help: ArgumentHelp("Exit once every assigned partition has been read to its end, with nothing in flight, for this many seconds.", valueName: "seconds"))
     var untilIdle: Double?
 
     @Flag(help: "Print the effective configuration (secrets masked) and exit.")
