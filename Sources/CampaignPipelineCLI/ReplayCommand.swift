@@ -270,7 +270,7 @@ struct ReplayCommand: AsyncParsableCommand {
 
     /// Each outcome's count, `delivered 3, failed 0, …`, in the order of ``AnalyticsEvent/Kind``.
     static func outcomeCounts(_ outcomes: [AnalyticsEvent.Kind: Int]) -> String {
-        AnalyticsEvent.Kind.allCases.map { "\($0.rawValue.dropFirst(5)) \(outcomes[$0] ?? 0)" }.joined(separator: ", ")
+        AnalyticsEvent.Kind.allCases.map { "\($0.name) \(outcomes[$0] ?? 0)" }.joined(separator: ", ")
     }
 
     /// The exit status of a replay that finished without the records the topic deleted before it could read them.

@@ -15,6 +15,9 @@ public struct AnalyticsEvent: Sendable, Hashable {
         case expired = "push.expired"
         /// Its campaign was cancelled.
         case suppressed = "push.suppressed"
+
+        /// The outcome's name without the `push.` of its type (`delivered`), as summaries and log lines count it.
+        public var name: Substring { rawValue.dropFirst("push.".count) }
     }
 
     /// Why a message expired.

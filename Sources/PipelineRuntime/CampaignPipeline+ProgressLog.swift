@@ -46,25 +46,28 @@ extension CampaignPipeline {
         counts != last || counts.inFlight > 0
     }
 
-    /// The metadata of a "Progress" line: named as the "Pipeline stopped" line names the same counts.
+    /// The metadata of a "Progress" line: the outcomes named as the "Pipeline stopped" line names them
+    /// (``outcomeMetadata(_:timerExpiries:)``).
     static func progressMetadata(_ counts: ProgressCounts, since last: ProgressCounts, over elapsed: Duration, status: Status) -> Logger.Metadata {
         let seconds = max(elapsed.inSeconds, 0.001)
         func rate(_ count: Int) -> Logger.MetadataValue { "\(Int((Double(count) / seconds).rounded()))" }
-        return [
+        return outcomeMetadata(counts.outcomes, timerExpiries: counts.timerExpiries).merging([
             "events": "\(counts.events)",
             "eventsPerSecond": rate(counts.events - last.events),
             "finished": "\(counts.finished)",
             "finishedPerSecond": rate(counts.finished - last.finished),
             "inFlight": "\(counts.inFlight)",
-            "delivered": "\(counts.outcomes[.delivered] ?? 0)",
-            "failed": "\(counts.outcomes[.failed] ?? 0)",
-            "rejected": "\(counts.outcomes[.rejected] ?? 0)",
-            "expired": "\(counts.outcomes[.expired] ?? 0)",
-            "suppressed": "\(counts.outcomes[.suppressed] ?? 0)",
-            "timerExpiries": "\(counts.timerExpiries)",
             "assignedPartitions": "\(status.assignedPartitions)",
             "pausedPartitions": "\(status.pausedPartitions)",
             "pendingTimers": "\(status.pendingTimers)",
-        ]
+        ]) { $1 }
+    }
+
+    /// Each outcome's count under its name (`delivered`, …, every kind, 0 when none) and `timerExpiries`: the metadata
+    /// the "Progress" and "Pipeline stopped" lines share.
+    static func outcomeMetadata(_ outcomes: [AnalyticsEvent.Kind: Int], timerExpiries: Int) -> Logger.Metadata {
+        var metadata: Logger.Metadata = ["timerExpiries": "\(timerExpiries)"]
+        for kind in AnalyticsEvent.Kind.allCases { metadata[String(kind.name)] = "\(outcomes[kind] ?? 0)" }
+        return metadata
     }
 }

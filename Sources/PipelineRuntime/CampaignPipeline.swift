@@ -421,19 +421,13 @@ public final class CampaignPipeline: Service {
         let unfinished = summary.unfinished
         logger.info(
             "Pipeline stopped",
-            metadata: [
+            metadata: Self.outcomeMetadata(summary.outcomes, timerExpiries: summary.timersFired).merging([
                 "events": "\(summary.totalIn)",
                 "unfinished": "\(unfinished)",
-                "timerExpiries": "\(summary.timersFired)",
-                "delivered": "\(summary.outcomes[.delivered] ?? 0)",
-                "failed": "\(summary.outcomes[.failed] ?? 0)",
-                "rejected": "\(summary.outcomes[.rejected] ?? 0)",
-                "expired": "\(summary.outcomes[.expired] ?? 0)",
-                "suppressed": "\(summary.outcomes[.suppressed] ?? 0)",
                 "pendingTimers": "\(timers.count)",
                 "outputsRetried": "\(summary.outputsRetried)",
                 "deletedUnread": "\(summary.recordsDeletedUnread)",
-            ]
+            ]) { $1 }
         )
         if let failure { throw failure }
     }

@@ -203,8 +203,8 @@ struct RenderingTests {
         #expect(error.issues.first?.reason == "template 'wrong' rendered a payload for platform fcm; the event's recipient.platform is apns (a defect of the plugin, not of the event)")
     }
 
-    /// The errors found after the plugin rendered (a payload too large, a payload for the other platform) keep the
-    /// warnings the render recorded, as the plugin's own errors do: `render` printed none of them.
+    /// The errors found after the plugin rendered (a payload too large, a payload for the other platform, a collapse id
+    /// APNs refuses) keep the warnings the render recorded, as the plugin's own errors do: `render` printed none of them.
     @Test func errorsAfterTheRenderKeepItsWarnings() throws {
         var registry = self.registry
         registry.maximumPayloadSize = 10
@@ -220,6 +220,15 @@ struct RenderingTests {
         #expect(wrong.issues.map(\.path) == [FieldPath("template")])
         // The plugin reads nothing: both keys are unread.
         #expect(wrong.warnings.map(\.path) == [FieldPath("content", "title"), FieldPath("content", "extra")])
+        // An APNs collapse id too long for its header, found while the payload is completed.
+        let collapse = String(repeating: "c", count: 65)
+        let long = eventJSON(platform: "apns", options: #"{"collapseKey":"\#(collapse)"}"#, content: #"{"title":"Hello","extra":1}"#)
+        guard case .failed(let tooLong) = render(long) else {
+            Issue.record("should fail")
+            return
+        }
+        #expect(tooLong.issues.map(\.path) == [FieldPath("options", "collapseKey")])
+        #expect(tooLong.warnings.map(\.path) == [FieldPath("content", "extra")])
     }
 
     @Test func aPluginsOwnErrorGetsTheEventId() throws {
