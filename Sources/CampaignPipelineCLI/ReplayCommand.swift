@@ -43,8 +43,10 @@ struct ReplayCommand: AsyncParsableCommand {
             already, says so and exits 0 without reading. A group keeps the progress of one range into one \
             destination (recorded with its commits): a --group that replayed another range, or the same range \
             into other topics (--deliver after a replay into replay.*), is refused with status 64; give a new \
-            one. Run one replay per group at a time: a replay reads its partitions itself, so the group does not \
-            stop a second one started meanwhile, and both would write (or, with --deliver, send) every output. \
+            one. One replay runs in a --group at a time: a second one started meanwhile (a scheduled job that \
+            overlaps) is refused with status 75, and can be run again once the first has ended; a replay that \
+            was killed holds its group until its session times out (10 s by default). A replay with --group \
+            holds it through a consumer group of its own, <group>.replay-lease, which reads nothing. \
             --to end is the end when each run starts, a resumed one too. An interrupted replay exits with \
             status 1, so that a script or job does not take it for a finished one; one whose cluster does not \
             answer (down, unreachable, or refusing the TLS or SASL settings) exits with status 69 before it reads \
@@ -163,6 +165,31 @@ struct ReplayCommand: AsyncParsableCommand {
         await lookup.close()
         let output: ReplayOutput = deliver ? .live : .prefixed(prefix)
         let plan = ReplayPlan(ranges: ranges, isDryRun: dryRun, from: start, to: end, output: output)
+        // One replay at a time in a group given by name (a new group is this replay's alone, and a dry run commits
+        // nothing): a second would replay the range again, and with --deliver send to phones twice.
+        var lease: ReplayLease?
+        if let group, !dryRun {
+            do {
+                lease = try await ReplayLease.acquire(group: group, configuration: configuration, logger: logger)
+            } catch let busy as ReplayGroupBusy {
+                FileHandle.standardError.write(Data("Error: \(busy)\n".utf8))
+                throw ExitCode(Self.groupBusyStatus)
+            }
+        }
+        do {
+            try await replay(plan, configuration: configuration, logger: logger)
+        } catch {
+            await lease?.release()
+            throw error
+        }
+        await lease?.release()
+    }
+
+    /// Replays `plan` (after the checks of the command line and the group's lease).
+    private func replay(_ plan: ReplayPlan, configuration: PipelineConfiguration, logger: Logger) async throws {
+        let (start, end) = try boundaries()
+        let ranges = plan.ranges
+        let output: ReplayOutput = deliver ? .live : .prefixed(prefix)
         // A group given again resumes where it stopped, in the same range: say how much that leaves, and stop here when
         // it is nothing (a scheduled job reusing a group name would otherwise replay nothing while saying it replays
         // everything). A group that replayed another range is refused before anything is said of this one.
@@ -275,6 +302,9 @@ struct ReplayCommand: AsyncParsableCommand {
 
     /// The exit status of a replay that finished without the records the topic deleted before it could read them.
     static let deletedRecordsStatus: Int32 = 3
+
+    /// The exit status when another replay runs in the group given (sysexits' `EX_TEMPFAIL`: try again later).
+    static let groupBusyStatus: Int32 = 75
 
     /// Names the offsets of the range whose records were deleted before the replay read them.
     static func deletedRecordsMessage(_ deleted: [KafkaTopicPartition: [Range<Int64>]], topic: String) -> String {

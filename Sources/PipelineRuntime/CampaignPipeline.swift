@@ -132,6 +132,9 @@ public final class CampaignPipeline: Service {
     /// (``PipelineConfiguration/groupID``; offsets the group committed before are resumed from), judges expiry
     /// and cancellations by each event's own time, schedules no timers, and stops when every range is done.
     ///
+    /// The group does not stop a second replay in it (a replay reads its partitions itself, outside the group's
+    /// membership): hold the group's ``ReplayLease`` while it runs, as `campaign-pipeline replay` does.
+    ///
     /// - Parameters:
     ///   - configuration: brokers, topics (point the outputs elsewhere to keep a replay off the live sinks) and
     ///     the replay's group.

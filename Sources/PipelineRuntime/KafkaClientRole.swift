@@ -14,6 +14,8 @@ enum KafkaClientRole: String, Sendable {
     case state
     /// The group member that asks the committed offsets at start-up.
     case committedOffsets = "committed-offsets"
+    /// A replay's member of its lease group (``ReplayLease``), which reads nothing.
+    case replayLease = "replay-lease"
 
     /// The client's `client.id`, unless the properties set one.
     var clientID: String { "campaign-pipeline-\(rawValue)" }

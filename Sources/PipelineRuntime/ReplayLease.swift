@@ -1,0 +1,130 @@
+import KafkaClient
+public import Logging
+
+/// One replay at a time in a replay group.
+///
+/// A replay reads the partitions of its range itself (it does not join its group: a group with members takes no
+/// commits from a client outside it), so nothing in Kafka stops a second replay with the same group started while the
+/// first runs; both would replay the range (with `--deliver`, send to phones twice). The lease is a consumer group
+/// membership instead: the holder is the only member of a group of its own, ``leaseGroup(of:)``, subscribed to the two
+/// topics a replay reads (the sends topic and the campaign definitions), and so is given every partition of both. The
+/// group's assignor is `roundrobin`, which deals the partitions out one by one: with two members each is given at
+/// least one of the two topics' partitions and neither all of them. A replay whose member is given fewer than all
+/// knows that another member is there, and leaves. The member reads nothing: its partitions stay paused, and without
+/// commits it would start at their end.
+///
+/// A holder that was killed stays a member until its session times out (`session.timeout.ms`, 10 s by default). A
+/// Kafka group coordinator then drops it, and a replay that started joining meanwhile takes the lease; the embedded
+/// broker's coordinator can leave such a join unanswered, and the replay then fails after `limit` (run it again: the
+/// member is gone by then). Two replays started at the same instant are both refused; neither replays.
+///
+/// (Not the `cooperative-sticky` assignor, which would leave a holder's partitions where they are: librdkafka before
+/// 2.3 aborts the process when such a consumer closes before its first assignment, confluentinc/librdkafka#4312.)
+public final class ReplayLease: Sendable {
+    /// The replay group this lease is for.
+    public let group: String
+    private let consumer: KafkaConsumer
+
+    private init(group: String, consumer: KafkaConsumer) {
+        self.group = group
+        self.consumer = consumer
+    }
+
+    /// The consumer group whose member holds the lease of replay group `group`.
+    public static func leaseGroup(of group: String) -> String { "\(group).replay-lease" }
+
+    /// Joins the lease group of `group` and returns the lease when this is its only member.
+    ///
+    /// - Parameters:
+    ///   - group: the replay's consumer group.
+    ///   - configuration: the replay's configuration: the lease group subscribes to its sends and definitions topics,
+    ///     with its client properties (TLS, SASL, …).
+    ///   - limit: how long to wait for the group's answer (a new group's first join takes the broker's
+    ///     `group.initial.rebalance.delay.ms`, 3 s by default; a killed holder's member is waited for until its session
+    ///     times out).
+    /// - Throws: ``ReplayGroupBusy`` when another member is in the lease group; ``KafkaError`` when the group does not
+    ///   answer within `limit`, or a topic cannot be looked up.
+    public static func acquire(
+        group: String,
+        configuration: PipelineConfiguration,
+        logger: Logger,
+        within limit: Duration = .seconds(60)
+    ) async throws -> ReplayLease {
+        var consumerConfiguration = configuration.consumerConfiguration(groupID: leaseGroup(of: group), role: .replayLease)
+        consumerConfiguration.isAutoCommitEnabled = false
+        consumerConfiguration.offsetReset = .latest
+        // Over the configuration's properties: the lease needs its assignor, and reads nothing from the past.
+        consumerConfiguration.properties["partition.assignment.strategy"] = "roundrobin"
+        consumerConfiguration.properties["auto.offset.reset"] = "latest"
+        consumerConfiguration.properties["enable.auto.commit"] = "false"
+        // Static membership would make every replay the same member: on a Kafka cluster a second would take the
+        // first's place (the embedded broker has no static membership, so this is not tested here).
+        consumerConfiguration.properties["group.instance.id"] = nil
+        consumerConfiguration.bufferCapacity = 100
+        let consumer = try KafkaConsumer(configuration: consumerConfiguration, logger: KafkaClientRole.replayLease.logger(logger))
+        do {
+            let topics = [configuration.topics.sends, configuration.topics.definitions]
+            var partitions = 0
+            for topic in topics { partitions += Int(try await consumer.partitionCount(topic: topic)) }
+            consumer.stopReading()
+            try consumer.subscribe(topics: topics)
+            let held = try await firstAssignment(of: consumer, leaseGroup: leaseGroup(of: group), within: limit)
+            guard held >= partitions else {
+                throw ReplayGroupBusy(group: group, leaseGroup: leaseGroup(of: group), partitions: partitions, given: held)
+            }
+            return ReplayLease(group: group, consumer: consumer)
+        } catch {
+            await consumer.close()
+            throw error
+        }
+    }
+
+    /// Leaves the lease group: another replay of the group may start.
+    public func release() async {
+        await consumer.close()
+    }
+
+    /// How many partitions `consumer` holds after the group's first answer.
+    private static func firstAssignment(of consumer: KafkaConsumer, leaseGroup: String, within limit: Duration) async throws -> Int {
+        try await withThrowingTaskGroup(of: Int?.self) { tasks in
+            tasks.addTask {
+                for await event in consumer.events {
+                    if case .partitionsAssigned = event { return consumer.assignment.count }
+                }
+                return nil
+            }
+            tasks.addTask {
+                try await Task.sleep(for: limit)
+                return nil
+            }
+            defer { tasks.cancelAll() }
+            guard let held = try await tasks.next() ?? nil else {
+                throw KafkaError(
+                    code: .consumerFailed,
+                    message: "the replay's lease group \(leaseGroup) did not answer within \(limit.components.seconds) s (a replay "
+                        + "of the group killed in the last seconds leaves a member there until its session times out); run the "
+                        + "replay again"
+                )
+            }
+            return held
+        }
+    }
+}
+
+/// Another replay runs in the replay group (or one that ended without leaving it, until its session times out).
+public struct ReplayGroupBusy: Error, Sendable, CustomStringConvertible {
+    /// The replay's consumer group.
+    public var group: String
+    /// The group of the lease (``ReplayLease/leaseGroup(of:)``).
+    public var leaseGroup: String
+    /// The partitions of the topics the lease group subscribes to.
+    public var partitions: Int
+    /// How many of them this replay's lease member was given.
+    public var given: Int
+
+    public var description: String {
+        "another replay is running in --group \(group): its lease group \(leaseGroup) has another member (this replay's member was given "
+            + "\(given) of its \(partitions) partitions). Wait for it to end, and run again with the same options to resume; "
+            + "a replay that was killed stays a member until its session times out (session.timeout.ms, 10 s by default)"
+    }
+}
