@@ -45,8 +45,10 @@ struct ReplayCommand: AsyncParsableCommand {
             into other topics (--deliver after a replay into replay.*), is refused with status 64; give a new \
             one. One replay runs in a --group at a time: a second one started meanwhile (a scheduled job that \
             overlaps) is refused with status 75, and can be run again once the first has ended; a replay that \
-            was killed holds its group until its session times out (10 s by default). A replay with --group \
-            holds it through a consumer group of its own, <group>.replay-lease, which reads nothing. \
+            was killed holds its group until its session times out (10 s by default): one started meanwhile \
+            waits for that (on the embedded broker it can fail after 60 s instead; run it again). A replay with \
+            --group, unless --dry-run, holds it through a consumer group of its own, <group>.replay-lease, which \
+            reads nothing (on a cluster with ACLs, its principal needs that group too). \
             --to end is the end when each run starts, a resumed one too. An interrupted replay exits with \
             status 1, so that a script or job does not take it for a finished one; one whose cluster does not \
             answer (down, unreachable, or refusing the TLS or SASL settings) exits with status 69 before it reads \
@@ -139,6 +141,9 @@ struct ReplayCommand: AsyncParsableCommand {
                 "--group \(group) is the live pipeline's consumer group: a replay commits its progress in its group, which would move the live pipeline past unsent events; give another name, or none for a new one"
             )
         }
+        // The lease group subscribes to the configuration's own topics, not --topic: every replay of a group then
+        // subscribes to the same ones, which the lease's count of partitions needs.
+        let leaseConfiguration = configuration
         if let topic { configuration.topics.sends = topic }
         if !deliver {
             // Without --deliver nothing reaches a device: payloads go to the prefixed Kafka topics only.
@@ -170,7 +175,7 @@ struct ReplayCommand: AsyncParsableCommand {
         var lease: ReplayLease?
         if let group, !dryRun {
             do {
-                lease = try await ReplayLease.acquire(group: group, configuration: configuration, logger: logger)
+                lease = try await ReplayLease.acquire(group: group, configuration: leaseConfiguration, logger: logger)
             } catch let busy as ReplayGroupBusy {
                 FileHandle.standardError.write(Data("Error: \(busy)\n".utf8))
                 throw ExitCode(Self.groupBusyStatus)

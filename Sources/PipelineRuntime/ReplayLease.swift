@@ -13,6 +13,11 @@ public import Logging
 /// knows that another member is there, and leaves. The member reads nothing: its partitions stay paused, and without
 /// commits it would start at their end.
 ///
+/// The holder does not watch its lease once it has it: a holder whose member loses its session (the process stopped
+/// or paused, the coordinator unreachable for `session.timeout.ms`) goes on, and a replay started meanwhile is alone
+/// in the group and takes the lease. A replay that is refused for lack of rights on the lease group waits for `limit`
+/// (its authorization error is not yet told apart).
+///
 /// A holder that was killed stays a member until its session times out (`session.timeout.ms`, 10 s by default). A
 /// Kafka group coordinator then drops it, and a replay that started joining meanwhile takes the lease; the embedded
 /// broker's coordinator can leave such a join unanswered, and the replay then fails after `limit` (run it again: the
@@ -79,9 +84,10 @@ public final class ReplayLease: Sendable {
         }
     }
 
-    /// Leaves the lease group: another replay of the group may start.
+    /// Leaves the lease group: another replay of the group may start. Waits at most 15 s for the group's coordinator
+    /// (with the brokers gone, the member leaves when its session times out).
     public func release() async {
-        await consumer.close()
+        await consumer.close(within: .seconds(15))
     }
 
     /// How many partitions `consumer` holds after the group's first answer.
