@@ -26,4 +26,6 @@ EXPOSE 9464
 # subcommands (replay, broker, …) with --no-healthcheck.
 HEALTHCHECK --interval=15s --timeout=5s --start-period=30s --retries=3 CMD ["campaign-pipeline", "probe", "--live"]
 ENTRYPOINT ["campaign-pipeline"]
+# The file names localhost:9092: outside docker-compose (which sets them), give the brokers with
+# CAMPAIGN_PIPELINE_BOOTSTRAP_SERVERS or --bootstrap-servers, or `run` exits 69 after 10 s.
 CMD ["run", "--config", "/etc/campaign-pipeline/pipeline.json"]
