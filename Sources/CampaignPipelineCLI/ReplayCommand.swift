@@ -182,7 +182,7 @@ struct ReplayCommand: AsyncParsableCommand {
             }
         }
         do {
-            try await replay(plan, configuration: configuration, logger: logger)
+            try await replay(plan, from: start, to: end, output: output, configuration: configuration, logger: logger)
         } catch {
             await lease?.release()
             throw error
@@ -191,10 +191,15 @@ struct ReplayCommand: AsyncParsableCommand {
     }
 
     /// Replays `plan` (after the checks of the command line and the group's lease).
-    private func replay(_ plan: ReplayPlan, configuration: PipelineConfiguration, logger: Logger) async throws {
-        let (start, end) = try boundaries()
+    private func replay(
+        _ plan: ReplayPlan,
+        from start: ReplayBoundary,
+        to end: ReplayBoundary,
+        output: ReplayOutput,
+        configuration: PipelineConfiguration,
+        logger: Logger
+    ) async throws {
         let ranges = plan.ranges
-        let output: ReplayOutput = deliver ? .live : .prefixed(prefix)
         // A group given again resumes where it stopped, in the same range: say how much that leaves, and stop here when
         // it is nothing (a scheduled job reusing a group name would otherwise replay nothing while saying it replays
         // everything). A group that replayed another range is refused before anything is said of this one.

@@ -95,7 +95,8 @@ public final class ReplayLease: Sendable {
         try await withThrowingTaskGroup(of: Int?.self) { tasks in
             tasks.addTask {
                 for await event in consumer.events {
-                    if case .partitionsAssigned = event { return consumer.assignment.count }
+                    // Eager (roundrobin): the first assignment is the whole of it.
+                    if case .partitionsAssigned(let partitions) = event { return partitions.count }
                 }
                 return nil
             }

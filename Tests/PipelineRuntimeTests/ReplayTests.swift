@@ -437,10 +437,10 @@ struct ReplayTests {
         }
     }
 
-    /// A replay killed while it holds its group's lease (SIGKILL, an out-of-memory kill) leaves its member in the lease
-    /// group until the member's session times out (10 s); then the next replay takes the lease: the group is not held
-    /// for good.
-    @Test("the lease of a killed campaign-pipeline replay is free once its session times out")
+    /// A running replay holds its group's lease: a replay started meanwhile does not get it. A replay killed while it
+    /// holds it (SIGKILL, an out-of-memory kill) leaves its member in the lease group until the member's session times
+    /// out (10 s); then the next replay takes the lease: the group is not held for good.
+    @Test("a running campaign-pipeline replay holds its group's lease; once killed, the lease is free after its session")
     func killedReplayReleasesItsGroup() async throws {
         let executable = try #require(pipelineExecutable, "campaign-pipeline was not found next to the test bundle; build it first")
         try await withReplayCluster { kafka, configuration in
@@ -453,6 +453,13 @@ struct ReplayTests {
                 !child.process.isRunning || child.stdout.contains("Group: \(group)") ? true : nil
             }
             #expect(child.process.isRunning, "\(child.stdout)\n\(child.stderrTail())")
+            // Stopped, so that it cannot finish (and leave) first; its member stays in the group for its session.
+            // Without the command's lease, this join is alone and given every partition in about 3 s.
+            kill(child.process.processIdentifier, SIGSTOP)
+            await #expect(throws: (any Error).self, "the running replay's group is held") {
+                let lease = try await ReplayLease.acquire(group: group, configuration: configuration, logger: testLogger, within: .seconds(8))
+                await lease.release()
+            }
             kill(child.process.processIdentifier, SIGKILL)
             _ = try await child.waitForExit(timeout: .seconds(30))
             // Its session (10 s) over, the lease is free. (A replay started before that waits on the member; the
