@@ -48,7 +48,9 @@ struct ReplayCommand: AsyncParsableCommand {
             was killed holds its group until its session times out (10 s by default): one started meanwhile \
             waits for that (on the embedded broker it can fail after 60 s instead; run it again). A replay with \
             --group, unless --dry-run, holds it through a consumer group of its own, <group>.replay-lease, which \
-            reads nothing (on a cluster with ACLs, its principal needs that group too). \
+            reads nothing (on a cluster with ACLs, its principal needs that group too); a replay that loses it \
+            while it runs (stopped or cut off from its brokers for longer than session.timeout.ms, while another \
+            took it) stops, commits what it finished and exits with status 75. \
             --to end is the end when each run starts, a resumed one too. An interrupted replay exits with \
             status 1, so that a script or job does not take it for a finished one; one whose cluster does not \
             answer (down, unreachable, or refusing the TLS or SASL settings) exits with status 69 before it reads \
@@ -182,7 +184,7 @@ struct ReplayCommand: AsyncParsableCommand {
             }
         }
         do {
-            try await replay(plan, from: start, to: end, output: output, configuration: configuration, logger: logger)
+            try await replay(plan, from: start, to: end, output: output, lease: lease, configuration: configuration, logger: logger)
         } catch {
             await lease?.release()
             throw error
@@ -190,12 +192,13 @@ struct ReplayCommand: AsyncParsableCommand {
         await lease?.release()
     }
 
-    /// Replays `plan` (after the checks of the command line and the group's lease).
+    /// Replays `plan` (after the checks of the command line and the group's lease), stopping if `lease` is lost.
     private func replay(
         _ plan: ReplayPlan,
         from start: ReplayBoundary,
         to end: ReplayBoundary,
         output: ReplayOutput,
+        lease: ReplayLease?,
         configuration: PipelineConfiguration,
         logger: Logger
     ) async throws {
@@ -248,9 +251,22 @@ struct ReplayCommand: AsyncParsableCommand {
             decisionClock: deliver ? .wallClock : .eventTime,
             logger: logger
         )
-        try await pipeline.runUntilSignalled(logger: logger, shutdownLimit: configuration.shutdownLimit)
+        let watch = lease.map { ReplayLeaseWatch(lease: $0, pipeline: pipeline, logger: logger) }
+        try await pipeline.runUntilSignalled(logger: logger, shutdownLimit: configuration.shutdownLimit, alongside: watch.map { [$0] } ?? [])
         let summary = pipeline.statistics.snapshot
         let outcomes = Self.outcomeCounts(summary.outcomes)
+        if let lost = watch?.lost, !pipeline.hasFinishedReplay {
+            // Another replay of the group may be running: said apart from an interruption, with EX_TEMPFAIL as a
+            // replay refused for it is. (A dry run takes no lease.)
+            Self.report(Self.interruptedSummary(read: summary.totalIn, outcomes: summary.outcomes, unfinished: summary.unfinished, isDryRun: dryRun))
+            FileHandle.standardError.write(
+                Data(
+                    ("Error: \(lost). It stopped, its progress committed: once no other replay of the group runs, run it again with "
+                        + "\(resumeOptions(group: configuration.groupID)) to continue.\n").utf8
+                )
+            )
+            throw ExitCode(Self.groupBusyStatus)
+        }
         guard pipeline.hasFinishedReplay else {
             // Stopped by a signal before the range's end: not a success, or a script or job would go on as if the
             // range had been replayed.
@@ -263,6 +279,10 @@ struct ReplayCommand: AsyncParsableCommand {
         }
         // A dry run's outcomes are those the records would have had: "delivered" alone read as if something was sent.
         Self.report("Replayed \(summary.totalIn) records\(dryRun ? " (dry run: nothing written; the outcomes they would have had)" : ""): \(outcomes)")
+        if let lost = watch?.lost {
+            // Lost at the very end: the range is replayed, but not only by this replay.
+            FileHandle.standardError.write(Data("Note: \(lost); it had replayed its whole range by then, but the other may have replayed some of it again\n".utf8))
+        }
         if let failure = pipeline.finalCommitFailure, !dryRun {
             // Every record was replayed; what the group records of it is behind. Said here, not only in the log: run
             // again with the group, the replay would say how many are left and write them again.

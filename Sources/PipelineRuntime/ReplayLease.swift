@@ -13,10 +13,11 @@ public import Logging
 /// knows that another member is there, and leaves. The member reads nothing: its partitions stay paused, and without
 /// commits it would start at their end.
 ///
-/// The holder does not watch its lease once it has it: a holder whose member loses its session (the process stopped
-/// or paused, the coordinator unreachable for `session.timeout.ms`) goes on, and a replay started meanwhile is alone
-/// in the group and takes the lease. A replay that is refused for lack of rights on the lease group waits for `limit`
-/// (its authorization error is not yet told apart).
+/// A holder whose member loses its place in the group (its session timed out: the process was stopped or paused, or
+/// the coordinator was out of reach, for `session.timeout.ms`) has lost the lease: a replay started meanwhile was
+/// alone in the group and took it. ``lost()`` returns then, and the holder stops (a replay that goes on replays what
+/// the other replays too). A replay that is refused for lack of rights on the lease group waits for `limit` (its
+/// authorization error is not yet told apart).
 ///
 /// A holder that was killed stays a member until its session times out (`session.timeout.ms`, 10 s by default). A
 /// Kafka group coordinator then drops it, and a replay that started joining meanwhile takes the lease; the embedded
@@ -84,6 +85,46 @@ public final class ReplayLease: Sendable {
         }
     }
 
+    /// Waits until the lease is lost, and says how: this replay's member lost its place in the lease group (its session
+    /// timed out), so another replay may hold the lease now; or the member's consumer failed for good. Ordinary
+    /// rebalances are not a loss: a replay that asks for the lease and is refused makes the holder's partitions move
+    /// for a moment.
+    ///
+    /// - Returns: the loss; `nil` once the lease is released or the waiting task is cancelled.
+    public func lost() async -> ReplayLeaseLost? {
+        let consumer = self.consumer
+        let group = self.group
+        return await withTaskGroup(of: ReplayLeaseLost?.self) { tasks in
+            tasks.addTask {
+                for await event in consumer.events {
+                    // A session that timed out: the coordinator dropped the member (librdkafka rejoins by itself).
+                    if case .partitionsLost = event {
+                        return ReplayLeaseLost(
+                            group: group,
+                            cause: "its member of the lease group \(Self.leaseGroup(of: group)) lost its place there (its session timed out: the "
+                                + "process was stopped or paused, or the brokers were out of reach, for longer than session.timeout.ms)"
+                        )
+                    }
+                }
+                return nil
+            }
+            tasks.addTask {
+                // The member reads nothing: its records end only when it is closed, or with the error that ended it.
+                do {
+                    for try await _ in consumer.messages {}
+                } catch {
+                    return ReplayLeaseLost(group: group, cause: "its member of the lease group \(Self.leaseGroup(of: group)) failed: \(error)")
+                }
+                return nil
+            }
+            defer { tasks.cancelAll() }
+            for await loss in tasks {
+                if let loss { return loss }
+            }
+            return nil
+        }
+    }
+
     /// Leaves the lease group: another replay of the group may start. Waits at most 15 s for the group's coordinator
     /// (with the brokers gone, the member leaves when its session times out).
     public func release() async {
@@ -133,5 +174,18 @@ public struct ReplayGroupBusy: Error, Sendable, CustomStringConvertible {
         "another replay is running in --group \(group): its lease group \(leaseGroup) has another member (this replay's member was given "
             + "\(given) of its \(partitions) partitions). Wait for it to end, and run again with the same options to resume; "
             + "a replay that was killed stays a member until its session times out (session.timeout.ms, 10 s by default)"
+    }
+}
+
+/// A replay lost its group's lease while it ran (``ReplayLease/lost()``): another replay of the group may have started
+/// meanwhile.
+public struct ReplayLeaseLost: Error, Sendable, CustomStringConvertible {
+    /// The replay's consumer group.
+    public var group: String
+    /// How it was lost.
+    public var cause: String
+
+    public var description: String {
+        "the replay lost its lease of --group \(group): \(cause); another replay of the group may have started meanwhile"
     }
 }

@@ -444,15 +444,7 @@ struct ReplayTests {
     func killedReplayReleasesItsGroup() async throws {
         let executable = try #require(pipelineExecutable, "campaign-pipeline was not found next to the test bundle; build it first")
         try await withReplayCluster { kafka, configuration in
-            try await produce(try events(12_000, base: Date()), to: configuration.topics.sends, kafka: kafka)
-            let group = "nightly-\(UUID().uuidString.prefix(6))"
-            let arguments = ["replay", "--bootstrap-servers", kafka.bootstrapServers, "--from", "beginning", "--group", group]
-            let child = try ChildProcess(executable, arguments, environment: childEnvironment(["LOG_LEVEL": "warning"]), name: "killed")
-            // "Group: …" is said once the lease is held, before anything is read.
-            try await eventually("the replay to hold its group", timeout: .seconds(60)) {
-                !child.process.isRunning || child.stdout.contains("Group: \(group)") ? true : nil
-            }
-            #expect(child.process.isRunning, "\(child.stdout)\n\(child.stderrTail())")
+            let (child, group) = try await startReplayHoldingItsGroup(executable, events: 12_000, kafka: kafka, configuration: configuration, name: "killed")
             // Stopped, so that it cannot finish (and leave) first; its member stays in the group for its session.
             // Without the command's lease, this join is alone and given every partition in about 3 s.
             kill(child.process.processIdentifier, SIGSTOP)
@@ -468,6 +460,51 @@ struct ReplayTests {
             let lease = try await ReplayLease.acquire(group: group, configuration: configuration, logger: testLogger, within: .seconds(20))
             await lease.release()
         }
+    }
+
+    /// A replay whose member loses its place in the lease group (here its process is stopped past its session, as a
+    /// paused VM or a long GC pause would) no longer holds the lease: a replay started meanwhile was alone in the group
+    /// and took it. Once it runs again, it stops with status 75 (as a refused replay does), its progress committed,
+    /// instead of replaying beside the other.
+    @Test("a campaign-pipeline replay that loses its group's lease while it runs stops with status 75")
+    func replayStopsWhenItLosesItsLease() async throws {
+        let executable = try #require(pipelineExecutable, "campaign-pipeline was not found next to the test bundle; build it first")
+        try await withReplayCluster { kafka, configuration in
+            let total = 12_000
+            let (child, group) = try await startReplayHoldingItsGroup(executable, events: total, kafka: kafka, configuration: configuration, name: "stopped")
+            kill(child.process.processIdentifier, SIGSTOP)
+            // Its session (10 s) over, the coordinator drops its member: a replay starting now is alone in the group.
+            try await Task.sleep(for: .seconds(12))
+            let lease = try await ReplayLease.acquire(group: group, configuration: configuration, logger: testLogger, within: .seconds(20))
+            kill(child.process.processIdentifier, SIGCONT)
+            let status = try await child.waitForExit(timeout: .seconds(90))
+            await lease.release()
+            #expect(status == 75, "\(child.stdout)\n\(child.stderrTail())")
+            #expect(child.stderr.contains("the replay lost its lease of --group \(group)"), "\(child.stderrTail())")
+            #expect(child.stderr.contains("run it again with --group \(group) --from beginning --to end"), "\(child.stderrTail())")
+            #expect(child.stdout.contains("Interrupted after"), "it stopped before the end of its range: \(child.stdout)")
+            #expect(try await recordCount(replayConfiguration(configuration).topics.analytics, kafka: kafka) < Int64(total))
+        }
+    }
+
+    /// Produces `events` events and starts `campaign-pipeline replay --from beginning` over them in a new group;
+    /// returns once it holds the group's lease (it says "Group: …" then, before it reads anything), still running.
+    private func startReplayHoldingItsGroup(
+        _ executable: URL,
+        events count: Int,
+        kafka: EmbeddedKafka,
+        configuration: PipelineConfiguration,
+        name: String
+    ) async throws -> (child: ChildProcess, group: String) {
+        try await produce(try events(count, base: Date()), to: configuration.topics.sends, kafka: kafka)
+        let group = "nightly-\(UUID().uuidString.prefix(6))"
+        let arguments = ["replay", "--bootstrap-servers", kafka.bootstrapServers, "--from", "beginning", "--group", group]
+        let child = try ChildProcess(executable, arguments, environment: childEnvironment(["LOG_LEVEL": "warning"]), name: name)
+        try await eventually("the replay to hold its group", timeout: .seconds(60)) {
+            !child.process.isRunning || child.stdout.contains("Group: \(group)") ? true : nil
+        }
+        #expect(child.process.isRunning, "\(child.stdout)\n\(child.stderrTail())")
+        return (child, group)
     }
 
     /// The pipeline itself (not only the command) commits each offset with the range it is progress in, and refuses

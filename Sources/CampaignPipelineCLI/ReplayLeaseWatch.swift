@@ -1,0 +1,36 @@
+import Logging
+import PipelineRuntime
+import ServiceLifecycle
+import Synchronization
+
+/// Stops a replay that loses its group's lease while it runs (``ReplayLease/lost()``): another replay of the group may
+/// hold the lease by then, and a replay that went on would replay what that one replays (with `--deliver`, send to
+/// phones twice). The replay stops as on SIGTERM: it stops reading, finishes and commits what is in flight, and can be
+/// resumed.
+///
+/// A service of the replay's group, beside the pipeline: it stays until the group shuts down (a service that returns
+/// ends the group, the pipeline's drain with it).
+final class ReplayLeaseWatch: Service, Sendable {
+    private let lease: ReplayLease
+    private let pipeline: CampaignPipeline
+    private let logger: Logger
+    private let loss = Mutex<ReplayLeaseLost?>(nil)
+
+    init(lease: ReplayLease, pipeline: CampaignPipeline, logger: Logger) {
+        self.lease = lease
+        self.pipeline = pipeline
+        self.logger = logger
+    }
+
+    /// How the lease was lost, if it was.
+    var lost: ReplayLeaseLost? { loss.withLock { $0 } }
+
+    func run() async throws {
+        let lease = self.lease
+        guard let lost = await cancelWhenGracefulShutdown({ await lease.lost() }) else { return }
+        loss.withLock { $0 = lost }
+        logger.error("Stopping: \(lost)")
+        pipeline.stop()
+        try? await gracefulShutdown()
+    }
+}
