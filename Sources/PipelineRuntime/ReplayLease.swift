@@ -16,8 +16,7 @@ public import Logging
 /// A holder whose member loses its place in the group (its session timed out: the process was stopped or paused, or
 /// the coordinator was out of reach, for `session.timeout.ms`) has lost the lease: a replay started meanwhile was
 /// alone in the group and took it. ``lost()`` returns then, and the holder stops (a replay that goes on replays what
-/// the other replays too). A replay that is refused for lack of rights on the lease group waits for `limit` (its
-/// authorization error is not yet told apart).
+/// the other replays too). A replay without rights on the lease group (ACLs) is refused at once, saying so.
 ///
 /// A holder that was killed stays a member until its session times out (`session.timeout.ms`, 10 s by default). A
 /// Kafka group coordinator then drops it, and a replay that started joining meanwhile takes the lease; the embedded
@@ -49,7 +48,7 @@ public final class ReplayLease: Sendable {
     ///     `group.initial.rebalance.delay.ms`, 3 s by default; a killed holder's member is waited for until its session
     ///     times out).
     /// - Throws: ``ReplayGroupBusy`` when another member is in the lease group; ``KafkaError`` when the group does not
-    ///   answer within `limit`, or a topic cannot be looked up.
+    ///   answer within `limit`, the principal is not authorized to use it, or a topic cannot be looked up.
     public static func acquire(
         group: String,
         configuration: PipelineConfiguration,
@@ -136,8 +135,21 @@ public final class ReplayLease: Sendable {
         try await withThrowingTaskGroup(of: Int?.self) { tasks in
             tasks.addTask {
                 for await event in consumer.events {
-                    // Eager (roundrobin): the first assignment is the whole of it.
-                    if case .partitionsAssigned(let partitions) = event { return partitions.count }
+                    switch event {
+                    case .partitionsAssigned(let partitions):
+                        // Eager (roundrobin): the first assignment is the whole of it.
+                        return partitions.count
+                    case .error(let error) where error.librdkafkaName == "GROUP_AUTHORIZATION_FAILED":
+                        // librdkafka would go on asking; the rights will not come by themselves.
+                        throw KafkaError(
+                            code: .consumerFailed,
+                            message: "the replay may not use its lease group \(leaseGroup) (\(error.message)): on a cluster with ACLs, the "
+                                + "principal of a replay with --group needs the group \(leaseGroup) too (Read and Describe, as on its own group)",
+                            librdkafkaName: error.librdkafkaName
+                        )
+                    default:
+                        continue
+                    }
                 }
                 return nil
             }

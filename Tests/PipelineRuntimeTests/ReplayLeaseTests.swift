@@ -35,4 +35,23 @@ struct ReplayLeaseTests {
             await next.release()
         }
     }
+
+    /// On a cluster with ACLs a replay's principal needs the lease group too. Without it, the replay used to wait for
+    /// the group's answer until its limit and then blame a killed replay; it is refused at once, saying what is missing.
+    @Test("a replay without rights on its lease group is refused at once, naming the group", .timeLimit(.minutes(2)))
+    func leaseGroupNotAuthorized() async throws {
+        try await withPipelineCluster(partitions: 1) { kafka, configuration in
+            let group = "replay-\(UUID().uuidString.prefix(6))"
+            // FindCoordinator (10) for the group refused, as a cluster refuses a principal without Describe on it.
+            try kafka.failRequests(apiKey: 10, count: 1_000, errorCode: 30)
+            let started = ContinuousClock.now
+            let refusal = await #expect(throws: KafkaError.self) {
+                let lease = try await ReplayLease.acquire(group: group, configuration: configuration, logger: testLogger, within: .seconds(60))
+                await lease.release()
+            }
+            #expect(refusal?.librdkafkaName == "GROUP_AUTHORIZATION_FAILED", "\(refusal.map(String.init(describing:)) ?? "")")
+            #expect(refusal?.message.contains("needs the group \(ReplayLease.leaseGroup(of: group)) too") == true, "\(refusal?.message ?? "")")
+            #expect(ContinuousClock.now - started < .seconds(30), "refused at once, not after the 60 s limit")
+        }
+    }
 }
