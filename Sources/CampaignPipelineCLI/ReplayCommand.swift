@@ -50,7 +50,7 @@ struct ReplayCommand: AsyncParsableCommand {
             --group, unless --dry-run, holds it through a consumer group of its own, <group>.replay-lease, which \
             reads nothing (on a cluster with ACLs, its principal needs that group too); a replay that loses it \
             while it runs (stopped or cut off from its brokers for longer than session.timeout.ms, while another \
-            took it) stops, commits what it finished and exits with status 75. \
+            took it) stops, commits nothing more and exits with status 75. \
             --to end is the end when each run starts, a resumed one too. An interrupted replay exits with \
             status 1, so that a script or job does not take it for a finished one; one whose cluster does not \
             answer (down, unreachable, or refusing the TLS or SASL settings) exits with status 69 before it reads \
@@ -177,7 +177,15 @@ struct ReplayCommand: AsyncParsableCommand {
         var lease: ReplayLease?
         if let group, !dryRun {
             do {
-                lease = try await ReplayLease.acquire(group: group, configuration: leaseConfiguration, logger: logger)
+                // A new group's join takes about 3 s; longer, the user is told what it waits for.
+                lease = try await withNotice(after: Self.leaseWaitNotice) {
+                    Self.report(
+                        "Waiting for the lease of --group \(group) (its lease group \(ReplayLease.leaseGroup(of: group)) is answering slowly; "
+                            + "a replay of the group that was killed stays there until its session times out, 10 s by default)…"
+                    )
+                } _: {
+                    try await ReplayLease.acquire(group: group, configuration: leaseConfiguration, logger: logger)
+                }
             } catch let busy as ReplayGroupBusy {
                 FileHandle.standardError.write(Data("Error: \(busy)\n".utf8))
                 throw ExitCode(Self.groupBusyStatus)
@@ -261,8 +269,9 @@ struct ReplayCommand: AsyncParsableCommand {
             Self.report(Self.interruptedSummary(read: summary.totalIn, outcomes: summary.outcomes, unfinished: summary.unfinished, isDryRun: dryRun))
             FileHandle.standardError.write(
                 Data(
-                    ("Error: \(lost). It stopped, its progress committed: once no other replay of the group runs, run it again with "
-                        + "\(resumeOptions(group: configuration.groupID)) to continue.\n").utf8
+                    ("Error: \(lost). It stopped, and committed nothing once it knew (the group's progress is the other replay's now): "
+                        + "once no other replay of the group runs, run it again with \(resumeOptions(group: configuration.groupID)) to continue "
+                        + "from the group's progress.\n").utf8
                 )
             )
             throw ExitCode(Self.groupBusyStatus)
@@ -332,6 +341,9 @@ struct ReplayCommand: AsyncParsableCommand {
 
     /// The exit status of a replay that finished without the records the topic deleted before it could read them.
     static let deletedRecordsStatus: Int32 = 3
+
+    /// How long a replay waits for its group's lease before it says that it waits.
+    static let leaseWaitNotice: Duration = .seconds(6)
 
     /// The exit status when another replay runs in the group given (sysexits' `EX_TEMPFAIL`: try again later).
     static let groupBusyStatus: Int32 = 75

@@ -5,8 +5,8 @@ import Synchronization
 
 /// Stops a replay that loses its group's lease while it runs (``ReplayLease/lost()``): another replay of the group may
 /// hold the lease by then, and a replay that went on would replay what that one replays (with `--deliver`, send to
-/// phones twice). The replay stops as on SIGTERM: it stops reading, finishes and commits what is in flight, and can be
-/// resumed.
+/// phones twice). The replay stops as on SIGTERM (it stops reading and finishes what is in flight), but commits
+/// nothing more: the group's progress is the other replay's now, and a commit of this one's would set it back.
 ///
 /// A service of the replay's group, beside the pipeline: it stays until the group shuts down (a service that returns
 /// ends the group, the pipeline's drain with it).
@@ -30,7 +30,7 @@ final class ReplayLeaseWatch: Service, Sendable {
         guard let lost = await cancelWhenGracefulShutdown({ await lease.lost() }) else { return }
         loss.withLock { $0 = lost }
         logger.error("Stopping: \(lost)")
-        pipeline.stop()
+        pipeline.stopWithoutCommitting()
         try? await gracefulShutdown()
     }
 }

@@ -125,7 +125,7 @@ extension CampaignPipeline {
     /// progress itself rather than through the background auto-commit.) `limit` bounds the wait for the coordinator
     /// (``KafkaConsumer/commit(_:within:)``; `nil`: until it answers).
     func commitReplayProgress(_ plan: ReplayPlan, consumer: KafkaConsumer, within limit: Duration? = nil) async throws(KafkaError) {
-        let due = replayCommits.withLock { commits in commits.done.filter { commits.committed[$0.key] != $0.value } }
+        let due = replayCommits.withLock { commits in commits.isHalted ? [:] : commits.done.filter { commits.committed[$0.key] != $0.value } }
         let offsets = due.sorted { $0.key.partition < $1.key.partition }.compactMap { partition, offset -> KafkaOffsetAndMetadata? in
             guard let metadata = plan.commitMetadata(of: partition) else { return nil }
             return KafkaOffsetAndMetadata(KafkaTopicPartitionOffset(topic: partition.topic, partition: partition.partition, offset: offset), metadata: metadata.encoded)
@@ -241,4 +241,6 @@ struct ReplayCommits {
     var done: [KafkaTopicPartition: Int64] = [:]
     /// The position last committed (or found committed by the group in this range when the replay started).
     var committed: [KafkaTopicPartition: Int64] = [:]
+    /// Nothing more is committed (``CampaignPipeline/stopWithoutCommitting()``).
+    var isHalted = false
 }

@@ -200,6 +200,15 @@ public final class CampaignPipeline: Service {
         stopSignal.fire()
     }
 
+    /// Asks a running replay to stop as ``stop()`` does, committing nothing from now on: for a replay whose group's
+    /// progress is no longer its own (it lost its group's lease, ``ReplayLease/lost()``, and another replay may be
+    /// committing in the group), whose commits would set that progress back. What it finished since its last commit
+    /// is replayed again by a run that resumes the group. A commit already under way still lands.
+    public func stopWithoutCommitting() {
+        replayCommits.withLock { $0.isHalted = true }
+        stopSignal.fire()
+    }
+
     /// Runs until ``stop()``, graceful shutdown, or (with ``PipelineConfiguration/untilIdle``) idleness. A stop while
     /// it starts (its look-ups waiting on the brokers) ends the start-up at once, and it returns without reading.
     ///
