@@ -49,8 +49,8 @@ struct ReplayCommand: AsyncParsableCommand {
             waits for that (on the embedded broker it can fail after 60 s instead; run it again). A replay with \
             --group, unless --dry-run, holds it through a consumer group of its own, <group>.replay-lease, which \
             reads nothing (on a cluster with ACLs, its principal needs that group too); a replay that loses it \
-            while it runs (stopped or cut off from its brokers for longer than session.timeout.ms, while another \
-            took it) stops, commits nothing more and exits with status 75. \
+            while it runs (its process stopped, or cut off from its brokers, for longer than session.timeout.ms: \
+            another may have taken it) stops, commits nothing more and exits with status 75. \
             --to end is the end when each run starts, a resumed one too. An interrupted replay exits with \
             status 1, so that a script or job does not take it for a finished one; one whose cluster does not \
             answer (down, unreachable, or refusing the TLS or SASL settings) exits with status 69 before it reads \

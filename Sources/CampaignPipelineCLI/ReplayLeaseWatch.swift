@@ -27,10 +27,12 @@ final class ReplayLeaseWatch: Service, Sendable {
 
     func run() async throws {
         let lease = self.lease
-        guard let lost = await cancelWhenGracefulShutdown({ await lease.lost() }) else { return }
-        loss.withLock { $0 = lost }
-        logger.error("Stopping: \(lost)")
-        pipeline.stopWithoutCommitting()
+        if let lost = await cancelWhenGracefulShutdown({ await lease.lost() }) {
+            loss.withLock { $0 = lost }
+            pipeline.stopWithoutCommitting()
+            logger.error("Stopping: \(lost)")
+        }
+        // Returns at once when the group is shutting down already (the replay's end or a signal).
         try? await gracefulShutdown()
     }
 }
