@@ -139,10 +139,19 @@ extension CampaignPipeline {
 
     /// Commits the replay's progress every `interval` until cancelled (a commit under way goes on: the stop waits for
     /// it only until the final commit's turn).
+    ///
+    /// A wait that lasted far longer than `interval` means the process was stopped or paused (or starved): a lease of
+    /// the group (``ReplayLease``) may have been lost meanwhile, which its holder learns only once it runs again, so
+    /// that commit waits a round more, for ``stopWithoutCommitting()`` to come first.
     func keepCommittingReplayProgress(_ plan: ReplayPlan, consumer: KafkaConsumer, every interval: Duration) async {
         while !Task.isCancelled {
+            let asleep = ContinuousClock.now
             try? await Task.sleep(for: interval)
             if Task.isCancelled { return }
+            if ContinuousClock.now - asleep > interval + Self.pauseAllowance {
+                logger.info("The replay's process did not run for \((ContinuousClock.now - asleep).components.seconds) s: its next commit waits a round")
+                continue
+            }
             do {
                 try await commitReplayProgress(plan, consumer: consumer)
             } catch {
@@ -151,6 +160,10 @@ extension CampaignPipeline {
             }
         }
     }
+
+    /// How much longer than asked a wait between a replay's commits may last before it counts as a pause of the
+    /// process (``keepCommittingReplayProgress(_:consumer:every:)``).
+    static let pauseAllowance: Duration = .seconds(3)
 
     /// Marks as read through the partitions whose rest of the range holds no readable record.
     ///
