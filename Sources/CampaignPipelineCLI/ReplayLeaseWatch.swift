@@ -31,8 +31,11 @@ final class ReplayLeaseWatch: Service, Sendable {
             loss.withLock { $0 = lost }
             pipeline.stopWithoutCommitting()
             logger.error("Stopping: \(lost)")
+            // librdkafka rejoins a lost member by itself: left at once, so that a replay run again meanwhile (as the
+            // error says to) is not refused for it.
+            await lease.release()
         }
-        // Returns at once when the group is shutting down already (the replay's end or a signal).
+        // Until this service's turn in the group's shutdown, which comes after the pipeline has returned.
         try? await gracefulShutdown()
     }
 }

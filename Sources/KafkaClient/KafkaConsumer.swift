@@ -142,6 +142,16 @@ public final class KafkaConsumer: Sendable {
     /// ``KafkaConsumerConfiguration/willRevokePartitions``).
     public var assignment: Set<KafkaTopicPartition> { shared.state.withLock { $0.assignment } }
 
+    /// The id the group's coordinator gave this consumer's membership (`rd_kafka_memberid`); empty before it first
+    /// joins, and after it lost its membership until it joins again. It changes only when the coordinator dropped the
+    /// member (its session timed out, or a join or sync answered that the member is unknown), which not every such
+    /// drop reports as ``Event/partitionsLost(_:)``.
+    public var memberID: String {
+        guard let id = rd_kafka_memberid(handle.pointer) else { return "" }
+        defer { rd_kafka_mem_free(handle.pointer, id) }
+        return String(cString: id)
+    }
+
     /// How many times `partition` has been assigned to this consumer; it changes, synchronously, every time the
     /// partition is assigned again (for example after an eager rebalance gave it back). Work begun under an
     /// older generation belongs to a reading of the partition that is over.

@@ -30,9 +30,13 @@ public final class ReplayLease: Sendable {
     public let group: String
     private let consumer: KafkaConsumer
 
+    /// The lease member's id when the lease was taken.
+    private let memberID: String
+
     private init(group: String, consumer: KafkaConsumer) {
         self.group = group
         self.consumer = consumer
+        memberID = consumer.memberID
     }
 
     /// The consumer group whose member holds the lease of replay group `group`.
@@ -89,20 +93,31 @@ public final class ReplayLease: Sendable {
     /// rebalances are not a loss: a replay that asks for the lease and is refused makes the holder's partitions move
     /// for a moment.
     ///
+    /// Await it from one task, once: a call cancelled ends the lease's stream of events for later ones.
+    ///
     /// - Returns: the loss; `nil` once the lease is released or the waiting task is cancelled.
     public func lost() async -> ReplayLeaseLost? {
         let consumer = self.consumer
         let group = self.group
+        let memberID = self.memberID
         return await withTaskGroup(of: ReplayLeaseLost?.self) { tasks in
             tasks.addTask {
+                let dropped = ReplayLeaseLost(
+                    group: group,
+                    cause: "its member of the lease group \(Self.leaseGroup(of: group)) lost its place there (its session timed out: the "
+                        + "process was stopped or paused, or the brokers were out of reach, for longer than session.timeout.ms)"
+                )
                 for await event in consumer.events {
-                    // A session that timed out: the coordinator dropped the member (librdkafka rejoins by itself).
-                    if case .partitionsLost = event {
-                        return ReplayLeaseLost(
-                            group: group,
-                            cause: "its member of the lease group \(Self.leaseGroup(of: group)) lost its place there (its session timed out: the "
-                                + "process was stopped or paused, or the brokers were out of reach, for longer than session.timeout.ms)"
-                        )
+                    switch event {
+                    case .partitionsLost:
+                        // A session that timed out: the coordinator dropped the member (librdkafka rejoins by itself).
+                        return dropped
+                    case .partitionsAssigned, .partitionsRevoked:
+                        // Dropped during a rebalance (a join or sync answered that the member is unknown), librdkafka
+                        // rejoins under a new id without reporting a loss.
+                        if !memberID.isEmpty && consumer.memberID != memberID { return dropped }
+                    case .error:
+                        continue
                     }
                 }
                 return nil

@@ -38,12 +38,15 @@ struct ReplayLeaseTests {
 
     /// On a cluster with ACLs a replay's principal needs the lease group too. Without it, the replay used to wait for
     /// the group's answer until its limit and then blame a killed replay; it is refused at once, saying what is missing.
-    @Test("a replay without rights on its lease group is refused at once, naming the group", .timeLimit(.minutes(2)))
-    func leaseGroupNotAuthorized() async throws {
+    @Test(
+        "a replay without rights on its lease group is refused at once, naming the group",
+        .timeLimit(.minutes(2)),
+        arguments: [Int16(10), 11]  // FindCoordinator (no Describe on the group), JoinGroup (no Read)
+    )
+    func leaseGroupNotAuthorized(refusedRequest: Int16) async throws {
         try await withPipelineCluster(partitions: 1) { kafka, configuration in
             let group = "replay-\(UUID().uuidString.prefix(6))"
-            // FindCoordinator (10) for the group refused, as a cluster refuses a principal without Describe on it.
-            try kafka.failRequests(apiKey: 10, count: 1_000, errorCode: 30)
+            try kafka.failRequests(apiKey: refusedRequest, count: 1_000, errorCode: 30)
             let started = ContinuousClock.now
             let refusal = await #expect(throws: KafkaError.self) {
                 let lease = try await ReplayLease.acquire(group: group, configuration: configuration, logger: testLogger, within: .seconds(60))
@@ -52,6 +55,30 @@ struct ReplayLeaseTests {
             #expect(refusal?.librdkafkaName == "GROUP_AUTHORIZATION_FAILED", "\(refusal.map(String.init(describing:)) ?? "")")
             #expect(refusal?.message.contains("needs the group \(ReplayLease.leaseGroup(of: group)) too") == true, "\(refusal?.message ?? "")")
             #expect(ContinuousClock.now - started < .seconds(30), "refused at once, not after the 60 s limit")
+        }
+    }
+
+    /// librdkafka reports no lost assignment for a member dropped during a rebalance: an eager member has revoked its
+    /// partitions already, and rejoins under a new id. The holder must still know that another replay may have taken
+    /// the lease meanwhile.
+    @Test("a holder dropped during a rebalance (its sync answered 'unknown member') has lost its lease", .timeLimit(.minutes(2)))
+    func memberDroppedDuringRebalance() async throws {
+        try await withPipelineCluster(partitions: 1) { kafka, configuration in
+            let lease = try await ReplayLease.acquire(group: "replay-\(UUID().uuidString.prefix(6))", configuration: configuration, logger: testLogger)
+            // Told to rebalance by its heartbeat (REBALANCE_IN_PROGRESS), then its SyncGroup finds it unknown.
+            try kafka.failRequests(apiKey: 14, count: 1, errorCode: 25)
+            try kafka.failRequests(apiKey: 12, count: 1, errorCode: 27)
+            let loss = await withTaskGroup(of: ReplayLeaseLost?.self) { tasks in
+                tasks.addTask { await lease.lost() }
+                tasks.addTask {
+                    try? await Task.sleep(for: .seconds(40))
+                    return nil
+                }
+                defer { tasks.cancelAll() }
+                return await tasks.next() ?? nil
+            }
+            await lease.release()
+            #expect(loss?.cause.contains("lost its place there") == true, "\(loss.map(String.init(describing:)) ?? "no loss within 40 s")")
         }
     }
 }
