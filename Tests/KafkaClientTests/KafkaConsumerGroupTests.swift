@@ -73,19 +73,22 @@ struct KafkaConsumerGroupTests {
     /// A member the group's coordinator forgot (a heartbeat answered UNKNOWN_MEMBER_ID, as after its session timed
     /// out while the brokers were unreachable) loses its assignment: told as `partitionsLost`, not as an ordinary
     /// revocation (nothing could be committed for them), and then assigned again as it rejoins.
-    @Test("a consumer whose group membership is lost reports partitionsLost, then is assigned again")
+    @Test("a consumer whose group membership is lost reports partitionsLost, then is assigned again under a new member id")
     func lostAssignmentIsReportedAsLost() async throws {
         try await withEmbeddedKafka(topics: ["losing": 2]) { kafka in
             let consumer = try KafkaConsumer(configuration: consumerConfiguration(kafka, group: uniqueGroup()), logger: testLogger)
             let seen = Mutex([KafkaConsumer.Event]())
             let events = consumer.events
             let listener = Task { for await event in events { seen.withLock { $0.append(event) } } }
+            #expect(consumer.memberID == "", "no member id before it joins")
             try consumer.subscribe(topics: ["losing"])
             let deadline = ContinuousClock.now + .seconds(30)
             while consumer.assignment.count != 2 {
                 guard ContinuousClock.now < deadline else { throw TestTimeout(description: "never assigned") }
                 try await Task.sleep(for: .milliseconds(50))
             }
+            let firstMemberID = consumer.memberID
+            #expect(!firstMemberID.isEmpty)
             // The next heartbeat (API key 12) is answered UNKNOWN_MEMBER_ID (25).
             try kafka.failRequests(apiKey: 12, count: 1, errorCode: 25)
             let partitions = Set((0..<2).map { KafkaTopicPartition(topic: "losing", partition: Int32($0)) })
@@ -101,6 +104,7 @@ struct KafkaConsumerGroupTests {
                 try await Task.sleep(for: .milliseconds(50))
             }
             #expect(!seen.withLock { $0 }.contains { if case .partitionsRevoked = $0 { true } else { false } }, "lost, not revoked")
+            #expect(!consumer.memberID.isEmpty && consumer.memberID != firstMemberID, "a member dropped joins again as a new one")
             await consumer.close()
             await listener.value
         }
