@@ -14,9 +14,9 @@ public import Logging
 /// commits it would start at their end.
 ///
 /// A holder whose member loses its place in the group (its session timed out: the process was stopped or paused, or
-/// the coordinator was out of reach, for `session.timeout.ms`) has lost the lease: a replay started meanwhile was
-/// alone in the group and took it. ``lost()`` returns then, and the holder stops (a replay that goes on replays what
-/// the other replays too). A replay without rights on the lease group (ACLs) is refused at once, saying so.
+/// the coordinator was out of reach, for `session.timeout.ms`; or the coordinator dropped it during a rebalance) has
+/// lost the lease, which a replay started meanwhile, alone in the group, may have taken. ``lost()`` returns then, and
+/// the holder stops (a replay that goes on replays what the other replays too). A replay without rights on the lease group (ACLs) is refused at once, saying so.
 ///
 /// A holder that was killed stays a member until its session times out (`session.timeout.ms`, 10 s by default). A
 /// Kafka group coordinator then drops it, and a replay that started joining meanwhile takes the lease; the embedded
@@ -99,23 +99,28 @@ public final class ReplayLease: Sendable {
     public func lost() async -> ReplayLeaseLost? {
         let consumer = self.consumer
         let group = self.group
+        let member = "its member of the lease group \(Self.leaseGroup(of: group))"
         let memberID = self.memberID
         return await withTaskGroup(of: ReplayLeaseLost?.self) { tasks in
             tasks.addTask {
-                let dropped = ReplayLeaseLost(
-                    group: group,
-                    cause: "its member of the lease group \(Self.leaseGroup(of: group)) lost its place there (its session timed out: the "
-                        + "process was stopped or paused, or the brokers were out of reach, for longer than session.timeout.ms)"
-                )
                 for await event in consumer.events {
                     switch event {
                     case .partitionsLost:
                         // A session that timed out: the coordinator dropped the member (librdkafka rejoins by itself).
-                        return dropped
+                        return ReplayLeaseLost(
+                            group: group,
+                            cause: "\(member) lost its place there (its session timed out: the process was stopped or paused, or the "
+                                + "brokers were out of reach, for longer than session.timeout.ms)"
+                        )
                     case .partitionsAssigned, .partitionsRevoked:
                         // Dropped during a rebalance (a join or sync answered that the member is unknown), librdkafka
                         // rejoins under a new id without reporting a loss.
-                        if !memberID.isEmpty && consumer.memberID != memberID { return dropped }
+                        if !memberID.isEmpty && consumer.memberID != memberID {
+                            return ReplayLeaseLost(
+                                group: group,
+                                cause: "\(member) lost its place there (the coordinator dropped it during a rebalance, and it joined again as a new member)"
+                            )
+                        }
                     case .error:
                         continue
                     }
@@ -127,7 +132,7 @@ public final class ReplayLease: Sendable {
                 do {
                     for try await _ in consumer.messages {}
                 } catch {
-                    return ReplayLeaseLost(group: group, cause: "its member of the lease group \(Self.leaseGroup(of: group)) failed: \(error)")
+                    return ReplayLeaseLost(group: group, cause: "\(member) failed: \(error)")
                 }
                 return nil
             }
@@ -140,7 +145,7 @@ public final class ReplayLease: Sendable {
     }
 
     /// Leaves the lease group: another replay of the group may start. Waits at most 15 s for the group's coordinator
-    /// (with the brokers gone, the member leaves when its session times out).
+    /// (with the brokers gone, the member leaves when its session times out). A later call returns at once.
     public func release() async {
         await consumer.close(within: .seconds(15))
     }

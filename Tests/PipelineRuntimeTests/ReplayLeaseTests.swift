@@ -78,7 +78,7 @@ struct ReplayLeaseTests {
                 return await tasks.next() ?? nil
             }
             await lease.release()
-            #expect(loss?.cause.contains("lost its place there") == true, "\(loss.map(String.init(describing:)) ?? "no loss within 40 s")")
+            #expect(loss?.cause.contains("lost its place there (the coordinator dropped it during a rebalance") == true, "\(loss.map(String.init(describing:)) ?? "no loss within 40 s")")
         }
     }
 }
