@@ -16,7 +16,9 @@ public import Logging
 /// A holder whose member loses its place in the group (its session timed out: the process was stopped or paused, or
 /// the coordinator was out of reach, for `session.timeout.ms`; or the coordinator dropped it during a rebalance) has
 /// lost the lease, which a replay started meanwhile, alone in the group, may have taken. ``lost()`` returns then, and
-/// the holder stops (a replay that goes on replays what the other replays too). A replay without rights on the lease group (ACLs) is refused at once, saying so.
+/// the holder stops (a replay that goes on replays what the other replays too). A replay the lease group refuses for
+/// good (no rights on it with ACLs, a session timeout outside the brokers' bounds, a member of another protocol, a full
+/// group) fails at once, saying which.
 ///
 /// A holder that was killed stays a member until its session times out (`session.timeout.ms`, 10 s by default). A
 /// Kafka group coordinator then drops it, and a replay that started joining meanwhile takes the lease; the embedded
@@ -52,7 +54,7 @@ public final class ReplayLease: Sendable {
     ///     `group.initial.rebalance.delay.ms`, 3 s by default; a killed holder's member is waited for until its session
     ///     times out).
     /// - Throws: ``ReplayGroupBusy`` when another member is in the lease group; ``KafkaError`` when the group does not
-    ///   answer within `limit`, the principal is not authorized to use it, or a topic cannot be looked up.
+    ///   answer within `limit`, refuses its member for good (see above), or a topic cannot be looked up.
     public static func acquire(
         group: String,
         configuration: PipelineConfiguration,
@@ -159,14 +161,9 @@ public final class ReplayLease: Sendable {
                     case .partitionsAssigned(let partitions):
                         // Eager (roundrobin): the first assignment is the whole of it.
                         return partitions.count
-                    case .error(let error) where error.librdkafkaName == "GROUP_AUTHORIZATION_FAILED":
-                        // librdkafka would go on asking; the rights will not come by themselves.
-                        throw KafkaError(
-                            code: .consumerFailed,
-                            message: "the replay may not use its lease group \(leaseGroup) (\(error.message)): on a cluster with ACLs, the "
-                                + "principal of a replay with --group needs the group \(leaseGroup) too (Read and Describe, as on its own group)",
-                            librdkafkaName: error.librdkafkaName
-                        )
+                    case .error(let error):
+                        // librdkafka would go on asking; none of these answers changes by itself.
+                        if let refusal = refusal(error, leaseGroup: leaseGroup) { throw refusal }
                     default:
                         continue
                     }
@@ -188,6 +185,34 @@ public final class ReplayLease: Sendable {
             }
             return held
         }
+    }
+}
+
+extension ReplayLease {
+    /// The error a replay fails with at once when the lease group's coordinator answers its join with `error`, a
+    /// refusal that asking again does not change; `nil` for any other error (the brokers out of reach, …), which
+    /// librdkafka retries until the limit of ``acquire(group:configuration:logger:within:)``.
+    static func refusal(_ error: KafkaError, leaseGroup: String) -> KafkaError? {
+        let advice: String
+        switch error.librdkafkaName {
+        case "GROUP_AUTHORIZATION_FAILED":
+            advice = "the replay may not use its lease group \(leaseGroup) (\(error.message)): on a cluster with ACLs, the principal of a "
+                + "replay with --group needs the group \(leaseGroup) too (Read and Describe, as on its own group)"
+        case "INVALID_SESSION_TIMEOUT":
+            advice = "the brokers refuse the session timeout of the replay's lease group \(leaseGroup) (\(error.message)): "
+                + "session.timeout.ms in the Kafka properties must lie within the brokers' group.min.session.timeout.ms and "
+                + "group.max.session.timeout.ms (6 s and 30 min by Kafka's defaults)"
+        case "INCONSISTENT_GROUP_PROTOCOL":
+            advice = "the replay's lease group \(leaseGroup) has a member that is not a replay's lease (\(error.message)): another "
+                + "client uses that group with another protocol; groups named after a replay group with \".replay-lease\" are the "
+                + "replays' own"
+        case "GROUP_MAX_SIZE_REACHED":
+            advice = "the replay's lease group \(leaseGroup) is full (\(error.message)): the brokers' group.max.size admits no "
+                + "other member, so another replay of the group, or another client in its lease group, is there"
+        default:
+            return nil
+        }
+        return KafkaError(code: .consumerFailed, message: advice, librdkafkaName: error.librdkafkaName)
     }
 }
 

@@ -36,24 +36,35 @@ struct ReplayLeaseTests {
         }
     }
 
-    /// On a cluster with ACLs a replay's principal needs the lease group too. Without it, the replay used to wait for
-    /// the group's answer until its limit and then blame a killed replay; it is refused at once, saying what is missing.
+    /// A refusal from the lease group that asking again does not change. On a cluster with ACLs a replay's principal
+    /// needs the lease group too; without it, the replay used to wait for the group's answer until its limit and then
+    /// blame a killed replay. It, and the lease group's other refusals for good, fail at once, saying what is wrong.
     @Test(
-        "a replay without rights on its lease group is refused at once, naming the group",
-        .timeLimit(.minutes(2)),
-        arguments: [Int16(10), 11]  // FindCoordinator (no Describe on the group), JoinGroup (no Read)
+        "a replay the lease group refuses for good fails at once, naming the group and the reason",
+        .timeLimit(.minutes(3)),
+        arguments: [
+            // FindCoordinator (API key 10) without Describe on the group, JoinGroup (11) without Read.
+            (Int16(10), Int32(30), "GROUP_AUTHORIZATION_FAILED", "needs the group %@ too"),
+            (Int16(11), Int32(30), "GROUP_AUTHORIZATION_FAILED", "needs the group %@ too"),
+            (Int16(11), Int32(26), "INVALID_SESSION_TIMEOUT", "session.timeout.ms in the Kafka properties must lie within"),
+            (Int16(11), Int32(23), "INCONSISTENT_GROUP_PROTOCOL", "has a member that is not a replay's lease"),
+            (Int16(11), Int32(81), "GROUP_MAX_SIZE_REACHED", "is full"),
+        ]
     )
-    func leaseGroupNotAuthorized(refusedRequest: Int16) async throws {
+    func leaseGroupRefusesForGood(refusedRequest: Int16, errorCode: Int32, name: String, advice: String) async throws {
         try await withPipelineCluster(partitions: 1) { kafka, configuration in
             let group = "replay-\(UUID().uuidString.prefix(6))"
-            try kafka.failRequests(apiKey: refusedRequest, count: 1_000, errorCode: 30)
+            let leaseGroup = ReplayLease.leaseGroup(of: group)
+            try kafka.failRequests(apiKey: refusedRequest, count: 1_000, errorCode: errorCode)
             let started = ContinuousClock.now
             let refusal = await #expect(throws: KafkaError.self) {
                 let lease = try await ReplayLease.acquire(group: group, configuration: configuration, logger: testLogger, within: .seconds(60))
                 await lease.release()
             }
-            #expect(refusal?.librdkafkaName == "GROUP_AUTHORIZATION_FAILED", "\(refusal.map(String.init(describing:)) ?? "")")
-            #expect(refusal?.message.contains("needs the group \(ReplayLease.leaseGroup(of: group)) too") == true, "\(refusal?.message ?? "")")
+            #expect(refusal?.librdkafkaName == name, "\(refusal.map(String.init(describing:)) ?? "")")
+            let message = refusal?.message ?? ""
+            #expect(message.contains(advice.replacingOccurrences(of: "%@", with: leaseGroup)), "\(message)")
+            #expect(message.contains(leaseGroup), "names the lease group: \(message)")
             #expect(ContinuousClock.now - started < .seconds(30), "refused at once, not after the 60 s limit")
         }
     }
