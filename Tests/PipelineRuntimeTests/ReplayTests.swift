@@ -360,6 +360,32 @@ struct ReplayTests {
         }
     }
 
+    /// A replay whose lease group answers slowly used to sit silent for up to a minute before its first line. After
+    /// `leaseWaitNotice` (6 s) it says what it waits for, then goes on once the lease is taken.
+    @Test("campaign-pipeline replay says that it waits for its group's lease when the lease group answers slowly", .timeLimit(.minutes(3)))
+    func slowLeaseIsSaid() async throws {
+        let executable = try #require(pipelineExecutable, "campaign-pipeline was not found next to the test bundle; build it first")
+        try await withReplayCluster { kafka, configuration in
+            try await produce(try events(20, base: Date()), to: configuration.topics.sends, kafka: kafka)
+            let group = "replay-slow-lease-\(UUID().uuidString.prefix(6))"
+            // The lease member's joins (JoinGroup, API key 11; the replay itself joins no group) are answered
+            // COORDINATOR_LOAD_IN_PROGRESS (14), which librdkafka retries, a second apart, before one is taken.
+            try kafka.failRequests(apiKey: 11, count: 12, errorCode: 14)
+            let arguments = ["replay", "--bootstrap-servers", kafka.bootstrapServers, "--from", "beginning", "--group", group]
+            let started = ContinuousClock.now
+            let run = try await ChildProcess.run(executable, arguments, environment: childEnvironment(["LOG_LEVEL": "warning"]), timeout: .seconds(120))
+            #expect(ContinuousClock.now - started > .seconds(6), "the lease was slow to come")
+            #expect(run.status == 0, "\(run.stderr.suffix(2_000))")
+            let waiting = try #require(
+                run.stdout.range(of: "Waiting for the lease of --group \(group) (its lease group \(group).replay-lease is answering slowly"),
+                "\(run.stdout)"
+            )
+            let groupLine = try #require(run.stdout.range(of: "Group: \(group)"), "\(run.stdout)")
+            #expect(waiting.lowerBound < groupLine.lowerBound, "said while waiting, before the replay starts: \(run.stdout)")
+            #expect(run.stdout.contains("Replayed 20 records"), "\(run.stdout)")
+        }
+    }
+
     /// The reviewer's reproduction: a group reused for another range took its committed offset, progress in the first
     /// range, for progress in the second. `--from 0:2 --to 0:4` then `--from 0:0 --to 0:2` with the same group said
     /// the group had replayed the whole range (offsets 0 and 1 never were) and exited 0; `[0, 20)` after `[5, 10)`
