@@ -30,7 +30,8 @@ public import Logging
 public final class ReplayLease: Sendable {
     /// The replay group this lease is for.
     public let group: String
-    private let consumer: KafkaConsumer
+    /// The lease group member (internal for tests, which make it fail).
+    let consumer: KafkaConsumer
 
     /// The lease member's id when the lease was taken.
     private let memberID: String

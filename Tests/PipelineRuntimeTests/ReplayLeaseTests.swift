@@ -1,6 +1,6 @@
 import Foundation
-import KafkaClient
-import PipelineRuntime
+@testable import KafkaClient
+@testable import PipelineRuntime
 import Testing
 
 @Suite("One replay at a time in a replay group")
@@ -79,17 +79,38 @@ struct ReplayLeaseTests {
             // Told to rebalance by its heartbeat (REBALANCE_IN_PROGRESS), then its SyncGroup finds it unknown.
             try kafka.failRequests(apiKey: 14, count: 1, errorCode: 25)
             try kafka.failRequests(apiKey: 12, count: 1, errorCode: 27)
-            let loss = await withTaskGroup(of: ReplayLeaseLost?.self) { tasks in
-                tasks.addTask { await lease.lost() }
-                tasks.addTask {
-                    try? await Task.sleep(for: .seconds(40))
-                    return nil
-                }
-                defer { tasks.cancelAll() }
-                return await tasks.next() ?? nil
-            }
+            let loss = await loss(of: lease, within: .seconds(40))
             await lease.release()
             #expect(loss?.cause.contains("lost its place there (the coordinator dropped it during a rebalance") == true, "\(loss.map(String.init(describing:)) ?? "no loss within 40 s")")
+        }
+    }
+
+    /// A lease member whose consumer fails for good (a fatal error, here the one a fenced static member gets) can no
+    /// longer tell whether it holds the lease: that is a loss too, naming the error.
+    @Test("a holder whose lease member fails for good has lost its lease, and says why", .timeLimit(.minutes(2)))
+    func memberFailedForGood() async throws {
+        try await withPipelineCluster(partitions: 1) { _, configuration in
+            let group = "replay-\(UUID().uuidString.prefix(6))"
+            let lease = try await ReplayLease.acquire(group: group, configuration: configuration, logger: testLogger)
+            #expect(lease.consumer.simulateFatalError())
+            let loss = await loss(of: lease, within: .seconds(30))
+            await lease.release()
+            let description = loss.map(String.init(describing:)) ?? "no loss within 30 s"
+            #expect(description.contains("the replay lost its lease of --group \(group): its member of the lease group \(group).replay-lease failed:"), "\(description)")
+            #expect(description.contains("simulated fencing"), "names the consumer's error: \(description)")
+        }
+    }
+
+    /// What `lease.lost()` returns within `limit`; `nil` when it has not returned by then.
+    private func loss(of lease: ReplayLease, within limit: Duration) async -> ReplayLeaseLost? {
+        await withTaskGroup(of: ReplayLeaseLost?.self) { tasks in
+            tasks.addTask { await lease.lost() }
+            tasks.addTask {
+                try? await Task.sleep(for: limit)
+                return nil
+            }
+            defer { tasks.cancelAll() }
+            return await tasks.next() ?? nil
         }
     }
 }
