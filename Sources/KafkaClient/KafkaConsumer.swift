@@ -970,7 +970,7 @@ extension KafkaConsumer {
             topic: topic,
             partition: message.pointee.partition >= 0 ? message.pointee.partition : nil
         )
-        logger.warning("Fetch error", metadata: ["error": "\(error)"])
+        logger.warning("Consumer error", metadata: ["error": "\(error)"])
         events.yield(.error(error))
         // A subscribed topic that does not exist stops nothing: it may be created later.
         return nil

@@ -71,6 +71,8 @@ public final class CampaignPipeline: Service {
     let sinkStop = Mutex<(sink: String, failure: SinkFailure)?>(nil)
     /// The error a producer failed with for good, which stops the pipeline.
     let producerFailure = Mutex<KafkaError?>(nil)
+    /// The consumer group's refusal of this instance for good, which stops the pipeline.
+    let groupRefusal = Mutex<KafkaError?>(nil)
     /// The producers of the current run (for tests that make one fail).
     let runProducers = Mutex<[KafkaProducer]>([])
     /// Warnings that can come once per record, each logged in full at most ten times in ten seconds.
@@ -423,6 +425,9 @@ public final class CampaignPipeline: Service {
         if failure == nil, let error = producerFailure.withLock({ $0 }) {
             failure = PipelineRuntimeError.producerFailed(reason: "\(error)")
         }
+        if failure == nil, let error = groupRefusal.withLock({ $0 }) {
+            failure = PipelineRuntimeError.groupRefused(group: configuration.groupID, reason: "\(error)", advice: GroupRefusal.advice(for: error, group: configuration.groupID))
+        }
         if failure == nil, let (sink, reason) = sinkStop.withLock({ $0 }) {
             failure = PipelineRuntimeError.sinkStopped(sink: sink, reason: reason.detail)
         }
@@ -534,16 +539,32 @@ public final class CampaignPipeline: Service {
 
     /// A producer failed for good: stop consuming; ``run()`` ends with ``PipelineRuntimeError/producerFailed(reason:)``.
     func stopBecauseProducerFailed(_ error: KafkaError) {
-        let isFirst = producerFailure.withLock { failure in
-            defer { if failure == nil { failure = error } }
-            return failure == nil
-        }
-        guard isFirst else { return }
+        guard Self.keepFirst(error, in: producerFailure) else { return }
         logger.critical(
             "The Kafka producer failed for good; the pipeline stops. Events whose outputs it had not written stay uncommitted and are processed again after a restart",
             metadata: ["error": "\(error)"]
         )
         stopSignal.fire()
+    }
+
+    /// The consumer group refused this instance for good (``KafkaError/isGroupRefusal``): stop; ``run()`` ends with
+    /// ``PipelineRuntimeError/groupRefused(group:reason:advice:)``.
+    func stopBecauseGroupRefused(_ error: KafkaError) {
+        guard Self.keepFirst(error, in: groupRefusal) else { return }
+        logger.critical(
+            "The consumer group refuses this instance for good; the pipeline stops",
+            metadata: ["group": "\(configuration.groupID)", "error": "\(error)", "fix": "\(GroupRefusal.advice(for: error, group: configuration.groupID))"]
+        )
+        stopSignal.fire()
+    }
+
+    /// Keeps `error` in `slot` unless it holds one already; whether it was kept (the first).
+    private static func keepFirst(_ error: KafkaError, in slot: borrowing Mutex<KafkaError?>) -> Bool {
+        slot.withLock { kept in
+            guard kept == nil else { return false }
+            kept = error
+            return true
+        }
     }
 
     // MARK: - Clients
@@ -811,6 +832,9 @@ public final class CampaignPipeline: Service {
             } else {
                 logger.info("Revoked", metadata: ["partitions": "\(partitions.map(\.description).sorted().joined(separator: ","))"])
             }
+        case .error(let error) where error.isGroupRefusal:
+            // librdkafka would go on asking for ever, the instance never ready: none of these answers changes by itself.
+            stopBecauseGroupRefused(error)
         case .error(let error):
             // The consumer logs it at warning itself.
             logger.debug("Consumer reported an error", metadata: ["error": "\(error)"])
@@ -858,6 +882,9 @@ public enum PipelineRuntimeError: Error, CustomStringConvertible, Equatable {
     /// A Kafka producer failed for good (librdkafka's fatal error, such as an idempotent producer's broken sequence);
     /// the pipeline stopped consuming.
     case producerFailed(reason: String)
+    /// The consumer group refused this instance for good (its principal may not use the group, a session timeout
+    /// outside the brokers' bounds, a member of another protocol, a full group); the pipeline stopped.
+    case groupRefused(group: String, reason: String, advice: String)
 
     public var description: String {
         switch self {
@@ -869,6 +896,8 @@ public enum PipelineRuntimeError: Error, CustomStringConvertible, Equatable {
             "sink \(sink) stopped: \(reason). The pipeline stopped consuming; nothing after the last delivered event was committed. Fix the sink's credentials and restart"
         case .producerFailed(let reason):
             "the Kafka producer failed for good: \(reason). The pipeline stopped consuming; events whose outputs were not written stay uncommitted. Restart to go on with a new producer"
+        case .groupRefused(let group, let reason, let advice):
+            "the consumer group \(group) refuses this instance: \(reason). The pipeline stopped; what it had read and not committed is read again by the group. To fix: \(advice); then restart"
         }
     }
 }

@@ -190,30 +190,19 @@ public final class ReplayLease: Sendable {
 }
 
 extension ReplayLease {
-    /// The error a replay fails with at once when the lease group's coordinator answers its join with `error`, a
-    /// refusal that asking again does not change; `nil` for any other error (the brokers out of reach, …), which
-    /// librdkafka retries until the limit of ``acquire(group:configuration:logger:within:)``.
+    /// The error a replay fails with at once when the lease group refuses its member for good (`error`
+    /// ``KafkaError/isGroupRefusal``); `nil` for any other error (the brokers out of reach, …), which librdkafka
+    /// retries until the limit of ``acquire(group:configuration:logger:within:)``.
     static func refusal(_ error: KafkaError, leaseGroup: String) -> KafkaError? {
-        let advice: String
-        switch error.librdkafkaName {
-        case "GROUP_AUTHORIZATION_FAILED":
-            advice = "the replay may not use its lease group \(leaseGroup) (\(error.message)): on a cluster with ACLs, the principal of a "
-                + "replay with --group needs the group \(leaseGroup) too (Read and Describe, as on its own group)"
-        case "INVALID_SESSION_TIMEOUT":
-            advice = "the brokers refuse the session timeout of the replay's lease group \(leaseGroup) (\(error.message)): "
-                + "session.timeout.ms in the Kafka properties must lie within the brokers' group.min.session.timeout.ms and "
-                + "group.max.session.timeout.ms (6 s and 30 min by Kafka's defaults)"
-        case "INCONSISTENT_GROUP_PROTOCOL":
-            advice = "the replay's lease group \(leaseGroup) has a member that is not a replay's lease (\(error.message)): another "
-                + "client uses that group with another protocol; groups named after a replay group with \".replay-lease\" are the "
-                + "replays' own"
-        case "GROUP_MAX_SIZE_REACHED":
-            advice = "the replay's lease group \(leaseGroup) is full (\(error.message)): the brokers' group.max.size admits no "
-                + "other member, so another replay of the group, or another client in its lease group, is there"
-        default:
-            return nil
-        }
-        return KafkaError(code: .consumerFailed, message: advice, librdkafkaName: error.librdkafkaName)
+        guard error.isGroupRefusal else { return nil }
+        let message =
+            if error.librdkafkaName == "GROUP_AUTHORIZATION_FAILED" {
+                "the replay may not use its lease group \(leaseGroup) (\(error.message)): on a cluster with ACLs, the principal of a "
+                    + "replay with --group needs the group \(leaseGroup) too (Read and Describe, as on its own group)"
+            } else {
+                "the replay's lease group \(leaseGroup) refuses its member (\(error.message)): \(GroupRefusal.advice(for: error, group: leaseGroup))"
+            }
+        return KafkaError(code: .consumerFailed, message: message, librdkafkaName: error.librdkafkaName)
     }
 }
 

@@ -721,6 +721,42 @@ struct KafkaConsumerGroupTests {
             #expect(fetched == 3_000, "\(fetched) records fetched for 3,000")
         }
     }
+
+    /// What `CampaignPipeline` and `ReplayLease` stop on: librdkafka goes on asking a group that refused a member for
+    /// good, and reports each refusal (of the coordinator look-up, or of the join) as an error event.
+    @Test(
+        "a subscribed consumer its group refuses for good reports a group refusal; one told to wait does not",
+        .timeLimit(.minutes(2)),
+        arguments: [(Int16(10), Int32(30), true), (Int16(11), Int32(30), true), (Int16(11), Int32(26), true), (Int16(11), Int32(14), false)]
+    )
+    func groupRefusalIsReported(refusedRequest: Int16, errorCode: Int32, isRefusal: Bool) async throws {
+        try await withEmbeddedKafka(topics: ["refused": 1]) { kafka in
+            try kafka.failRequests(apiKey: refusedRequest, count: isRefusal ? 1_000 : 3, errorCode: errorCode)
+            let consumer = try KafkaConsumer(configuration: consumerConfiguration(kafka, group: uniqueGroup()), logger: testLogger)
+            try consumer.subscribe(topics: ["refused"])
+            // The first error, or the assignment once the group takes the member (COORDINATOR_LOAD_IN_PROGRESS is waited out).
+            let first = try await within(.seconds(30)) { () -> KafkaConsumer.Event? in
+                for await event in consumer.events {
+                    switch event {
+                    case .error, .partitionsAssigned: return event
+                    default: continue
+                    }
+                }
+                return nil
+            }
+            await consumer.close()
+            switch first ?? nil {
+            case .error(let error)?:
+                #expect(isRefusal, "an error for a refusal that goes away: \(error)")
+                #expect(error.isGroupRefusal, "\(error)")
+                #expect(error.message.contains(refusedRequest == 10 ? "FindCoordinator" : "JoinGroup"), "\(error)")
+            case .partitionsAssigned?:
+                #expect(!isRefusal, "assigned despite the refusal")
+            default:
+                Issue.record("neither an error nor an assignment within 30 s")
+            }
+        }
+    }
 }
 
 /// The position after the last record of each partition in `messages`.

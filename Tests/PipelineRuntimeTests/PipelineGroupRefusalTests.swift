@@ -1,0 +1,73 @@
+import Foundation
+import KafkaClient
+import PipelineCore
+import PipelineRuntime
+import Testing
+
+/// A consumer group that refuses an instance for good (librdkafka goes on asking, and reports each refusal as an
+/// error): the instance used to wait for ever, never ready, logging the refusal. It stops instead, saying what to fix.
+@Suite("An instance its consumer group refuses for good stops, saying why")
+struct PipelineGroupRefusalTests {
+    @Test(
+        "a streaming pipeline its group refuses stops at once with the refusal and what to change",
+        .timeLimit(.minutes(3)),
+        arguments: [
+            // FindCoordinator (API key 10) without Describe on the group, JoinGroup (11) without Read.
+            (Int16(10), Int32(30), "GROUP_AUTHORIZATION_FAILED", "the client's principal needs Read and Describe on the group %@"),
+            (Int16(11), Int32(30), "GROUP_AUTHORIZATION_FAILED", "the client's principal needs Read and Describe on the group %@"),
+            (Int16(11), Int32(26), "INVALID_SESSION_TIMEOUT", "session.timeout.ms in the Kafka properties must lie within"),
+            (Int16(11), Int32(23), "INCONSISTENT_GROUP_PROTOCOL", "a member of the group %@ uses another protocol"),
+            (Int16(11), Int32(81), "GROUP_MAX_SIZE_REACHED", "the group %@ has as many members as the brokers' group.max.size admits"),
+        ]
+    )
+    func refusedInstanceStops(refusedRequest: Int16, errorCode: Int32, name: String, advice: String) async throws {
+        try await withPipelineCluster(partitions: 1) { kafka, configuration in
+            let factory = try EventFactory()
+            let inputs = (0..<5).map { index in
+                (key: "user-\(index)", value: JSONValue.object(factory.event(EventFactory.kinds[0], id: "refused-\(index)", recipient: "user-\(index)")).encoded())
+            }
+            try await produce(inputs, to: configuration.topics.sends, kafka: kafka)
+            try kafka.failRequests(apiKey: refusedRequest, count: 10_000, errorCode: errorCode)
+            var streaming = configuration
+            streaming.untilIdle = nil
+            let pipeline = CampaignPipeline(configuration: streaming, registry: builtinRegistry, logger: testLogger)
+            let started = ContinuousClock.now
+            // Before the change the run never ended (the time limit fails it).
+            let ending: (any Error)?
+            do {
+                try await pipeline.run()
+                ending = nil
+            } catch {
+                ending = error
+            }
+            guard let error = ending, case .groupRefused(let group, let reason, let given)? = error as? PipelineRuntimeError else {
+                Issue.record("expected the pipeline to stop with groupRefused, got \(ending.map { "\($0)" } ?? "no error")")
+                return
+            }
+            #expect(group == configuration.groupID)
+            #expect(reason.contains(name), "\(reason)")
+            #expect(given.contains(advice.replacingOccurrences(of: "%@", with: configuration.groupID)), "\(given)")
+            #expect("\(error)".contains("the consumer group \(configuration.groupID) refuses this instance"), "\(error)")
+            #expect(pipeline.statistics.snapshot.totalIn == 0, "it read nothing")
+            #expect(ContinuousClock.now - started < .seconds(60), "stopped at once (with the drain's and the close's bounds)")
+        }
+    }
+
+    @Test("campaign-pipeline run its group refuses exits 1, naming the group, the refusal and what to change", .timeLimit(.minutes(3)))
+    func refusedExecutableExits() async throws {
+        let executable = try #require(pipelineExecutable, "campaign-pipeline was not found next to the test bundle; build it first")
+        try await withPipelineCluster(partitions: 1) { kafka, configuration in
+            try kafka.failRequests(apiKey: 11, count: 10_000, errorCode: 30)
+            let run = try await ChildProcess.run(
+                executable,
+                ["run", "--bootstrap-servers", kafka.bootstrapServers, "--group", configuration.groupID],
+                environment: childEnvironment(["LOG_LEVEL": "warning"]),
+                timeout: .seconds(120)
+            )
+            #expect(run.status == 1, "\(run.stdout.suffix(2_000)) \(run.stderr.suffix(2_000))")
+            #expect(run.stderr.contains("the consumer group \(configuration.groupID) refuses this instance"), "\(run.stderr.suffix(2_000))")
+            #expect(run.stderr.contains("GROUP_AUTHORIZATION_FAILED"), "\(run.stderr.suffix(2_000))")
+            #expect(run.stderr.contains("Read and Describe on the group \(configuration.groupID)"), "\(run.stderr.suffix(2_000))")
+        }
+    }
+}
