@@ -118,11 +118,12 @@ public struct KafkaError: Error, Sendable, Hashable, CustomStringConvertible {
 }
 
 extension KafkaError {
-    /// Whether this is a group coordinator's refusal of a member that asking again does not change, as a subscribed
-    /// consumer reports it (a ``KafkaConsumer/Event/error(_:)`` from the coordinator look-up or the join, which
-    /// librdkafka goes on retrying for as long as the consumer runs): the principal may not use the group (ACLs), the
-    /// session timeout is outside the brokers' bounds, a member of the group uses another protocol, or the group has
-    /// the brokers' `group.max.size` members.
+    /// Whether this is a group coordinator's refusal of a member, as a subscribed consumer reports it (a
+    /// ``KafkaConsumer/Event/error(_:)`` from the coordinator look-up, the join or the committed offsets' look-up after
+    /// it, which librdkafka goes on retrying for as long as the consumer runs): the principal may not use the group
+    /// (ACLs), the session timeout is outside the brokers' bounds, a member of the group uses another protocol, or the
+    /// group has the brokers' `group.max.size` members. Asking again changes none of them until the cluster or the
+    /// group does (ACLs that reach the brokers, members that leave).
     public var isGroupRefusal: Bool {
         switch librdkafkaName {
         case "GROUP_AUTHORIZATION_FAILED", "INVALID_SESSION_TIMEOUT", "INCONSISTENT_GROUP_PROTOCOL", "GROUP_MAX_SIZE_REACHED": true

@@ -71,8 +71,13 @@ public final class CampaignPipeline: Service {
     let sinkStop = Mutex<(sink: String, failure: SinkFailure)?>(nil)
     /// The error a producer failed with for good, which stops the pipeline.
     let producerFailure = Mutex<KafkaError?>(nil)
-    /// The consumer group's refusal of this instance for good, which stops the pipeline.
+    /// The consumer group's refusal of this instance for good, once it lasted ``PipelineConfiguration/groupRefusalTimeout``,
+    /// which stops the pipeline.
     let groupRefusal = Mutex<KafkaError?>(nil)
+    /// The group's refusal not yet outlasted (cleared by an assignment), and which of them it is.
+    let pendingGroupRefusal = Mutex<(error: KafkaError, serial: Int)?>(nil)
+    /// How many refusals began (``pendingGroupRefusal``'s serial numbers).
+    let groupRefusalCount = Atomic<Int>(0)
     /// The producers of the current run (for tests that make one fail).
     let runProducers = Mutex<[KafkaProducer]>([])
     /// Warnings that can come once per record, each logged in full at most ten times in ten seconds.
@@ -547,12 +552,43 @@ public final class CampaignPipeline: Service {
         stopSignal.fire()
     }
 
-    /// The consumer group refused this instance for good (``KafkaError/isGroupRefusal``): stop; ``run()`` ends with
-    /// ``PipelineRuntimeError/groupRefused(group:reason:advice:)``.
+    /// The consumer group refused this instance (``KafkaError/isGroupRefusal``): librdkafka asks again for ever, the
+    /// instance unready meanwhile. Returns the refusal's serial number when it begins one (none is pending), for
+    /// ``stopIfStillRefused(_:)``.
+    private func noteGroupRefusal(_ error: KafkaError) -> Int? {
+        guard !isStopping else { return nil }
+        let serial: Int? = pendingGroupRefusal.withLock { pending in
+            guard pending == nil else { return nil }
+            let serial = groupRefusalCount.wrappingAdd(1, ordering: .relaxed).newValue
+            pending = (error, serial)
+            return serial
+        }
+        guard let serial else { return nil }
+        logger.warning(
+            "The consumer group refuses this instance; the pipeline stops unless the group takes it within \(configuration.groupRefusalTimeout.components.seconds) s (processing.groupRefusalSeconds)",
+            metadata: ["group": "\(configuration.groupID)", "error": "\(error)", "fix": "\(GroupRefusal.advice(for: error, group: configuration.groupID))"]
+        )
+        return serial
+    }
+
+    /// Stops the pipeline when refusal `serial` is still pending after ``PipelineConfiguration/groupRefusalTimeout``.
+    private func stopIfStillRefused(_ serial: Int) async {
+        do {
+            try await Task.sleep(for: configuration.groupRefusalTimeout)
+        } catch {
+            return
+        }
+        guard let pending = pendingGroupRefusal.withLock({ $0 }), pending.serial == serial else { return }
+        stopBecauseGroupRefused(pending.error)
+    }
+
+    /// The consumer group refused this instance for ``PipelineConfiguration/groupRefusalTimeout``: stop; ``run()``
+    /// ends with ``PipelineRuntimeError/groupRefused(group:reason:advice:)``. Nothing when it stops already (a
+    /// SIGTERM's drain, another failure).
     func stopBecauseGroupRefused(_ error: KafkaError) {
-        guard Self.keepFirst(error, in: groupRefusal) else { return }
+        guard !isStopping, Self.keepFirst(error, in: groupRefusal) else { return }
         logger.critical(
-            "The consumer group refuses this instance for good; the pipeline stops",
+            "The consumer group still refuses this instance; the pipeline stops",
             metadata: ["group": "\(configuration.groupID)", "error": "\(error)", "fix": "\(GroupRefusal.advice(for: error, group: configuration.groupID))"]
         )
         stopSignal.fire()
@@ -783,6 +819,11 @@ public final class CampaignPipeline: Service {
                 if replay == nil, case .partitionsAssigned(let partitions) = event {
                     checks.addTask { await self.checkCommittedStarts(of: partitions, consumer: consumer) }
                 }
+                // A replay joins no group (its consumer only looks up its group's coordinator, which a dry run does
+                // not need): a streaming instance is the one its group can refuse.
+                if replay == nil, case .error(let error) = event, error.isGroupRefusal, let serial = noteGroupRefusal(error) {
+                    checks.addTask { await self.stopIfStillRefused(serial) }
+                }
             }
         }
     }
@@ -791,6 +832,8 @@ public final class CampaignPipeline: Service {
     private func follow(_ event: KafkaConsumer.Event, of consumer: KafkaConsumer) {
         switch event {
         case .partitionsAssigned(let partitions):
+            // The group took this instance: a refusal before is over.
+            pendingGroupRefusal.withLock { $0 = nil }
             let count = consumer.assignment.count
             runState.withLock { state in
                 state.hasJoinedGroup = true
@@ -832,9 +875,6 @@ public final class CampaignPipeline: Service {
             } else {
                 logger.info("Revoked", metadata: ["partitions": "\(partitions.map(\.description).sorted().joined(separator: ","))"])
             }
-        case .error(let error) where error.isGroupRefusal:
-            // librdkafka would go on asking for ever, the instance never ready: none of these answers changes by itself.
-            stopBecauseGroupRefused(error)
         case .error(let error):
             // The consumer logs it at warning itself.
             logger.debug("Consumer reported an error", metadata: ["error": "\(error)"])
@@ -882,8 +922,9 @@ public enum PipelineRuntimeError: Error, CustomStringConvertible, Equatable {
     /// A Kafka producer failed for good (librdkafka's fatal error, such as an idempotent producer's broken sequence);
     /// the pipeline stopped consuming.
     case producerFailed(reason: String)
-    /// The consumer group refused this instance for good (its principal may not use the group, a session timeout
-    /// outside the brokers' bounds, a member of another protocol, a full group); the pipeline stopped.
+    /// The consumer group refused this instance (its principal may not use the group, a session timeout outside the
+    /// brokers' bounds, a member of another protocol, a full group) for ``PipelineConfiguration/groupRefusalTimeout``;
+    /// the pipeline stopped.
     case groupRefused(group: String, reason: String, advice: String)
 
     public var description: String {

@@ -258,10 +258,11 @@ extension PipelineConfiguration {
                     case "maxRetryBackoffSeconds": maxRetryBackoff = .seconds(try number())
                     case "messageTimeoutSeconds": messageTimeout = .seconds(try Self.nonNegativeInteger(item, path))
                     case "progressLogSeconds": progressLogInterval = .seconds(try Self.nonNegativeInteger(item, path))
+                    case "groupRefusalSeconds": groupRefusalTimeout = .seconds(try number())
                     default:
                         throw ConfigurationError(
                             key: path,
-                            reason: "unknown key (expected maxInFlightPerPartition, drainTimeoutSeconds, retryBackoffMilliseconds, maxRetryBackoffSeconds, messageTimeoutSeconds, progressLogSeconds)"
+                            reason: "unknown key (expected maxInFlightPerPartition, drainTimeoutSeconds, retryBackoffMilliseconds, maxRetryBackoffSeconds, messageTimeoutSeconds, progressLogSeconds, groupRefusalSeconds)"
                         )
                     }
                 }
@@ -307,6 +308,7 @@ extension PipelineConfiguration {
             "maxRetryBackoffSeconds": .int(Int(maxRetryBackoff.components.seconds)),
             "messageTimeoutSeconds": .int(Int(messageTimeout.components.seconds)),
             "progressLogSeconds": .int(Int(progressLogInterval.components.seconds)),
+            "groupRefusalSeconds": .int(Int(groupRefusalTimeout.components.seconds)),
         ]
         return [
             "kafka": .object(kafka), "topics": .object(topicObject), "processing": .object(processing),

@@ -163,7 +163,7 @@ public final class ReplayLease: Sendable {
                         // Eager (roundrobin): the first assignment is the whole of it.
                         return partitions.count
                     case .error(let error):
-                        // librdkafka would go on asking; none of these answers changes by itself.
+                        // librdkafka would go on asking; a replay does not wait for a refusal to end.
                         if let refusal = refusal(error, leaseGroup: leaseGroup) { throw refusal }
                     default:
                         continue
@@ -190,18 +190,29 @@ public final class ReplayLease: Sendable {
 }
 
 extension ReplayLease {
-    /// The error a replay fails with at once when the lease group refuses its member for good (`error`
-    /// ``KafkaError/isGroupRefusal``); `nil` for any other error (the brokers out of reach, …), which librdkafka
-    /// retries until the limit of ``acquire(group:configuration:logger:within:)``.
+    /// The error a replay fails with at once when the lease group refuses its member (`error`
+    /// ``KafkaError/isGroupRefusal``): a replay does not wait for such a refusal to end, it is run again; `nil` for
+    /// any other error (the brokers out of reach, …), which librdkafka retries until the limit of
+    /// ``acquire(group:configuration:logger:within:)``.
     static func refusal(_ error: KafkaError, leaseGroup: String) -> KafkaError? {
-        guard error.isGroupRefusal else { return nil }
-        let message =
-            if error.librdkafkaName == "GROUP_AUTHORIZATION_FAILED" {
-                "the replay may not use its lease group \(leaseGroup) (\(error.message)): on a cluster with ACLs, the principal of a "
-                    + "replay with --group needs the group \(leaseGroup) too (Read and Describe, as on its own group)"
-            } else {
-                "the replay's lease group \(leaseGroup) refuses its member (\(error.message)): \(GroupRefusal.advice(for: error, group: leaseGroup))"
-            }
+        let message: String
+        switch error.librdkafkaName {
+        case "GROUP_AUTHORIZATION_FAILED":
+            message = "the replay may not use its lease group \(leaseGroup) (\(error.message)): on a cluster with ACLs, the "
+                + "principal of a replay with --group needs the group \(leaseGroup) too (Read and Describe, as on its own group)"
+        case "INCONSISTENT_GROUP_PROTOCOL":
+            message = "the replay's lease group \(leaseGroup) has a member that is not a replay's lease (\(error.message)): another "
+                + "client uses that group with another protocol; groups named after a replay group with \".replay-lease\" are "
+                + "the replays' own"
+        case "GROUP_MAX_SIZE_REACHED":
+            message = "the replay's lease group \(leaseGroup) is full (\(error.message)): the brokers' group.max.size admits no "
+                + "other member, so another replay of the group, or another client in its lease group, is there"
+        case _ where error.isGroupRefusal:
+            message = "the replay's lease group \(leaseGroup) refuses its member (\(error.message)): "
+                + GroupRefusal.advice(for: error, group: leaseGroup)
+        default:
+            return nil
+        }
         return KafkaError(code: .consumerFailed, message: message, librdkafkaName: error.librdkafkaName)
     }
 }

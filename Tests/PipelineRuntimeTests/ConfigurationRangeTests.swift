@@ -13,6 +13,7 @@ struct ConfigurationRangeTests {
         "a number beyond the largest setting is refused at load, naming the key",
         arguments: [
             "processing.messageTimeoutSeconds", "processing.drainTimeoutSeconds", "processing.maxInFlightPerPartition", "processing.progressLogSeconds",
+            "processing.groupRefusalSeconds",
             "sinks.retry.deadlineSeconds", "fcm.requestTimeoutSeconds", "apns.requestTimeoutSeconds",
         ]
     )

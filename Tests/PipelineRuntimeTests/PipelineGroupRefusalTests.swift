@@ -4,12 +4,13 @@ import PipelineCore
 import PipelineRuntime
 import Testing
 
-/// A consumer group that refuses an instance for good (librdkafka goes on asking, and reports each refusal as an
-/// error): the instance used to wait for ever, never ready, logging the refusal. It stops instead, saying what to fix.
-@Suite("An instance its consumer group refuses for good stops, saying why")
+/// A consumer group that refuses an instance (librdkafka goes on asking, and reports each refusal as an error): the
+/// instance used to wait for ever, never ready, logging the refusal. Past `processing.groupRefusalSeconds` it stops
+/// instead, saying what to fix; a refusal that ends sooner stops nothing.
+@Suite("An instance its consumer group goes on refusing stops, saying why")
 struct PipelineGroupRefusalTests {
     @Test(
-        "a streaming pipeline its group refuses stops at once with the refusal and what to change",
+        "a streaming pipeline its group goes on refusing stops after groupRefusalTimeout with the refusal and what to change",
         .timeLimit(.minutes(3)),
         arguments: [
             // FindCoordinator (API key 10) without Describe on the group, JoinGroup (11) without Read.
@@ -30,6 +31,7 @@ struct PipelineGroupRefusalTests {
             try kafka.failRequests(apiKey: refusedRequest, count: 10_000, errorCode: errorCode)
             var streaming = configuration
             streaming.untilIdle = nil
+            streaming.groupRefusalTimeout = .seconds(3)
             let pipeline = CampaignPipeline(configuration: streaming, registry: builtinRegistry, logger: testLogger)
             let started = ContinuousClock.now
             // Before the change the run never ended (the time limit fails it).
@@ -49,18 +51,47 @@ struct PipelineGroupRefusalTests {
             #expect(given.contains(advice.replacingOccurrences(of: "%@", with: configuration.groupID)), "\(given)")
             #expect("\(error)".contains("the consumer group \(configuration.groupID) refuses this instance"), "\(error)")
             #expect(pipeline.statistics.snapshot.totalIn == 0, "it read nothing")
-            #expect(ContinuousClock.now - started < .seconds(60), "stopped at once (with the drain's and the close's bounds)")
+            let stoppedAfter = ContinuousClock.now - started
+            #expect(stoppedAfter >= .seconds(3), "not before the refusal lasted groupRefusalTimeout: \(stoppedAfter)")
+            #expect(stoppedAfter < .seconds(60), "stopped soon after it (with the drain's and the close's bounds): \(stoppedAfter)")
         }
     }
 
-    @Test("campaign-pipeline run its group refuses exits 1, naming the group, the refusal and what to change", .timeLimit(.minutes(3)))
+    /// ACLs that reach the brokers a moment after the instance starts, a dead member's session that ends: the group
+    /// refuses for a while, then takes the instance, which must not stop.
+    @Test("a streaming pipeline its group refuses for less than groupRefusalTimeout goes on and processes every event", .timeLimit(.minutes(3)))
+    func refusalThatEndsStopsNothing() async throws {
+        try await withPipelineCluster(partitions: 1) { kafka, configuration in
+            let factory = try EventFactory()
+            let inputs = (0..<5).map { index in
+                (key: "user-\(index)", value: JSONValue.object(factory.event(EventFactory.kinds[0], id: "late-\(index)", recipient: "user-\(index)")).encoded())
+            }
+            try await produce(inputs, to: configuration.topics.sends, kafka: kafka)
+            // Three joins refused (about a second apart), then the group takes the instance.
+            try kafka.failRequests(apiKey: 11, count: 3, errorCode: 30)
+            var patient = configuration
+            // Longer than the refusals and the group's first join (about 3 + 3 s), shorter than the run (that, then
+            // twelve idle seconds): a refusal not ended by the group's assignment would stop it.
+            patient.groupRefusalTimeout = .seconds(12)
+            patient.untilIdle = .seconds(12)
+            let pipeline = CampaignPipeline(configuration: patient, registry: builtinRegistry, logger: testLogger)
+            try await runUntilIdle(pipeline)
+            #expect(pipeline.statistics.snapshot.totalIn == 5, "every event read once the group took the instance")
+            #expect(pipeline.statistics.outcomeCount == 5)
+        }
+    }
+
+    @Test("campaign-pipeline run its group goes on refusing exits 1, naming the group, the refusal and what to change", .timeLimit(.minutes(3)))
     func refusedExecutableExits() async throws {
         let executable = try #require(pipelineExecutable, "campaign-pipeline was not found next to the test bundle; build it first")
         try await withPipelineCluster(partitions: 1) { kafka, configuration in
             try kafka.failRequests(apiKey: 11, count: 10_000, errorCode: 30)
+            let file = FileManager.default.temporaryDirectory.appendingPathComponent("refused-\(UUID().uuidString).json")
+            try Data(#"{"processing": {"groupRefusalSeconds": 2}}"#.utf8).write(to: file)
+            defer { try? FileManager.default.removeItem(at: file) }
             let run = try await ChildProcess.run(
                 executable,
-                ["run", "--bootstrap-servers", kafka.bootstrapServers, "--group", configuration.groupID],
+                ["run", "--config", file.path, "--bootstrap-servers", kafka.bootstrapServers, "--group", configuration.groupID],
                 environment: childEnvironment(["LOG_LEVEL": "warning"]),
                 timeout: .seconds(120)
             )
@@ -68,6 +99,7 @@ struct PipelineGroupRefusalTests {
             #expect(run.stderr.contains("the consumer group \(configuration.groupID) refuses this instance"), "\(run.stderr.suffix(2_000))")
             #expect(run.stderr.contains("GROUP_AUTHORIZATION_FAILED"), "\(run.stderr.suffix(2_000))")
             #expect(run.stderr.contains("Read and Describe on the group \(configuration.groupID)"), "\(run.stderr.suffix(2_000))")
+            #expect(run.stderr.contains("stops unless the group takes it within 2 s (processing.groupRefusalSeconds)"), "warned first: \(run.stderr.suffix(2_000))")
         }
     }
 }

@@ -47,8 +47,8 @@ struct ReplayLeaseTests {
             (Int16(10), Int32(30), "GROUP_AUTHORIZATION_FAILED", "needs the group %@ too"),
             (Int16(11), Int32(30), "GROUP_AUTHORIZATION_FAILED", "needs the group %@ too"),
             (Int16(11), Int32(26), "INVALID_SESSION_TIMEOUT", "session.timeout.ms in the Kafka properties must lie within"),
-            (Int16(11), Int32(23), "INCONSISTENT_GROUP_PROTOCOL", "a member of the group %@ uses another protocol"),
-            (Int16(11), Int32(81), "GROUP_MAX_SIZE_REACHED", "the group %@ has as many members as the brokers' group.max.size admits"),
+            (Int16(11), Int32(23), "INCONSISTENT_GROUP_PROTOCOL", "has a member that is not a replay's lease"),
+            (Int16(11), Int32(81), "GROUP_MAX_SIZE_REACHED", "is full ("),
         ]
     )
     func leaseGroupRefusesForGood(refusedRequest: Int16, errorCode: Int32, name: String, advice: String) async throws {

@@ -386,6 +386,28 @@ struct ReplayTests {
         }
     }
 
+    /// A replay joins no group, but its consumer looks up its group's coordinator, which a dry run does not need (it
+    /// commits nothing): a refused look-up (no rights on the group) must not stop it as it stops a streaming instance.
+    @Test("campaign-pipeline replay --dry-run without rights on its group replays the range", .timeLimit(.minutes(3)))
+    func dryRunNeedsNoGroupRights() async throws {
+        let executable = try #require(pipelineExecutable, "campaign-pipeline was not found next to the test bundle; build it first")
+        try await withReplayCluster { kafka, configuration in
+            // Enough records for the replay to outlast the one second a streaming instance is refused for here.
+            try await produce(try events(15_000, base: Date()), to: configuration.topics.sends, kafka: kafka)
+            // Every FindCoordinator (API key 10) answered GROUP_AUTHORIZATION_FAILED (30).
+            try kafka.failRequests(apiKey: 10, count: 10_000, errorCode: 30)
+            let file = FileManager.default.temporaryDirectory.appendingPathComponent("dry-run-\(UUID().uuidString).json")
+            try Data(#"{"processing": {"groupRefusalSeconds": 1}}"#.utf8).write(to: file)
+            defer { try? FileManager.default.removeItem(at: file) }
+            let arguments = ["replay", "--config", file.path, "--bootstrap-servers", kafka.bootstrapServers, "--from", "beginning", "--dry-run"]
+            let started = ContinuousClock.now
+            let run = try await ChildProcess.run(executable, arguments, environment: childEnvironment(["LOG_LEVEL": "warning"]), timeout: .seconds(120))
+            #expect(run.status == 0, "\(run.stdout.suffix(2_000)) \(run.stderr.suffix(2_000))")
+            #expect(run.stdout.contains("Replayed 15000 records"), "\(run.stdout)")
+            #expect(ContinuousClock.now - started > .seconds(2), "the replay outlasted groupRefusalSeconds")
+        }
+    }
+
     /// The reviewer's reproduction: a group reused for another range took its committed offset, progress in the first
     /// range, for progress in the second. `--from 0:2 --to 0:4` then `--from 0:0 --to 0:2` with the same group said
     /// the group had replayed the whole range (offsets 0 and 1 never were) and exited 0; `[0, 20)` after `[5, 10)`
