@@ -71,7 +71,7 @@ public final class CampaignPipeline: Service {
     let sinkStop = Mutex<(sink: String, failure: SinkFailure)?>(nil)
     /// The error a producer failed with for good, which stops the pipeline.
     let producerFailure = Mutex<KafkaError?>(nil)
-    /// The consumer group's refusal of this instance for good, once it lasted ``PipelineConfiguration/groupRefusalTimeout``,
+    /// The consumer group's refusal of this instance, once it lasted ``PipelineConfiguration/groupRefusalTimeout``,
     /// which stops the pipeline.
     let groupRefusal = Mutex<KafkaError?>(nil)
     /// The group's refusal not yet outlasted (cleared by an assignment), and which of them it is.

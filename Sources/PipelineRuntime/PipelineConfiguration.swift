@@ -140,10 +140,10 @@ public struct PipelineConfiguration: Sendable, Equatable {
     /// How often a run logs a "Progress" line (events read, outcomes written, rates, what is in flight) while it has
     /// work; `.zero` logs none. A replay shows its own progress instead.
     public var progressLogInterval: Duration = .seconds(30)
-    /// How long the consumer group may go on refusing a streaming instance for good (its principal may not use the
-    /// group, a session timeout outside the brokers' bounds, a member of another protocol, a full group: librdkafka
-    /// asks again for ever) before the run stops with ``PipelineRuntimeError/groupRefused(group:reason:advice:)``. A
-    /// refusal that ends meanwhile (ACLs that reach the brokers, a dead member's session ending) stops nothing.
+    /// How long the consumer group may go on refusing a streaming instance (its principal may not use the group, a
+    /// session timeout outside the brokers' bounds, a member of another protocol, a full group: librdkafka asks again
+    /// for ever) before the run stops with ``PipelineRuntimeError/groupRefused(group:reason:advice:)``. A refusal that
+    /// ends meanwhile (ACLs that reach the brokers, a dead member's session ending) stops nothing.
     public var groupRefusalTimeout: Duration = .seconds(60)
     /// Exit after every assigned partition has been at its end, with nothing in flight, for this long.
     /// `nil` runs until stopped.
