@@ -1,3 +1,4 @@
+import KafkaClient
 import Synchronization
 
 extension CampaignPipeline {
@@ -33,12 +34,20 @@ extension CampaignPipeline {
         public var pausedPartitions: Int = 0
         /// The sinks (FCM, APNs) the platform throttles now; the partitions waiting on them are paused.
         public var throttledSinks: Int = 0
+        /// librdkafka's name for the consumer group's refusal of this instance while it lasts (``KafkaError/isGroupRefusal``,
+        /// `GROUP_AUTHORIZATION_FAILED`, …): the instance stops if it lasts `processing.groupRefusalSeconds`.
+        public var groupRefusal: String? = nil
 
         /// Ready once consuming in the group: a deployment can count this instance as taking its share.
         public var readiness: Readiness {
             switch phase {
             case .starting: .notReady("starting")
-            case .consuming: hasJoinedGroup ? .ready : .notReady("not in the consumer group (joining, or lost its session)")
+            case .consuming:
+                if let groupRefusal {
+                    .notReady("the consumer group refuses this instance (\(groupRefusal)); it stops unless the group takes it")
+                } else {
+                    hasJoinedGroup ? .ready : .notReady("not in the consumer group (joining, or lost its session)")
+                }
             case .stopping: .notReady("stopping")
             case .stopped: .notReady("stopped")
             }
@@ -63,7 +72,8 @@ extension CampaignPipeline {
             inFlightEvents: totalInFlight(),
             pendingTimers: timers.count,
             pausedPartitions: progress.withLock { $0.values.count(where: \.isPaused) },
-            throttledSinks: throttledSinks.withLock { $0.count }
+            throttledSinks: throttledSinks.withLock { $0.count },
+            groupRefusal: pendingGroupRefusal.withLock { $0.map { $0.error.librdkafkaName ?? $0.error.message } }
         )
     }
 

@@ -35,9 +35,16 @@ struct PipelineGroupRefusalTests {
             let pipeline = CampaignPipeline(configuration: streaming, registry: builtinRegistry, logger: testLogger)
             let started = ContinuousClock.now
             // Before the change the run never ended (the time limit fails it).
+            let running = Task { try await pipeline.run() }
+            // While the refusal lasts, the instance says so where operators look.
+            let reason = try await eventually("not ready because refused", timeout: .seconds(40), every: .milliseconds(50)) { () -> String? in
+                guard case .notReady(let reason) = pipeline.status.readiness, reason.contains("refuses") else { return nil }
+                return reason
+            }
+            #expect(reason == "the consumer group refuses this instance (\(name)); it stops unless the group takes it")
             let ending: (any Error)?
             do {
-                try await pipeline.run()
+                try await running.value
                 ending = nil
             } catch {
                 ending = error
