@@ -22,8 +22,10 @@ struct RunCommand: AsyncParsableCommand {
             nothing. Run more instances with the same --group to scale out; SIGINT or SIGTERM stops \
             gracefully (drain, commit, close) within processing.drainTimeoutSeconds plus 15 seconds. When no broker \
             answers at the start (down, unreachable, or refusing the TLS or SASL settings), it exits with status \
-            69; once running, it keeps retrying while the cluster is away. While it has work it logs a Progress \
-            line every processing.progressLogSeconds (30).
+            69; once running, it keeps retrying while the cluster is away. A consumer group that goes on \
+            refusing it (no rights on the group, a session timeout outside the brokers' bounds, …) for \
+            processing.groupRefusalSeconds (60) ends it with status 1, saying what to change. While it has work \
+            it logs a Progress line every processing.progressLogSeconds (30).
 
             Configuration, later sources winning: defaults, the --config file (or CAMPAIGN_PIPELINE_CONFIG), \
             the environment (CAMPAIGN_PIPELINE_BOOTSTRAP_SERVERS, CAMPAIGN_PIPELINE_GROUP, and CAMPAIGN_PIPELINE_KAFKA_<NAME> \

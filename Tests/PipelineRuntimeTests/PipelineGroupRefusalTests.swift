@@ -107,6 +107,9 @@ struct PipelineGroupRefusalTests {
             #expect(run.stderr.contains("GROUP_AUTHORIZATION_FAILED"), "\(run.stderr.suffix(2_000))")
             #expect(run.stderr.contains("Read and Describe on the group \(configuration.groupID)"), "\(run.stderr.suffix(2_000))")
             #expect(run.stderr.contains("stops unless the group takes it within 2 s (processing.groupRefusalSeconds)"), "warned first: \(run.stderr.suffix(2_000))")
+            let help = try await ChildProcess.run(executable, ["run", "--help"], environment: childEnvironment())
+            let words = help.stdout.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+            #expect(words.contains("refusing it (no rights on the group, a session timeout outside the brokers' bounds, …) for"), "\(help.stdout)")
         }
     }
 }
