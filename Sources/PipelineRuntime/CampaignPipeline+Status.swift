@@ -73,7 +73,7 @@ extension CampaignPipeline {
             pendingTimers: timers.count,
             pausedPartitions: progress.withLock { $0.values.count(where: \.isPaused) },
             throttledSinks: throttledSinks.withLock { $0.count },
-            groupRefusal: pendingGroupRefusal.withLock { $0.map { $0.error.librdkafkaName ?? $0.error.message } }
+            groupRefusal: groupRefusalWait.withLock { $0.pending.map { $0.librdkafkaName ?? $0.message } }
         )
     }
 

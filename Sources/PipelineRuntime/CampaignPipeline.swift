@@ -74,10 +74,9 @@ public final class CampaignPipeline: Service {
     /// The consumer group's refusal of this instance, once it lasted ``PipelineConfiguration/groupRefusalTimeout``,
     /// which stops the pipeline.
     let groupRefusal = Mutex<KafkaError?>(nil)
-    /// The group's refusal not yet outlasted (cleared by an assignment), and which of them it is.
-    let pendingGroupRefusal = Mutex<(error: KafkaError, serial: Int)?>(nil)
-    /// How many refusals began (``pendingGroupRefusal``'s serial numbers).
-    let groupRefusalCount = Atomic<Int>(0)
+    /// The group's refusal not yet outlasted (`pending`, cleared by an assignment), and how many refusals began
+    /// (`serial`: which one a waiting ``stopIfStillRefused(_:)`` is for).
+    let groupRefusalWait = Mutex<(pending: KafkaError?, serial: Int)>((nil, 0))
     /// The producers of the current run (for tests that make one fail).
     let runProducers = Mutex<[KafkaProducer]>([])
     /// Warnings that can come once per record, each logged in full at most ten times in ten seconds.
@@ -557,11 +556,10 @@ public final class CampaignPipeline: Service {
     /// ``stopIfStillRefused(_:)``.
     private func noteGroupRefusal(_ error: KafkaError) -> Int? {
         guard !isStopping else { return nil }
-        let serial: Int? = pendingGroupRefusal.withLock { pending in
-            guard pending == nil else { return nil }
-            let serial = groupRefusalCount.wrappingAdd(1, ordering: .relaxed).newValue
-            pending = (error, serial)
-            return serial
+        let serial: Int? = groupRefusalWait.withLock { wait in
+            guard wait.pending == nil else { return nil }
+            wait = (error, wait.serial + 1)
+            return wait.serial
         }
         guard let serial else { return nil }
         logger.warning(
@@ -578,8 +576,9 @@ public final class CampaignPipeline: Service {
         } catch {
             return
         }
-        guard let pending = pendingGroupRefusal.withLock({ $0 }), pending.serial == serial else { return }
-        stopBecauseGroupRefused(pending.error)
+        let wait = groupRefusalWait.withLock { $0 }
+        guard let pending = wait.pending, wait.serial == serial else { return }
+        stopBecauseGroupRefused(pending)
     }
 
     /// The consumer group refused this instance for ``PipelineConfiguration/groupRefusalTimeout``: stop; ``run()``
@@ -833,7 +832,7 @@ public final class CampaignPipeline: Service {
         switch event {
         case .partitionsAssigned(let partitions):
             // The group took this instance: a refusal before is over.
-            pendingGroupRefusal.withLock { $0 = nil }
+            groupRefusalWait.withLock { $0.pending = nil }
             let count = consumer.assignment.count
             runState.withLock { state in
                 state.hasJoinedGroup = true
