@@ -250,21 +250,48 @@ struct APNsSinkTests {
     @Test("the provider token is reused until the refresh interval, then replaced; APNs' expiry replaces it only after 20 minutes")
     func providerTokenLifetime() throws {
         let key = TestCredentials.makeAPNsKey()
-        let now = Mutex(Timestamp(secondsSince1970: 1_800_000_000))
-        let tokens = try APNsProviderToken(p8: key.p8, keyID: "K", teamID: "T", refreshMinutes: 40, configurationKey: "apns.privateKey", now: { now.withLock { $0 } })
+        let time = ManualCredentialClock(wall: Timestamp(secondsSince1970: 1_800_000_000))
+        let tokens = try APNsProviderToken(p8: key.p8, keyID: "K", teamID: "T", refreshMinutes: 40, configurationKey: "apns.privateKey", clock: time.clock)
         let first = try tokens.token()
-        now.withLock { $0 = $0.adding(seconds: 39 * 60) }
+        time.advance(seconds: 39 * 60)
         #expect(try tokens.token() == first, "reused within 40 minutes")
-        now.withLock { $0 = $0.adding(seconds: 60) }
+        time.advance(seconds: 60)
         let second = try tokens.token()
         #expect(second != first, "replaced after 40 minutes")
         #expect(!tokens.expire(second), "not replaced again within 20 minutes, even when APNs says it expired")
-        now.withLock { $0 = $0.adding(seconds: 20 * 60) }
+        time.advance(seconds: 20 * 60)
         #expect(tokens.expire(second))
         #expect(try tokens.token() != second)
         // Intervals outside 20–50 minutes are clamped.
         #expect(try APNsProviderToken(p8: key.p8, keyID: "K", teamID: "T", refreshMinutes: 5, configurationKey: "k").refreshInterval == 20 * 60)
         #expect(try APNsProviderToken(p8: key.p8, keyID: "K", teamID: "T", refreshMinutes: 90, configurationKey: "k").refreshInterval == 50 * 60)
+    }
+
+    /// A provider token states when it was made (`iat`, wall-clock time), but its age is measured on the monotonic
+    /// clock: set back by an hour, the system clock used to keep a token APNs refuses as expired for another hour (and
+    /// refuse to replace it when APNs said so); set forward, it replaced fresh tokens, which APNs throttles.
+    @Test("a step of the system clock neither keeps a provider token past its interval nor replaces a fresh one; its iat is the wall clock's")
+    func providerTokenAgeIgnoresClockSteps() throws {
+        let key = TestCredentials.makeAPNsKey()
+        let time = ManualCredentialClock(wall: Timestamp(secondsSince1970: 1_800_000_000))
+        let tokens = try APNsProviderToken(p8: key.p8, keyID: "K", teamID: "T", refreshMinutes: 40, configurationKey: "apns.privateKey", clock: time.clock)
+        let first = try tokens.token()
+        #expect(try JWTVerification.verifyES256(first, publicKey: key.publicKey).claimInteger("iat") == 1_800_000_000)
+        time.stepWall(seconds: 2 * 3_600)
+        time.advance(seconds: 60)
+        #expect(try tokens.token() == first, "a minute old, whatever the wall clock says")
+        time.stepWall(seconds: -4 * 3_600)
+        time.advance(seconds: 39 * 60)
+        let second = try tokens.token()
+        #expect(second != first, "40 minutes old, though the wall clock went back")
+        #expect(
+            try JWTVerification.verifyES256(second, publicKey: key.publicKey).claimInteger("iat") == 1_800_000_000 - 2 * 3_600 + 40 * 60,
+            "iat is the wall clock's time"
+        )
+        time.stepWall(seconds: -3_600)
+        time.advance(seconds: 21 * 60)
+        #expect(tokens.expire(second), "APNs' expiry replaces a token 21 minutes old, though the wall clock went back")
+        #expect(try tokens.token() != second)
     }
 
     @Test("a token that cannot go into a URL path is invalid without a request")

@@ -68,8 +68,8 @@ struct FCMSinkTests {
         let fcm = try await FakeFCM.start(wireProtocol: .http1)
         defer { Task { await fcm.shutdown() } }
         fcm.setTokenLifetime(seconds: 3_600)  // due for a refresh after 55 minutes
-        let time = Mutex(Timestamp(secondsSince1970: Int64(Date().timeIntervalSince1970)))
-        let sender = try FCMSender(fcm.configuration, environment: [:], now: { time.withLock { $0 } })
+        let time = ManualCredentialClock()
+        let sender = try FCMSender(fcm.configuration, environment: [:], clock: time.clock)
         let sink = RetryingSink(sender: sender, concurrency: 4, policy: RetryPolicy(), logger: sinkLogger)
         let outcomes = Outcomes()
         func send(_ index: Int) async throws {
@@ -79,7 +79,7 @@ struct FCMSinkTests {
         }
         try await whileRunning(sink) {
             try await send(1)
-            time.withLock { $0 = $0.adding(seconds: 56 * 60) }
+            time.advance(seconds: 56 * 60)
             // Due for a refresh: sent with the still-valid token while the new one is fetched.
             try await send(2)
             // Once the refresh is done, sends use the new token.
@@ -106,15 +106,15 @@ struct FCMSinkTests {
         let unauthenticated = #"{"error":{"code":401,"message":"Request had invalid authentication credentials.","status":"UNAUTHENTICATED"}}"#
         fcm.answers.script("fresh", [.json(401, unauthenticated)])
         fcm.answers.script("later", [.json(401, unauthenticated)])
-        let time = Mutex(Timestamp(secondsSince1970: Int64(Date().timeIntervalSince1970)))
-        let sender = try FCMSender(fcm.configuration, environment: [:], now: { time.withLock { $0 } })
+        let time = ManualCredentialClock()
+        let sender = try FCMSender(fcm.configuration, environment: [:], clock: time.clock)
 
         let refused = await sender.attempt(try sample("basic-fcm", 1, token: "fresh"))
         #expect(refused?.code == .auth, "a token fetched for this very send is refused: the account is")
         #expect(await sender.attempt(try sample("basic-fcm", 2, token: "ok")) == nil)
         #expect(fcm.tokenRequests.count == 2, "the refused token was dropped")
 
-        time.withLock { $0 = $0.adding(seconds: 120) }
+        time.advance(seconds: 120)
         let retried = await sender.attempt(try sample("basic-fcm", 3, token: "later"))
         #expect(retried?.code == .unavailable, "\(String(describing: retried))")
         #expect(retried?.detail.hasSuffix("the access token is refreshed and the message retried") == true)
@@ -128,20 +128,48 @@ struct FCMSinkTests {
     func expiredToken() async throws {
         let fcm = try await FakeFCM.start()
         defer { Task { await fcm.shutdown() } }
-        let time = Mutex(Timestamp(secondsSince1970: Int64(Date().timeIntervalSince1970)))
-        let sender = try FCMSender(fcm.configuration, environment: [:], now: { time.withLock { $0 } })
+        let time = ManualCredentialClock()
+        let sender = try FCMSender(fcm.configuration, environment: [:], clock: time.clock)
         let sink = RetryingSink(sender: sender, concurrency: 4, policy: RetryPolicy(), logger: sinkLogger)
         let outcomes = Outcomes()
         try await whileRunning(sink) {
             let first = try sample("basic-fcm", 1, token: "a")
             await sink.submit(first, completion: outcomes.completion(for: first.eventId))
             try await outcomes.wait(for: 1)
-            time.withLock { $0 = $0.adding(seconds: 3_601) }
+            time.advance(seconds: 3_601)
             let second = try sample("basic-fcm", 2, token: "b")
             await sink.submit(second, completion: outcomes.completion(for: second.eventId))
             try await outcomes.wait(for: 2)
         }
         #expect(fcm.sendRequests.map { $0.header("authorization") } == ["Bearer access-token-1", "Bearer access-token-2"])
+    }
+
+    /// Access tokens are timed on the monotonic clock. With the system clock set back (NTP at boot, a resumed virtual
+    /// machine), the wall clock used to keep an expired token in use (each send refused with 401) and to take a 401 to
+    /// an old token for a refused account, which stops the sink.
+    @Test("a step of the system clock neither keeps an expired access token nor makes an old one look fresh to a 401")
+    func tokenTimesIgnoreClockSteps() async throws {
+        let fcm = try await FakeFCM.start()
+        defer { Task { await fcm.shutdown() } }
+        let unauthenticated = #"{"error":{"code":401,"message":"Request had invalid authentication credentials.","status":"UNAUTHENTICATED"}}"#
+        fcm.answers.script("later", [.json(401, unauthenticated)])
+        let time = ManualCredentialClock()
+        let sender = try FCMSender(fcm.configuration, environment: [:], clock: time.clock)
+        #expect(await sender.attempt(try sample("basic-fcm", 1, token: "a")) == nil)
+        time.stepWall(seconds: -2 * 3_600)
+        time.advance(seconds: 3_601)
+        #expect(await sender.attempt(try sample("basic-fcm", 2, token: "b")) == nil)
+        #expect(
+            fcm.sendRequests.map { $0.header("authorization") } == ["Bearer access-token-1", "Bearer access-token-2"],
+            "the expired token is replaced, though the wall clock went back"
+        )
+        time.stepWall(seconds: -3_600)
+        time.advance(seconds: 120)
+        let retried = await sender.attempt(try sample("basic-fcm", 3, token: "later"))
+        #expect(retried?.code == .unavailable, "a 401 to a token two minutes old is retried with a new one: \(String(describing: retried))")
+        #expect(await sender.attempt(try sample("basic-fcm", 3, token: "later")) == nil)
+        #expect(fcm.sendRequests.last?.header("authorization") == "Bearer access-token-3")
+        await sender.shutdown()
     }
 
     /// One scripted error answer and what must come of it.

@@ -1,7 +1,9 @@
 import BasicTemplate
 import CarouselTemplate
+import Foundation
 import Logging
 import PipelineCore
+@testable import PlatformSinks
 import PushSinks
 import Synchronization
 import TestSupport
@@ -54,4 +56,41 @@ func whileRunning<S: PushSink, T>(_ sink: S, _ body: () async throws -> T) async
 /// A rendered notification of a sample, for one recipient and token.
 func sample(_ name: String, _ index: Int, token: String, recipient: String? = nil) throws -> RenderedNotification {
     try Fixtures.notification(name, registry: sinkRegistry, eventId: "event-\(index)", recipient: recipient ?? "user-\(index)", token: token)
+}
+
+/// The credentials' clocks, moved by the test: time passing moves both; a step of the system clock (NTP setting it, a
+/// virtual machine resumed) moves the wall clock alone.
+final class ManualCredentialClock: Sendable {
+    private struct Readings {
+        var wall: Timestamp
+        var elapsed: Duration = .zero
+    }
+
+    private let readings: Mutex<Readings>
+    private let start = ContinuousClock.now
+
+    /// Starts at `wall` (by default now: the local FCM checks an assertion's times).
+    init(wall: Timestamp = Timestamp(secondsSince1970: Int64(Date().timeIntervalSince1970))) {
+        readings = Mutex(Readings(wall: wall))
+    }
+
+    /// `seconds` pass.
+    func advance(seconds: Int64) {
+        readings.withLock {
+            $0.wall = $0.wall.adding(seconds: seconds)
+            $0.elapsed += .seconds(seconds)
+        }
+    }
+
+    /// The system clock is set `seconds` forward (backward when negative); no time passes.
+    func stepWall(seconds: Int64) {
+        readings.withLock { $0.wall = $0.wall.adding(seconds: seconds) }
+    }
+
+    var clock: CredentialClock {
+        CredentialClock(
+            wall: { self.readings.withLock { $0.wall } },
+            monotonic: { self.start + self.readings.withLock { $0.elapsed } }
+        )
+    }
 }

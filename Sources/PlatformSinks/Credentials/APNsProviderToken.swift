@@ -6,14 +6,15 @@ import Synchronization
 /// APNs provider authentication tokens: an ES256 JWT (`kid` = key id, `iss` = team id, `iat`) signed with the
 /// team's .p8 key. One token is reused for every request and replaced after ``refreshInterval``, which Apple wants
 /// between 20 and 60 minutes: APNs refuses tokens older than an hour and answers `TooManyProviderTokenUpdates`
-/// to tokens replaced more often than every 20 minutes.
+/// to tokens replaced more often than every 20 minutes. A token's age is measured on the monotonic clock
+/// (``CredentialClock``); only its `iat` is wall-clock time.
 final class APNsProviderToken: Sendable {
     /// The shortest and longest refresh intervals allowed.
     static let refreshBounds: ClosedRange<Int64> = (20 * 60)...(50 * 60)
 
     private struct Current {
         var value: String
-        var issuedAt: Timestamp
+        var issuedAt: ContinuousClock.Instant
     }
 
     let keyID: String
@@ -21,7 +22,7 @@ final class APNsProviderToken: Sendable {
     /// Seconds between two tokens, within ``refreshBounds``.
     let refreshInterval: Int64
     private let key: P256.Signing.PrivateKey
-    private let now: @Sendable () -> Timestamp
+    private let clock: CredentialClock
     private let current = Mutex<Current?>(nil)
 
     /// Creates a token source.
@@ -33,7 +34,7 @@ final class APNsProviderToken: Sendable {
         teamID: String,
         refreshMinutes: Int,
         configurationKey: String,
-        now: @escaping @Sendable () -> Timestamp = { .now() }
+        clock: CredentialClock = .system
     ) throws(SinkConfigurationError) {
         do {
             self.key = try P256.Signing.PrivateKey(pemRepresentation: pem)
@@ -43,17 +44,17 @@ final class APNsProviderToken: Sendable {
         self.keyID = keyID
         self.teamID = teamID
         self.refreshInterval = min(max(Int64(refreshMinutes) * 60, Self.refreshBounds.lowerBound), Self.refreshBounds.upperBound)
-        self.now = now
+        self.clock = clock
     }
 
     /// The token to send now: the current one, or a new one once the current one is ``refreshInterval`` old.
     func token() throws -> String {
-        let time = now()
+        let time = clock.monotonic()
         return try current.withLock { current in
-            if let current, time.secondsSince1970 - current.issuedAt.secondsSince1970 < refreshInterval {
+            if let current, time - current.issuedAt < .seconds(refreshInterval) {
                 return current.value
             }
-            let value = try make(issuedAt: time)
+            let value = try make(issuedAt: clock.wall())
             current = Current(value: value, issuedAt: time)
             return value
         }
@@ -64,10 +65,10 @@ final class APNsProviderToken: Sendable {
     ///
     /// - Returns: whether the token was dropped (the next ``token()`` makes a new one).
     func expire(_ token: String) -> Bool {
-        let time = now()
+        let time = clock.monotonic()
         return current.withLock { current in
             guard let existing = current, existing.value == token else { return true }
-            guard time.secondsSince1970 - existing.issuedAt.secondsSince1970 >= Self.refreshBounds.lowerBound else { return false }
+            guard time - existing.issuedAt >= .seconds(Self.refreshBounds.lowerBound) else { return false }
             current = nil
             return true
         }

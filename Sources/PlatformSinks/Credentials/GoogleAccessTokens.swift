@@ -8,37 +8,39 @@ import Synchronization
 /// `token_uri`, cached, and refreshed five minutes before it expires (or at half its life when that is shorter).
 /// Concurrent callers share one exchange (a cancelled caller stops waiting for it at once); while a refresh runs (or
 /// after it failed) the cached token is used until it really expires, so a slow or failing token endpoint does not
-/// hold sends up.
+/// hold sends up. Tokens are timed on the monotonic clock (``CredentialClock``); only the assertion's times are
+/// wall-clock times.
 actor GoogleAccessTokens {
     /// The scope FCM HTTP v1 needs.
     static let scope = "https://www.googleapis.com/auth/firebase.messaging"
 
     struct AccessToken: Sendable {
         var value: String
-        var obtainedAt: Timestamp
-        var refreshAt: Timestamp
-        var expiresAt: Timestamp
+        /// When the exchange that got it started.
+        var obtainedAt: ContinuousClock.Instant
+        var refreshAt: ContinuousClock.Instant
+        var expiresAt: ContinuousClock.Instant
     }
 
     private let key: ServiceAccountKey
     private let http: SinkHTTPClient
     private let tokenURL: String
-    private let now: @Sendable () -> Timestamp
+    private let clock: CredentialClock
     private var cached: AccessToken?
     private var exchange: Task<Result<AccessToken, SinkFailure>, Never>?
     /// After a failed background refresh, the next one waits until then.
-    private var nextRefresh: Timestamp?
+    private var nextRefresh: ContinuousClock.Instant?
 
-    init(key: ServiceAccountKey, http: SinkHTTPClient, tokenURL: String? = nil, now: @escaping @Sendable () -> Timestamp = { .now() }) {
+    init(key: ServiceAccountKey, http: SinkHTTPClient, tokenURL: String? = nil, clock: CredentialClock = .system) {
         self.key = key
         self.http = http
         self.tokenURL = tokenURL ?? key.tokenURI
-        self.now = now
+        self.clock = clock
     }
 
     /// A valid access token, exchanging a new assertion when the cached one is due for refresh.
     func token() async -> Result<AccessToken, SinkFailure> {
-        let time = now()
+        let time = clock.monotonic()
         if let cached, time < cached.refreshAt { return .success(cached) }
         if let cached, time < cached.expiresAt {
             // Due for a refresh but still valid: refresh alongside, keep using it.
@@ -121,7 +123,7 @@ actor GoogleAccessTokens {
             cached = token
             nextRefresh = nil
         case .failure:
-            nextRefresh = now().adding(seconds: 10)
+            nextRefresh = clock.monotonic() + .seconds(10)
         }
         exchange = nil
         return result
@@ -133,10 +135,10 @@ actor GoogleAccessTokens {
     }
 
     private func exchangeAssertion() async -> Result<AccessToken, SinkFailure> {
-        let issuedAt = now()
+        let obtainedAt = clock.monotonic()
         let assertion: String
         do {
-            assertion = try key.assertion(scope: Self.scope, now: issuedAt)
+            assertion = try key.assertion(scope: Self.scope, now: clock.wall())
         } catch {
             return .failure(SinkFailure(.auth, "signing the OAuth assertion failed: \(error)"))
         }
@@ -158,9 +160,9 @@ actor GoogleAccessTokens {
             return .success(
                 AccessToken(
                     value: value,
-                    obtainedAt: issuedAt,
-                    refreshAt: issuedAt.adding(seconds: lifetime - margin),
-                    expiresAt: issuedAt.adding(seconds: lifetime)
+                    obtainedAt: obtainedAt,
+                    refreshAt: obtainedAt + .seconds(lifetime - margin),
+                    expiresAt: obtainedAt + .seconds(lifetime)
                 )
             )
         case 429:

@@ -14,20 +14,20 @@ public struct FCMSender: PlatformSender {
     private let url: String
     private let http: SinkHTTPClient
     private let tokens: GoogleAccessTokens
-    private let now: @Sendable () -> Timestamp
+    private let clock: CredentialClock
 
     /// Reads the key and prepares the client; nothing is sent yet.
     ///
     /// - Throws: ``SinkConfigurationError`` naming the setting that cannot be used.
     public init(_ configuration: FCMSinkConfiguration, environment: [String: String]) throws(SinkConfigurationError) {
-        try self.init(configuration, environment: environment, now: { .now() })
+        try self.init(configuration, environment: environment, clock: .system)
     }
 
-    /// The same, with the wall clock access tokens are timed by (tests move it).
+    /// The same, with the clocks access tokens are made and timed by (tests move them).
     init(
         _ configuration: FCMSinkConfiguration,
         environment: [String: String],
-        now: @escaping @Sendable () -> Timestamp
+        clock: CredentialClock
     ) throws(SinkConfigurationError) {
         guard let source = configuration.serviceAccount else {
             throw SinkConfigurationError(key: "fcm.serviceAccountFile", reason: "required: the service-account JSON key (or fcm.serviceAccountEnv)")
@@ -40,8 +40,8 @@ public struct FCMSender: PlatformSender {
         self.name = "fcm:\(project)"
         self.url = "\(base)/v1/projects/\(project)/messages:send"
         self.http = try SinkHTTPClient(connection: configuration.connection, concurrency: configuration.concurrency, configurationKey: "fcm")
-        self.tokens = GoogleAccessTokens(key: key, http: http, tokenURL: configuration.tokenURL, now: now)
-        self.now = now
+        self.tokens = GoogleAccessTokens(key: key, http: http, tokenURL: configuration.tokenURL, clock: clock)
+        self.clock = clock
     }
 
     /// The sink the pipeline uses: this sender behind a ``RetryingSink``.
@@ -77,7 +77,7 @@ public struct FCMSender: PlatformSender {
             // An access token refused before its time (revoked, clock skew): one more try with a new one; a fresh
             // token refused too means the account itself is refused.
             await tokens.invalidate(token.value)
-            if now().secondsSince1970 - token.obtainedAt.secondsSince1970 > 60 {
+            if clock.monotonic() - token.obtainedAt > .seconds(60) {
                 failure = SinkFailure(.unavailable, "\(failure.detail); the access token is refreshed and the message retried")
             }
         }
