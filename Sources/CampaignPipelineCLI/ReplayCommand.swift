@@ -260,21 +260,19 @@ struct ReplayCommand: AsyncParsableCommand {
             logger: logger
         )
         let watch = lease.map { ReplayLeaseWatch(lease: $0, pipeline: pipeline, logger: logger) }
-        try await pipeline.runUntilSignalled(logger: logger, shutdownLimit: configuration.shutdownLimit, alongside: watch.map { [$0] } ?? [])
+        do {
+            try await pipeline.runUntilSignalled(logger: logger, shutdownLimit: configuration.shutdownLimit, alongside: watch.map { [$0] } ?? [])
+        } catch {
+            // A replay that failed as it lost its lease (a look-up timed out across the same pause of the process, or
+            // the same outage) is told the loss: whether to run it again depends on the other replay. The watch may
+            // not have seen the loss yet when the failure ended it; the member's id tells.
+            guard let lost = watch?.lost ?? lease?.lossByMemberID, !pipeline.hasFinishedReplay else { throw error }
+            try stopForLostLease(lost, pipeline: pipeline, configuration: configuration, after: error)
+        }
         let summary = pipeline.statistics.snapshot
         let outcomes = Self.outcomeCounts(summary.outcomes)
         if let lost = watch?.lost, !pipeline.hasFinishedReplay {
-            // Another replay of the group may be running: said apart from an interruption, with EX_TEMPFAIL as a
-            // replay refused for it is. (A dry run takes no lease.)
-            Self.report(Self.interruptedSummary(read: summary.totalIn, outcomes: summary.outcomes, unfinished: summary.unfinished, isDryRun: dryRun))
-            FileHandle.standardError.write(
-                Data(
-                    ("Error: \(lost). It stopped, and committed nothing once it knew (the group's progress is the other replay's now): "
-                        + "once no other replay of the group runs, run it again with \(resumeOptions(group: configuration.groupID)) to continue "
-                        + "from the group's progress.\n").utf8
-                )
-            )
-            throw ExitCode(Self.groupBusyStatus)
+            try stopForLostLease(lost, pipeline: pipeline, configuration: configuration, after: nil)
         }
         guard pipeline.hasFinishedReplay else {
             // Stopped by a signal before the range's end: not a success, or a script or job would go on as if the
@@ -305,6 +303,30 @@ struct ReplayCommand: AsyncParsableCommand {
             FileHandle.standardError.write(Data((Self.deletedRecordsMessage(deleted, topic: configuration.topics.sends) + "\n").utf8))
             throw ExitCode(Self.deletedRecordsStatus)
         }
+    }
+
+    /// Ends a replay that lost its lease before the end of its range: another replay of the group may be running, so
+    /// it is said apart from an interruption, with EX_TEMPFAIL as a replay refused for it is. (A dry run takes no
+    /// lease.)
+    ///
+    /// - Parameter error: what the pipeline failed with as it stopped, if it failed.
+    private func stopForLostLease(
+        _ lost: ReplayLeaseLost,
+        pipeline: CampaignPipeline,
+        configuration: PipelineConfiguration,
+        after error: (any Error)?
+    ) throws -> Never {
+        let summary = pipeline.statistics.snapshot
+        Self.report(Self.interruptedSummary(read: summary.totalIn, outcomes: summary.outcomes, unfinished: summary.unfinished, isDryRun: dryRun))
+        let failure = error.map { " (as it stopped, it also failed: \($0))" } ?? ""
+        FileHandle.standardError.write(
+            Data(
+                ("Error: \(lost). It stopped\(failure), and committed nothing once it knew (the group's progress is the other replay's "
+                    + "now): once no other replay of the group runs, run it again with \(resumeOptions(group: configuration.groupID)) to "
+                    + "continue from the group's progress.\n").utf8
+            )
+        )
+        throw ExitCode(Self.groupBusyStatus)
     }
 
     /// The options that resume this replay, quoted for a shell: the group, the range as given and the destination

@@ -147,6 +147,20 @@ public final class ReplayLease: Sendable {
         }
     }
 
+    /// The loss of the lease as its member's id tells it, without waiting: `nil` while the member is the one that
+    /// took the lease. librdkafka forgets a member's id as soon as it finds its session timed out, before it reports
+    /// the loss, and a member dropped during a rebalance joins again under a new id. For when ``lost()`` was not
+    /// followed to its end: a replay that failed as it lost its lease (a look-up timed out across the same pause).
+    public var lossByMemberID: ReplayLeaseLost? {
+        guard !memberID.isEmpty, consumer.memberID != memberID else { return nil }
+        return ReplayLeaseLost(
+            group: group,
+            cause: "its member of the lease group \(Self.leaseGroup(of: group)) is no longer in it as the member that took the lease "
+                + "(its session timed out: the process was stopped or paused, or the brokers were out of reach, for longer than "
+                + "session.timeout.ms; or the coordinator dropped it)"
+        )
+    }
+
     /// Leaves the lease group: another replay of the group may start. Waits at most 15 s for the group's coordinator
     /// (with the brokers gone, the member leaves when its session times out). A later call returns at once.
     public func release() async {

@@ -89,12 +89,34 @@ struct ReplayLeaseTests {
     func memberDroppedDuringRebalance() async throws {
         try await withPipelineCluster(partitions: 1) { kafka, configuration in
             let lease = try await ReplayLease.acquire(group: "replay-\(UUID().uuidString.prefix(6))", configuration: configuration, logger: testLogger)
+            #expect(lease.lossByMemberID == nil, "held")
             // Told to rebalance by its heartbeat (REBALANCE_IN_PROGRESS), then its SyncGroup finds it unknown.
             try kafka.failRequests(apiKey: 14, count: 1, errorCode: 25)
             try kafka.failRequests(apiKey: 12, count: 1, errorCode: 27)
             let loss = await loss(of: lease, within: .seconds(40))
+            let lossByMemberID = lease.lossByMemberID
             await lease.release()
             #expect(loss?.cause.contains("lost its place there (the coordinator dropped it during a rebalance") == true, "\(loss.map(String.init(describing:)) ?? "no loss within 40 s")")
+            #expect(lossByMemberID?.cause.contains("is no longer in it as the member that took the lease") == true, "its id tells it too")
+        }
+    }
+
+    /// A holder whose heartbeats go unanswered for its session (the process paused, the coordinator out of reach) has
+    /// lost its lease: the coordinator drops it. librdkafka reports the lost partitions; its member id, forgotten at
+    /// once, tells it to a replay that failed before it followed `lost()` to the end.
+    @Test("a holder whose session times out has lost its lease, which its member id tells at once", .timeLimit(.minutes(2)))
+    func memberSessionTimedOut() async throws {
+        try await withPipelineCluster(partitions: 1) { kafka, configuration in
+            let group = "replay-\(UUID().uuidString.prefix(6))"
+            let lease = try await ReplayLease.acquire(group: group, configuration: configuration, logger: testLogger)
+            #expect(lease.lossByMemberID == nil, "held")
+            // COORDINATOR_NOT_AVAILABLE to every heartbeat: the session (10 s) runs out.
+            try kafka.failRequests(apiKey: 12, count: 1_000, errorCode: 15)
+            let loss = await loss(of: lease, within: .seconds(40))
+            let lossByMemberID = lease.lossByMemberID
+            await lease.release()
+            #expect(loss?.cause.contains("lost its place there (its session timed out") == true, "\(loss.map(String.init(describing:)) ?? "no loss within 40 s")")
+            #expect(lossByMemberID.map(String.init(describing:))?.hasPrefix("the replay lost its lease of --group \(group): its member of the lease group") == true)
         }
     }
 
