@@ -9,7 +9,8 @@ import PipelineCore
 struct CredentialClock: Sendable {
     /// The time a token states.
     var wall: @Sendable () -> Timestamp
-    /// The time a token's age is measured on.
+    /// The time a token's age is measured on. The system's is `ContinuousClock`, which also counts the time the
+    /// machine was suspended.
     var monotonic: @Sendable () -> ContinuousClock.Instant
 
     /// The system's clocks.
