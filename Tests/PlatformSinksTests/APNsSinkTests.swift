@@ -267,31 +267,38 @@ struct APNsSinkTests {
         #expect(try APNsProviderToken(p8: key.p8, keyID: "K", teamID: "T", refreshMinutes: 90, configurationKey: "k").refreshInterval == 50 * 60)
     }
 
-    /// A provider token states when it was made (`iat`, wall-clock time), but its age is measured on the monotonic
-    /// clock: set back by an hour, the system clock used to keep a token APNs refuses as expired for another hour (and
-    /// refuse to replace it when APNs said so); set forward, it replaced fresh tokens, which APNs throttles.
-    @Test("a step of the system clock neither keeps a provider token past its interval nor replaces a fresh one; its iat is the wall clock's")
+    /// A provider token states when it was made (`iat`, wall-clock time); its age is the longer of the wall clock's and
+    /// the monotonic clock's measures. On the wall clock alone, a clock set back kept a token APNs refuses as expired
+    /// (and refused to replace it when APNs said so, which stops the sink); on the monotonic clock alone, a machine
+    /// paused by its host (the wall clock set forward on resume, the monotonic clock still) did the same.
+    @Test("neither a clock set back nor a paused machine keeps a provider token past its interval; its iat is the wall clock's")
     func providerTokenAgeIgnoresClockSteps() throws {
         let key = TestCredentials.makeAPNsKey()
         let time = ManualCredentialClock(wall: Timestamp(secondsSince1970: 1_800_000_000))
         let tokens = try APNsProviderToken(p8: key.p8, keyID: "K", teamID: "T", refreshMinutes: 40, configurationKey: "apns.privateKey", clock: time.clock)
         let first = try tokens.token()
         #expect(try JWTVerification.verifyES256(first, publicKey: key.publicKey).claimInteger("iat") == 1_800_000_000)
-        time.stepWall(seconds: 2 * 3_600)
-        time.advance(seconds: 60)
-        #expect(try tokens.token() == first, "a minute old, whatever the wall clock says")
-        time.stepWall(seconds: -4 * 3_600)
+        time.stepWall(seconds: -2 * 3_600)
         time.advance(seconds: 39 * 60)
+        #expect(try tokens.token() == first, "39 minutes old")
+        time.advance(seconds: 60)
         let second = try tokens.token()
         #expect(second != first, "40 minutes old, though the wall clock went back")
         #expect(
             try JWTVerification.verifyES256(second, publicKey: key.publicKey).claimInteger("iat") == 1_800_000_000 - 2 * 3_600 + 40 * 60,
             "iat is the wall clock's time"
         )
+        // Paused for three hours: on resume the wall clock is set forward; the monotonic clock did not count the pause.
+        time.stepWall(seconds: 3 * 3_600)
+        let third = try tokens.token()
+        #expect(third != second, "three hours old by the wall clock")
         time.stepWall(seconds: -3_600)
         time.advance(seconds: 21 * 60)
-        #expect(tokens.expire(second), "APNs' expiry replaces a token 21 minutes old, though the wall clock went back")
-        #expect(try tokens.token() != second)
+        #expect(tokens.expire(third), "APNs' expiry replaces a token 21 minutes old, though the wall clock went back")
+        let fourth = try tokens.token()
+        #expect(fourth != third)
+        time.stepWall(seconds: 2 * 3_600)
+        #expect(tokens.expire(fourth), "APNs' expiry replaces a token two hours old by the wall clock after a pause")
     }
 
     @Test("a token that cannot go into a URL path is invalid without a request")

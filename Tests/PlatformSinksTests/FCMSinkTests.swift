@@ -144,10 +144,11 @@ struct FCMSinkTests {
         #expect(fcm.sendRequests.map { $0.header("authorization") } == ["Bearer access-token-1", "Bearer access-token-2"])
     }
 
-    /// Access tokens are timed on the monotonic clock. With the system clock set back (NTP at boot, a resumed virtual
-    /// machine), the wall clock used to keep an expired token in use (each send refused with 401) and to take a 401 to
-    /// an old token for a refused account, which stops the sink.
-    @Test("a step of the system clock neither keeps an expired access token nor makes an old one look fresh to a 401")
+    /// An access token's age is the longer of the wall clock's and the monotonic clock's measures. On the wall clock
+    /// alone, a clock set back kept an expired token in use (each send refused with 401) and took a 401 to an old token
+    /// for a refused account, which stops the sink; on the monotonic clock alone, a machine paused by its host (the
+    /// wall clock set forward on resume, the monotonic clock still) kept an expired token.
+    @Test("neither a clock set back nor a paused machine keeps an expired access token or makes an old one look fresh to a 401")
     func tokenTimesIgnoreClockSteps() async throws {
         let fcm = try await FakeFCM.start()
         defer { Task { await fcm.shutdown() } }
@@ -169,6 +170,10 @@ struct FCMSinkTests {
         #expect(retried?.code == .unavailable, "a 401 to a token two minutes old is retried with a new one: \(String(describing: retried))")
         #expect(await sender.attempt(try sample("basic-fcm", 3, token: "later")) == nil)
         #expect(fcm.sendRequests.last?.header("authorization") == "Bearer access-token-3")
+        // Paused for an hour: on resume the wall clock is set forward; the monotonic clock did not count the pause.
+        time.stepWall(seconds: 3_601)
+        #expect(await sender.attempt(try sample("basic-fcm", 4, token: "c")) == nil)
+        #expect(fcm.sendRequests.last?.header("authorization") == "Bearer access-token-4", "expired by the wall clock")
         await sender.shutdown()
     }
 

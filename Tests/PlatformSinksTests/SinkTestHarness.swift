@@ -69,7 +69,7 @@ final class ManualCredentialClock: Sendable {
     private let readings: Mutex<Readings>
     private let start = ContinuousClock.now
 
-    /// Starts at `wall` (by default now: the local FCM checks an assertion's times).
+    /// Starts at `wall` (by default now, as the system's clock).
     init(wall: Timestamp = Timestamp(secondsSince1970: Int64(Date().timeIntervalSince1970))) {
         readings = Mutex(Readings(wall: wall))
     }

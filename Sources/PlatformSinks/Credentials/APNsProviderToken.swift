@@ -6,15 +6,15 @@ import Synchronization
 /// APNs provider authentication tokens: an ES256 JWT (`kid` = key id, `iss` = team id, `iat`) signed with the
 /// team's .p8 key. One token is reused for every request and replaced after ``refreshInterval``, which Apple wants
 /// between 20 and 60 minutes: APNs refuses tokens older than an hour and answers `TooManyProviderTokenUpdates`
-/// to tokens replaced more often than every 20 minutes. A token's age is measured on the monotonic clock
-/// (``CredentialClock``); only its `iat` is wall-clock time.
+/// to tokens replaced more often than every 20 minutes. A token's age is the longer of the wall clock's and the
+/// monotonic clock's measures (``CredentialClock/age(since:)``).
 final class APNsProviderToken: Sendable {
     /// The shortest and longest refresh intervals allowed.
     static let refreshBounds: ClosedRange<Int64> = (20 * 60)...(50 * 60)
 
     private struct Current {
         var value: String
-        var issuedAt: ContinuousClock.Instant
+        var issuedAt: CredentialClock.Reading
     }
 
     let keyID: String
@@ -49,12 +49,12 @@ final class APNsProviderToken: Sendable {
 
     /// The token to send now: the current one, or a new one once the current one is ``refreshInterval`` old.
     func token() throws -> String {
-        let time = clock.monotonic()
-        return try current.withLock { current in
-            if let current, time - current.issuedAt < .seconds(refreshInterval) {
+        try current.withLock { current in
+            if let current, clock.age(since: current.issuedAt) < .seconds(refreshInterval) {
                 return current.value
             }
-            let value = try make(issuedAt: clock.wall())
+            let time = clock.now()
+            let value = try make(issuedAt: time.wall)
             current = Current(value: value, issuedAt: time)
             return value
         }
@@ -65,10 +65,9 @@ final class APNsProviderToken: Sendable {
     ///
     /// - Returns: whether the token was dropped (the next ``token()`` makes a new one).
     func expire(_ token: String) -> Bool {
-        let time = clock.monotonic()
-        return current.withLock { current in
+        current.withLock { current in
             guard let existing = current, existing.value == token else { return true }
-            guard time - existing.issuedAt >= .seconds(Self.refreshBounds.lowerBound) else { return false }
+            guard clock.age(since: existing.issuedAt) >= .seconds(Self.refreshBounds.lowerBound) else { return false }
             current = nil
             return true
         }

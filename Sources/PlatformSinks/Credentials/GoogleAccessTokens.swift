@@ -8,8 +8,8 @@ import Synchronization
 /// `token_uri`, cached, and refreshed five minutes before it expires (or at half its life when that is shorter).
 /// Concurrent callers share one exchange (a cancelled caller stops waiting for it at once); while a refresh runs (or
 /// after it failed) the cached token is used until it really expires, so a slow or failing token endpoint does not
-/// hold sends up. Tokens are timed on the monotonic clock (``CredentialClock``); only the assertion's times are
-/// wall-clock times.
+/// hold sends up. A token's age is the longer of the wall clock's and the monotonic clock's measures
+/// (``CredentialClock/age(since:)``).
 actor GoogleAccessTokens {
     /// The scope FCM HTTP v1 needs.
     static let scope = "https://www.googleapis.com/auth/firebase.messaging"
@@ -17,9 +17,11 @@ actor GoogleAccessTokens {
     struct AccessToken: Sendable {
         var value: String
         /// When the exchange that got it started.
-        var obtainedAt: ContinuousClock.Instant
-        var refreshAt: ContinuousClock.Instant
-        var expiresAt: ContinuousClock.Instant
+        var obtainedAt: CredentialClock.Reading
+        /// The age at which it is refreshed.
+        var refreshAge: Duration
+        /// The age at which it expires.
+        var lifetime: Duration
     }
 
     private let key: ServiceAccountKey
@@ -40,12 +42,14 @@ actor GoogleAccessTokens {
 
     /// A valid access token, exchanging a new assertion when the cached one is due for refresh.
     func token() async -> Result<AccessToken, SinkFailure> {
-        let time = clock.monotonic()
-        if let cached, time < cached.refreshAt { return .success(cached) }
-        if let cached, time < cached.expiresAt {
-            // Due for a refresh but still valid: refresh alongside, keep using it.
-            if exchange == nil, nextRefresh.map({ time >= $0 }) ?? true { _ = startExchange() }
-            return .success(cached)
+        if let cached {
+            let age = clock.age(since: cached.obtainedAt)
+            if age < cached.refreshAge { return .success(cached) }
+            if age < cached.lifetime {
+                // Due for a refresh but still valid: refresh alongside, keep using it.
+                if exchange == nil, nextRefresh.map({ clock.monotonic() >= $0 }) ?? true { _ = startExchange() }
+                return .success(cached)
+            }
         }
         return await Self.result(of: exchange ?? startExchange())
     }
@@ -135,10 +139,10 @@ actor GoogleAccessTokens {
     }
 
     private func exchangeAssertion() async -> Result<AccessToken, SinkFailure> {
-        let obtainedAt = clock.monotonic()
+        let obtainedAt = clock.now()
         let assertion: String
         do {
-            assertion = try key.assertion(scope: Self.scope, now: clock.wall())
+            assertion = try key.assertion(scope: Self.scope, now: obtainedAt.wall)
         } catch {
             return .failure(SinkFailure(.auth, "signing the OAuth assertion failed: \(error)"))
         }
@@ -161,8 +165,8 @@ actor GoogleAccessTokens {
                 AccessToken(
                     value: value,
                     obtainedAt: obtainedAt,
-                    refreshAt: obtainedAt + .seconds(lifetime - margin),
-                    expiresAt: obtainedAt + .seconds(lifetime)
+                    refreshAge: .seconds(lifetime - margin),
+                    lifetime: .seconds(lifetime)
                 )
             )
         case 429:

@@ -77,7 +77,7 @@ public struct FCMSender: PlatformSender {
             // An access token refused before its time (revoked, clock skew): one more try with a new one; a fresh
             // token refused too means the account itself is refused.
             await tokens.invalidate(token.value)
-            if clock.monotonic() - token.obtainedAt > .seconds(60) {
+            if clock.age(since: token.obtainedAt) > .seconds(60) {
                 failure = SinkFailure(.unavailable, "\(failure.detail); the access token is refreshed and the message retried")
             }
         }
