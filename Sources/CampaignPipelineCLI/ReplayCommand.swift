@@ -264,9 +264,8 @@ struct ReplayCommand: AsyncParsableCommand {
             try await pipeline.runUntilSignalled(logger: logger, shutdownLimit: configuration.shutdownLimit, alongside: watch.map { [$0] } ?? [])
         } catch {
             // A replay that failed as it lost its lease (a look-up timed out across the same pause of the process, or
-            // the same outage) is told the loss: whether to run it again depends on the other replay. The watch may
-            // not have seen the loss yet when the failure ended it; the member's id tells.
-            guard let lost = watch?.lost ?? lease?.lossByMemberID, !pipeline.hasFinishedReplay else { throw error }
+            // the same outage) is told the loss: whether to run it again depends on the other replay.
+            guard !pipeline.hasFinishedReplay, let lost = await Self.leaseLoss(seenBy: watch, of: lease) else { throw error }
             try stopForLostLease(lost, pipeline: pipeline, configuration: configuration, after: error)
         }
         let summary = pipeline.statistics.snapshot
@@ -318,15 +317,31 @@ struct ReplayCommand: AsyncParsableCommand {
     ) throws -> Never {
         let summary = pipeline.statistics.snapshot
         Self.report(Self.interruptedSummary(read: summary.totalIn, outcomes: summary.outcomes, unfinished: summary.unfinished, isDryRun: dryRun))
-        let failure = error.map { " (as it stopped, it also failed: \($0))" } ?? ""
+        // A pipeline that failed was not stopped by the loss: its last commit may have come after it.
+        let stopped =
+            error.map { "It failed as it lost the lease (\($0)), and may have committed its progress once more before the loss was known" }
+            ?? "It stopped, and committed nothing once it knew (the group's progress is the other replay's now)"
         FileHandle.standardError.write(
             Data(
-                ("Error: \(lost). It stopped\(failure), and committed nothing once it knew (the group's progress is the other replay's "
-                    + "now): once no other replay of the group runs, run it again with \(resumeOptions(group: configuration.groupID)) to "
-                    + "continue from the group's progress.\n").utf8
+                ("Error: \(lost). \(stopped): once no other replay of the group runs, run it again with "
+                    + "\(resumeOptions(group: configuration.groupID)) to continue from the group's progress.\n").utf8
             )
         )
         throw ExitCode(Self.groupBusyStatus)
+    }
+
+    /// The lease a replay whose pipeline failed has lost, if it lost it: as the watch saw it, or as the lease member's id
+    /// tells within about 2 s. librdkafka finds a timed-out session about once a second, so a failure that came with
+    /// the loss (a look-up timed out across the same pause) can come before the id tells it; the watch, ended by the
+    /// failure, may not have seen it.
+    private static func leaseLoss(seenBy watch: ReplayLeaseWatch?, of lease: ReplayLease?) async -> ReplayLeaseLost? {
+        if let lost = watch?.lost { return lost }
+        guard let lease else { return nil }
+        for _ in 0..<10 {
+            if let lost = lease.lossByMemberID { return lost }
+            try? await Task.sleep(for: .milliseconds(200))
+        }
+        return nil
     }
 
     /// The options that resume this replay, quoted for a shell: the group, the range as given and the destination

@@ -147,10 +147,11 @@ public final class ReplayLease: Sendable {
         }
     }
 
-    /// The loss of the lease as its member's id tells it, without waiting: `nil` while the member is the one that
-    /// took the lease. librdkafka forgets a member's id as soon as it finds its session timed out, before it reports
-    /// the loss, and a member dropped during a rebalance joins again under a new id. For when ``lost()`` was not
-    /// followed to its end: a replay that failed as it lost its lease (a look-up timed out across the same pause).
+    /// The loss of the lease as its member's id tells it now: `nil` while the member is the one that took the lease.
+    /// Ask it before ``release()``: a member that left has no id. librdkafka forgets a member's id as soon as it finds
+    /// its session timed out (it looks about once a second), before it reports the loss, and a member dropped during a
+    /// rebalance joins again under a new id. For when ``lost()`` was not followed to its end: a replay that failed as
+    /// it lost its lease (a look-up timed out across the same pause).
     public var lossByMemberID: ReplayLeaseLost? {
         guard !memberID.isEmpty, consumer.memberID != memberID else { return nil }
         return ReplayLeaseLost(
