@@ -102,8 +102,7 @@ public final class ReplayLease: Sendable {
     public func lost() async -> ReplayLeaseLost? {
         let consumer = self.consumer
         let group = self.group
-        let member = "its member of the lease group \(Self.leaseGroup(of: group))"
-        let memberID = self.memberID
+        let member = memberName
         return await withTaskGroup(of: ReplayLeaseLost?.self) { tasks in
             tasks.addTask {
                 for await event in consumer.events {
@@ -118,7 +117,7 @@ public final class ReplayLease: Sendable {
                     case .partitionsAssigned, .partitionsRevoked:
                         // Dropped during a rebalance (a join or sync answered that the member is unknown), librdkafka
                         // rejoins under a new id without reporting a loss.
-                        if !memberID.isEmpty && consumer.memberID != memberID {
+                        if self.hasChangedMemberID {
                             return ReplayLeaseLost(
                                 group: group,
                                 cause: "\(member) lost its place there (the coordinator dropped it during a rebalance, and it joined again as a new member)"
@@ -153,14 +152,23 @@ public final class ReplayLease: Sendable {
     /// rebalance joins again under a new id. For when ``lost()`` was not followed to its end: a replay that failed as
     /// it lost its lease (a look-up timed out across the same pause).
     public var lossByMemberID: ReplayLeaseLost? {
-        guard !memberID.isEmpty, consumer.memberID != memberID else { return nil }
+        guard hasChangedMemberID else { return nil }
         return ReplayLeaseLost(
             group: group,
-            cause: "its member of the lease group \(Self.leaseGroup(of: group)) is no longer in it as the member that took the lease "
+            cause: "\(memberName) is no longer in it as the member that took the lease "
                 + "(its session timed out: the process was stopped or paused, or the brokers were out of reach, for longer than "
                 + "session.timeout.ms; or the coordinator dropped it)"
         )
     }
+
+    /// Whether the lease member is no longer the member that took the lease: librdkafka forgot its id (a session that
+    /// timed out, a member that left) or it joined again under a new one (dropped during a rebalance).
+    private var hasChangedMemberID: Bool {
+        !memberID.isEmpty && consumer.memberID != memberID
+    }
+
+    /// How the lease member is named in a loss.
+    private var memberName: String { "its member of the lease group \(Self.leaseGroup(of: group))" }
 
     /// Leaves the lease group: another replay of the group may start. Waits at most 15 s for the group's coordinator
     /// (with the brokers gone, the member leaves when its session times out). A later call returns at once.
