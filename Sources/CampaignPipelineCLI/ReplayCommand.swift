@@ -259,19 +259,13 @@ struct ReplayCommand: AsyncParsableCommand {
             decisionClock: deliver ? .wallClock : .eventTime,
             logger: logger
         )
-        let watch = lease.map { ReplayLeaseWatch(lease: $0, pipeline: pipeline, logger: logger) }
-        do {
-            try await pipeline.runUntilSignalled(logger: logger, shutdownLimit: configuration.shutdownLimit, alongside: watch.map { [$0] } ?? [])
-        } catch {
-            // A replay that failed as it lost its lease (a look-up timed out across the same pause of the process, or
-            // the same outage) is told the loss: whether to run it again depends on the other replay.
-            guard !pipeline.hasFinishedReplay, let lost = await Self.leaseLoss(seenBy: watch, of: lease) else { throw error }
-            try stopForLostLease(lost, pipeline: pipeline, configuration: configuration, after: error)
+        let ending = try await Self.run(pipeline, under: lease, logger: logger) { watch in
+            try await pipeline.runUntilSignalled(logger: logger, shutdownLimit: configuration.shutdownLimit, alongside: watch)
         }
         let summary = pipeline.statistics.snapshot
         let outcomes = Self.outcomeCounts(summary.outcomes)
-        if let lost = watch?.lost, !pipeline.hasFinishedReplay {
-            try stopForLostLease(lost, pipeline: pipeline, configuration: configuration, after: nil)
+        if let lost = ending.lost, !pipeline.hasFinishedReplay {
+            try stopForLostLease(lost, pipeline: pipeline, configuration: configuration, after: ending.failure)
         }
         guard pipeline.hasFinishedReplay else {
             // Stopped by a signal before the range's end: not a success, or a script or job would go on as if the
@@ -285,7 +279,7 @@ struct ReplayCommand: AsyncParsableCommand {
         }
         // A dry run's outcomes are those the records would have had: "delivered" alone read as if something was sent.
         Self.report("Replayed \(summary.totalIn) records\(dryRun ? " (dry run: nothing written; the outcomes they would have had)" : ""): \(outcomes)")
-        if let lost = watch?.lost {
+        if let lost = ending.lost {
             // Lost at the very end: the range is replayed, but not only by this replay.
             FileHandle.standardError.write(Data("Note: \(lost); it had replayed its whole range by then, but the other may have replayed some of it again\n".utf8))
         }
@@ -328,6 +322,39 @@ struct ReplayCommand: AsyncParsableCommand {
             )
         )
         throw ExitCode(Self.groupBusyStatus)
+    }
+
+    /// How a replay's pipeline run under its group's lease ended, besides what its statistics say.
+    struct LeasedRunEnding {
+        /// How the replay lost its lease, if it did: while it ran (the watch stopped it then), or as it failed.
+        var lost: ReplayLeaseLost?
+        /// What the pipeline failed with, when it failed as it lost the lease. (A failure with the lease held is
+        /// thrown.)
+        var failure: (any Error)?
+    }
+
+    /// Runs `pipeline` through `runPipeline` (given the services to run beside it) with a ``ReplayLeaseWatch`` of
+    /// `lease` beside it, which stops the replay, committing nothing more, if the lease is lost.
+    ///
+    /// A pipeline that fails before the end of its range as the lease is lost (a look-up timed out across the same
+    /// pause of the process, or the same outage) ends as a loss, not as its failure: whether to run the replay again
+    /// depends on the other replay.
+    ///
+    /// - Throws: what the pipeline failed with, when the lease was not lost (or there is none).
+    static func run(
+        _ pipeline: CampaignPipeline,
+        under lease: ReplayLease?,
+        logger: Logger,
+        _ runPipeline: (_ alongside: [any Service]) async throws -> Void
+    ) async throws -> LeasedRunEnding {
+        let watch = lease.map { ReplayLeaseWatch(lease: $0, pipeline: pipeline, logger: logger) }
+        do {
+            try await runPipeline(watch.map { [$0] } ?? [])
+        } catch {
+            guard !pipeline.hasFinishedReplay, let lost = await leaseLoss(seenBy: watch, of: lease) else { throw error }
+            return LeasedRunEnding(lost: lost, failure: error)
+        }
+        return LeasedRunEnding(lost: watch?.lost, failure: nil)
     }
 
     /// The lease a replay whose pipeline failed has lost, if it lost it: as the watch saw it, or as the lease member's id

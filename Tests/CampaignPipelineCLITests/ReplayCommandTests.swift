@@ -5,6 +5,7 @@ import KafkaClient
 import Logging
 import PipelineCore
 import PipelineRuntime
+import ServiceLifecycle
 import Testing
 
 @Suite("campaign-pipeline replay on the command line")
@@ -233,5 +234,68 @@ struct ReplayCommandTests {
         #expect(result.stdout.contains("Replayed \(sampleCount) records (dry run: nothing written; the outcomes they would have had): delivered "), "\(result.stdout)")
         #expect(!result.stdout.contains("resume"), "\(result.stdout)")
         #expect(result.stdout.contains("commits nothing"), "\(result.stdout)")
+    }
+
+    /// A replay whose pipeline fails as it loses its lease (a look-up timed out across the pause that cost the lease)
+    /// ends as the loss, naming the failure: whether to run it again depends on the other replay, which may hold the
+    /// lease now. One that fails while it holds its lease ends with its failure. The failure here comes at once: the
+    /// group has a commit past the range's start that names no range, which the pipeline refuses to resume from.
+    @Test("a replay that fails as it loses its lease ends as the loss, naming the failure; holding it, with the failure", .timeLimit(.minutes(3)))
+    func failureAsTheLeaseIsLost() async throws {
+        let live = PipelineConfiguration(bootstrapServers: [])
+        let replayTopics = live.topics.prefixingOutputs(with: ReplayCommand.defaultOutputPrefix)
+        let (kafka, _) = try await clusterWithSamples(extraTopics: replayTopics.all.filter { !live.topics.all.contains($0) }, logger: Self.logger)
+        defer { kafka.shutdown() }
+        var configuration = PipelineConfiguration(bootstrapServers: [kafka.bootstrapServers])
+        configuration.topics = replayTopics
+        configuration.sinks.routeToKafkaOnly()
+        configuration.untilIdle = nil
+        configuration.consumerProperties = ["session.timeout.ms": "6000", "heartbeat.interval.ms": "500"]
+        let lookup = try KafkaConsumer(configuration: KafkaConsumerConfiguration(bootstrapServers: [kafka.bootstrapServers], groupID: nil), logger: Self.logger)
+        let ranges = try await ReplayBoundary.resolve(from: .beginning, to: .end, topic: configuration.topics.sends, using: lookup)
+        await lookup.close()
+        let plan = ReplayPlan(ranges: ranges)
+        let partition = try #require(ranges.first { !$0.value.isEmpty }?.key)
+
+        /// A new group with another client's commit one past the start of the range in `partition`.
+        func groupWithForeignCommit() async throws -> String {
+            let group = "nightly-\(UUID().uuidString.prefix(6))"
+            let other = try KafkaConsumer(configuration: KafkaConsumerConfiguration(bootstrapServers: [kafka.bootstrapServers], groupID: group), logger: Self.logger)
+            let offset = KafkaTopicPartitionOffset(topic: partition.topic, partition: partition.partition, offset: ranges[partition]!.lowerBound + 1)
+            try await other.commit([KafkaOffsetAndMetadata(offset, metadata: "")], within: .seconds(10))
+            await other.close()
+            return group
+        }
+        /// Without `watching`, the lease's watch is not run: it has not seen the loss when the failure ends the run.
+        func replay(in group: String, under lease: ReplayLease, watching: Bool) async throws -> ReplayCommand.LeasedRunEnding {
+            var replayed = configuration
+            replayed.groupID = group
+            let pipeline = CampaignPipeline(configuration: replayed, registry: BuiltinTemplates.registry, replay: plan, logger: Self.logger)
+            return try await ReplayCommand.run(pipeline, under: lease, logger: Self.logger) { alongside in
+                try await signalledServiceGroup(running: pipeline, alongside: watching ? alongside : [], logger: Self.logger).run()
+            }
+        }
+
+        let held = try await groupWithForeignCommit()
+        let heldLease = try await ReplayLease.acquire(group: held, configuration: configuration, logger: Self.logger)
+        let failure = await #expect(throws: ReplayGroupConflict.self, "the lease held: the failure itself") {
+            try await replay(in: held, under: heldLease, watching: true)
+        }
+        await heldLease.release()
+        #expect(failure?.group == held)
+
+        let lost = try await groupWithForeignCommit()
+        let lostLease = try await ReplayLease.acquire(group: lost, configuration: configuration, logger: Self.logger)
+        // COORDINATOR_NOT_AVAILABLE to every heartbeat: the session (6 s) runs out, and librdkafka forgets the id.
+        try kafka.failRequests(apiKey: 12, count: 1_000, errorCode: 15)
+        let deadline = ContinuousClock.now + .seconds(40)
+        while lostLease.lossByMemberID == nil, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(200)) }
+        try #require(lostLease.lossByMemberID != nil, "the session timed out within 40 s")
+        // The ordering this is about: a watch that saw the loss first stops the pipeline before it fails (the
+        // command-line test of a stopped replay covers that one).
+        let ending = try await replay(in: lost, under: lostLease, watching: false)
+        await lostLease.release()
+        #expect(ending.lost.map(String.init(describing:))?.hasPrefix("the replay lost its lease of --group \(lost): ") == true, "\(String(describing: ending.lost))")
+        #expect((ending.failure as? ReplayGroupConflict)?.group == lost, "names the failure: \(String(describing: ending.failure))")
     }
 }
