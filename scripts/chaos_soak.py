@@ -4,9 +4,10 @@
   chaos_soak.py generate --count N --seconds S --recipients R --seed X --manifest FILE
       writes `key<TAB>value` lines to stdout, paced over S seconds (pipe into `kcat -P -K '\t'`), and one JSON line
       per event to FILE: its id, kind, recipient, per-recipient sequence number and the outcomes allowed for it.
-  chaos_soak.py check --dir DIR --manifest FILE --chaos-log FILE --final-start T --final-end T
+  chaos_soak.py check --dir DIR --manifest FILE --chaos-log FILE --final-end T [--replay]
       reads the topics dumped by kcat into DIR (sends.jsonl, analytics.jsonl, fcm.jsonl, apns.jsonl, dlq.jsonl,
-      timers.jsonl, each `kcat -J` output), prints a summary and exits 1 on a violation of the contract.
+      timers.jsonl, each `kcat -J` output), prints a summary and exits 1 on a violation of the contract. With
+      --replay, the topics a replay wrote (scripts/replay-soak.sh): a replay schedules no timer expiries.
 """
 
 import argparse
@@ -367,6 +368,11 @@ def check(args):
                 if not all(r.startswith(entry["field"] + ":") or f"; {entry['field']}:" in r for r in reasons):
                     report.violation("reject-field", f"{entry['kind']} event {entry['eventId']} rejected with reason {reasons[0]!r}, which does not name {entry['field']}")
 
+        # A replay schedules no timer expiries: its timer outcomes are the processing's own (an ended timer).
+        if args.replay:
+            if delivered and any(is_timer_expiry(e) for e in events):
+                report.violation("timer", f"{entry['kind']} event {entry['eventId']} ({mid}) got a timer expiry after its push.delivered in a replay")
+            continue
         # Timers: every expiry after a delivery, justified by a delivery (or a crash since the last one), never early,
         # and not lost once due.
         timer = entry.get("timer")
@@ -518,6 +524,7 @@ def main():
     chk.add_argument("--chaos-log")
     chk.add_argument("--final-end", type=float, required=True)
     chk.add_argument("--show", type=int, default=8)
+    chk.add_argument("--replay", action="store_true", help="the topics of a replay (scripts/replay-soak.sh): no timer expiries scheduled")
     args = parser.parse_args()
     if args.command == "generate":
         generate(args)
