@@ -27,52 +27,16 @@ brokers=${SOAK_BROKERS:-3}
 partitions=${SOAK_PARTITIONS:-6}
 assignment=${SOAK_ASSIGNMENT:-range,roundrobin}
 stalls=${SOAK_STALLS:-20}
-bin=${SOAK_BIN:-}
-if [[ -z $bin ]]; then
-    if [[ -x $root/.build/release/campaign-pipeline ]]; then bin=$root/.build/release/campaign-pipeline; else bin=$root/.build/debug/campaign-pipeline; fi
-fi
-[[ -x $bin ]] || { echo "chaos-soak: no executable at $bin; build it first: swift build --product campaign-pipeline" >&2; exit 2; }
-command -v kcat > /dev/null || { echo "chaos-soak: kcat is not installed (apt-get install kcat)" >&2; exit 2; }
-command -v python3 > /dev/null || { echo "chaos-soak: python3 is not installed" >&2; exit 2; }
-dir=${SOAK_DIR:-$(mktemp -d /tmp/chaos-soak.XXXXXX)}
-mkdir -p "$dir/logs" "$dir/topics"
+soak_name=chaos-soak
+source "$root/scripts/soak-common.sh"
 group="soak-$seed-$RANDOM"
-chaos_log=$dir/chaos.jsonl
-: > "$chaos_log"
-helper=$root/scripts/chaos_soak.py
-
-log() { printf '%s chaos-soak: %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-now() { python3 -c 'import time; print(f"{time.time():.3f}")'; }
-record() { printf '{"at": %s, "action": "%s", "slot": %s, "pid": %s}\n' "$(now)" "$1" "$2" "${3:-0}" >> "$chaos_log"; }
-
-broker_pid=
-declare -a pids=()
 declare -a runs=()
-cleanup() {
-    for pid in "${pids[@]}"; do [[ -n $pid ]] && kill -KILL "$pid" 2> /dev/null; done
-    [[ -n $broker_pid ]] && kill -TERM "$broker_pid" 2> /dev/null && wait "$broker_pid" 2> /dev/null
-}
-trap cleanup EXIT
 
 log "work directory $dir, seed $seed, $events events over ${seconds}s, $instances instances, binary $bin"
 
 # 1. The broker (it creates the pipeline's topics) and the definitions.
-"$bin" broker --brokers "$brokers" --partitions "$partitions" > "$dir/broker.out" 2> "$dir/logs/broker.log" &
-broker_pid=$!
-for _ in $(seq 100); do [[ -s $dir/broker.out ]] && break; sleep 0.1; done
-bootstrap=$(head -1 "$dir/broker.out")
-[[ -n $bootstrap ]] || { log "the broker did not start (see $dir/logs/broker.log)"; exit 2; }
-kcat -b "$bootstrap" -L > "$dir/metadata.txt" 2>&1
-for topic in campaign.sends campaign.definitions push.fcm push.apns campaign.analytics campaign.dlq campaign.timers; do
-    grep -q "topic \"$topic\" with $partitions partitions" "$dir/metadata.txt" || { log "topic $topic missing on the broker"; exit 2; }
-done
-log "broker at $bootstrap"
-defined_at=$(python3 -c 'import datetime; print((datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ"))')
-{
-    printf 'soak-stored\t{"type":"campaign.defined","campaignId":"soak-stored","version":1,"template":"basic","occurredAt":"%s","content":{"title":"Stored, {{firstName}}!","body":"From the campaign table."}}\n' "$defined_at"
-    printf 'soak-cancelled\t{"type":"campaign.defined","campaignId":"soak-cancelled","version":1,"template":"basic","occurredAt":"%s","content":{"title":"Cancelled","body":"Never sent."}}\n' "$defined_at"
-    printf 'soak-cancelled\t{"type":"campaign.cancelled","campaignId":"soak-cancelled","occurredAt":"%s"}\n' "$defined_at"
-} | kcat -b "$bootstrap" -t campaign.definitions -P -K $'\t' || { log "could not write the definitions"; exit 2; }
+soak_start_broker "$brokers" "$partitions" campaign.sends campaign.definitions push.fcm push.apns campaign.analytics campaign.dlq campaign.timers
+soak_define_campaigns "$(soak_hour_ago)"
 
 cat > "$dir/pipeline.json" << EOF
 {
@@ -118,9 +82,7 @@ producer_pid=$!
 # Halfway through, a campaign is defined; the generator's sends of it follow (they render its stored content).
 (
     sleep "$(python3 -c "print($seconds / 2)")"
-    printf 'soak-late\t{"type":"campaign.defined","campaignId":"soak-late","version":1,"template":"carousel","occurredAt":"%s","content":{"title":"Defined late","body":"While the soak ran.","items":[{"image":"https://example.com/1.png","text":"1","uri":"https://example.com/1"},{"image":"https://example.com/2.png","text":"2","uri":"https://example.com/2"},{"image":"https://example.com/3.png","text":"3","uri":"https://example.com/3"}]}}\n' \
-        "$(python3 -c 'import datetime; print((datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(seconds=1)).strftime("%Y-%m-%dT%H:%M:%S.%fZ"))')" \
-        | kcat -b "$bootstrap" -t campaign.definitions -P -K $'\t'
+    soak_define_late_campaign "$(python3 -c 'import datetime; print((datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(seconds=1)).strftime("%Y-%m-%dT%H:%M:%S.%fZ"))')" "While the soak ran."
 ) &
 RANDOM=$seed
 chaos_end=$(( SECONDS + ${seconds%.*} + 5 ))

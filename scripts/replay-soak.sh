@@ -27,54 +27,19 @@ seed=${SOAK_SEED:-$(date +%s)}
 max_runs=${SOAK_RUNS:-30}
 disruptions=${SOAK_DISRUPTIONS:-6}
 partitions=${SOAK_PARTITIONS:-12}
-bin=${SOAK_BIN:-}
-if [[ -z $bin ]]; then
-    if [[ -x $root/.build/release/campaign-pipeline ]]; then bin=$root/.build/release/campaign-pipeline; else bin=$root/.build/debug/campaign-pipeline; fi
-fi
-[[ -x $bin ]] || { echo "replay-soak: no executable at $bin; build it first: swift build --product campaign-pipeline" >&2; exit 2; }
-command -v kcat > /dev/null || { echo "replay-soak: kcat is not installed (apt-get install kcat)" >&2; exit 2; }
-command -v python3 > /dev/null || { echo "replay-soak: python3 is not installed" >&2; exit 2; }
-dir=${SOAK_DIR:-$(mktemp -d /tmp/replay-soak.XXXXXX)}
-mkdir -p "$dir/logs" "$dir/topics"
+soak_name=replay-soak
+source "$root/scripts/soak-common.sh"
 group="nightly-$seed-$RANDOM"
-chaos_log=$dir/chaos.jsonl
-: > "$chaos_log"
 : > "$dir/problems.txt"
-helper=$root/scripts/chaos_soak.py
-
-log() { printf '%s replay-soak: %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-now() { python3 -c 'import time; print(f"{time.time():.3f}")'; }
-record() { printf '{"at": %s, "action": "%s", "slot": %s, "pid": %s}\n' "$(now)" "$1" "$2" "${3:-0}" >> "$chaos_log"; }
 problem() { echo "$*" >> "$dir/problems.txt"; log "PROBLEM: $*"; }
-
-broker_pid=
-declare -a pids=()
-cleanup() {
-    for pid in "${pids[@]}"; do [[ -n $pid ]] && kill -KILL "$pid" 2> /dev/null; done
-    [[ -n $broker_pid ]] && kill -TERM "$broker_pid" 2> /dev/null && wait "$broker_pid" 2> /dev/null
-}
-trap cleanup EXIT
 
 log "work directory $dir, seed $seed, $events events, at most $max_runs runs, group $group, binary $bin"
 
 # 1. The broker (it creates the pipeline's topics and the replay.* ones), the definitions, and the events.
-"$bin" broker --brokers 1 --partitions "$partitions" > "$dir/broker.out" 2> "$dir/logs/broker.log" &
-broker_pid=$!
-for _ in $(seq 100); do [[ -s $dir/broker.out ]] && break; sleep 0.1; done
-bootstrap=$(head -1 "$dir/broker.out")
-[[ -n $bootstrap ]] || { log "the broker did not start (see $dir/logs/broker.log)"; exit 2; }
-kcat -b "$bootstrap" -L > "$dir/metadata.txt" 2>&1
-for topic in campaign.sends campaign.definitions replay.push.fcm replay.push.apns replay.campaign.analytics replay.campaign.dlq; do
-    grep -q "topic \"$topic\" with" "$dir/metadata.txt" || { log "topic $topic missing on the broker"; exit 2; }
-done
-log "broker at $bootstrap"
-defined_at=$(python3 -c 'import datetime; print((datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ"))')
-{
-    printf 'soak-stored\t{"type":"campaign.defined","campaignId":"soak-stored","version":1,"template":"basic","occurredAt":"%s","content":{"title":"Stored, {{firstName}}!","body":"From the campaign table."}}\n' "$defined_at"
-    printf 'soak-cancelled\t{"type":"campaign.defined","campaignId":"soak-cancelled","version":1,"template":"basic","occurredAt":"%s","content":{"title":"Cancelled","body":"Never sent."}}\n' "$defined_at"
-    printf 'soak-cancelled\t{"type":"campaign.cancelled","campaignId":"soak-cancelled","occurredAt":"%s"}\n' "$defined_at"
-    printf 'soak-late\t{"type":"campaign.defined","campaignId":"soak-late","version":1,"template":"carousel","occurredAt":"%s","content":{"title":"Defined late","body":"Before the sends of it.","items":[{"image":"https://example.com/1.png","text":"1","uri":"https://example.com/1"},{"image":"https://example.com/2.png","text":"2","uri":"https://example.com/2"},{"image":"https://example.com/3.png","text":"3","uri":"https://example.com/3"}]}}\n' "$defined_at"
-} | kcat -b "$bootstrap" -t campaign.definitions -P -K $'\t' || { log "could not write the definitions"; exit 2; }
+soak_start_broker 1 "$partitions" campaign.sends campaign.definitions replay.push.fcm replay.push.apns replay.campaign.analytics replay.campaign.dlq
+defined_at=$(soak_hour_ago)
+soak_define_campaigns "$defined_at"
+soak_define_late_campaign "$defined_at" "Before the sends of it."
 # Over 4 s: the generator's late campaign is sent only in the second half of its time.
 python3 "$helper" generate --count "$events" --seconds 4 --seed "$seed" --manifest "$dir/manifest.jsonl" \
     | kcat -b "$bootstrap" -t campaign.sends -P -K $'\t' -X linger.ms=5 2> "$dir/logs/producer.log" \
