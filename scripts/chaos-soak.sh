@@ -132,17 +132,6 @@ record final-end 0 0
 (( status == 0 )) || { log "the final instance exited $status (see $dir/logs/final.log)"; echo "final $status" >> "$dir/problems.txt"; }
 
 # 5. Read the topics back with kcat and check them.
-for pair in sends:campaign.sends analytics:campaign.analytics fcm:push.fcm apns:push.apns dlq:campaign.dlq timers:campaign.timers; do
-    kcat -b "$bootstrap" -C -t "${pair#*:}" -o beginning -e -J -q > "$dir/topics/${pair%%:*}.jsonl" 2>> "$dir/logs/kcat.log" \
-        || { log "kcat could not read ${pair#*:}"; exit 2; }
-done
+soak_dump_topics sends:campaign.sends analytics:campaign.analytics fcm:push.fcm apns:push.apns dlq:campaign.dlq timers:campaign.timers
 python3 "$helper" check --dir "$dir/topics" --manifest "$dir/manifest.jsonl" --chaos-log "$chaos_log" --final-end "$final_end"
-result=$?
-if [[ -s $dir/problems.txt ]]; then
-    echo "  FAIL process: instances that died, hung or failed to stop cleanly:"
-    sed 's/^/       /' "$dir/problems.txt"
-    result=1
-fi
-grep -l -E "Fatal error|Assertion failed|Precondition failed|Segmentation" "$dir"/logs/*.log 2> /dev/null | sed 's/^/  crash log: /'
-log "logs and topic dumps in $dir"
-exit "$result"
+soak_finish $? "instances that died, hung or failed to stop cleanly"

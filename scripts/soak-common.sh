@@ -69,3 +69,26 @@ soak_define_campaigns() {  # at
 soak_define_late_campaign() {  # at body
     soak_define soak-late '{"type":"campaign.defined","campaignId":"soak-late","version":1,"template":"carousel","occurredAt":"'"$1"'","content":{"title":"Defined late","body":"'"$2"'","items":[{"image":"https://example.com/1.png","text":"1","uri":"https://example.com/1"},{"image":"https://example.com/2.png","text":"2","uri":"https://example.com/2"},{"image":"https://example.com/3.png","text":"3","uri":"https://example.com/3"}]}}'
 }
+
+# Reads topics back with kcat (`-J`, from the beginning) into topics/<name>.jsonl, for the checker: name:topic pairs.
+soak_dump_topics() {  # name:topic...
+    local pair
+    for pair in "$@"; do
+        kcat -b "$bootstrap" -C -t "${pair#*:}" -o beginning -e -J -q > "$dir/topics/${pair%%:*}.jsonl" 2>> "$dir/logs/kcat.log" \
+            || { log "kcat could not read ${pair#*:}"; exit 2; }
+    done
+}
+
+# Ends the soak with the checker's `result`, made a failure by any line in problems.txt (listed under `heading`), and
+# names the logs of crashed processes.
+soak_finish() {  # result heading
+    local result=$1
+    if [[ -s $dir/problems.txt ]]; then
+        echo "  FAIL process: $2:"
+        sed 's/^/       /' "$dir/problems.txt"
+        result=1
+    fi
+    grep -l -E "Fatal error|Assertion failed|Precondition failed|Segmentation" "$dir"/logs/*.log 2> /dev/null | sed 's/^/  crash log: /'
+    log "logs and topic dumps in $dir"
+    exit "$result"
+}
