@@ -137,7 +137,13 @@ for run in $(seq 1 "$max_runs"); do
         # A second replay of the group while the first runs: refused (75) unless the first finished first.
         fate=raced
         start_run 2 "$name-second"
-        finish_run 2 "$name-second"; second=$status; expect_status "$name-second" "$second" 75 0
+        finish_run 2 "$name-second"; second=$status
+        if [[ $second == 1 ]] && grep -q "lease group .* did not answer within" "$dir/logs/$name-second.log"; then
+            # Its join left unanswered as the first left (the embedded broker, as in the early case above).
+            fates[unanswered]=$(( ${fates[unanswered]:-0} + 1 ))
+        else
+            expect_status "$name-second" "$second" 75 0
+        fi
         if [[ $second == 75 ]] && ! grep -q 'another replay is running in --group' "$dir/logs/$name-second.log"; then
             problem "$name-second: exit 75 without saying another replay runs in the group"
         fi

@@ -265,7 +265,7 @@ struct ReplayCommand: AsyncParsableCommand {
         let summary = pipeline.statistics.snapshot
         let outcomes = Self.outcomeCounts(summary.outcomes)
         if let lost = ending.lost, !pipeline.hasFinishedReplay {
-            try stopForLostLease(lost, pipeline: pipeline, configuration: configuration, after: ending.failure)
+            try stopForLostLease(lost, pipeline: pipeline, configuration: configuration, ending: ending)
         }
         guard pipeline.hasFinishedReplay else {
             // Stopped by a signal before the range's end: not a success, or a script or job would go on as if the
@@ -302,35 +302,46 @@ struct ReplayCommand: AsyncParsableCommand {
     /// it is said apart from an interruption, with EX_TEMPFAIL as a replay refused for it is. (A dry run takes no
     /// lease.)
     ///
-    /// - Parameter error: what the pipeline failed with as it stopped, if it failed.
+    /// - Parameter ending: how the run ended: whether the loss stopped it, or it failed or was signalled first.
     private func stopForLostLease(
         _ lost: ReplayLeaseLost,
         pipeline: CampaignPipeline,
         configuration: PipelineConfiguration,
-        after error: (any Error)?
+        ending: LeasedRunEnding
     ) throws -> Never {
         let summary = pipeline.statistics.snapshot
         Self.report(Self.interruptedSummary(read: summary.totalIn, outcomes: summary.outcomes, unfinished: summary.unfinished, isDryRun: dryRun))
-        // A pipeline that failed was not stopped by the loss: its last commit may have come after it.
-        let stopped =
-            error.map { "It failed as it lost the lease (\($0)), and may have committed its progress once more before the loss was known" }
-            ?? "It stopped, and committed nothing once it knew (the group's progress is the other replay's now)"
         FileHandle.standardError.write(
             Data(
-                ("Error: \(lost). \(stopped): once no other replay of the group runs, run it again with "
+                ("Error: \(lost). \(Self.howItStopped(ending)): once no other replay of the group runs, run it again with "
                     + "\(resumeOptions(group: configuration.groupID)) to continue from the group's progress.\n").utf8
             )
         )
         throw ExitCode(Self.groupBusyStatus)
     }
 
+    /// How a replay that lost its lease stopped, and what that means for its commits. A pipeline the loss did not stop
+    /// (it failed, or was signalled, first) made its last commit without knowing.
+    static func howItStopped(_ ending: LeasedRunEnding) -> String {
+        if ending.stoppedByLoss {
+            "It stopped, and committed nothing once it knew (the group's progress is the other replay's now)"
+        } else if let failure = ending.failure {
+            "It failed as it lost the lease (\(failure)), and may have committed its progress once more before the loss was known"
+        } else {
+            "It was stopped before the loss was known, and may have committed its progress once more"
+        }
+    }
+
     /// How a replay's pipeline run under its group's lease ended, besides what its statistics say.
     struct LeasedRunEnding {
-        /// How the replay lost its lease, if it did: while it ran (the watch stopped it then), or as it failed.
+        /// How the replay lost its lease, if it did: while it ran (the watch stopped it then), or as its run ended.
         var lost: ReplayLeaseLost?
         /// What the pipeline failed with, when it failed as it lost the lease. (A failure with the lease held is
         /// thrown.)
-        var failure: (any Error)?
+        var failure: (any Error)? = nil
+        /// Whether the loss stopped the replay (its watch saw it while the pipeline ran), which then committed nothing
+        /// more. A loss found once the run had ended came after its last commit, which may have come after the loss.
+        var stoppedByLoss = false
     }
 
     /// Runs `pipeline` through `runPipeline` (given the services to run beside it) with a ``ReplayLeaseWatch`` of
@@ -340,7 +351,8 @@ struct ReplayCommand: AsyncParsableCommand {
     /// pause of the process, or the same outage) ends as a loss, not as its failure: whether to run the replay again
     /// depends on the other replay.
     ///
-    /// - Throws: what the pipeline failed with, when the lease was not lost (or there is none).
+    /// - Throws: what the pipeline failed with, when the lease was not lost (or there is none), or the pipeline had
+    ///   finished its range.
     static func run(
         _ pipeline: CampaignPipeline,
         under lease: ReplayLease?,
@@ -351,22 +363,26 @@ struct ReplayCommand: AsyncParsableCommand {
         do {
             try await runPipeline(watch.map { [$0] } ?? [])
         } catch {
-            guard !pipeline.hasFinishedReplay, let lost = await leaseLoss(seenBy: watch, of: lease) else { throw error }
+            guard !pipeline.hasFinishedReplay, let lost = await leaseLoss(seenBy: watch, of: lease, waiting: true) else { throw error }
             return LeasedRunEnding(lost: lost, failure: error)
         }
-        return LeasedRunEnding(lost: watch?.lost, failure: nil)
+        if let lost = watch?.lost { return LeasedRunEnding(lost: lost, stoppedByLoss: true) }
+        // A run that ended soon after its process ran again (it finished its range, or was signalled) can end before
+        // the watch sees the loss: the member's id is asked too, for about 2 s after a pause.
+        return LeasedRunEnding(lost: await leaseLoss(seenBy: nil, of: lease, waiting: pipeline.wasPausedDuringReplay))
     }
 
-    /// The lease a replay whose pipeline failed has lost, if it lost it: as the watch saw it, or as the lease member's id
-    /// tells within about 2 s. librdkafka finds a timed-out session about once a second, so a failure that came with
-    /// the loss (a look-up timed out across the same pause) can come before the id tells it; the watch, ended by the
-    /// failure, may not have seen it.
-    private static func leaseLoss(seenBy watch: ReplayLeaseWatch?, of lease: ReplayLease?) async -> ReplayLeaseLost? {
+    /// The lease a replay has lost, if it lost it: as the watch saw it, or as the lease member's id tells, now or
+    /// (`waiting`) within about 2 s. librdkafka finds a timed-out session about once a second, so a run that ended
+    /// with the loss (a look-up timed out across the same pause, or the range finished just after it) can end before
+    /// the id tells it; the watch, ended with the run, may not have seen it.
+    private static func leaseLoss(seenBy watch: ReplayLeaseWatch?, of lease: ReplayLease?, waiting: Bool) async -> ReplayLeaseLost? {
         if let lost = watch?.lost { return lost }
         guard let lease else { return nil }
-        for _ in 0..<10 {
+        let attempts = waiting ? 10 : 1
+        for attempt in 1...attempts {
             if let lost = lease.lossByMemberID { return lost }
-            try? await Task.sleep(for: .milliseconds(200))
+            if attempt < attempts { try? await Task.sleep(for: .milliseconds(200)) }
         }
         return nil
     }

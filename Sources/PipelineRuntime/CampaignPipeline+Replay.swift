@@ -149,6 +149,7 @@ extension CampaignPipeline {
             try? await Task.sleep(for: interval)
             if Task.isCancelled { return }
             if ContinuousClock.now - asleep > interval + Self.pauseAllowance {
+                replayCommits.withLock { $0.sawPause = true }
                 logger.info("The replay's process did not run for \((ContinuousClock.now - asleep).components.seconds) s: its next commit waits a round")
                 continue
             }
@@ -256,4 +257,6 @@ struct ReplayCommits {
     var committed: [KafkaTopicPartition: Int64] = [:]
     /// Nothing more is committed (``CampaignPipeline/stopWithoutCommitting()``).
     var isHalted = false
+    /// A wait between commits lasted far longer than asked (``CampaignPipeline/wasPausedDuringReplay``).
+    var sawPause = false
 }

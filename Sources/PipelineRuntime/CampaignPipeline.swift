@@ -215,6 +215,11 @@ public final class CampaignPipeline: Service {
         stopSignal.fire()
     }
 
+    /// Whether the replay's process was stopped or paused (or starved) while it ran: a wait between its commits lasted
+    /// far longer than asked. A lease of its group (``ReplayLease``) may have been lost meanwhile, which librdkafka
+    /// can find only after the replay has finished.
+    public var wasPausedDuringReplay: Bool { replayCommits.withLock { $0.sawPause } }
+
     /// Runs until ``stop()``, graceful shutdown, or (with ``PipelineConfiguration/untilIdle``) idleness. A stop while
     /// it starts (its look-ups waiting on the brokers) ends the start-up at once, and it returns without reading.
     ///

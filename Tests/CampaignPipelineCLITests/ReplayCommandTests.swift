@@ -239,8 +239,9 @@ struct ReplayCommandTests {
     /// A replay whose pipeline fails as it loses its lease (a look-up timed out across the pause that cost the lease)
     /// ends as the loss, naming the failure: whether to run it again depends on the other replay, which may hold the
     /// lease now. One that fails while it holds its lease ends with its failure. The failure here comes at once: the
-    /// group has a commit past the range's start that names no range, which the pipeline refuses to resume from.
-    @Test("a replay that fails as it loses its lease ends as the loss, naming the failure; holding it, with the failure", .timeLimit(.minutes(3)))
+    /// group has a commit past the range's start that names no range, which the pipeline refuses to resume from. A
+    /// replay that finished its range just after the loss (its watch had not seen it) also tells the loss.
+    @Test("a replay that fails or finishes as it loses its lease ends as the loss, naming the failure; holding it, with the failure", .timeLimit(.minutes(3)))
     func failureAsTheLeaseIsLost() async throws {
         let live = PipelineConfiguration(bootstrapServers: [])
         let replayTopics = live.topics.prefixingOutputs(with: ReplayCommand.defaultOutputPrefix)
@@ -250,52 +251,91 @@ struct ReplayCommandTests {
         configuration.topics = replayTopics
         configuration.sinks.routeToKafkaOnly()
         configuration.untilIdle = nil
-        configuration.consumerProperties = ["session.timeout.ms": "6000", "heartbeat.interval.ms": "500"]
         let lookup = try KafkaConsumer(configuration: KafkaConsumerConfiguration(bootstrapServers: [kafka.bootstrapServers], groupID: nil), logger: Self.logger)
-        let ranges = try await ReplayBoundary.resolve(from: .beginning, to: .end, topic: configuration.topics.sends, using: lookup)
-        await lookup.close()
+        let ranges: [KafkaTopicPartition: Range<Int64>]
+        do {
+            ranges = try await ReplayBoundary.resolve(from: .beginning, to: .end, topic: configuration.topics.sends, using: lookup)
+            await lookup.close()
+        } catch {
+            await lookup.close()
+            throw error
+        }
         let plan = ReplayPlan(ranges: ranges)
         let partition = try #require(ranges.first { !$0.value.isEmpty }?.key)
 
-        /// A new group with another client's commit one past the start of the range in `partition`.
-        func groupWithForeignCommit() async throws -> String {
+        /// A new group, with another client's commit one past the start of the range in `partition` when `foreignCommit`.
+        func newGroup(foreignCommit: Bool) async throws -> String {
             let group = "nightly-\(UUID().uuidString.prefix(6))"
+            guard foreignCommit else { return group }
             let other = try KafkaConsumer(configuration: KafkaConsumerConfiguration(bootstrapServers: [kafka.bootstrapServers], groupID: group), logger: Self.logger)
             let offset = KafkaTopicPartitionOffset(topic: partition.topic, partition: partition.partition, offset: ranges[partition]!.lowerBound + 1)
-            try await other.commit([KafkaOffsetAndMetadata(offset, metadata: "")], within: .seconds(10))
-            await other.close()
+            do {
+                try await other.commit([KafkaOffsetAndMetadata(offset, metadata: "")], within: .seconds(10))
+                await other.close()
+            } catch {
+                await other.close()
+                throw error
+            }
             return group
         }
-        /// Without `watching`, the lease's watch is not run: it has not seen the loss when the failure ends the run.
-        func replay(in group: String, under lease: ReplayLease, watching: Bool) async throws -> ReplayCommand.LeasedRunEnding {
+        /// Without `watching`, the lease's watch is not run: it has not seen the loss when the run ends.
+        func replay(in group: String, under lease: ReplayLease, watching: Bool) async throws -> (CampaignPipeline, ReplayCommand.LeasedRunEnding) {
             var replayed = configuration
             replayed.groupID = group
             let pipeline = CampaignPipeline(configuration: replayed, registry: BuiltinTemplates.registry, replay: plan, logger: Self.logger)
-            return try await ReplayCommand.run(pipeline, under: lease, logger: Self.logger) { alongside in
-                try await signalledServiceGroup(running: pipeline, alongside: watching ? alongside : [], logger: Self.logger).run()
+            do {
+                let ending = try await ReplayCommand.run(pipeline, under: lease, logger: Self.logger) { alongside in
+                    try await signalledServiceGroup(running: pipeline, alongside: watching ? alongside : [], logger: Self.logger).run()
+                }
+                await lease.release()
+                return (pipeline, ending)
+            } catch {
+                await lease.release()
+                throw error
             }
         }
 
-        let held = try await groupWithForeignCommit()
+        // Held (with the default 10 s session, which no stall of a busy test run outlasts).
+        let held = try await newGroup(foreignCommit: true)
         let heldLease = try await ReplayLease.acquire(group: held, configuration: configuration, logger: Self.logger)
         let failure = await #expect(throws: ReplayGroupConflict.self, "the lease held: the failure itself") {
             try await replay(in: held, under: heldLease, watching: true)
         }
-        await heldLease.release()
         #expect(failure?.group == held)
 
-        let lost = try await groupWithForeignCommit()
-        let lostLease = try await ReplayLease.acquire(group: lost, configuration: configuration, logger: Self.logger)
-        // COORDINATOR_NOT_AVAILABLE to every heartbeat: the session (6 s) runs out, and librdkafka forgets the id.
+        // Lost: COORDINATOR_NOT_AVAILABLE to every heartbeat, the session (6 s) runs out, and librdkafka forgets the id.
+        var shortSession = configuration
+        shortSession.consumerProperties = ["session.timeout.ms": "6000", "heartbeat.interval.ms": "500"]
+        let failing = try await newGroup(foreignCommit: true)
+        let finishing = try await newGroup(foreignCommit: false)
+        let failingLease = try await ReplayLease.acquire(group: failing, configuration: shortSession, logger: Self.logger)
+        let finishingLease: ReplayLease
+        do {
+            finishingLease = try await ReplayLease.acquire(group: finishing, configuration: shortSession, logger: Self.logger)
+        } catch {
+            await failingLease.release()
+            throw error
+        }
         try kafka.failRequests(apiKey: 12, count: 1_000, errorCode: 15)
         let deadline = ContinuousClock.now + .seconds(40)
-        while lostLease.lossByMemberID == nil, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(200)) }
-        try #require(lostLease.lossByMemberID != nil, "the session timed out within 40 s")
-        // The ordering this is about: a watch that saw the loss first stops the pipeline before it fails (the
-        // command-line test of a stopped replay covers that one).
-        let ending = try await replay(in: lost, under: lostLease, watching: false)
-        await lostLease.release()
-        #expect(ending.lost.map(String.init(describing:))?.hasPrefix("the replay lost its lease of --group \(lost): ") == true, "\(String(describing: ending.lost))")
-        #expect((ending.failure as? ReplayGroupConflict)?.group == lost, "names the failure: \(String(describing: ending.failure))")
+        while failingLease.lossByMemberID == nil || finishingLease.lossByMemberID == nil, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        #expect(failingLease.lossByMemberID != nil && finishingLease.lossByMemberID != nil, "the sessions timed out within 40 s")
+        // The ordering this is about: a watch that saw the loss first stops the pipeline before it fails or finishes
+        // (the command-line test of a stopped replay covers that one).
+        let (_, failed) = try await replay(in: failing, under: failingLease, watching: false)
+        #expect(failed.lost.map(String.init(describing:))?.hasPrefix("the replay lost its lease of --group \(failing): ") == true, "\(String(describing: failed.lost))")
+        #expect((failed.failure as? ReplayGroupConflict)?.group == failing, "names the failure: \(String(describing: failed.failure))")
+        #expect(!failed.stoppedByLoss, "not stopped by the loss: it may have committed after it")
+        #expect(ReplayCommand.howItStopped(failed).hasPrefix("It failed as it lost the lease (--group \(failing) has committed offset"), "\(ReplayCommand.howItStopped(failed))")
+        let (pipeline, finished) = try await replay(in: finishing, under: finishingLease, watching: false)
+        #expect(pipeline.hasFinishedReplay)
+        #expect(finished.lost.map(String.init(describing:))?.hasPrefix("the replay lost its lease of --group \(finishing): ") == true, "\(String(describing: finished.lost))")
+        #expect(finished.failure == nil && !finished.stoppedByLoss)
+        // (It finished its range: the command ends it as usual, with a note of the loss.) Had it been signalled
+        // instead, its error would say that it may have committed after the loss; stopped by the loss, that it did not.
+        #expect(ReplayCommand.howItStopped(finished) == "It was stopped before the loss was known, and may have committed its progress once more")
+        #expect(ReplayCommand.howItStopped(ReplayCommand.LeasedRunEnding(lost: finished.lost, stoppedByLoss: true)).hasPrefix("It stopped, and committed nothing once it knew"))
     }
 }
