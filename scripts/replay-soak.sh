@@ -14,10 +14,11 @@
 #   SOAK_BIN=.build/release/campaign-pipeline scripts/replay-soak.sh
 #
 # Settings (environment): SOAK_EVENTS, SOAK_SEED, SOAK_RUNS (the most runs before the range must be done; 30),
-# SOAK_DISRUPTIONS (how many runs first are all cut short, none raced or left to finish; 6),
+# SOAK_DISRUPTIONS (how many runs first are all cut short, none raced or left to finish; 6), SOAK_MAX_DELAY (the
+# most seconds from a run's holding its lease to its fate; 3, or 2 for a release build),
 # SOAK_PARTITIONS (12; the embedded broker keeps about 5 MiB per partition), SOAK_BIN (the built executable;
 # default: release if built, else debug), SOAK_DIR (work directory, kept; default a new one under /tmp). Needs kcat
-# and python3. A run stalled past its session waits 14 s, and on the embedded broker a run after another waits about
+# and python3. A run stalled past its session waits 14 s, and on the embedded broker a run after another waits up to
 # 9 s for its lease (README, "The embedded broker"): a soak takes a few minutes.
 set -uo pipefail
 
@@ -30,6 +31,8 @@ partitions=${SOAK_PARTITIONS:-12}
 soak_name=replay-soak
 source "$root/scripts/soak-common.sh"
 group="nightly-$seed-$RANDOM"
+# How long after a run holds its lease its fate comes, at most: a release build replays the events in a few seconds.
+if [[ $bin == */release/* ]]; then max_delay=${SOAK_MAX_DELAY:-2}; else max_delay=${SOAK_MAX_DELAY:-3}; fi
 : > "$dir/problems.txt"
 problem() { echo "$*" >> "$dir/problems.txt"; log "PROBLEM: $*"; }
 
@@ -111,7 +114,7 @@ for run in $(seq 1 "$max_runs"); do
     fi
     # The first runs are all cut short (killed, signalled or stalled); then a run may also be raced or finish.
     if (( run <= disruptions )); then roll=$(( RANDOM % 70 )); else roll=$(( RANDOM % 100 )); fi
-    delay="$(( RANDOM % 3 )).$(( RANDOM % 10 ))"
+    delay=$(awk -v r="$RANDOM" -v m="$max_delay" 'BEGIN { printf "%.1f", r / 32768 * m }')
     if (( roll < 30 )); then
         fate=SIGKILL
         sleep "$delay"; record SIGKILL 1 "${pids[1]}"; kill -KILL "${pids[1]}" 2> /dev/null
