@@ -324,7 +324,13 @@ struct ReplayCommandTests {
         #expect(failingLease.lossByMemberID != nil && finishingLease.lossByMemberID != nil, "the sessions timed out within 40 s")
         // The ordering this is about: a watch that saw the loss first stops the pipeline before it fails or finishes
         // (the command-line test of a stopped replay covers that one).
-        let (_, failed) = try await replay(in: failing, under: failingLease, watching: false)
+        let failed: ReplayCommand.LeasedRunEnding
+        do {
+            (_, failed) = try await replay(in: failing, under: failingLease, watching: false)
+        } catch {
+            await finishingLease.release()
+            throw error
+        }
         #expect(failed.lost.map(String.init(describing:))?.hasPrefix("the replay lost its lease of --group \(failing): ") == true, "\(String(describing: failed.lost))")
         #expect((failed.failure as? ReplayGroupConflict)?.group == failing, "names the failure: \(String(describing: failed.failure))")
         #expect(!failed.stoppedByLoss, "not stopped by the loss: it may have committed after it")
