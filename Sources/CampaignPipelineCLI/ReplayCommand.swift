@@ -363,28 +363,17 @@ struct ReplayCommand: AsyncParsableCommand {
         do {
             try await runPipeline(watch.map { [$0] } ?? [])
         } catch {
-            guard !pipeline.hasFinishedReplay, let lost = await leaseLoss(seenBy: watch, of: lease, waiting: true) else { throw error }
+            guard !pipeline.hasFinishedReplay, let lease else { throw error }
+            // The watch, ended with the run, may not have seen the loss; the member's id tells it.
+            var lost = watch?.lost
+            if lost == nil { lost = await lease.loss(within: ReplayLease.sessionCheckWait) }
+            guard let lost else { throw error }
             return LeasedRunEnding(lost: lost, failure: error)
         }
         if let lost = watch?.lost { return LeasedRunEnding(lost: lost, stoppedByLoss: true) }
         // A run that ended soon after its process ran again (it finished its range, or was signalled) can end before
-        // the watch sees the loss: the member's id is asked too, for about 2 s after a pause.
-        return LeasedRunEnding(lost: await leaseLoss(seenBy: nil, of: lease, waiting: pipeline.wasPausedDuringReplay))
-    }
-
-    /// The lease a replay has lost, if it lost it: as the watch saw it, or as the lease member's id tells, now or
-    /// (`waiting`) within about 2 s. librdkafka finds a timed-out session about once a second, so a run that ended
-    /// with the loss (a look-up timed out across the same pause, or the range finished just after it) can end before
-    /// the id tells it; the watch, ended with the run, may not have seen it.
-    private static func leaseLoss(seenBy watch: ReplayLeaseWatch?, of lease: ReplayLease?, waiting: Bool) async -> ReplayLeaseLost? {
-        if let lost = watch?.lost { return lost }
-        guard let lease else { return nil }
-        let attempts = waiting ? 10 : 1
-        for attempt in 1...attempts {
-            if let lost = lease.lossByMemberID { return lost }
-            if attempt < attempts { try? await Task.sleep(for: .milliseconds(200)) }
-        }
-        return nil
+        // the watch sees the loss: the member's id is asked too, for a while after a pause.
+        return LeasedRunEnding(lost: await lease?.loss(within: pipeline.wasPausedDuringReplay ? ReplayLease.sessionCheckWait : .zero))
     }
 
     /// The options that resume this replay, quoted for a shell: the group, the range as given and the destination

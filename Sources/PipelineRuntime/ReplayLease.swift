@@ -161,6 +161,26 @@ public final class ReplayLease: Sendable {
         )
     }
 
+    /// How long librdkafka may take to find that a member's session timed out: it looks about once a second.
+    public static let sessionCheckWait: Duration = .seconds(2)
+
+    /// The loss of the lease as its member's id tells it within `limit`: asked now, and then every 200 ms until `limit`
+    /// has passed (or the waiting task is cancelled). A run that ended soon after its process ran again (a look-up
+    /// timed out across the pause, the range finished just after it) can end before librdkafka has found the timed-out
+    /// session: such a run waits ``sessionCheckWait``. Ask it before ``release()``.
+    public func loss(within limit: Duration) async -> ReplayLeaseLost? {
+        let deadline = ContinuousClock.now + limit
+        while true {
+            if let lost = lossByMemberID { return lost }
+            guard ContinuousClock.now < deadline else { return nil }
+            do {
+                try await Task.sleep(for: .milliseconds(200))
+            } catch {
+                return nil
+            }
+        }
+    }
+
     /// Whether the lease member is no longer the member that took the lease: librdkafka forgot its id (a session that
     /// timed out, a member that left) or it joined again under a new one (dropped during a rebalance).
     private var hasChangedMemberID: Bool {

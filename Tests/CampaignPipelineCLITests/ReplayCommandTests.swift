@@ -317,11 +317,10 @@ struct ReplayCommandTests {
             throw error
         }
         try kafka.failRequests(apiKey: 12, count: 1_000, errorCode: 15)
-        let deadline = ContinuousClock.now + .seconds(40)
-        while failingLease.lossByMemberID == nil || finishingLease.lossByMemberID == nil, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(200))
-        }
-        #expect(failingLease.lossByMemberID != nil && finishingLease.lossByMemberID != nil, "the sessions timed out within 40 s")
+        // Asked until the ids tell it (`loss(within:)` waits for it).
+        let failingLoss = await failingLease.loss(within: .seconds(40))
+        let finishingLoss = await finishingLease.loss(within: .seconds(40))
+        #expect(failingLoss != nil && finishingLoss != nil, "the sessions timed out within 40 s")
         // The ordering this is about: a watch that saw the loss first stops the pipeline before it fails or finishes
         // (the command-line test of a stopped replay covers that one).
         let failed: ReplayCommand.LeasedRunEnding

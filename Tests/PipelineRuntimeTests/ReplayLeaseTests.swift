@@ -110,7 +110,8 @@ struct ReplayLeaseTests {
             let group = "replay-\(UUID().uuidString.prefix(6))"
             let lease = try await ReplayLease.acquire(group: group, configuration: configuration, logger: testLogger)
             #expect(lease.lossByMemberID == nil, "held")
-            // COORDINATOR_NOT_AVAILABLE to every heartbeat: the session (10 s) runs out.
+            #expect(await lease.loss(within: .milliseconds(600)) == nil, "held, asked for a while")
+            // COORDINATOR_NOT_AVAILABLE to every heartbeat: the session (6 s here) runs out.
             try kafka.failRequests(apiKey: 12, count: 1_000, errorCode: 15)
             let loss = await loss(of: lease, within: .seconds(40))
             let lossByMemberID = lease.lossByMemberID
