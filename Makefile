@@ -10,7 +10,7 @@ SHELL := /bin/bash
 .SHELLFLAGS := -eo pipefail -c
 SWIFT ?= swift
 BUILD_LOG := .build/build.log
-# How many tests Swift Testing runs at once. Unbounded, it starts all ~540 at once, and on two cores the run's first
+# How many tests Swift Testing runs at once. Unbounded, it starts all ~600 at once, and on two cores the run's first
 # minute starved the timeouts of tests that had done nothing wrong (see the README's Development). The test binary
 # sets eight per core itself as it loads (Tests/TestRunWidth), so `swift test` alone does too; `make test
 # TEST_WIDTH=8` overrides it.

@@ -157,7 +157,10 @@ struct ReplayCommand: AsyncParsableCommand {
 
         let (start, end) = try boundaries()
         // With the pipeline's own client properties (TLS, SASL, …), in no group.
-        let lookup = try KafkaConsumer(configuration: configuration.consumerConfiguration(groupID: nil), logger: logger)
+        let lookup = try KafkaConsumer(
+            configuration: configuration.consumerConfiguration(groupID: nil, role: .replayLookup),
+            logger: KafkaClientRole.replayLookup.logger(logger)
+        )
         let ranges: [KafkaTopicPartition: Range<Int64>]
         do {
             ranges = try await ReplayBoundary.resolve(from: start, to: end, topic: configuration.topics.sends, using: lookup)
@@ -432,7 +435,10 @@ struct ReplayCommand: AsyncParsableCommand {
     ///
     /// - Throws: ``ReplayGroupConflict`` when the group has commits that are not progress in this range.
     static func remainingCount(of plan: ReplayPlan, group: String, configuration: PipelineConfiguration, logger: Logger) async throws -> Int64 {
-        let consumer = try KafkaConsumer(configuration: configuration.consumerConfiguration(groupID: group), logger: logger)
+        let consumer = try KafkaConsumer(
+            configuration: configuration.consumerConfiguration(groupID: group, role: .replayLookup),
+            logger: KafkaClientRole.replayLookup.logger(logger)
+        )
         do {
             let committed = try await consumer.committedWithMetadata(plan.ranges.keys.sorted { $0.partition < $1.partition })
             await consumer.close()

@@ -170,7 +170,7 @@ extension PipelineConfiguration {
 
     /// ``consumerConfiguration(groupID:)`` for one of the pipeline's own consumers: its `client.id` names its role
     /// (unless the properties set one).
-    func consumerConfiguration(groupID: String?, role: KafkaClientRole) -> KafkaConsumerConfiguration {
+    public func consumerConfiguration(groupID: String?, role: KafkaClientRole) -> KafkaConsumerConfiguration {
         var consumerConfiguration = consumerConfiguration(groupID: groupID)
         consumerConfiguration.clientID = role.clientID
         return consumerConfiguration

@@ -236,6 +236,30 @@ struct ReplayCommandTests {
         #expect(result.stdout.contains("commits nothing"), "\(result.stdout)")
     }
 
+    /// A replay's look-ups (the range's offsets, what its group committed) logged without `kafka.role` and showed the
+    /// brokers the default `client.id` (`campaign-pipeline`), which ACLs and quotas by role could not name.
+    @Test("every Kafka client of a replay logs its role; the look-ups are replay-lookup")
+    func replayClientsNameTheirRoles() async throws {
+        let executable = try #require(Paths.executable, "build the campaign-pipeline product first")
+        let live = PipelineConfiguration(bootstrapServers: [])
+        let replayTopics = live.topics.prefixingOutputs(with: ReplayCommand.defaultOutputPrefix)
+        let (kafka, sampleCount) = try await clusterWithSamples(extraTopics: replayTopics.all.filter { !live.topics.all.contains($0) }, logger: Self.logger)
+        defer { kafka.shutdown() }
+        let group = "roles-\(UUID().uuidString.prefix(6))"
+        let result = try await runProcess(
+            executable,
+            ["replay", "--bootstrap-servers", kafka.bootstrapServers, "--from", "beginning", "--group", group, "--log-level", "debug"]
+        )
+        #expect(result.status == 0, "\(result.stderr.suffix(2_000))")
+        #expect(result.stdout.contains("Replayed \(sampleCount) records"), "\(result.stdout)")
+        let clientLines = result.stderr.split(separator: "\n").filter { $0.contains("kafka.client=") }
+        #expect(!clientLines.isEmpty, "\(result.stderr.suffix(2_000))")
+        for line in clientLines where !line.contains("kafka.role=") { Issue.record("a Kafka client's line without its role: \(line)") }
+        let lookups = clientLines.filter { $0.contains("kafka.role=replay-lookup") && $0.contains("Consumer closed") }
+        #expect(lookups.count == 2, "the range's look-up and the group's: \(lookups)")
+        #expect(KafkaClientRole.replayLookup.clientID == "campaign-pipeline-replay-lookup")
+    }
+
     /// A replay whose pipeline fails as it loses its lease (a look-up timed out across the pause that cost the lease)
     /// ends as the loss, naming the failure: whether to run it again depends on the other replay, which may hold the
     /// lease now. One that fails while it holds its lease ends with its failure. The failure here comes at once: the
