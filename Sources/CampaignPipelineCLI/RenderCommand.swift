@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import PipelineCore
 import PipelineRuntime
+import PlatformSinks
 
 /// `campaign-pipeline render`: renders events from files or standard input to payload JSON lines.
 struct RenderCommand: AsyncParsableCommand {
@@ -56,16 +57,13 @@ struct RenderCommand: AsyncParsableCommand {
             if file == "-" {
                 input = Array(FileHandle.standardInput.readDataToEndOfFile())
             } else {
-                var isDirectory: ObjCBool = false
-                let exists = FileManager.default.fileExists(atPath: file, isDirectory: &isDirectory)
-                // Foundation's own text for these is "The operation could not be completed (…error 256)".
-                guard exists, !isDirectory.boolValue, let data = FileManager.default.contents(atPath: file) else {
-                    let reason = !exists ? "no such file" : isDirectory.boolValue ? "a directory, not a file of events" : "not readable"
-                    stderr.writeLine("error: \(file): cannot read: \(reason)")
+                do {
+                    input = try UnreadableFile.contents(of: file)
+                } catch {
+                    stderr.writeLine("error: \(file): cannot read: \(error.reason)")
                     failed += 1
                     continue
                 }
-                input = Array(data)
             }
             let summary = runner.run(
                 input: input,

@@ -4,6 +4,7 @@ import Logging
 import MetricsEndpoint
 import PipelineCore
 import PipelineRuntime
+import PlatformSinks
 import ServiceLifecycle
 import UnixSignals
 
@@ -50,7 +51,9 @@ struct RunCommand: AsyncParsableCommand {
     @Flag(help: "Print the effective configuration (secrets masked) and exit.")
     var printConfig = false
 
+    // `.unconditional`: a negative number is this option's value (refused as out of range), not an unknown option.
     @Option(
+        parsing: .unconditional,
         help: ArgumentHelp(
             "Serve Prometheus metrics at http://<metrics-host>:<port>/metrics, a liveness check at /healthz and a readiness check at /readyz (or CAMPAIGN_PIPELINE_METRICS_PORT; off by default).",
             valueName: "port"
@@ -71,7 +74,13 @@ struct RunCommand: AsyncParsableCommand {
 
     func run() async throws {
         let configuration = try effectiveConfiguration(environment: ProcessInfo.processInfo.environment)
+        // The settings read outside the configuration, checked before `--print-config` says all is well: a file of
+        // its output is then a configuration that runs.
+        let logger = try logging.makeLogger(label: "campaign-pipeline")
+        let servedPort = try metricsPort ?? Self.environmentMetricsPort(in: 0...65_535)
         if printConfig {
+            // As the run's first client would: a property misspelt, or a value librdkafka does not take.
+            try configuration.validateKafkaProperties()
             print(String(decoding: PrettyJSON.format(configuration.describedAsJSON()), as: UTF8.self))
         }
         // After printing, so the configuration is shown, and the check fails as the run would.
@@ -84,9 +93,6 @@ struct RunCommand: AsyncParsableCommand {
                 """
             )
         }
-        // The settings read outside the configuration, checked before `--print-config` says all is well.
-        let logger = try logging.makeLogger(label: "campaign-pipeline")
-        let servedPort = try metricsPort ?? Self.environmentMetricsPort(in: 0...65_535)
         if printConfig { return }
         let pipeline = CampaignPipeline(configuration: configuration, registry: BuiltinTemplates.registry, logger: logger)
         let metrics = metricsServer(port: servedPort, for: pipeline, logger: logger)
@@ -119,7 +125,11 @@ struct RunCommand: AsyncParsableCommand {
     ///
     /// - Throws: ``CommandError`` naming the variable when it is not a port number in `range`.
     static func environmentMetricsPort(in range: ClosedRange<Int>) throws -> Int? {
-        guard let text = ProcessInfo.processInfo.environment[PipelineConfiguration.EnvironmentKey.metricsPort], !text.isEmpty else { return nil }
+        let name = PipelineConfiguration.EnvironmentKey.metricsPort
+        // A Kubernetes Service named campaign-pipeline-metrics sets it to `tcp://<address>:<port>`: not ours.
+        guard let text = ProcessInfo.processInfo.environment[name], !text.isEmpty,
+            !PipelineConfiguration.EnvironmentKey.isServiceLink(name, text)
+        else { return nil }
         guard let number = Int(text), range.contains(number) else {
             throw CommandError("CAMPAIGN_PIPELINE_METRICS_PORT: expected a port number (\(range.lowerBound) to \(range.upperBound)), found '\(text)'")
         }
@@ -188,10 +198,12 @@ struct KafkaConnectionOptions: ParsableArguments {
 /// or `CAMPAIGN_PIPELINE_CONFIG`) and, for a syntax error, its line and column.
 enum ConfigurationFile {
     static func read(_ path: String, source: String) throws -> JSONObject {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw CommandError("\(source): cannot read '\(path)'")
+        let bytes: [UInt8]
+        do {
+            bytes = try UnreadableFile.contents(of: path)
+        } catch {
+            throw CommandError("\(source): \(error)")
         }
-        let bytes = Array(data)
         let value: JSONValue
         do throws(JSONParseError) {
             value = try JSONValue(parsing: bytes)

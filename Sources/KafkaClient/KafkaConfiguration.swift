@@ -36,6 +36,15 @@ public struct KafkaProducerConfiguration: Sendable {
         result.merge(overrides: properties)
         return result
     }
+
+    /// Checks every property's name and value as librdkafka reads them, without making a client or connecting: what
+    /// ``KafkaProducer/init(configuration:logger:)`` refuses first. (librdkafka checks properties against each other
+    /// when it makes the client.)
+    ///
+    /// - Throws: ``KafkaError/Code/invalidConfiguration`` naming the first property refused (not its value).
+    public func validate() throws(KafkaError) {
+        try RDKafkaConfig.check(librdkafkaProperties)
+    }
 }
 
 /// Settings for a ``KafkaConsumer``.
@@ -126,6 +135,15 @@ public struct KafkaConsumerConfiguration: Sendable {
         // Offsets are stored only when the application says a message is done.
         result.merge(overrides: ["enable.auto.offset.store": "false"])
         return result
+    }
+
+    /// Checks every property's name and value as librdkafka reads them, without making a client or connecting: what
+    /// ``KafkaConsumer/init(configuration:logger:)`` refuses first. (librdkafka checks properties against each other
+    /// when it makes the client.)
+    ///
+    /// - Throws: ``KafkaError/Code/invalidConfiguration`` naming the first property refused (not its value).
+    public func validate() throws(KafkaError) {
+        try RDKafkaConfig.check(librdkafkaProperties)
     }
 }
 

@@ -612,15 +612,10 @@ public final class CampaignPipeline: Service {
     /// A producer with the configuration's properties; one not `lingering` sends each record at once, whatever
     /// `linger.ms` the properties set.
     private func makeProducer(role: KafkaClientRole, lingering: Bool = true) throws(KafkaError) -> KafkaProducer {
-        var producerConfiguration = KafkaProducerConfiguration(bootstrapServers: configuration.bootstrapServers)
-        producerConfiguration.clientID = role.clientID
-        producerConfiguration.messageTimeout = configuration.messageTimeout
-        producerConfiguration.properties = configuration.kafkaProperties.merging(configuration.producerProperties) { $1 }
-        if !lingering {
-            producerConfiguration.linger = .zero
-            for key in ["linger.ms", "queue.buffering.max.ms"] { producerConfiguration.properties[key] = nil }
-        }
-        let producer = try KafkaProducer(configuration: producerConfiguration, logger: role.logger(logger))
+        let producer = try KafkaProducer(
+            configuration: configuration.producerConfiguration(role: role, lingering: lingering),
+            logger: role.logger(logger)
+        )
         runProducers.withLock { $0.append(producer) }
         return producer
     }

@@ -61,9 +61,35 @@ extension PipelineConfiguration {
 
         /// The first `CAMPAIGN_PIPELINE_*` variable of `environment` the pipeline does not read (in name order), which is
         /// refused as a misspelt key of the file is: `CAMPAIGN_PIPELINE_GROUPID` would otherwise leave the instance in
-        /// the default group without a word.
-        static func firstUnknown(in environment: [String: String]) -> String? {
-            environment.keys.filter { $0.hasPrefix(prefix) && !$0.hasPrefix(kafkaPropertyPrefix) && !all.contains($0) }.min()
+        /// the default group without a word. Service links and the variables the configuration names (`named`: a
+        /// sink's `serviceAccountEnv` or `privateKeyEnv`) are not unknown.
+        static func firstUnknown(in environment: [String: String], besides named: Set<String> = []) -> String? {
+            environment.filter { name, value in
+                name.hasPrefix(prefix) && !name.hasPrefix(kafkaPropertyPrefix) && !all.contains(name) && !named.contains(name)
+                    && !isServiceLink(name, value)
+            }.keys.min()
+        }
+
+        /// Whether `name` is one of the variables Kubernetes gives every container for each Service of its namespace
+        /// (unless the pod sets `enableServiceLinks: false`), in Docker's links' form: for a Service
+        /// `campaign-pipeline-metrics` with port 9464, `CAMPAIGN_PIPELINE_METRICS_SERVICE_HOST`, `…_SERVICE_PORT`,
+        /// `…_SERVICE_PORT_<PORT NAME>`, `…_PORT` (`tcp://10.0.0.7:9464`), `…_PORT_9464_TCP` and its `_PROTO`, `_PORT`
+        /// and `_ADDR`. A Service named like the pipeline would otherwise stop it (an unknown variable), make
+        /// librdkafka properties of them (`CAMPAIGN_PIPELINE_KAFKA_SERVICE_HOST`), or set its metrics port to
+        /// `tcp://…`. None of the pipeline's own variables has these forms (its `…_PORT` holds a number).
+        public static func isServiceLink(_ name: String, _ value: String) -> Bool {
+            if name.hasSuffix("_SERVICE_HOST") || name.hasSuffix("_SERVICE_PORT") || name.contains("_SERVICE_PORT_") { return true }
+            // `…_PORT_<number>_<TCP|UDP|SCTP>`, then nothing, `_PROTO`, `_PORT` or `_ADDR`.
+            let parts = name.split(separator: "_", omittingEmptySubsequences: false)
+            let tail = parts.count >= 4 && ["PROTO", "PORT", "ADDR"].contains(parts[parts.count - 1]) ? 1 : 0
+            if parts.count >= 3 + tail {
+                let (port, number, proto) = (parts[parts.count - 3 - tail], parts[parts.count - 2 - tail], parts[parts.count - 1 - tail])
+                if port == "PORT", !number.isEmpty, number.allSatisfy({ ("0"..."9").contains($0) }), ["TCP", "UDP", "SCTP"].contains(proto) {
+                    return true
+                }
+            }
+            // `…_PORT` by its value: the pipeline's own `CAMPAIGN_PIPELINE_METRICS_PORT` holds a number.
+            return name.hasSuffix("_PORT") && ["tcp://", "udp://", "sctp://"].contains { value.hasPrefix($0) }
         }
     }
 
@@ -81,20 +107,25 @@ extension PipelineConfiguration {
         environment: [String: String],
         checkingSinkCredentials: Bool = true
     ) throws(ConfigurationError) -> PipelineConfiguration {
-        if let unknown = EnvironmentKey.firstUnknown(in: environment) {
+        var configuration = PipelineConfiguration(bootstrapServers: [])
+        if let file { try configuration.apply(file: file) }
+        // The variables the file names for secrets are the user's, whatever their names.
+        let named = configuration.sinks.environmentNames
+        if let unknown = EnvironmentKey.firstUnknown(in: environment, besides: named) {
             throw ConfigurationError(
                 key: unknown,
                 reason: "unknown variable (expected \(EnvironmentKey.all.joined(separator: ", ")), or \(EnvironmentKey.kafkaPropertyPrefix)<PROPERTY> for a librdkafka property)"
             )
         }
-        var configuration = PipelineConfiguration(bootstrapServers: [])
-        if let file { try configuration.apply(file: file) }
         if let servers = environment[EnvironmentKey.bootstrapServers], !servers.isEmpty {
             configuration.bootstrapServers = Self.splitServers(servers)
         }
         if let group = environment[EnvironmentKey.group], !group.isEmpty { configuration.groupID = group }
         // An empty variable is unset, as every other one is (librdkafka refuses an empty value anyway).
-        for (name, value) in environment where name.hasPrefix(EnvironmentKey.kafkaPropertyPrefix) && !value.isEmpty {
+        for (name, value) in environment
+        where name.hasPrefix(EnvironmentKey.kafkaPropertyPrefix) && !value.isEmpty && !named.contains(name)
+            && !EnvironmentKey.isServiceLink(name, value)
+        {
             let property = name.dropFirst(EnvironmentKey.kafkaPropertyPrefix.count).lowercased().replacingOccurrences(of: "_", with: ".")
             guard !property.isEmpty else { continue }
             try checkPassThrough(property, key: name)
@@ -202,7 +233,11 @@ extension PipelineConfiguration {
                         if let text = item.stringValue {
                             bootstrapServers = Self.splitServers(text)
                         } else if let list = item.arrayValue {
-                            bootstrapServers = try list.map { element throws(ConfigurationError) in try Self.string(element, path) }
+                            bootstrapServers = try list.enumerated().map { index, element throws(ConfigurationError) in
+                                let server = try Self.string(element, path).trimmingCharacters(in: .whitespaces)
+                                guard !server.isEmpty else { throw ConfigurationError(key: "\(path)[\(index)]", reason: "an empty broker address") }
+                                return server
+                            }
                         } else {
                             throw ConfigurationError(key: path, reason: "expected a string or an array of strings")
                         }

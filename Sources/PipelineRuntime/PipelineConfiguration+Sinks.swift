@@ -8,6 +8,15 @@ extension PipelineConfiguration.Sinks {
     /// The sink kinds the configuration can build.
     static let builtinKinds: Set<String> = ["kafka", "fcm", "apns"]
 
+    /// The environment variables the settings name for secrets (`fcm.serviceAccountEnv`, `apns.privateKeyEnv`).
+    var environmentNames: Set<String> {
+        var names: Set<String> = []
+        for source in [fcm.serviceAccount, apns.privateKey] {
+            if case .environment(let name)? = source { names.insert(name) }
+        }
+        return names
+    }
+
     mutating func apply(sinksSection section: JSONObject) throws(ConfigurationError) {
         for (key, item) in section {
             let path = "sinks.\(key)"

@@ -168,6 +168,30 @@ extension PipelineConfiguration {
         return consumerConfiguration
     }
 
+    /// The configuration of one of the pipeline's producers: ``kafkaProperties`` and ``producerProperties``, its
+    /// `client.id` naming its role (unless the properties set one); one not `lingering` sends each record at once,
+    /// whatever `linger.ms` the properties set.
+    func producerConfiguration(role: KafkaClientRole, lingering: Bool = true) -> KafkaProducerConfiguration {
+        var producerConfiguration = KafkaProducerConfiguration(bootstrapServers: bootstrapServers)
+        producerConfiguration.clientID = role.clientID
+        producerConfiguration.messageTimeout = messageTimeout
+        producerConfiguration.properties = kafkaProperties.merging(producerProperties) { $1 }
+        if !lingering {
+            producerConfiguration.linger = .zero
+            for key in ["linger.ms", "queue.buffering.max.ms"] { producerConfiguration.properties[key] = nil }
+        }
+        return producerConfiguration
+    }
+
+    /// Checks the Kafka properties of the pipeline's consumers and producers, names and values, as librdkafka reads
+    /// them, without connecting (`run --print-config`): what the run would refuse as it makes its first client.
+    ///
+    /// - Throws: ``KafkaError/Code/invalidConfiguration`` naming the first property refused (not its value).
+    public func validateKafkaProperties() throws(KafkaError) {
+        try consumerConfiguration(groupID: groupID, role: .sends).validate()
+        try producerConfiguration(role: .outputs).validate()
+    }
+
     /// ``consumerConfiguration(groupID:)`` for one of the pipeline's own consumers: its `client.id` names its role
     /// (unless the properties set one).
     public func consumerConfiguration(groupID: String?, role: KafkaClientRole) -> KafkaConsumerConfiguration {

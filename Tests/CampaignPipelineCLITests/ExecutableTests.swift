@@ -32,7 +32,7 @@ struct ExecutableTests {
         let directory = FileManager.default.temporaryDirectory.path
         let result = try await runProcess(executable, ["render", directory, "/nonexistent/events.json", sample])
         #expect(result.status == 1)
-        #expect(result.stderr == "error: \(directory): cannot read: a directory, not a file of events\nerror: /nonexistent/events.json: cannot read: no such file\n")
+        #expect(result.stderr == "error: \(directory): cannot read: a directory, not a file\nerror: /nonexistent/events.json: cannot read: no such file\n")
         #expect(result.stdout.split(separator: "\n").count == 1, "the good file still renders")
     }
 
@@ -149,7 +149,7 @@ struct ExecutableTests {
         let executable = try #require(Paths.executable, "campaign-pipeline was not found next to the test bundle")
         let missing = try await runProcess(executable, ["run", "--print-config"], environment: ["CAMPAIGN_PIPELINE_CONFIG": "/nonexistent/pipeline.json"])
         #expect(missing.status == 1)
-        #expect(missing.stderr.contains("CAMPAIGN_PIPELINE_CONFIG: cannot read '/nonexistent/pipeline.json'"), "\(missing.stderr)")
+        #expect(missing.stderr.contains("CAMPAIGN_PIPELINE_CONFIG: cannot read the file '/nonexistent/pipeline.json': no such file"), "\(missing.stderr)")
         // Empty is unset, as for every other variable (it was read as a file named '').
         let empty = try await runProcess(executable, ["run", "--print-config", "--bootstrap-servers", "a:1"], environment: ["CAMPAIGN_PIPELINE_CONFIG": ""])
         #expect(empty.status == 0, "\(empty.stderr)")
@@ -189,8 +189,10 @@ struct ExecutableTests {
         }
     }
 
-    /// The README's check before a run: it used to pass (exit 0) a configuration the run then refused.
-    @Test("--print-config prints the configuration and fails, as run would, when it names no bootstrap servers or a bad log or metrics setting")
+    /// The README's check before a run: it used to pass (exit 0) a configuration the run then refused. A refused
+    /// setting other than the brokers printed the configuration first, so `--print-config > effective.json` left a
+    /// file that looked good; a misspelt Kafka property or a value librdkafka does not take passed.
+    @Test("--print-config fails, as run would, on no bootstrap servers, a bad log or metrics setting, or a Kafka property librdkafka refuses")
     func printConfigChecksTheBrokers() async throws {
         let executable = try #require(Paths.executable, "campaign-pipeline was not found next to the test bundle")
         let missing = try await runProcess(executable, ["run", "--print-config"], environment: ["CAMPAIGN_PIPELINE_BOOTSTRAP_SERVERS": ""])
@@ -199,25 +201,44 @@ struct ExecutableTests {
         #expect(missing.stderr.contains("no Kafka bootstrap servers configured"), "\(missing.stderr)")
         let given = try await runProcess(executable, ["run", "--print-config", "--bootstrap-servers", "127.0.0.1:1"])
         #expect(given.status == 0, "\(given.stderr)")
-        // The settings read outside the configuration too: each used to pass here and fail the run.
+        // The settings read outside the configuration too, and the Kafka properties: each used to pass here and fail
+        // the run. Nothing is printed for them.
         for (variable, value, complaint) in [
             ("LOG_LEVEL", "verbose", "LOG_LEVEL: 'verbose' is not one of"),
             ("LOG_FORMAT", "xml", "LOG_FORMAT: 'xml' is not one of"),
             ("CAMPAIGN_PIPELINE_METRICS_PORT", "abc", "CAMPAIGN_PIPELINE_METRICS_PORT: expected a port number"),
+            ("CAMPAIGN_PIPELINE_KAFKA_SECURITY_PROTOCL", "ssl", "property 'security.protocl' (value not shown): No such configuration property"),
+            ("CAMPAIGN_PIPELINE_KAFKA_SESSION_TIMEOUT_MS", "abc", "property 'session.timeout.ms' (value not shown)"),
         ] {
             let refused = try await runProcess(executable, ["run", "--print-config", "--bootstrap-servers", "127.0.0.1:1"], environment: [variable: value])
             #expect(refused.status == 1, "\(variable)=\(value): \(refused.stderr)")
             #expect(refused.stderr.contains(complaint), "\(variable)=\(value): \(refused.stderr)")
+            #expect(refused.stdout.isEmpty, "\(variable)=\(value): \(refused.stdout)")
         }
+        // A Kubernetes Service named campaign-pipeline-metrics sets CAMPAIGN_PIPELINE_METRICS_PORT to tcp://…: not a
+        // setting of ours, as its other service-link variables are not.
+        let linked = try await runProcess(
+            executable,
+            ["run", "--print-config", "--bootstrap-servers", "127.0.0.1:1"],
+            environment: ["CAMPAIGN_PIPELINE_METRICS_PORT": "tcp://10.96.0.12:9464", "CAMPAIGN_PIPELINE_METRICS_SERVICE_HOST": "10.96.0.12"]
+        )
+        #expect(linked.status == 0, "\(linked.stderr)")
     }
 
-    /// `=x` passed the check (which split keeping the empty name) and was then read as the property `x`.
-    @Test("a --kafka-property without a name is refused")
-    func kafkaPropertyWithoutName() async throws {
+    /// `=x` passed the check (which split keeping the empty name) and was then read as the property `x`. `-1` was taken
+    /// for an option: "Missing value for '--metrics-port <port>'" (a user's trial).
+    @Test(
+        "a --kafka-property without a name, and a negative --metrics-port, are refused naming the option",
+        arguments: [
+            ("--kafka-property", "=lz4", "--kafka-property '=lz4': expected name=value"),
+            ("--metrics-port", "-1", "--metrics-port must be 0 to 65535, not -1"),
+        ]
+    )
+    func optionValuesAreChecked(option: String, value: String, complaint: String) async throws {
         let executable = try #require(Paths.executable, "campaign-pipeline was not found next to the test bundle")
-        let result = try await runProcess(executable, ["run", "--bootstrap-servers", "127.0.0.1:1", "--print-config", "--kafka-property", "=lz4"])
+        let result = try await runProcess(executable, ["run", "--bootstrap-servers", "127.0.0.1:1", "--print-config", option, value])
         #expect(result.status == 64, "\(result.stderr)")
-        #expect(result.stderr.contains("--kafka-property '=lz4': expected name=value"), "\(result.stderr)")
+        #expect(result.stderr.contains(complaint), "\(result.stderr)")
     }
 
     @Test func listsTemplates() async throws {

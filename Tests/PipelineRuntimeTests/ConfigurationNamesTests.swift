@@ -1,5 +1,7 @@
+import KafkaClient
 import PipelineCore
 import PipelineRuntime
+import PlatformSinks
 import Testing
 
 /// An empty consumer group or topic name used to be accepted at load and to fail later, if at all, with librdkafka's
@@ -41,6 +43,88 @@ struct ConfigurationNamesTests {
         let configuration = try PipelineConfiguration.load(file: nil, environment: known)
         #expect(configuration.groupID == "g")
         #expect(configuration.kafkaProperties["linger.ms"] == "7")
+    }
+
+    /// Kubernetes gives every container variables for each Service of its namespace: a Service named
+    /// `campaign-pipeline` (for the metrics port) made `run` exit at once (`CAMPAIGN_PIPELINE_PORT: unknown variable`),
+    /// and one named `campaign-pipeline-kafka` made librdkafka properties (`port`, `service.host`) that failed the start.
+    @Test("Kubernetes service-link variables are neither unknown variables nor librdkafka properties")
+    func serviceLinksAreNotOurs() throws {
+        var environment: [String: String] = ["CAMPAIGN_PIPELINE_GROUP": "g", "CAMPAIGN_PIPELINE_KAFKA_LINGER_MS": "7"]
+        // What a Service with the port 9464 named `metrics` gives, after its name.
+        let links = [
+            "SERVICE_HOST": "10.96.0.12", "SERVICE_PORT": "9464", "SERVICE_PORT_METRICS": "9464", "PORT": "tcp://10.96.0.12:9464",
+            "PORT_9464_TCP": "tcp://10.96.0.12:9464", "PORT_9464_TCP_PROTO": "tcp", "PORT_9464_TCP_PORT": "9464", "PORT_9464_TCP_ADDR": "10.96.0.12",
+        ]
+        for service in ["CAMPAIGN_PIPELINE", "CAMPAIGN_PIPELINE_KAFKA", "CAMPAIGN_PIPELINE_METRICS"] {
+            for (suffix, value) in links { environment["\(service)_\(suffix)"] = value }
+        }
+        let configuration = try PipelineConfiguration.load(file: nil, environment: environment)
+        #expect(configuration.groupID == "g")
+        #expect(configuration.kafkaProperties == ["linger.ms": "7"], "\(configuration.kafkaProperties)")
+        try configuration.validateKafkaProperties()
+
+        typealias Key = PipelineConfiguration.EnvironmentKey
+        // The pipeline's own variables are not links, nor are names that only look like them.
+        #expect(!Key.isServiceLink(Key.metricsPort, "9464"))
+        #expect(Key.isServiceLink(Key.metricsPort, "tcp://10.96.0.12:9464"))
+        for name in Key.all { #expect(!Key.isServiceLink(name, "x"), "\(name)") }
+        for name in ["CAMPAIGN_PIPELINE_PORT_X_TCP", "CAMPAIGN_PIPELINE_PORT_9464_HTTP", "CAMPAIGN_PIPELINE_PORT_9464_TCP_HOST", "CAMPAIGN_PIPELINE_PORT_9464"] {
+            #expect(!Key.isServiceLink(name, "tcp://10.96.0.12:9464"), "\(name)")
+            let error = #expect(throws: ConfigurationError.self, "\(name)") {
+                try PipelineConfiguration.load(file: nil, environment: [name: "tcp://10.96.0.12:9464"])
+            }
+            #expect(error?.key == name)
+        }
+        // A misspelt variable is still refused beside them.
+        environment["CAMPAIGN_PIPELINE_GROUPID"] = "x"
+        let error = #expect(throws: ConfigurationError.self) { try PipelineConfiguration.load(file: nil, environment: environment) }
+        #expect(error?.key == "CAMPAIGN_PIPELINE_GROUPID")
+    }
+
+    /// `fcm.serviceAccountEnv` and `apns.privateKeyEnv` name a variable of the user's choosing: one with the project's
+    /// prefix was refused as unknown (and under `CAMPAIGN_PIPELINE_KAFKA_` would have been made a property).
+    @Test("a variable the configuration names for a secret is not an unknown variable, whatever its name")
+    func secretVariablesNamedByTheFileAreKnown() throws {
+        let json = #"{"fcm": {"serviceAccountEnv": "CAMPAIGN_PIPELINE_FCM_KEY_JSON"}, "apns": {"privateKeyEnv": "CAMPAIGN_PIPELINE_KAFKA_P8"}}"#
+        let file = try #require(try JSONValue(parsing: Array(json.utf8)).objectValue)
+        let environment = ["CAMPAIGN_PIPELINE_FCM_KEY_JSON": "{}", "CAMPAIGN_PIPELINE_KAFKA_P8": "-----BEGIN PRIVATE KEY-----"]
+        let configuration = try PipelineConfiguration.load(file: file, environment: environment)
+        #expect(configuration.sinks.fcm.serviceAccount == .environment(name: "CAMPAIGN_PIPELINE_FCM_KEY_JSON"))
+        #expect(configuration.kafkaProperties.isEmpty, "\(configuration.kafkaProperties)")
+        // Without the file naming it, the same variable is unknown.
+        let error = #expect(throws: ConfigurationError.self) { try PipelineConfiguration.load(file: nil, environment: environment) }
+        #expect(error?.key == "CAMPAIGN_PIPELINE_FCM_KEY_JSON")
+    }
+
+    /// `["a:1", ""]` was taken and printed as `a:1,`.
+    @Test("an empty entry of kafka.bootstrapServers is refused, naming its place")
+    func emptyBrokerEntriesAreRefused() throws {
+        let file = try #require(try JSONValue(parsing: Array(#"{"kafka": {"bootstrapServers": ["a:1", " "]}}"#.utf8)).objectValue)
+        let error = #expect(throws: ConfigurationError.self) { try PipelineConfiguration.load(file: file, environment: [:]) }
+        #expect(error?.key == "kafka.bootstrapServers[1]")
+        #expect(error?.reason == "an empty broker address")
+        let spaced = try #require(try JSONValue(parsing: Array(#"{"kafka": {"bootstrapServers": [" a:1", "b:2 "]}}"#.utf8)).objectValue)
+        #expect(try PipelineConfiguration.load(file: spaced, environment: [:]).bootstrapServers == ["a:1", "b:2"])
+    }
+
+    /// `run --print-config` is how a configuration is checked before a run; it passed properties the run's first client
+    /// then refused.
+    @Test("the Kafka properties are checked, names and values, without a broker")
+    func kafkaPropertiesAreValidated() throws {
+        var configuration = PipelineConfiguration(bootstrapServers: ["127.0.0.1:1"])
+        try configuration.validateKafkaProperties()
+        for (key, value) in [("security.protocl", "ssl"), ("session.timeout.ms", "abc"), ("compression.type", "brotli")] {
+            var bad = configuration
+            bad.overrideKafkaProperty(key, value)
+            let error = #expect(throws: KafkaError.self, "\(key)") { try bad.validateKafkaProperties() }
+            #expect(error?.code == .invalidConfiguration)
+            #expect(error?.message.contains("property '\(key)'") == true, "\(String(describing: error))")
+            #expect(error?.message.contains(value) == false, "values are not shown: \(String(describing: error))")
+        }
+        configuration.producerProperties["linger.ms"] = "soon"
+        let error = #expect(throws: KafkaError.self) { try configuration.validateKafkaProperties() }
+        #expect(error?.message.contains("property 'linger.ms'") == true, "the producers' own properties too: \(String(describing: error))")
     }
 
     /// Found by review: `kafka`, `fcm` and `apns` said only "unknown key", where the other sections list theirs.

@@ -357,8 +357,17 @@ struct FCMSinkTests {
         #expect(throws: SinkConfigurationError(key: "fcm.serviceAccountFile", reason: "required: the service-account JSON key (or fcm.serviceAccountEnv)")) {
             try FCMSender(FCMSinkConfiguration(), environment: [:])
         }
-        #expect(throws: SinkConfigurationError(key: "fcm.serviceAccount", reason: "the environment variable SA_JSON is not set")) {
+        #expect(throws: SinkConfigurationError(key: "fcm.serviceAccountEnv", reason: "the environment variable SA_JSON is not set")) {
             try FCMSender(FCMSinkConfiguration(serviceAccount: .environment(name: "SA_JSON")), environment: [:])
+        }
+        // The key the path was given as, and why it cannot be read (a secret mounted with the wrong mode reads
+        // "permission denied (this process runs as uid 65534)", which a test running as root cannot make).
+        #expect(throws: SinkConfigurationError(key: "fcm.serviceAccountFile", reason: "cannot read the file '/nonexistent/key.json': no such file")) {
+            try FCMSender(FCMSinkConfiguration(serviceAccount: .file(path: "/nonexistent/key.json")), environment: [:])
+        }
+        let directory = FileManager.default.temporaryDirectory.path
+        #expect(throws: SinkConfigurationError(key: "apns.privateKeyFile", reason: "cannot read the file '\(directory)': a directory, not a file")) {
+            try APNsSender(APNsSinkConfiguration(keyID: "K", teamID: "T", privateKey: .file(path: directory), topic: "t"), environment: [:])
         }
         let broken = #"{"type":"service_account","project_id":"p","client_email":"e@x","token_uri":"https://t","private_key":"-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n"}"#
         do {

@@ -26,6 +26,13 @@ enum RDKafkaConfig {
         }
         return conf
     }
+
+    /// Checks `properties` as ``make(_:)`` sets them (each name and value), and lets the configuration object go.
+    ///
+    /// - Throws: ``KafkaError/Code/invalidConfiguration`` naming the first property librdkafka refuses.
+    static func check(_ properties: [(key: String, value: String)]) throws(KafkaError) {
+        rd_kafka_conf_destroy(try make(properties))
+    }
 }
 
 extension String {

@@ -14,18 +14,20 @@ public enum SecretSource: Sendable, Equatable, CustomStringConvertible {
     ///
     /// - Parameters:
     ///   - environment: the process environment.
-    ///   - key: the configuration key it was configured under, for the error.
-    /// - Throws: ``SinkConfigurationError`` when the file cannot be read or the variable is unset or empty.
+    ///   - key: the stem of the configuration keys it is configured by (`fcm.serviceAccount`): an error names the
+    ///     one the source was given as, `<key>File` or `<key>Env`.
+    /// - Throws: ``SinkConfigurationError`` when the file cannot be read (saying why) or the variable is unset or empty.
     public func read(environment: [String: String], key: String) throws(SinkConfigurationError) -> String {
         switch self {
         case .file(let path):
-            guard let data = FileManager.default.contents(atPath: path) else {
-                throw SinkConfigurationError(key: key, reason: "cannot read the file '\(path)'")
+            do {
+                return String(decoding: try UnreadableFile.contents(of: path), as: UTF8.self)
+            } catch {
+                throw SinkConfigurationError(key: "\(key)File", reason: error.description)
             }
-            return String(decoding: data, as: UTF8.self)
         case .environment(let name):
             guard let value = environment[name], !value.isEmpty else {
-                throw SinkConfigurationError(key: key, reason: "the environment variable \(name) is not set")
+                throw SinkConfigurationError(key: "\(key)Env", reason: "the environment variable \(name) is not set")
             }
             return value
         case .value(let value):
