@@ -41,7 +41,8 @@ struct BenchCommand: AsyncParsableCommand {
             on Linux; MALLOC_CONF changes its options), since CPU and RSS depend on it.
 
             A run that finishes no event for 60 s (a broker gone) fails with an error, as does a feeder that \
-            cannot produce.
+            cannot produce. It exits 0 when every run is accounted for, 1 when a run fails or the pipeline run \
+            fails the accounting check, 64 on a usage error.
 
             Figures vary from run to run on a shared machine (±10-20 % here): --rounds N repeats both runs N \
             times, each round on a fresh broker, and reports every round and the medians (the ratio is the \

@@ -15,7 +15,8 @@ struct DemoCommand: AsyncParsableCommand {
             (Config/samples/*.json: every template on both platforms; Config/demo: campaign definitions, a \
             cancelled campaign, an expired send, a broken one), runs the pipeline until it is idle and prints \
             what happened: events in, outcomes, a sample payload of each kind and where the outputs are. \
-            This is what `make run` does.
+            This is what `make run` does. It exits 0 once the summary is printed, 1 when the samples cannot be \
+            read or the pipeline fails, 64 on a usage error.
             """
     )
 

@@ -154,6 +154,8 @@ struct ReplayCommand: AsyncParsableCommand {
         }
         configuration.groupID = group ?? Self.freshGroupName()
         configuration.untilIdle = nil
+        // Before any client, naming where a property librdkafka refuses was set.
+        try configuration.validateKafkaProperties()
 
         let (start, end) = try boundaries()
         // With the pipeline's own client properties (TLS, SASL, …), in no group.

@@ -26,7 +26,10 @@ struct RunCommand: AsyncParsableCommand {
             69; once running, it keeps retrying while the cluster is away. A consumer group that goes on \
             refusing it (no rights on the group, a session timeout outside the brokers' bounds, …) for \
             processing.groupRefusalSeconds (60) ends it with status 1, saying what to change. While it has work \
-            it logs a Progress line every processing.progressLogSeconds (30).
+            it logs a Progress line every processing.progressLogSeconds (30). It exits 0 once stopped by a \
+            signal (drained and committed) or, with --until-idle, once idle; 1 when it fails (a configuration \
+            it refuses included, named in the error) or a second signal or the shutdown watchdog ends it; 64 on \
+            a usage error.
 
             Configuration, later sources winning: defaults, the --config file (or CAMPAIGN_PIPELINE_CONFIG), \
             the environment (CAMPAIGN_PIPELINE_BOOTSTRAP_SERVERS, CAMPAIGN_PIPELINE_GROUP, and CAMPAIGN_PIPELINE_KAFKA_<NAME> \
@@ -74,13 +77,13 @@ struct RunCommand: AsyncParsableCommand {
 
     func run() async throws {
         let configuration = try effectiveConfiguration(environment: ProcessInfo.processInfo.environment)
-        // The settings read outside the configuration, checked before `--print-config` says all is well: a file of
-        // its output is then a configuration that runs.
+        // As the run's first client would (a property misspelt, or a value librdkafka does not take), naming where it
+        // was set; and the settings read outside the configuration: checked before `--print-config` says all is
+        // well, so that a file of its output is a configuration that runs.
+        try configuration.validateKafkaProperties()
         let logger = try logging.makeLogger(label: "campaign-pipeline")
         let servedPort = try metricsPort ?? Self.environmentMetricsPort(in: 0...65_535)
         if printConfig {
-            // As the run's first client would: a property misspelt, or a value librdkafka does not take.
-            try configuration.validateKafkaProperties()
             print(String(decoding: PrettyJSON.format(configuration.describedAsJSON()), as: UTF8.self))
         }
         // After printing, so the configuration is shown, and the check fails as the run would.
@@ -188,7 +191,7 @@ struct KafkaConnectionOptions: ParsableArguments {
         for property in kafkaProperties {
             // Checked by `validate()`: a name, then `=`.
             let parts = property.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            configuration.overrideKafkaProperty(String(parts[0]), parts.count > 1 ? String(parts[1]) : "")
+            configuration.overrideKafkaProperty(String(parts[0]), parts.count > 1 ? String(parts[1]) : "", source: "--kafka-property")
         }
         return configuration
     }

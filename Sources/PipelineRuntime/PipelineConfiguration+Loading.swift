@@ -129,7 +129,7 @@ extension PipelineConfiguration {
             let property = name.dropFirst(EnvironmentKey.kafkaPropertyPrefix.count).lowercased().replacingOccurrences(of: "_", with: ".")
             guard !property.isEmpty else { continue }
             try checkPassThrough(property, key: name)
-            configuration.overrideKafkaProperty(property, value)
+            configuration.overrideKafkaProperty(property, value, source: name)
         }
         try configuration.applySinkEnvironment(environment)
         try checkFirstWait(

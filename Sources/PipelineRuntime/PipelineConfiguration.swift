@@ -114,10 +114,18 @@ public struct PipelineConfiguration: Sendable, Equatable {
     /// librdkafka properties for the producer only.
     public var producerProperties: [String: String] = [:]
 
+    /// Where each of ``kafkaProperties`` was set when not by the file's `kafka.properties`: an environment variable, a
+    /// flag. Errors name it.
+    var kafkaPropertySources: [String: String] = [:]
+
     /// Sets a librdkafka property for every client from a later source (the environment, a flag): it wins over the
     /// same property set for the consumers or the producer only by an earlier one (the file), as later sources do.
-    public mutating func overrideKafkaProperty(_ name: String, _ value: String) {
+    ///
+    /// - Parameter source: where it was set (`CAMPAIGN_PIPELINE_KAFKA_SASL_USERNAME`, `--kafka-property`), which an
+    ///   error about it names; `nil` names `kafka.properties`.
+    public mutating func overrideKafkaProperty(_ name: String, _ value: String, source: String? = nil) {
         kafkaProperties[name] = value
+        kafkaPropertySources[name] = source
         consumerProperties[name] = nil
         producerProperties[name] = nil
     }
@@ -184,12 +192,39 @@ extension PipelineConfiguration {
     }
 
     /// Checks the Kafka properties of the pipeline's consumers and producers, names and values, as librdkafka reads
-    /// them, without connecting (`run --print-config`): what the run would refuse as it makes its first client.
+    /// them, without connecting: what the run would refuse as it makes its first client, named by where it was set.
     ///
-    /// - Throws: ``KafkaError/Code/invalidConfiguration`` naming the first property refused (not its value).
-    public func validateKafkaProperties() throws(KafkaError) {
-        try consumerConfiguration(groupID: groupID, role: .sends).validate()
-        try producerConfiguration(role: .outputs).validate()
+    /// - Throws: ``ConfigurationError`` whose key is where the first property refused was set
+    ///   (`kafka.consumerProperties.session.timeout.ms`, `CAMPAIGN_PIPELINE_KAFKA_SECURITY_PROTOCL`,
+    ///   `--kafka-property`), and whose reason is librdkafka's (without the value, which may be a secret).
+    public func validateKafkaProperties() throws(ConfigurationError) {
+        let consumer = consumerConfiguration(groupID: groupID, role: .sends)
+        let producer = producerConfiguration(role: .outputs)
+        // One by one, to name the source of the one refused.
+        let sets: [(properties: [String: String], forConsumers: Bool, source: (String) -> String)] = [
+            (kafkaProperties, true, { kafkaPropertySources[$0] ?? "kafka.properties.\($0)" }),
+            (consumerProperties, true, { "kafka.consumerProperties.\($0)" }),
+            (producerProperties, false, { "kafka.producerProperties.\($0)" }),
+        ]
+        for set in sets {
+            for (name, value) in set.properties.sorted(by: { $0.key < $1.key }) {
+                var consumerAlone = consumer
+                var producerAlone = producer
+                consumerAlone.properties = [name: value]
+                producerAlone.properties = [name: value]
+                do {
+                    try set.forConsumers ? consumerAlone.validate() : producerAlone.validate()
+                } catch {
+                    throw ConfigurationError(key: set.source(name), reason: error.message)
+                }
+            }
+        }
+        do {
+            try consumer.validate()
+            try producer.validate()
+        } catch {
+            throw ConfigurationError(key: "kafka", reason: error.message)
+        }
     }
 
     /// ``consumerConfiguration(groupID:)`` for one of the pipeline's own consumers: its `client.id` names its role

@@ -207,8 +207,11 @@ struct ExecutableTests {
             ("LOG_LEVEL", "verbose", "LOG_LEVEL: 'verbose' is not one of"),
             ("LOG_FORMAT", "xml", "LOG_FORMAT: 'xml' is not one of"),
             ("CAMPAIGN_PIPELINE_METRICS_PORT", "abc", "CAMPAIGN_PIPELINE_METRICS_PORT: expected a port number"),
-            ("CAMPAIGN_PIPELINE_KAFKA_SECURITY_PROTOCL", "ssl", "property 'security.protocl' (value not shown): No such configuration property"),
-            ("CAMPAIGN_PIPELINE_KAFKA_SESSION_TIMEOUT_MS", "abc", "property 'session.timeout.ms' (value not shown)"),
+            (
+                "CAMPAIGN_PIPELINE_KAFKA_SECURITY_PROTOCL", "ssl",
+                "configuration: CAMPAIGN_PIPELINE_KAFKA_SECURITY_PROTOCL: property 'security.protocl' (value not shown): No such configuration property"
+            ),
+            ("CAMPAIGN_PIPELINE_KAFKA_SESSION_TIMEOUT_MS", "abc", "CAMPAIGN_PIPELINE_KAFKA_SESSION_TIMEOUT_MS: property 'session.timeout.ms' (value not shown)"),
         ] {
             let refused = try await runProcess(executable, ["run", "--print-config", "--bootstrap-servers", "127.0.0.1:1"], environment: [variable: value])
             #expect(refused.status == 1, "\(variable)=\(value): \(refused.stderr)")

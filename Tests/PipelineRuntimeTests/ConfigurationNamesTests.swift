@@ -1,4 +1,3 @@
-import KafkaClient
 import PipelineCore
 import PipelineRuntime
 import PlatformSinks
@@ -109,22 +108,31 @@ struct ConfigurationNamesTests {
     }
 
     /// `run --print-config` is how a configuration is checked before a run; it passed properties the run's first client
-    /// then refused.
-    @Test("the Kafka properties are checked, names and values, without a broker")
+    /// then refused, and that refusal named the property but not where it was set (a variable, the file, a flag).
+    @Test("the Kafka properties are checked, names and values, without a broker, naming where each was set")
     func kafkaPropertiesAreValidated() throws {
-        var configuration = PipelineConfiguration(bootstrapServers: ["127.0.0.1:1"])
-        try configuration.validateKafkaProperties()
-        for (key, value) in [("security.protocl", "ssl"), ("session.timeout.ms", "abc"), ("compression.type", "brotli")] {
-            var bad = configuration
-            bad.overrideKafkaProperty(key, value)
-            let error = #expect(throws: KafkaError.self, "\(key)") { try bad.validateKafkaProperties() }
-            #expect(error?.code == .invalidConfiguration)
-            #expect(error?.message.contains("property '\(key)'") == true, "\(String(describing: error))")
-            #expect(error?.message.contains(value) == false, "values are not shown: \(String(describing: error))")
+        let json = #"{"kafka": {"properties": {"linger.ms": "soon"}, "consumerProperties": {"session.timeout.ms": "abc"}, "producerProperties": {"compression.type": "brotli"}}}"#
+        let file = try #require(try JSONValue(parsing: Array(json.utf8)).objectValue)
+        var configuration = try PipelineConfiguration.load(file: file, environment: ["CAMPAIGN_PIPELINE_KAFKA_SECURITY_PROTOCL": "ssl"])
+        for (key, property, value) in [
+            ("kafka.properties.linger.ms", "linger.ms", "soon"),
+            ("CAMPAIGN_PIPELINE_KAFKA_SECURITY_PROTOCL", "security.protocl", "ssl"),
+            ("kafka.consumerProperties.session.timeout.ms", "session.timeout.ms", "abc"),
+            ("kafka.producerProperties.compression.type", "compression.type", "brotli"),
+        ] {
+            let error = #expect(throws: ConfigurationError.self, "\(key)") { try configuration.validateKafkaProperties() }
+            #expect(error?.key == key, "\(String(describing: error))")
+            #expect(error?.reason.hasPrefix("property '\(property)' (value not shown): ") == true, "\(String(describing: error))")
+            #expect(error?.reason.contains(value) == false, "values are not shown: \(String(describing: error))")
+            // The next one refused, once this one is mended.
+            configuration.kafkaProperties[property] = nil
+            configuration.consumerProperties[property] = nil
+            configuration.producerProperties[property] = nil
         }
-        configuration.producerProperties["linger.ms"] = "soon"
-        let error = #expect(throws: KafkaError.self) { try configuration.validateKafkaProperties() }
-        #expect(error?.message.contains("property 'linger.ms'") == true, "the producers' own properties too: \(String(describing: error))")
+        try configuration.validateKafkaProperties()
+        configuration.overrideKafkaProperty("fetch.wait.max.ms", "-5", source: "--kafka-property")
+        let error = #expect(throws: ConfigurationError.self) { try configuration.validateKafkaProperties() }
+        #expect(error?.key == "--kafka-property", "\(String(describing: error))")
     }
 
     /// Found by review: `kafka`, `fcm` and `apns` said only "unknown key", where the other sections list theirs.
