@@ -21,7 +21,8 @@ struct ProbeCommand: AsyncParsableCommand {
             """
     )
 
-    @Option(help: ArgumentHelp("The metrics endpoint's port (default: CAMPAIGN_PIPELINE_METRICS_PORT, else 9464).", valueName: "port"))
+    // `.unconditional`: a negative number is this option's value (refused as out of range), not an unknown option.
+    @Option(parsing: .unconditional, help: ArgumentHelp("The metrics endpoint's port (default: CAMPAIGN_PIPELINE_METRICS_PORT, else 9464).", valueName: "port"))
     var port: Int?
 
     @Option(help: ArgumentHelp("The address the endpoint is reached at.", valueName: "host"))

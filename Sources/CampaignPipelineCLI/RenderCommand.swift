@@ -90,7 +90,12 @@ extension RenderCommand {
 
     /// The campaign table of the definitions file at `path`: one campaign event per line.
     static func campaigns(from path: String) throws -> CampaignTable {
-        guard let data = FileManager.default.contents(atPath: path) else { throw CommandError("--definitions: cannot read \(path)") }
+        let data: [UInt8]
+        do {
+            data = try UnreadableFile.contents(of: path)
+        } catch {
+            throw CommandError("--definitions: \(error)")
+        }
         var table = CampaignTable()
         for (index, line) in data.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).enumerated() where !line.allSatisfy({ $0 == 0x20 || $0 == 0x0D }) {
             do throws(PipelineError) {

@@ -79,7 +79,7 @@ struct RunCommand: AsyncParsableCommand {
         let configuration = try effectiveConfiguration(environment: ProcessInfo.processInfo.environment)
         // As the run's first client would (a property misspelt, or a value librdkafka does not take), naming where it
         // was set; and the settings read outside the configuration: checked before `--print-config` says all is
-        // well, so that a file of its output is a configuration that runs.
+        // well. (librdkafka checks properties against each other only as it makes a client.)
         try configuration.validateKafkaProperties()
         let logger = try logging.makeLogger(label: "campaign-pipeline")
         let servedPort = try metricsPort ?? Self.environmentMetricsPort(in: 0...65_535)
@@ -129,12 +129,15 @@ struct RunCommand: AsyncParsableCommand {
     /// - Throws: ``CommandError`` naming the variable when it is not a port number in `range`.
     static func environmentMetricsPort(in range: ClosedRange<Int>) throws -> Int? {
         let name = PipelineConfiguration.EnvironmentKey.metricsPort
-        // A Kubernetes Service named campaign-pipeline-metrics sets it to `tcp://<address>:<port>`: not ours.
-        guard let text = ProcessInfo.processInfo.environment[name], !text.isEmpty,
-            !PipelineConfiguration.EnvironmentKey.isServiceLink(name, text)
-        else { return nil }
+        guard let text = ProcessInfo.processInfo.environment[name], !text.isEmpty else { return nil }
         guard let number = Int(text), range.contains(number) else {
-            throw CommandError("CAMPAIGN_PIPELINE_METRICS_PORT: expected a port number (\(range.lowerBound) to \(range.upperBound)), found '\(text)'")
+            // A Kubernetes Service named campaign-pipeline-metrics replaces the image's value with `tcp://…`; ignored,
+            // it would turn the metrics and health endpoints off without a word.
+            let hint =
+                PipelineConfiguration.EnvironmentKey.isServiceLink(name, text)
+                ? ": Kubernetes sets this for a Service named campaign-pipeline-metrics; set the variable in the pod's env (it wins over service links), or set enableServiceLinks: false"
+                : ""
+            throw CommandError("\(name): expected a port number (\(range.lowerBound) to \(range.upperBound)), found '\(text)'\(hint)")
         }
         return number
     }

@@ -108,7 +108,10 @@ public struct PipelineConfiguration: Sendable, Equatable {
     /// The sinks.
     public var sinks = Sinks()
     /// librdkafka properties for every client (TLS, SASL, compression, ...), passed through as they are.
-    public var kafkaProperties: [String: String] = [:]
+    public var kafkaProperties: [String: String] = [:] {
+        // A property set again here no longer comes from where ``overrideKafkaProperty(_:_:source:)`` said.
+        didSet { kafkaPropertySources = kafkaPropertySources.filter { oldValue[$0.key] == kafkaProperties[$0.key] } }
+    }
     /// librdkafka properties for the consumers only.
     public var consumerProperties: [String: String] = [:]
     /// librdkafka properties for the producer only.
@@ -125,7 +128,7 @@ public struct PipelineConfiguration: Sendable, Equatable {
     ///   error about it names; `nil` names `kafka.properties`.
     public mutating func overrideKafkaProperty(_ name: String, _ value: String, source: String? = nil) {
         kafkaProperties[name] = value
-        kafkaPropertySources[name] = source
+        kafkaPropertySources[name] = source  // after the property: setting it forgets the source it had
         consumerProperties[name] = nil
         producerProperties[name] = nil
     }

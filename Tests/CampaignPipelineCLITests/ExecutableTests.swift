@@ -22,6 +22,10 @@ struct ExecutableTests {
         #expect(result.status == 1)
         #expect(result.stderr == "error: broken-missing-title: content.title: required\n")
         #expect(result.stdout.split(separator: "\n").count == 1, "the good file still renders")
+        // A pipe is read as a stream, not called a permission problem (Foundation reads regular files only).
+        let piped = try await runProcess(executable, ["render", "/dev/stdin"], input: Array(try Data(contentsOf: URL(fileURLWithPath: sample))))
+        #expect(piped.status == 0, "\(piped.stderr)")
+        #expect(piped.stdout.split(separator: "\n").count == 1, "\(piped.stdout)")
     }
 
     /// Found by review: a directory was reported as "(NSCocoaErrorDomain error 256.)".
@@ -34,6 +38,10 @@ struct ExecutableTests {
         #expect(result.status == 1)
         #expect(result.stderr == "error: \(directory): cannot read: a directory, not a file\nerror: /nonexistent/events.json: cannot read: no such file\n")
         #expect(result.stdout.split(separator: "\n").count == 1, "the good file still renders")
+        // A pipe is read as a stream, not called a permission problem (Foundation reads regular files only).
+        let piped = try await runProcess(executable, ["render", "/dev/stdin"], input: Array(try Data(contentsOf: URL(fileURLWithPath: sample))))
+        #expect(piped.status == 0, "\(piped.stderr)")
+        #expect(piped.stdout.split(separator: "\n").count == 1, "\(piped.stdout)")
     }
 
     @Test func readsStandardInput() async throws {
@@ -218,14 +226,17 @@ struct ExecutableTests {
             #expect(refused.stderr.contains(complaint), "\(variable)=\(value): \(refused.stderr)")
             #expect(refused.stdout.isEmpty, "\(variable)=\(value): \(refused.stdout)")
         }
-        // A Kubernetes Service named campaign-pipeline-metrics sets CAMPAIGN_PIPELINE_METRICS_PORT to tcp://…: not a
-        // setting of ours, as its other service-link variables are not.
-        let linked = try await runProcess(
-            executable,
-            ["run", "--print-config", "--bootstrap-servers", "127.0.0.1:1"],
-            environment: ["CAMPAIGN_PIPELINE_METRICS_PORT": "tcp://10.96.0.12:9464", "CAMPAIGN_PIPELINE_METRICS_SERVICE_HOST": "10.96.0.12"]
-        )
-        #expect(linked.status == 0, "\(linked.stderr)")
+        // A Kubernetes Service named campaign-pipeline-metrics replaces the image's CAMPAIGN_PIPELINE_METRICS_PORT with
+        // tcp://…: refused (ignored, the health endpoints would be off without a word), saying what set it. Its other
+        // service-link variables are not ours, and pass.
+        let arguments = ["run", "--print-config", "--bootstrap-servers", "127.0.0.1:1"]
+        let links = ["CAMPAIGN_PIPELINE_METRICS_SERVICE_HOST": "10.96.0.12", "CAMPAIGN_PIPELINE_METRICS_PORT_9464_TCP": "tcp://10.96.0.12:9464"]
+        let linked = try await runProcess(executable, arguments, environment: links.merging(["CAMPAIGN_PIPELINE_METRICS_PORT": "tcp://10.96.0.12:9464"]) { $1 })
+        #expect(linked.status == 1, "\(linked.stderr)")
+        #expect(linked.stderr.contains("Kubernetes sets this for a Service named campaign-pipeline-metrics"), "\(linked.stderr)")
+        #expect(linked.stdout.isEmpty, "\(linked.stdout)")
+        let served = try await runProcess(executable, arguments, environment: links.merging(["CAMPAIGN_PIPELINE_METRICS_PORT": "9464"]) { $1 })
+        #expect(served.status == 0, "\(served.stderr)")
     }
 
     /// `=x` passed the check (which split keeping the empty name) and was then read as the property `x`. `-1` was taken
@@ -235,11 +246,13 @@ struct ExecutableTests {
         arguments: [
             ("--kafka-property", "=lz4", "--kafka-property '=lz4': expected name=value"),
             ("--metrics-port", "-1", "--metrics-port must be 0 to 65535, not -1"),
+            ("--port", "-1", "--port must be 1 to 65535, not -1"),
         ]
     )
     func optionValuesAreChecked(option: String, value: String, complaint: String) async throws {
         let executable = try #require(Paths.executable, "campaign-pipeline was not found next to the test bundle")
-        let result = try await runProcess(executable, ["run", "--bootstrap-servers", "127.0.0.1:1", "--print-config", option, value])
+        let command = option == "--port" ? ["probe"] : ["run", "--bootstrap-servers", "127.0.0.1:1", "--print-config"]
+        let result = try await runProcess(executable, command + [option, value])
         #expect(result.status == 64, "\(result.stderr)")
         #expect(result.stderr.contains(complaint), "\(result.stderr)")
     }

@@ -133,6 +133,14 @@ struct ConfigurationNamesTests {
         configuration.overrideKafkaProperty("fetch.wait.max.ms", "-5", source: "--kafka-property")
         let error = #expect(throws: ConfigurationError.self) { try configuration.validateKafkaProperties() }
         #expect(error?.key == "--kafka-property", "\(String(describing: error))")
+        // Set again directly, it is no longer the flag's.
+        configuration.kafkaProperties["fetch.wait.max.ms"] = "-6"
+        let again = #expect(throws: ConfigurationError.self) { try configuration.validateKafkaProperties() }
+        #expect(again?.key == "kafka.properties.fetch.wait.max.ms", "\(String(describing: again))")
+        // A short value is hidden where librdkafka quotes it, and the rest of the reason is left whole.
+        configuration.kafkaProperties = ["session.timeout.ms": "0"]
+        let short = #expect(throws: ConfigurationError.self) { try configuration.validateKafkaProperties() }
+        #expect(short?.reason.contains("1..3600000") == true, "\(String(describing: short))")
     }
 
     /// Found by review: `kafka`, `fcm` and `apns` said only "unknown key", where the other sections list theirs.

@@ -365,6 +365,11 @@ struct APNsSinkTests {
             #expect(error.key == "apns.caCertificateFile")
             #expect(error.reason.contains(file), "\(error)")
         }
+        // One that is not there says so.
+        configuration.connection.caCertificateFile = directory.appendingPathComponent("missing.pem").path
+        #expect(throws: SinkConfigurationError(key: "apns.caCertificateFile", reason: "cannot read the file '\(directory.path)/missing.pem': no such file")) {
+            try APNsSender(configuration, environment: [:])
+        }
     }
 
     /// A request that got no answer names the server, not the device token in its path: the detail goes to logs and

@@ -17,7 +17,10 @@ enum RDKafkaConfig {
                 // librdkafka's reason repeats the value ("property 'x' = 'value': …"), and a value may be a secret
                 // (a misspelt `sasl.password`): neither is put in the error, which ends up in logs.
                 let text = String(decodingCString: errorText)
-                let reason = value.isEmpty ? text : text.replacing(value, with: "…")
+                // The value as librdkafka quotes it; unquoted only when long enough not to be a piece of the rest
+                // ("value 0 is outside allowed range 1..3600000").
+                var reason = value.isEmpty ? text : text.replacing("\"\(value)\"", with: "\"…\"")
+                if value.count >= 4 { reason = reason.replacing(value, with: "…") }
                 throw KafkaError(
                     code: .invalidConfiguration,
                     message: "property '\(key)' (value not shown): \(reason)"

@@ -18,6 +18,12 @@ public struct UnreadableFile: Error, Sendable, Equatable, CustomStringConvertibl
         do {
             return Array(try Data(contentsOf: URL(fileURLWithPath: path)))
         } catch let error as CocoaError {
+            // Foundation reads regular files only, and calls anything else it cannot read a permission problem: a
+            // pipe or a device (`--config <(envsubst < pipeline.json)`, `/dev/stdin`) is read as a stream.
+            if error.code == .fileReadNoPermission, let handle = FileHandle(forReadingAtPath: path) {
+                defer { try? handle.close() }
+                do { return Array(try handle.readToEnd() ?? Data()) } catch {}
+            }
             var isDirectory: ObjCBool = false
             let reason: String =
                 switch error.code {

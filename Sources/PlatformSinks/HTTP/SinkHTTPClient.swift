@@ -65,13 +65,16 @@ final class SinkHTTPClient: Sendable {
     init(connection: HTTPSinkConnection, concurrency: Int, configurationKey: String) throws(SinkConfigurationError) {
         var tls = TLSConfiguration.makeClientConfiguration()
         if let file = connection.caCertificateFile {
-            guard FileManager.default.isReadableFile(atPath: file) else {
-                throw SinkConfigurationError(key: "\(configurationKey).caCertificateFile", reason: "cannot read '\(file)'")
-            }
             // Read now: a file the TLS library cannot use would otherwise fail every connection, as `unavailable`.
             let certificates: [NIOSSLCertificate]
+            let pem: [UInt8]
             do {
-                certificates = try NIOSSLCertificate.fromPEMFile(file)
+                pem = try UnreadableFile.contents(of: file)
+            } catch {
+                throw SinkConfigurationError(key: "\(configurationKey).caCertificateFile", reason: error.description)
+            }
+            do {
+                certificates = try NIOSSLCertificate.fromPEMBytes(pem)
             } catch {
                 throw SinkConfigurationError(key: "\(configurationKey).caCertificateFile", reason: "'\(file)' is not a PEM certificate file (\(error))")
             }
