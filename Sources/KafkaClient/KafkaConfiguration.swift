@@ -37,13 +37,22 @@ public struct KafkaProducerConfiguration: Sendable {
         return result
     }
 
-    /// Checks every property's name and value as librdkafka reads them, without making a client or connecting: what
-    /// ``KafkaProducer/init(configuration:logger:)`` refuses first. (librdkafka checks properties against each other
-    /// when it makes the client.)
+    /// Checks every property's name and value as librdkafka reads them, one by one, without making a client.
     ///
     /// - Throws: ``KafkaError/Code/invalidConfiguration`` naming the first property refused (not its value).
-    public func validate() throws(KafkaError) {
+    public func validateProperties() throws(KafkaError) {
         try RDKafkaConfig.check(librdkafkaProperties)
+    }
+
+    /// Checks the configuration as ``KafkaProducer/init(configuration:logger:)`` would take it: each property, then
+    /// the properties against each other, for which a client is made with no broker to reach (it connects nowhere)
+    /// and destroyed at once.
+    ///
+    /// - Throws: ``KafkaError/Code/invalidConfiguration`` naming the first property refused (not its value), or with
+    ///   librdkafka's reason for properties that do not go together.
+    public func validate() throws(KafkaError) {
+        try validateProperties()
+        try RDKafkaConfig.checkClient(librdkafkaProperties, isConsumer: false)
     }
 }
 
@@ -137,13 +146,22 @@ public struct KafkaConsumerConfiguration: Sendable {
         return result
     }
 
-    /// Checks every property's name and value as librdkafka reads them, without making a client or connecting: what
-    /// ``KafkaConsumer/init(configuration:logger:)`` refuses first. (librdkafka checks properties against each other
-    /// when it makes the client.)
+    /// Checks every property's name and value as librdkafka reads them, one by one, without making a client.
     ///
     /// - Throws: ``KafkaError/Code/invalidConfiguration`` naming the first property refused (not its value).
-    public func validate() throws(KafkaError) {
+    public func validateProperties() throws(KafkaError) {
         try RDKafkaConfig.check(librdkafkaProperties)
+    }
+
+    /// Checks the configuration as ``KafkaConsumer/init(configuration:logger:)`` would take it: each property, then
+    /// the properties against each other, for which a client is made with no broker to reach (it connects nowhere and
+    /// joins no group) and destroyed at once.
+    ///
+    /// - Throws: ``KafkaError/Code/invalidConfiguration`` naming the first property refused (not its value), or with
+    ///   librdkafka's reason for properties that do not go together.
+    public func validate() throws(KafkaError) {
+        try validateProperties()
+        try RDKafkaConfig.checkClient(librdkafkaProperties, isConsumer: true)
     }
 }
 

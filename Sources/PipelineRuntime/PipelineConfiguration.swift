@@ -195,7 +195,9 @@ extension PipelineConfiguration {
     }
 
     /// Checks the Kafka properties of the pipeline's consumers and producers, names and values, as librdkafka reads
-    /// them, without connecting: what the run would refuse as it makes its first client, named by where it was set.
+    /// them, without connecting: what the run would refuse as it makes its first client, named by where it was set;
+    /// then the properties against each other, as librdkafka checks them when it makes a client (one is made with no
+    /// broker to reach, and destroyed at once).
     ///
     /// - Throws: ``ConfigurationError`` whose key is where the first property refused was set
     ///   (`kafka.consumerProperties.session.timeout.ms`, `CAMPAIGN_PIPELINE_KAFKA_SECURITY_PROTOCL`,
@@ -216,17 +218,19 @@ extension PipelineConfiguration {
                 consumerAlone.properties = [name: value]
                 producerAlone.properties = [name: value]
                 do {
-                    try set.forConsumers ? consumerAlone.validate() : producerAlone.validate()
+                    try set.forConsumers ? consumerAlone.validateProperties() : producerAlone.validateProperties()
                 } catch {
                     throw ConfigurationError(key: set.source(name), reason: error.message)
                 }
             }
         }
-        do {
-            try consumer.validate()
-            try producer.validate()
-        } catch {
-            throw ConfigurationError(key: "kafka", reason: error.message)
+        // Then together, as librdkafka checks them when it makes a client.
+        for (clients, configuration) in [("the consumers", consumer.validate), ("the producers", producer.validate)] as [(String, () throws(KafkaError) -> Void)] {
+            do {
+                try configuration()
+            } catch {
+                throw ConfigurationError(key: "kafka", reason: "librdkafka refuses \(clients)' properties: \(error.message)")
+            }
         }
     }
 

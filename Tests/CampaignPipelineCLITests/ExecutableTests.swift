@@ -220,6 +220,7 @@ struct ExecutableTests {
                 "configuration: CAMPAIGN_PIPELINE_KAFKA_SECURITY_PROTOCL: property 'security.protocl' (value not shown): No such configuration property"
             ),
             ("CAMPAIGN_PIPELINE_KAFKA_SESSION_TIMEOUT_MS", "abc", "CAMPAIGN_PIPELINE_KAFKA_SESSION_TIMEOUT_MS: property 'session.timeout.ms' (value not shown)"),
+            ("CAMPAIGN_PIPELINE_KAFKA_ACKS", "1", "configuration: kafka: librdkafka refuses the producers' properties: "),
         ] {
             let refused = try await runProcess(executable, ["run", "--print-config", "--bootstrap-servers", "127.0.0.1:1"], environment: [variable: value])
             #expect(refused.status == 1, "\(variable)=\(value): \(refused.stderr)")

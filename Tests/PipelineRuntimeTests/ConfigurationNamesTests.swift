@@ -137,6 +137,19 @@ struct ConfigurationNamesTests {
         configuration.kafkaProperties["fetch.wait.max.ms"] = "-6"
         let again = #expect(throws: ConfigurationError.self) { try configuration.validateKafkaProperties() }
         #expect(again?.key == "kafka.properties.fetch.wait.max.ms", "\(String(describing: again))")
+        // Properties that librdkafka takes one by one but not together, which it finds only as it makes a client.
+        configuration.kafkaProperties = [:]
+        configuration.producerProperties = ["acks": "1"]
+        let acks = #expect(throws: ConfigurationError.self) { try configuration.validateKafkaProperties() }
+        #expect(acks?.key == "kafka", "\(String(describing: acks))")
+        #expect(acks?.reason.hasPrefix("librdkafka refuses the producers' properties: ") == true, "\(String(describing: acks))")
+        #expect(acks?.reason.contains("enable.idempotence") == true, "the pipeline's idempotent producer: \(String(describing: acks))")
+        configuration.producerProperties = [:]
+        configuration.consumerProperties = ["max.poll.interval.ms": "5000"]
+        let poll = #expect(throws: ConfigurationError.self) { try configuration.validateKafkaProperties() }
+        #expect(poll?.reason.hasPrefix("librdkafka refuses the consumers' properties: ") == true, "\(String(describing: poll))")
+        #expect(poll?.reason.contains("session.timeout.ms") == true, "the pipeline's 10 s session: \(String(describing: poll))")
+        configuration.consumerProperties = [:]
         // A short value is hidden where librdkafka quotes it, and the rest of the reason is left whole.
         configuration.kafkaProperties = ["session.timeout.ms": "0"]
         let short = #expect(throws: ConfigurationError.self) { try configuration.validateKafkaProperties() }

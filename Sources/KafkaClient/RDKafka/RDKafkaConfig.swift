@@ -36,6 +36,24 @@ enum RDKafkaConfig {
     static func check(_ properties: [(key: String, value: String)]) throws(KafkaError) {
         rd_kafka_conf_destroy(try make(properties))
     }
+
+    /// Makes a client (a consumer, or a producer) from `properties` with no broker to reach, so that it connects nowhere, and destroys
+    /// it: librdkafka checks properties against each other (`acks` with `enable.idempotence`, `max.poll.interval.ms`
+    /// with `session.timeout.ms`, TLS files) only as it makes a client. It logs nothing meanwhile.
+    ///
+    /// - Throws: ``KafkaError/Code/invalidConfiguration`` with librdkafka's reason.
+    static func checkClient(_ properties: [(key: String, value: String)], isConsumer: Bool) throws(KafkaError) {
+        let type = isConsumer ? RD_KAFKA_CONSUMER : RD_KAFKA_PRODUCER
+        let conf = try make(properties.filter { $0.key != "bootstrap.servers" && $0.key != "metadata.broker.list" })
+        rd_kafka_conf_set_log_cb(conf, nil)
+        var errorText = [CChar](repeating: 0, count: 512)
+        // On success rd_kafka_new takes ownership of conf; on failure it stays ours.
+        guard let handle = rd_kafka_new(type, conf, &errorText, errorText.count) else {
+            rd_kafka_conf_destroy(conf)
+            throw KafkaError(code: .invalidConfiguration, message: String(decodingCString: errorText))
+        }
+        rd_kafka_destroy_flags(handle, Int32(RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE))
+    }
 }
 
 extension String {
