@@ -166,9 +166,15 @@ public struct KafkaConsumerConfiguration: Sendable {
 }
 
 extension Array where Element == (key: String, value: String) {
-    /// Replaces the value of keys already present and appends the others, in key order.
+    /// Replaces the value of keys already present and appends the others, in key order, `plugin.library.paths`
+    /// first: librdkafka loads the plugins as it is set, and only then knows the properties they add
+    /// (`confluent.monitoring.interceptor.*` sorts before it).
     mutating func merge(overrides: [String: String]) {
-        for (key, value) in overrides.sorted(by: { $0.key < $1.key }) {
+        let plugins = "plugin.library.paths"
+        let ordered = overrides.sorted { first, second in
+            first.key == plugins || second.key == plugins ? first.key == plugins && second.key != plugins : first.key < second.key
+        }
+        for (key, value) in ordered {
             if let index = firstIndex(where: { $0.key == key }) {
                 self[index].value = value
             } else {

@@ -69,6 +69,43 @@ struct KafkaFailureTests {
         // librdkafka accepts them.
         let producer = try KafkaProducer(configuration: configuration, logger: testLogger)
         _ = producer
+        try configuration.validate()
+    }
+
+    /// librdkafka loads the plugins as `plugin.library.paths` is set, and knows the properties a plugin adds only
+    /// then: set in key order, `confluent.monitoring.interceptor.*` came before it and was refused as unknown.
+    @Test("plugin.library.paths is set before the other properties")
+    func pluginsLoadFirst() {
+        var producer = KafkaProducerConfiguration(bootstrapServers: ["localhost:9092"])
+        let plugins = ["confluent.monitoring.interceptor.topic": "m", "plugin.library.paths": "monitoring-interceptor", "zstd.x": "1", "acks": "all"]
+        producer.properties = plugins
+        var consumer = KafkaConsumerConfiguration(bootstrapServers: ["localhost:9092"], groupID: "g")
+        consumer.properties = plugins
+        for keys in [producer.librdkafkaProperties.map(\.key), consumer.librdkafkaProperties.map(\.key)] {
+            let overrides = keys.filter { plugins.keys.contains($0) }
+            #expect(overrides == ["plugin.library.paths", "acks", "confluent.monitoring.interceptor.topic", "zstd.x"], "\(keys)")
+        }
+    }
+
+    /// What a client refuses as it is made, found without one that connects: each property, then the properties
+    /// together (librdkafka's checks across properties run only in `rd_kafka_new`).
+    @Test("validate() refuses what making the client refuses, and takes what it takes")
+    func validationMatchesClientCreation() throws {
+        var producer = KafkaProducerConfiguration(bootstrapServers: ["localhost:9092"])
+        producer.properties = ["acks": "1"]
+        let together = #expect(throws: KafkaError.self) { try producer.validate() }
+        #expect(together?.code == .invalidConfiguration)
+        #expect(together?.message.contains("enable.idempotence") == true, "\(String(describing: together))")
+        try producer.validateProperties()
+        #expect(throws: KafkaError.self) { try KafkaProducer(configuration: producer, logger: testLogger) }
+        var consumer = KafkaConsumerConfiguration(bootstrapServers: ["localhost:9092"], groupID: "g")
+        consumer.properties = ["fetch.wait.max.ms": "soon"]
+        let alone = #expect(throws: KafkaError.self) { try consumer.validateProperties() }
+        #expect(alone?.message.hasPrefix("property 'fetch.wait.max.ms' (value not shown)") == true, "\(String(describing: alone))")
+        consumer.properties = ["max.poll.interval.ms": "5000"]
+        #expect(throws: KafkaError.self) { try consumer.validate() }
+        consumer.properties = [:]
+        try consumer.validate()
     }
 
     @Test("a consumer pointed at an unreachable bootstrap fails with brokerUnreachable within its connect timeout")
