@@ -183,13 +183,25 @@ struct KafkaConnectionOptions: ParsableArguments {
     /// FCM and APNs sinks the routes name need no credentials (a run that sends to neither).
     func configuration(environment: [String: String], checkingSinkCredentials: Bool = true) throws -> PipelineConfiguration {
         var file: JSONObject?
+        var origin: String?
         if let path = config {
             file = try ConfigurationFile.read(path, source: "--config")
+            origin = "--config '\(path)'"
         } else if let path = environment[PipelineConfiguration.EnvironmentKey.configFile], !path.isEmpty {
             // Empty is unset, as for every other variable (`CAMPAIGN_PIPELINE_CONFIG: ${VAR}` in a compose file).
             file = try ConfigurationFile.read(path, source: PipelineConfiguration.EnvironmentKey.configFile)
+            origin = "\(PipelineConfiguration.EnvironmentKey.configFile) '\(path)'"
         }
-        var configuration = try PipelineConfiguration.load(file: file, environment: environment, checkingSinkCredentials: checkingSinkCredentials)
+        var configuration: PipelineConfiguration
+        do {
+            configuration = try PipelineConfiguration.load(file: file, environment: environment, checkingSinkCredentials: checkingSinkCredentials)
+        } catch {
+            // A key of the file names the file, which may have come from a variable set far from the command line.
+            guard let origin, !error.key.hasPrefix(PipelineConfiguration.EnvironmentKey.prefix) else { throw error }
+            var located = error
+            located.key += " (in \(origin))"
+            throw located
+        }
         if let bootstrapServers { configuration.bootstrapServers = PipelineConfiguration.splitServers(bootstrapServers) }
         for property in kafkaProperties {
             // Checked by `validate()`: a name, then `=`.

@@ -168,6 +168,14 @@ struct ExecutableTests {
         let broken = try await runProcess(executable, ["run", "--print-config", "--config", file.path])
         #expect(broken.status == 1)
         #expect(broken.stderr.contains("--config: '\(file.path)' is not valid JSON"), "\(broken.stderr)")
+        // A key of the file that is refused names the file; a variable refused beside it does not.
+        try Data(#"{"kafka": {"groupID": "g"}}"#.utf8).write(to: file)
+        let misspelt = try await runProcess(executable, ["run", "--print-config"], environment: ["CAMPAIGN_PIPELINE_CONFIG": file.path])
+        #expect(misspelt.status == 1)
+        #expect(misspelt.stderr.contains("configuration: kafka.groupID (in CAMPAIGN_PIPELINE_CONFIG '\(file.path)'): unknown key"), "\(misspelt.stderr)")
+        try Data(#"{"kafka": {"groupId": "g"}}"#.utf8).write(to: file)
+        let variable = try await runProcess(executable, ["run", "--print-config", "--config", file.path], environment: ["CAMPAIGN_PIPELINE_GROUPID": "g"])
+        #expect(variable.stderr.contains("configuration: CAMPAIGN_PIPELINE_GROUPID: unknown variable"), "\(variable.stderr)")
         #expect(broken.stderr.contains("line 3, column 31"), "\(broken.stderr)")
     }
 
