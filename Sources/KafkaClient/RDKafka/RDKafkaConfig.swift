@@ -37,12 +37,16 @@ enum RDKafkaConfig {
         rd_kafka_conf_destroy(try make(properties))
     }
 
-    /// Makes a client (a consumer, or a producer) from `properties` with no broker to reach, so that it connects nowhere, and destroys
-    /// it: librdkafka checks properties against each other (`acks` with `enable.idempotence`, `max.poll.interval.ms`
-    /// with `session.timeout.ms`, TLS files) only as it makes a client. It logs nothing meanwhile.
+    /// Makes a client (a consumer, or a producer) from `properties` with no broker to reach, so that it connects
+    /// nowhere, and destroys it: librdkafka checks properties against each other (`acks` with `enable.idempotence`,
+    /// `max.poll.interval.ms` with `session.timeout.ms`, TLS files) only as it makes a client. It logs nothing
+    /// meanwhile. Not with SASL's GSSAPI or OAUTHBEARER, whose clients fetch credentials as they are made (`kinit`, an
+    /// OIDC token endpoint): those are checked when the real clients are made.
     ///
     /// - Throws: ``KafkaError/Code/invalidConfiguration`` with librdkafka's reason.
     static func checkClient(_ properties: [(key: String, value: String)], isConsumer: Bool) throws(KafkaError) {
+        let mechanism = properties.last { $0.key == "sasl.mechanism" || $0.key == "sasl.mechanisms" }?.value.uppercased()
+        if mechanism == "GSSAPI" || mechanism == "OAUTHBEARER" { return }
         let type = isConsumer ? RD_KAFKA_CONSUMER : RD_KAFKA_PRODUCER
         let conf = try make(properties.filter { $0.key != "bootstrap.servers" && $0.key != "metadata.broker.list" })
         rd_kafka_conf_set_log_cb(conf, nil)
