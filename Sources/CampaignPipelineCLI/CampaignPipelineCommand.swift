@@ -2,6 +2,8 @@ public import ArgumentParser
 import Foundation
 import KafkaClient
 import PipelineCore
+import PipelineRuntime
+import PlatformSinks
 
 /// The root of the `campaign-pipeline` command line.
 ///
@@ -56,6 +58,11 @@ extension CampaignPipelineCommand {
             // they are given (`demo` and `bench` start their own).
             FileHandle.standardError.write(Data("Error: \(error)\n".utf8))
             exit(withError: ExitCode(Self.unavailableStatus))
+        } catch let error where isAboutConfiguration(error) {
+            // Not a failure of the run (status 1): a supervisor or job tells "fix the configuration" from "retry" by
+            // the status (systemd's `RestartPreventExitStatus=78`).
+            FileHandle.standardError.write(Data("Error: \(error)\n".utf8))
+            exit(withError: ExitCode(Self.configurationStatus))
         } catch {
             exit(withError: error)
         }
@@ -63,4 +70,18 @@ extension CampaignPipelineCommand {
 
     /// The exit status when no broker of the cluster answered (sysexits' `EX_UNAVAILABLE`).
     static let unavailableStatus: Int32 = 69
+
+    /// The exit status when a setting cannot be used: the configuration file, a variable, a Kafka property, a sink's
+    /// credentials (sysexits' `EX_CONFIG`).
+    static let configurationStatus: Int32 = 78
+
+    /// Whether `error` is about a setting the command cannot use.
+    static func isAboutConfiguration(_ error: any Error) -> Bool {
+        switch error {
+        case is ConfigurationError, is SinkConfigurationError: true
+        case let error as KafkaError: error.code == .invalidConfiguration
+        case let error as CommandError: error.isAboutConfiguration
+        default: false
+        }
+    }
 }

@@ -4,9 +4,19 @@ import ArgumentParser
 /// command line itself: those are `ValidationError`s).
 struct CommandError: Error, CustomStringConvertible {
     var description: String
+    /// Whether the failure is a setting the command cannot use (a file, a variable), which ends it with
+    /// ``CampaignPipelineCommand/configurationStatus``.
+    var isAboutConfiguration = false
 
     init(_ description: String) {
         self.description = description
+    }
+
+    /// A setting the command cannot use: running it again changes nothing until the setting does.
+    static func configuration(_ description: String) -> CommandError {
+        var error = CommandError(description)
+        error.isAboutConfiguration = true
+        return error
     }
 }
 

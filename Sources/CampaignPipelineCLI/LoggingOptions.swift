@@ -56,7 +56,7 @@ struct LoggingOptions: ParsableArguments {
     func level(environment: [String: String]) throws -> Logger.Level {
         let text = logLevel ?? environment["LOG_LEVEL"].flatMap { $0.isEmpty ? nil : $0 } ?? "info"
         guard let level = Logger.Level(rawValue: text.lowercased()) else {
-            throw CommandError("LOG_LEVEL: '\(text)' is not one of trace, debug, info, notice, warning, error, critical")
+            throw CommandError.configuration("LOG_LEVEL: '\(text)' is not one of trace, debug, info, notice, warning, error, critical")
         }
         return level
     }
@@ -65,7 +65,7 @@ struct LoggingOptions: ParsableArguments {
     func format(environment: [String: String]) throws -> Format {
         let text = logFormat ?? environment["LOG_FORMAT"].flatMap { $0.isEmpty ? nil : $0 } ?? "text"
         guard let format = Format(rawValue: text.lowercased()) else {
-            throw CommandError("LOG_FORMAT: '\(text)' is not one of text, json")
+            throw CommandError.configuration("LOG_FORMAT: '\(text)' is not one of text, json")
         }
         return format
     }

@@ -12,8 +12,9 @@ struct ProbeCommand: AsyncParsableCommand {
             Requests http://<host>:<port>/readyz (with --live, /healthz) from the metrics endpoint of an \
             instance started with --metrics-port or CAMPAIGN_PIPELINE_METRICS_PORT, prints the answer \
             ("ready"; on standard error "not ready: <reason>" or why there was no answer) and exits \
-            0 for 200, 1 for any other answer or none within --timeout, 64 for a usage error (a bad --port, \
-            or a CAMPAIGN_PIPELINE_METRICS_PORT that is not a port, or is 0: run then picks any free port). A \
+            0 for 200, 1 for any other answer or none within --timeout, 64 for a usage error (a bad --port), \
+            78 for a CAMPAIGN_PIPELINE_METRICS_PORT it cannot use (not a port, or 0: run then picks any free \
+            port). A \
             health check for the container image, which has no curl:
 
               healthcheck:
@@ -52,17 +53,12 @@ struct ProbeCommand: AsyncParsableCommand {
 
     /// `CAMPAIGN_PIPELINE_METRICS_PORT` as `probe` can use it, when set.
     ///
-    /// - Throws: `ValidationError` (a usage error, status 64, not the 1 of an instance that is not ready) when it is
-    ///   not a port number, or is 0: `run` then serves on any free port, which `probe` cannot know.
+    /// - Throws: ``CommandError/configuration(_:)`` (status 78, not the 1 of an instance that is not ready) when it
+    ///   is not a port number, or is 0: `run` then serves on any free port, which `probe` cannot know.
     static func environmentPort() throws -> Int? {
-        let port: Int?
-        do {
-            port = try RunCommand.environmentMetricsPort(in: 0...65_535)
-        } catch {
-            throw ValidationError("\(error)")
-        }
+        let port = try RunCommand.environmentMetricsPort(in: 0...65_535)
         guard port != 0 else {
-            throw ValidationError(
+            throw CommandError.configuration(
                 "CAMPAIGN_PIPELINE_METRICS_PORT is 0: run then serves metrics on any free port, which probe cannot know; give that port (run logs it as `Serving metrics`) with --port"
             )
         }

@@ -54,7 +54,8 @@ struct ReplayCommand: AsyncParsableCommand {
             --to end is the end when each run starts, a resumed one too. An interrupted replay exits with \
             status 1, so that a script or job does not take it for a finished one; one whose cluster does not \
             answer (down, unreachable, or refusing the TLS or SASL settings) exits with status 69 before it reads \
-            anything. Records of the range the \
+            anything, and one with a setting it cannot use (the file, a variable, a Kafka property, with \
+            --deliver a sink's credentials) with status 78. Records of the range the \
             topic deleted before the replay could read them (its retention reached the range while the replay \
             ran or before it resumed, or --from gave offsets it no longer holds) cannot be replayed: the replay \
             goes on with the rest, names them, and exits with status 3. \
@@ -133,7 +134,7 @@ struct ReplayCommand: AsyncParsableCommand {
         // Without --deliver the FCM and APNs sinks are not used: their credentials are not needed.
         var configuration = try connection.configuration(environment: ProcessInfo.processInfo.environment, checkingSinkCredentials: deliver)
         guard !configuration.bootstrapServers.isEmpty else {
-            throw CommandError(
+            throw CommandError.configuration(
                 "no Kafka bootstrap servers configured: pass --bootstrap-servers, set CAMPAIGN_PIPELINE_BOOTSTRAP_SERVERS, or set kafka.bootstrapServers in the --config file"
             )
         }

@@ -27,9 +27,9 @@ struct RunCommand: AsyncParsableCommand {
             refusing it (no rights on the group, a session timeout outside the brokers' bounds, …) for \
             processing.groupRefusalSeconds (60) ends it with status 1, saying what to change. While it has work \
             it logs a Progress line every processing.progressLogSeconds (30). It exits 0 once stopped by a \
-            signal (drained and committed) or, with --until-idle, once idle; 1 when it fails (a configuration \
-            it refuses included, named in the error) or a second signal or the shutdown watchdog ends it; 64 on \
-            a usage error.
+            signal (drained and committed) or, with --until-idle, once idle; 78 for a setting it cannot use \
+            (the file, a variable, a Kafka property, a sink's credentials; named in the error); 1 when it \
+            fails otherwise, or a second signal or the shutdown watchdog ends it; 64 on a usage error.
 
             Configuration, later sources winning: defaults, the --config file (or CAMPAIGN_PIPELINE_CONFIG), \
             the environment (CAMPAIGN_PIPELINE_BOOTSTRAP_SERVERS, CAMPAIGN_PIPELINE_GROUP, and CAMPAIGN_PIPELINE_KAFKA_<NAME> \
@@ -88,7 +88,7 @@ struct RunCommand: AsyncParsableCommand {
         }
         // After printing, so the configuration is shown, and the check fails as the run would.
         guard !configuration.bootstrapServers.isEmpty else {
-            throw CommandError(
+            throw CommandError.configuration(
                 """
                 no Kafka bootstrap servers configured: pass --bootstrap-servers, set CAMPAIGN_PIPELINE_BOOTSTRAP_SERVERS, \
                 or set kafka.bootstrapServers in the --config file. To try the pipeline on an embedded broker with \
@@ -137,7 +137,7 @@ struct RunCommand: AsyncParsableCommand {
                 PipelineConfiguration.EnvironmentKey.isServiceLink(name, text)
                 ? ": Kubernetes sets this for a Service named campaign-pipeline-metrics; set the variable in the pod's env (it wins over service links), or set enableServiceLinks: false"
                 : ""
-            throw CommandError("\(name): expected a port number (\(range.lowerBound) to \(range.upperBound)), found '\(text)'\(hint)")
+            throw CommandError.configuration("\(name): expected a port number (\(range.lowerBound) to \(range.upperBound)), found '\(text)'\(hint)")
         }
         return number
     }
@@ -220,17 +220,17 @@ enum ConfigurationFile {
         do {
             bytes = try UnreadableFile.contents(of: path)
         } catch {
-            throw CommandError("\(source): \(error)")
+            throw CommandError.configuration("\(source): \(error)")
         }
         let value: JSONValue
         do throws(JSONParseError) {
             value = try JSONValue(parsing: bytes)
         } catch {
             let (line, column) = position(of: error.offset, in: bytes)
-            throw CommandError("\(source): '\(path)' is not valid JSON: \(error.kind) at line \(line), column \(column)")
+            throw CommandError.configuration("\(source): '\(path)' is not valid JSON: \(error.kind) at line \(line), column \(column)")
         }
         guard let object = value.objectValue else {
-            throw CommandError("\(source): '\(path)' must hold a JSON object")
+            throw CommandError.configuration("\(source): '\(path)' must hold a JSON object")
         }
         return object
     }

@@ -86,12 +86,14 @@ struct MetricsCommandTests {
         // The port from the variable `run` reads it from, as in the compose file's health check.
         let fromEnvironment = try await runProcess(executable, ["probe"], environment: ["CAMPAIGN_PIPELINE_METRICS_PORT": String(port)])
         #expect(fromEnvironment.status == 0 && fromEnvironment.stdout == "ready\n", "\(fromEnvironment.stdout) \(fromEnvironment.stderr)")
-        // A variable probe cannot use is a usage error (64), told apart from an instance that is not ready (1).
+        // A variable probe cannot use is a configuration error (78), told apart from an instance that is not ready
+        // (1), with no usage text (the command line was right).
         let misset = try await runProcess(executable, ["probe"], environment: ["CAMPAIGN_PIPELINE_METRICS_PORT": "nine"])
-        #expect(misset.status == 64, "\(misset.stderr)")
+        #expect(misset.status == 78, "\(misset.stderr)")
+        #expect(!misset.stderr.contains("Usage:"), "\(misset.stderr)")
         #expect(misset.stderr.contains("CAMPAIGN_PIPELINE_METRICS_PORT: expected a port number (0 to 65535), found 'nine'"), "\(misset.stderr)")
         let anyPort = try await runProcess(executable, ["probe"], environment: ["CAMPAIGN_PIPELINE_METRICS_PORT": "0"])
-        #expect(anyPort.status == 64, "\(anyPort.stderr)")
+        #expect(anyPort.status == 78, "\(anyPort.stderr)")
         #expect(anyPort.stderr.contains("CAMPAIGN_PIPELINE_METRICS_PORT is 0: run then serves metrics on any free port"), "\(anyPort.stderr)")
 
         // Another instance on the same port stops at once, saying why, before it connects to Kafka.
