@@ -298,6 +298,35 @@ struct RenderingTests {
 
     /// A template that writes a key FCM refuses in `data` fails the event as a defect of the plugin (FCM would refuse
     /// every such send, which would count as failed deliveries, not rejected events).
+    /// A plugin that threw a `PipelineError` with no issue made a rejection with no reason: `validation_failed` and an
+    /// empty detail (a plugin author's trial). It is now said to be the plugin's defect; issues the render recorded
+    /// before the throw are kept as they are.
+    @Test func aPluginFailingWithoutAnIssueIsSaidToBeItsDefect() throws {
+        struct Silent: TemplateRenderer {
+            let templateID = "silent"
+            func render(_ input: RenderInput) throws(PipelineError) -> TemplatePayload {
+                _ = input.content.string("needed", required: input.content.string("ask") != nil)
+                throw PipelineError(issues: [])
+            }
+        }
+        let registry = TemplateRegistry([Silent()])
+        guard case .failed(let error) = registry.render(eventBytes: Array(eventJSON(template: "silent", content: #"{}"#).utf8)) else {
+            Issue.record("should fail")
+            return
+        }
+        #expect(error.issues.count == 1)
+        #expect(error.code == .validationFailed)
+        #expect(error.issues.first?.path == FieldPath("template"))
+        #expect(error.issues.first?.reason == "template 'silent' failed without an issue (a defect of the plugin: a PipelineError names at least one)")
+        #expect(error.eventId == "evt-1")
+        // With an issue of the event's recorded first, that issue is the reason.
+        guard case .failed(let recorded) = registry.render(eventBytes: Array(eventJSON(template: "silent", content: #"{"ask":"x"}"#).utf8)) else {
+            Issue.record("should fail")
+            return
+        }
+        #expect(recorded.issues.map(\.path) == [FieldPath("content", "needed")], "\(recorded.issues)")
+    }
+
     @Test func aPluginWritingAKeyFCMRefusesFailsAsItsDefect() throws {
         struct Refused: TemplateRenderer {
             let templateID = "refused"

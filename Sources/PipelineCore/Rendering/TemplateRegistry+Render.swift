@@ -103,7 +103,17 @@ extension TemplateRegistry {
         do throws(PipelineError) {
             return try renderer.render(input)
         } catch {
-            throw error.following(input.content.diagnostics.issues, warnings: input.content.diagnostics.recordedWarnings)
+            let found = error.following(input.content.diagnostics.issues, warnings: input.content.diagnostics.recordedWarnings)
+            guard found.issues.isEmpty else { throw found }
+            // An error with no issue would be a rejection with no reason (`validation_failed` and an empty detail).
+            var said = PipelineError(
+                .validationFailed,
+                at: FieldPath("template"),
+                "template '\(renderer.templateID)' failed without an issue (a defect of the plugin: a PipelineError names at least one)",
+                eventId: found.eventId
+            )
+            said.warnings = found.warnings
+            throw said
         }
     }
 
