@@ -29,6 +29,11 @@ struct TemplatesCommand: AsyncParsableCommand {
             if !aliases.isEmpty { text += " (aliases: \(aliases.joined(separator: ", ")))" }
             text += "\n"
             if !renderer.summary.isEmpty { text += "  \(renderer.summary)\n" }
+            guard !renderer.fields.isEmpty else {
+                // A table header with no rows read as a listing cut short.
+                text += "  No fields listed (the plugin's `fields` is empty).\n\n"
+                continue
+            }
             let rows = [["field", "type", "fcm", "apns", "description"]] + renderer.fields.map { field in
                 [
                     field.name,
