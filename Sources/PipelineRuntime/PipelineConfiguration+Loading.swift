@@ -61,13 +61,9 @@ extension PipelineConfiguration {
 
         /// The first `CAMPAIGN_PIPELINE_*` variable of `environment` the pipeline does not read (in name order), which is
         /// refused as a misspelt key of the file is: `CAMPAIGN_PIPELINE_GROUPID` would otherwise leave the instance in
-        /// the default group without a word. Service links and the variables the configuration names (`named`: a
-        /// sink's `serviceAccountEnv` or `privateKeyEnv`) are not unknown.
-        static func firstUnknown(in environment: [String: String], besides named: Set<String> = []) -> String? {
-            environment.filter { name, value in
-                name.hasPrefix(prefix) && !name.hasPrefix(kafkaPropertyPrefix) && !all.contains(name) && !named.contains(name)
-                    && !isServiceLink(name, value)
-            }.keys.min()
+        /// the default group without a word.
+        static func firstUnknown(in environment: [String: String]) -> String? {
+            environment.keys.filter { $0.hasPrefix(prefix) && !$0.hasPrefix(kafkaPropertyPrefix) && !all.contains($0) }.min()
         }
 
         /// Whether `name` is one of the variables Kubernetes gives every container for each Service of its namespace
@@ -109,9 +105,10 @@ extension PipelineConfiguration {
     ) throws(ConfigurationError) -> PipelineConfiguration {
         var configuration = PipelineConfiguration(bootstrapServers: [])
         if let file { try configuration.apply(file: file) }
-        // The variables the file names for secrets are the user's, whatever their names.
+        // The variables that are no settings of the pipeline's, whatever their names: the file's secrets, service links.
         let named = configuration.sinks.environmentNames
-        if let unknown = EnvironmentKey.firstUnknown(in: environment, besides: named) {
+        let settings = environment.filter { name, value in !named.contains(name) && !EnvironmentKey.isServiceLink(name, value) }
+        if let unknown = EnvironmentKey.firstUnknown(in: settings) {
             throw ConfigurationError(
                 key: unknown,
                 reason: "unknown variable (expected \(EnvironmentKey.all.joined(separator: ", ")), or \(EnvironmentKey.kafkaPropertyPrefix)<PROPERTY> for a librdkafka property)"
@@ -122,10 +119,7 @@ extension PipelineConfiguration {
         }
         if let group = environment[EnvironmentKey.group], !group.isEmpty { configuration.groupID = group }
         // An empty variable is unset, as every other one is (librdkafka refuses an empty value anyway).
-        for (name, value) in environment
-        where name.hasPrefix(EnvironmentKey.kafkaPropertyPrefix) && !value.isEmpty && !named.contains(name)
-            && !EnvironmentKey.isServiceLink(name, value)
-        {
+        for (name, value) in settings where name.hasPrefix(EnvironmentKey.kafkaPropertyPrefix) && !value.isEmpty {
             let property = name.dropFirst(EnvironmentKey.kafkaPropertyPrefix.count).lowercased().replacingOccurrences(of: "_", with: ".")
             guard !property.isEmpty else { continue }
             try checkPassThrough(property, key: name)

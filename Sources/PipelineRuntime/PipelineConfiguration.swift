@@ -211,14 +211,15 @@ extension PipelineConfiguration {
             (consumerProperties, true, { "kafka.consumerProperties.\($0)" }),
             (producerProperties, false, { "kafka.producerProperties.\($0)" }),
         ]
-        // With the plugins that may define it, loaded first.
-        let plugins = consumer.properties.filter { $0.key == "plugin.library.paths" }
+        // Each with the plugins that may define it, loaded first.
+        let consumerPlugins = consumer.properties.filter { $0.key == "plugin.library.paths" }
+        let producerPlugins = producer.properties.filter { $0.key == "plugin.library.paths" }
         for set in sets {
             for (name, value) in set.properties.sorted(by: { $0.key < $1.key }) {
                 var consumerAlone = consumer
                 var producerAlone = producer
-                consumerAlone.properties = plugins.merging([name: value]) { $1 }
-                producerAlone.properties = producer.properties.filter { $0.key == "plugin.library.paths" }.merging([name: value]) { $1 }
+                consumerAlone.properties = consumerPlugins.merging([name: value]) { $1 }
+                producerAlone.properties = producerPlugins.merging([name: value]) { $1 }
                 do {
                     try set.forConsumers ? consumerAlone.validateProperties() : producerAlone.validateProperties()
                 } catch {

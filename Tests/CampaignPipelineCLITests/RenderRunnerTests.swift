@@ -121,6 +121,15 @@ struct RenderRunnerTests {
         let otherTemplate = reference.replacingOccurrences(of: #""template":"basic""#, with: #""template":"timer""#)
         let refused = RenderRunner(registry: BuiltinTemplates.registry, campaigns: campaigns).capture(Array(otherTemplate.utf8))
         #expect(refused.stderr == ["error: demo-campaign-reference: template: 'timer' is not the template of campaign 'spring-sale' version 1, 'basic', whose content the event renders"])
+
+        // A definitions file that cannot be read says why.
+        #expect(throws: (any Error).self) { try RenderCommand.campaigns(from: demo.path) }
+        do {
+            _ = try RenderCommand.campaigns(from: "/nonexistent/definitions.jsonl")
+            Issue.record("a missing definitions file must be refused")
+        } catch {
+            #expect("\(error)" == "--definitions: cannot read the file '/nonexistent/definitions.jsonl': no such file")
+        }
     }
 
     @Test func envelopeWrapsPayloadWithIdsHeadersAndWarnings() throws {
