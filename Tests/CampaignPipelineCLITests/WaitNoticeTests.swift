@@ -20,10 +20,13 @@ struct WaitNoticeTests {
     @Test("an operation that ends before the delay, or throws, is not noticed, even later")
     func shortWaitIsNotNoticed() async throws {
         let notices = Mutex(0)
-        let value = try await withNotice(after: .milliseconds(200), { notices.withLock { $0 += 1 } }) { "done" }
+        // A delay no stall of the test run's pool outlasts: at 200 ms, a CI run whose pool was busy started the
+        // operation after the delay, and the notice was said, rightly. The group awaits the notice's task before it
+        // returns, so a notice not cancelled by the operation's end would still be said (10 s later) and counted.
+        let value = try await withNotice(after: .seconds(10), { notices.withLock { $0 += 1 } }) { "done" }
         #expect(value == "done")
         await #expect(throws: Refused.self) {
-            try await withNotice(after: .milliseconds(200), { notices.withLock { $0 += 1 } }) { () async throws -> Int in throw Refused() }
+            try await withNotice(after: .seconds(10), { notices.withLock { $0 += 1 } }) { () async throws -> Int in throw Refused() }
         }
         try await Task.sleep(for: .milliseconds(500))
         #expect(notices.withLock { $0 } == 0)
