@@ -381,6 +381,30 @@ struct RenderingTests {
         }
     }
 
+    /// Writes the `aps` it is made with, reading the content's title and body.
+    struct APSWriter: TemplateRenderer {
+        let templateID = "apsw"
+        let aps: PayloadObject
+        func render(_ input: RenderInput) throws(PipelineError) -> TemplatePayload {
+            _ = (input.content.string("title"), input.content.string("body"))
+            return .apns(aps: aps, fields: ["adb_version": "1"])
+        }
+    }
+
+    @Test("aps.category and aps.mutable-content are the registry's: a template's own value is replaced with a warning, the registry's own value is not warned about")
+    func apsMembersTheRegistryOwns() throws {
+        let request = try PushRequest(json: Array(eventJSON(template: "apsw", platform: "apns").utf8))
+        let same = try TemplateRegistry([APSWriter(aps: ["category": "AEPNotification", "mutable-content": 1, "sound": "ping"])]).render(request)
+        #expect(same.warnings.isEmpty)
+        #expect(text(same.payloadBytes) == #"{"aps":{"category":"AEPNotification","mutable-content":1,"sound":"ping"},"adb_version":"1"}"#)
+
+        let other = try TemplateRegistry([APSWriter(aps: ["mutable-content": 0, "sound": "ping"])]).render(request)
+        #expect(other.warnings.map(\.description) == [
+            "template: template 'apsw' set aps.mutable-content to 0, which was replaced by 1: the registry sets it on every APNs payload (the SDKs need it)"
+        ])
+        #expect(text(other.payloadBytes) == #"{"aps":{"mutable-content":1,"sound":"ping","category":"AEPNotification"},"adb_version":"1"}"#)
+    }
+
     @Test func theRegistryCompletesWhatTheTemplateWrote() throws {
         let registry = self.registry.registering(OverreachingTemplate())
         let custom = #"{"shared":"theirs","extra":"kept"}"#
@@ -409,6 +433,8 @@ struct RenderingTests {
         #expect(
             registryWarnings(apns) == [
                 "template: template 'over' wrote a top-level 'aps' member of its own, which was left out: its aps members are the 'aps' of TemplatePayload.apns(aps:fields:) (a defect of the plugin)",
+                // Found by a plugin author's review: replaced without a word.
+                #"template: template 'over' set aps.category to "MINE", which was replaced by "AEPNotification": the registry sets it on every APNs payload (the SDKs need it)"#,
                 "custom.shared: not sent: template 'over' writes its own 'shared', which is kept",
             ]
         )

@@ -217,6 +217,8 @@ extension TemplateRegistry {
                     )
                 )
             }
+            let setsRegistryMembers = aps.contains(Self.categoryName) || aps.contains(Self.mutableContentName)
+            if setsRegistryMembers { Self.warnAboutReplacedAPSMembers(of: aps, template: templateID, in: diagnostics) }
             let custom = request.customMembers
             let leftOut = custom.leftOut(by: fields, leavesOutAPS: true)
             if !leftOut.isEmpty { Self.warn(leftOut, of: custom, template: templateID, onAPNs: true, in: diagnostics) }
@@ -226,7 +228,7 @@ extension TemplateRegistry {
             var apsBytes: Range<Int>?
             let payload = scratch.withPrefix(written: { writer in
                 writer.writeRaw(#"{"aps":"#)
-                if aps.contains(Self.categoryName) || aps.contains(Self.mutableContentName) {
+                if setsRegistryMembers {
                     // Set again in place, where the template put them.
                     var completed = aps
                     completed.set("category", "AEPNotification")
@@ -261,6 +263,24 @@ extension TemplateRegistry {
             return (
                 payload.bytes, members, payload.bytes.count,
                 .apns(priority: options.priority, expiration: expiration, collapseId: options.collapseKey)
+            )
+        }
+    }
+
+    /// The values the registry gives `aps.category` and `aps.mutable-content`, whatever a template wrote there: the
+    /// SDKs render only notifications of the category `AEPNotification`, and fetch images only with mutable content.
+    private static let registryAPSMembers: [(key: String, value: JSONValue)] = [("category", "AEPNotification"), ("mutable-content", 1)]
+
+    /// Warns, in `diagnostics`, of each of `aps.category` and `aps.mutable-content` the template set to a value other
+    /// than the registry's, which replaces it (rare: a template that sets the registry's own value is not warned about).
+    private static func warnAboutReplacedAPSMembers(of aps: PayloadObject, template templateID: String, in diagnostics: RenderDiagnostics) {
+        for (key, value) in registryAPSMembers {
+            guard let written = aps[key], written != value else { continue }
+            diagnostics.record(
+                RenderWarning(
+                    path: FieldPath("template"),
+                    message: "template '\(templateID)' set aps.\(key) to \(String(decoding: written.encoded(), as: UTF8.self)), which was replaced by \(String(decoding: value.encoded(), as: UTF8.self)): the registry sets it on every APNs payload (the SDKs need it)"
+                )
             )
         }
     }
