@@ -20,9 +20,9 @@ struct ShoutTemplate: TemplateRenderer {
         let text = title.uppercased() + String(repeating: "!", count: volume)
         switch input.platform {
         case .fcm:
-            return .fcm(data: ["adb_template_type": "basic", "adb_title": .string(text), "adb_body": .string(text)])
+            return .fcm(data: ["adb_version": "1", "adb_template_type": "basic", "adb_title": .string(text), "adb_body": .string(text)])
         case .apns:
-            return .apns(aps: ["alert": ["title": .string(text), "body": .string(text)]], fields: ["adb_template_type": "basic"])
+            return .apns(aps: ["alert": ["title": .string(text), "body": .string(text)]], fields: ["adb_version": "1", "adb_template_type": "basic"])
         }
     }
 }
@@ -42,10 +42,10 @@ struct PluginExtensionTests {
         let runner = RenderRunner(registry: registry)
         let fcm = runner.capture(Self.event(template: "yell", platform: "fcm", content: #"{"title":"hi {{name}}","volume":3}"#))
         #expect(fcm.stderr.isEmpty)
-        #expect(fcm.stdout == [#"{"message":{"token":"T","data":{"adb_template_type":"basic","adb_title":"HI ADA!!!","adb_body":"HI ADA!!!"}}}"#])
+        #expect(fcm.stdout == [#"{"message":{"token":"T","data":{"adb_version":"1","adb_template_type":"basic","adb_title":"HI ADA!!!","adb_body":"HI ADA!!!"}}}"#])
 
         let apns = runner.capture(Self.event(template: "shout", platform: "apns", content: #"{"title":"hey"}"#))
-        #expect(apns.stdout == [#"{"aps":{"alert":{"title":"HEY!","body":"HEY!"},"category":"AEPNotification","mutable-content":1},"adb_template_type":"basic"}"#])
+        #expect(apns.stdout == [#"{"aps":{"alert":{"title":"HEY!","body":"HEY!"},"category":"AEPNotification","mutable-content":1},"adb_version":"1","adb_template_type":"basic"}"#])
     }
 
     @Test func customPluginValidationIsReportedLikeTheShippedOnes() throws {
