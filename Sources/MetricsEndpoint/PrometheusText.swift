@@ -20,17 +20,17 @@ public enum PrometheusText {
     /// number of series.
     public static func render(_ snapshot: PipelineStatistics.Snapshot, status: CampaignPipeline.Status? = nil) -> String {
         var text = ""
-        var events: [String: Int] = [:]
-        for (key, count) in snapshot.eventsIn {
-            // `template/platform`, each part `unknown` when the event did not say (a platform has no `/`).
-            let slash = key.lastIndex(of: "/") ?? key.endIndex
-            let template = String(key[..<slash])
-            let platform = slash < key.endIndex ? String(key[key.index(after: slash)...]) : "unknown"
-            events["template=\"\(escaped(template))\",platform=\"\(platform)\"", default: 0] += count
-        }
         family(&text, "campaign_pipeline_events_total", "Events read from the sends topic, by template and platform.")
-        for (labels, count) in events.sorted(by: { $0.key < $1.key }) {
+        for (labels, count) in byTemplateAndPlatform(snapshot.eventsIn) {
             sample(&text, "campaign_pipeline_events_total", labels, count)
+        }
+        family(
+            &text,
+            "campaign_pipeline_events_with_warnings_total",
+            "Events rendered with a warning and sent all the same (the log line 'Event rendered with warnings' says which), by template and platform."
+        )
+        for (labels, count) in byTemplateAndPlatform(snapshot.eventsWithWarnings) {
+            sample(&text, "campaign_pipeline_events_with_warnings_total", labels, count)
         }
 
         family(&text, "campaign_pipeline_outcomes_total", "Terminal outcomes written to the analytics topic and acknowledged, by type (one per event).")
@@ -90,6 +90,19 @@ public enum PrometheusText {
     }
 
     /// `value` as a label value: backslash, double quote and line feed escaped.
+    /// Counts keyed by `template/platform` (each part `unknown` when the event did not say; a platform has no `/`) as
+    /// label sets, in order.
+    private static func byTemplateAndPlatform(_ counts: [String: Int]) -> [(labels: String, count: Int)] {
+        var byLabels: [String: Int] = [:]
+        for (key, count) in counts {
+            let slash = key.lastIndex(of: "/") ?? key.endIndex
+            let template = String(key[..<slash])
+            let platform = slash < key.endIndex ? String(key[key.index(after: slash)...]) : "unknown"
+            byLabels["template=\"\(escaped(template))\",platform=\"\(platform)\"", default: 0] += count
+        }
+        return byLabels.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+    }
+
     static func escaped(_ value: String) -> String {
         var result = ""
         for character in value.unicodeScalars {

@@ -518,14 +518,16 @@ extension CampaignPipeline {
     ) async {
         let tracker = ticket.tracker
         guard writesOutputs else {
-            countWithoutWriting(decision)
+            countWithoutWriting(decision, source: message)
             ticket.finishUnit()
             return
         }
 
         switch decision {
         case .deliver(let notification, let timer):
-            statistics.recordInput(template: notification.templateID, platform: notification.platform, payload: notification.payloadBytes)
+            let warned = !notification.warnings.isEmpty
+            statistics.recordInput(template: notification.templateID, platform: notification.platform, warned: warned, payload: notification.payloadBytes)
+            if warned { logWarnings(of: notification, source: message) }
             // The contract keys sends by recipient id, so that one recipient's stay in order (found by review: a
             // producer keying otherwise, or not at all, went unnoticed).
             if message.key?.elementsEqual(notification.recipientId.utf8) != true {
@@ -574,13 +576,21 @@ extension CampaignPipeline {
             let detail = AnalyticsEvent.boundedDetail(error.issues.map(\.description).joined(separator: "; "))
             rejectedEventWarning.log(
                 to: logger,
-                metadata: [
-                    "eventId": "\(identity.eventId ?? "-")",
-                    "topic": "\(message.topic)",
-                    "partition": "\(message.partition)",
-                    "offset": "\(message.offset)",
-                    "reason": "\(error.code): \(detail)",
-                ]
+                metadata: {
+                    var metadata: Logger.Metadata = [
+                        "eventId": "\(identity.eventId ?? "-")",
+                        "template": "\(identity.template ?? "-")",
+                        "topic": "\(message.topic)",
+                        "partition": "\(message.partition)",
+                        "offset": "\(message.offset)",
+                        "reason": "\(error.code): \(detail)",
+                    ]
+                    // Only in the log: often why the event failed (a misspelt key beside a required field missing).
+                    if !error.warnings.isEmpty {
+                        metadata["warnings"] = "\(AnalyticsEvent.boundedDetail(error.warnings.map(\.description).joined(separator: "; ")))"
+                    }
+                    return metadata
+                }()
             )
             let rejected = AnalyticsEvent(
                 kind: .rejected,
@@ -733,12 +743,15 @@ extension CampaignPipeline {
     }
 
     /// A dry run's bookkeeping: the outcome each decision would have, counted, nothing written.
-    private func countWithoutWriting(_ decision: EventProcessor.Decision) {
+    private func countWithoutWriting(_ decision: EventProcessor.Decision, source message: KafkaConsumerMessage) {
         let event: AnalyticsEvent
         var payload: [UInt8]?
+        var warned = false
         switch decision {
         case .deliver(let notification, _):
             payload = notification.payloadBytes
+            warned = !notification.warnings.isEmpty
+            if warned { logWarnings(of: notification, source: message) }
             let identity = MessageIdentity(request: notification.request, template: notification.templateID, messageId: notification.messageId)
             event = AnalyticsEvent(kind: .delivered, identity: identity, occurredAt: .now(), sink: "dry-run")
         case .rejected(let identity, let error), .awaitingDefinition(let identity, let error):
@@ -748,7 +761,7 @@ extension CampaignPipeline {
         case .suppressed(let identity):
             event = AnalyticsEvent(kind: .suppressed, identity: identity, occurredAt: .now())
         }
-        recordInput(of: event.identity, payload: payload)
+        recordInput(of: event.identity, warned: warned, payload: payload)
         statistics.recordOutcome(kind: event.kind, cause: event.cause, reasonCode: event.reasonCode, bytes: event.encoded(), isTimerExpiry: false)
     }
 
@@ -900,9 +913,28 @@ extension CampaignPipeline {
     /// or under none for a name no plugin has: the counts by template (run summary, `/metrics`) then hold one
     /// `unknown` entry, however many names the input makes up, rather than one per name for as long as the process
     /// runs. (A rendered event is counted under its notification's template id, which is registered.)
-    func recordInput(of identity: MessageIdentity, payload: @autoclosure () -> [UInt8]? = nil) {
+    func recordInput(of identity: MessageIdentity, warned: Bool = false, payload: @autoclosure () -> [UInt8]? = nil) {
         let template = identity.template.flatMap { try? processor.registry.renderer(named: $0).templateID }
-        statistics.recordInput(template: template, platform: identity.platform, payload: payload())
+        statistics.recordInput(template: template, platform: identity.platform, warned: warned, payload: payload())
+    }
+
+    /// Logs the warnings of an event rendered with some (``RenderWarning``: a content key the template did not read, a
+    /// missing personalization attribute, a `custom` key left out, …), at most ``renderWarning``'s limit of lines a
+    /// window; the event is still sent. Without this line a campaign's misspelt key was seen only by `render`.
+    private func logWarnings(of notification: RenderedNotification, source message: KafkaConsumerMessage) {
+        renderWarning.log(
+            to: logger,
+            metadata: [
+                "eventId": "\(notification.request.eventId)",
+                "campaignId": "\(notification.request.campaignId)",
+                "template": "\(notification.templateID)",
+                "platform": "\(notification.platform.rawValue)",
+                "topic": "\(message.topic)",
+                "partition": "\(message.partition)",
+                "offset": "\(message.offset)",
+                "warnings": "\(AnalyticsEvent.boundedDetail(notification.warnings.map(\.description).joined(separator: "; ")))",
+            ]
+        )
     }
 
     /// The event's own time when replaying by event time, otherwise now.

@@ -12,6 +12,14 @@ public final class PipelineStatistics: Sendable {
             for (key, tally) in inputs { result[key.description, default: 0] += tally.count }
             return result
         }
+        /// Events rendered with at least one render warning (``RenderWarning``: a content key the template did not
+        /// read, a missing personalization attribute, a `custom` key left out, a text past the platform's guideline),
+        /// by `template/platform`; each was still sent.
+        public var eventsWithWarnings: [String: Int] {
+            var result: [String: Int] = [:]
+            for (key, tally) in inputs where tally.warned > 0 { result[key.description, default: 0] += tally.warned }
+            return result
+        }
         /// Events read and the first payload rendered, by template and platform: counted without building a key
         /// string per event, and with one lookup of the key.
         var inputs: [InputKey: InputTally] = [:]
@@ -60,12 +68,15 @@ public final class PipelineStatistics: Sendable {
     struct InputTally: Sendable {
         /// How many.
         var count = 0
+        /// How many rendered with a warning.
+        var warned = 0
         /// The first payload rendered.
         var samplePayload: [UInt8]?
 
         /// Counts an event, keeping `payload` when it is the first rendered (asked for only until then).
-        mutating func record(_ payload: () -> [UInt8]?) {
+        mutating func record(warned: Bool, _ payload: () -> [UInt8]?) {
             count += 1
+            if warned { self.warned += 1 }
             if samplePayload == nil, let payload = payload() { samplePayload = payload }
         }
     }
@@ -101,16 +112,16 @@ public final class PipelineStatistics: Sendable {
         state.withLock { ($0.totalIn, $0.outcomes, $0.timersFired) }
     }
 
-    /// Counts an event read; `payload` is its rendered payload (kept as the sample of its template and platform
-    /// when it is the first).
+    /// Counts an event read; `warned` when it rendered with a warning; `payload` is its rendered payload (kept as the
+    /// sample of its template and platform when it is the first).
     ///
     /// `payload` is asked for only for the first event of its template and platform: a payload handed over for every
     /// event would count a reference each way to bytes another thread made.
-    func recordInput(template: String?, platform: Platform?, payload: @autoclosure () -> [UInt8]? = nil) {
+    func recordInput(template: String?, platform: Platform?, warned: Bool = false, payload: @autoclosure () -> [UInt8]? = nil) {
         let key = InputKey(template: template, platform: platform)
         state.withLock { state in
             if state.firstInputAt == nil { state.firstInputAt = Date() }
-            state.inputs[key, default: InputTally()].record(payload)
+            state.inputs[key, default: InputTally()].record(warned: warned, payload)
         }
     }
 

@@ -36,7 +36,7 @@ struct MetricsEndpointTests {
     static func statistics() -> PipelineStatistics {
         let statistics = PipelineStatistics()
         statistics.recordInput(template: "basic", platform: .fcm)
-        statistics.recordInput(template: "basic", platform: .fcm)
+        statistics.recordInput(template: "basic", platform: .fcm, warned: true)
         statistics.recordInput(template: "carousel", platform: .apns)
         statistics.recordInput(template: nil, platform: .fcm)  // rejected: not a registered template (counted as unknown)
         statistics.recordInput(template: nil, platform: nil)  // not even JSON
@@ -62,6 +62,9 @@ struct MetricsEndpointTests {
             campaign_pipeline_events_total{template="carousel",platform="apns"} 1
             campaign_pipeline_events_total{template="unknown",platform="fcm"} 1
             campaign_pipeline_events_total{template="unknown",platform="unknown"} 2
+            # HELP campaign_pipeline_events_with_warnings_total Events rendered with a warning and sent all the same (the log line 'Event rendered with warnings' says which), by template and platform.
+            # TYPE campaign_pipeline_events_with_warnings_total counter
+            campaign_pipeline_events_with_warnings_total{template="basic",platform="fcm"} 1
             # HELP campaign_pipeline_outcomes_total Terminal outcomes written to the analytics topic and acknowledged, by type (one per event).
             # TYPE campaign_pipeline_outcomes_total counter
             campaign_pipeline_outcomes_total{type="push.delivered"} 3

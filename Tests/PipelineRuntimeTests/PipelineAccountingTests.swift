@@ -63,6 +63,38 @@ struct PipelineAccountingTests {
         }
     }
 
+    /// Found by a plugin author's review: a render's warnings (a content key the template does not read, a `custom`
+    /// key left out) reached `render` but not `run`, so a campaign's misspelt key went unseen in production.
+    @Test("an event rendered with warnings is sent, logged with its warnings and counted; a rejection's log names its template and warnings")
+    func renderWarningsAreLoggedAndCounted() async throws {
+        try await withPipelineCluster(partitions: 1) { kafka, configuration in
+            let factory = try EventFactory()
+            let clean = factory.event("basic-fcm", id: "clean", recipient: "user-W")
+            let misspelt = clean.setting(["eventId"], to: "misspelt").setting(["content", "subtitel"], to: "oops")
+            let rejected = clean.setting(["eventId"], to: "rejected").setting(["content", "title"], to: nil).setting(["content", "tittle"], to: "oops")
+            try await produce([clean, misspelt, rejected].map { ("user-W", JSONValue.object($0).encoded()) }, to: configuration.topics.sends, kafka: kafka)
+            let logs = LogRecorder()
+            let pipeline = CampaignPipeline(configuration: configuration, registry: builtinRegistry, logger: logs.logger(level: .info))
+            try await runUntilIdle(pipeline)
+
+            let outcomes = try analytics(try await readAll(configuration.topics.analytics, kafka: kafka))
+            // A rejection's outcome can be written before the deliveries' (they wait for their sink).
+            #expect(outcomes.map { "\($0.identity.eventId ?? "-")=\($0.kind.rawValue)" }.sorted() == ["clean=push.delivered", "misspelt=push.delivered", "rejected=push.rejected"])
+            let warned = logs.lines.filter { $0.message == "Event rendered with warnings" }
+            #expect(warned.count == 1)
+            #expect(warned.first?.level == .warning)
+            #expect(warned.first?.metadata["eventId"] == "misspelt")
+            #expect(warned.first?.metadata["template"] == "basic")
+            #expect(warned.first?.metadata["warnings"] == "content.subtitel: not a field of template 'basic'; ignored")
+            let rejection = try #require(logs.lines.first { $0.message == "Event rejected" })
+            #expect(rejection.metadata["template"] == "basic")
+            #expect(rejection.metadata["warnings"] == "content.tittle: not a field of template 'basic'; ignored")
+            #expect(pipeline.statistics.snapshot.eventsWithWarnings == ["basic/fcm": 1], "the rejected event's warnings are not counted: it was not sent")
+            let stopped = try #require(logs.lines.first { $0.message == "Pipeline stopped" })
+            #expect(stopped.metadata["renderedWithWarnings"] == "1")
+        }
+    }
+
     /// Found by review: the original's headers of the names the pipeline adds were kept before them, so a reader
     /// taking the first `error.code` got the original's (a dead letter sent to the sends topic again carries its
     /// last rejection's).

@@ -762,20 +762,25 @@ struct ReplayTests {
         }
     }
 
-    @Test("a dry run writes nothing to any topic and commits nothing")
+    @Test("a dry run writes nothing to any topic and commits nothing; it counts and logs events rendered with warnings")
     func dryRun() async throws {
         try await withReplayCluster { kafka, configuration in
-            try await produce(try events(1_000, base: Date()), to: configuration.topics.sends, kafka: kafka)
+            // One event with a key its template does not read: a dry run is how a backfill is checked before it runs.
+            let misspelt = try EventFactory().event("basic-fcm", id: "misspelt", recipient: "user-1").setting(["content", "subtitel"], to: "oops")
+            try await produce(try events(999, base: Date()) + [("user-1", JSONValue.object(misspelt).encoded())], to: configuration.topics.sends, kafka: kafka)
             let replayed = replayConfiguration(configuration)
             let topics = configuration.topics.all + replayed.topics.all
             var before: [String: Int] = [:]
             for topic in Set(topics) { before[topic] = try await readAll(topic, kafka: kafka).count }
 
             let plan = ReplayPlan(ranges: try await ranges(.beginning, .end, kafka: kafka, topic: configuration.topics.sends), isDryRun: true)
-            let pipeline = CampaignPipeline(configuration: replayed, registry: builtinRegistry, replay: plan, logger: testLogger)
+            let logs = LogRecorder()
+            let pipeline = CampaignPipeline(configuration: replayed, registry: builtinRegistry, replay: plan, logger: logs.logger(level: .info))
             try await pipeline.run()
             #expect(pipeline.statistics.snapshot.totalIn == 1_000)
             #expect((pipeline.statistics.snapshot.outcomes[.delivered] ?? 0) > 0)
+            #expect(pipeline.statistics.snapshot.eventsWithWarnings == ["basic/fcm": 1])
+            #expect(logs.lines.filter { $0.message == "Event rendered with warnings" }.compactMap { $0.metadata["eventId"]?.description } == ["misspelt"])
             for topic in Set(topics) {
                 #expect(try await readAll(topic, kafka: kafka).count == before[topic], "\(topic) unchanged")
             }
