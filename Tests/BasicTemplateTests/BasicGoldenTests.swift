@@ -46,6 +46,17 @@ struct BasicGoldenTests {
         #expect(first.payloadBytes == second.payloadBytes)
         #expect(first.messageId == second.messageId)
     }
+
+    /// `templates` lists what the template reads: every listed field is in a sample and read, every key of the samples
+    /// is listed (the samples, plus the listed fields they leave out).
+    @Test func fieldsListWhatRenderReads() throws {
+        let contents = try ["basic-fcm", "basic-apns"].map { try Fixtures.sampleContent($0) } + [
+            try Fixtures.sampleContent("basic-apns", adding: [
+                "subtitle": "s", "threadId": "t", "icon": "ic_legacy",
+            ]),
+        ]
+        #expect(templateFieldListingProblems(of: BasicTemplate(), contents: contents) == [])
+    }
 }
 
 @Suite("Basic template: validation rules")

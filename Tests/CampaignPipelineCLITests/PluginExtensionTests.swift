@@ -2,6 +2,7 @@
 import Foundation
 import PipelineCore
 import Testing
+import TestSupport
 
 /// A plugin defined outside the project's modules: proves a template can be added without
 /// editing the core, the shipped plugins or the CLI.
@@ -9,7 +10,7 @@ struct ShoutTemplate: TemplateRenderer {
     let templateID = "shout"
     let aliases = ["yell"]
     let summary = "Upper-cases the title."
-    let fields = [
+    var fields = [
         TemplateField("title", "string", requiredOn: [.fcm, .apns], "the text to shout"),
         TemplateField("volume", "integer", "exclamation marks to add"),
     ]
@@ -57,6 +58,30 @@ struct PluginExtensionTests {
             "error: e-fcm: content.volume: must be between 0 and 5, found 9",
             // Kept with the errors: a misspelt key is often why a required field is missing.
             "warning: e-fcm: content.colour: not a field of template 'shout'; ignored",
+        ])
+    }
+
+    /// What a plugin's tests can check of its `fields` (Plugins/README, step 4): the listing `templates` prints and
+    /// what `render` reads, compared on samples that hold every field.
+    @Test("a plugin's fields are checked against what its render reads")
+    func fieldListingIsChecked() throws {
+        #expect(templateFieldListingProblems(of: ShoutTemplate(), contents: [["title": "hi", "volume": 2]]) == [])
+
+        // A field renamed in `fields` and not in `render`, a sample that leaves one out, a key nobody reads.
+        var drifted = ShoutTemplate()
+        drifted.fields[1].name = "loudness"
+        #expect(templateFieldListingProblems(of: drifted, contents: [["title": "hi", "volume": 2], ["title": "hi", "loudness": 2]]) == [
+            "content 0: 'volume' is not in fields",
+            "content 1: 'loudness' is read on neither platform",
+        ])
+        #expect(templateFieldListingProblems(of: ShoutTemplate(), contents: [["title": "hi", "extra": ["a": [1]]]]) == [
+            "content 0: 'extra.a[]' is not in fields",
+            "content 0: 'extra' is read on neither platform",
+            "fields lists 'volume', which no content holds",
+        ])
+        #expect(templateFieldListingProblems(of: ShoutTemplate(), contents: [["volume": 2]]) == [
+            #"content 0 renders on neither platform: on fcm: fields-fcm: content.title: required; on apns: fields-apns: content.title: required"#,
+            "fields lists 'title', which no content holds",
         ])
     }
 

@@ -113,6 +113,18 @@ struct CarouselGoldenTests {
         ])
         #expect(payload.at(["adb_uri"]) == "myapp://book")
     }
+
+    /// `templates` lists what the template reads: every listed field is in a sample and read, every key of the samples
+    /// is listed (the samples, plus the listed fields they leave out).
+    @Test func fieldsListWhatRenderReads() throws {
+        let contents = try ["carousel-fcm", "carousel-apns"].map { try Fixtures.sampleContent($0) } + [
+            try Fixtures.sampleContent("carousel-fcm", adding: [
+                "subtitle": "s", "expandedTitle": "e", "badge": 2, "threadId": "t", "icon": "ic_legacy", "notificationPriority": "PRIORITY_HIGH",
+                "channelId": "c", "tag": "g", "ticker": "k", "sticky": false,
+            ]),
+        ]
+        #expect(templateFieldListingProblems(of: CarouselTemplate(), contents: contents) == [])
+    }
 }
 
 @Suite("Carousel template: validation rules")

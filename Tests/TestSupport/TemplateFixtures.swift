@@ -18,6 +18,14 @@ package enum Fixtures {
         try JSONValue(parsing: bytes("Config/samples/\(name).json"))
     }
 
+    /// The `content` of the sample event `name` of `Config/samples/`, with `extra` members added (replacing any of the
+    /// same keys).
+    package static func sampleContent(_ name: String, adding extra: JSONObject = [:]) throws -> JSONObject {
+        var content = try #require(try sample(name).objectValue?["content"]?.objectValue, "\(name) has a content object")
+        for (key, value) in extra { content[key] = value }
+        return content
+    }
+
     /// A seed example payload copied verbatim into `Tests/Fixtures/seeds/`.
     package static func seed(_ name: String) throws -> JSONValue {
         try JSONValue(parsing: bytes("Tests/Fixtures/seeds/\(name).json"))

@@ -92,6 +92,19 @@ struct TimerGoldenTests {
         let notification = try #require(renderExpectingSuccess(registry, event))
         #expect(try JSONValue(parsing: notification.payloadBytes).at(["adb_tmr_end"]) == "1703462400")
     }
+
+    /// `templates` lists what the template reads: every listed field is in a sample and read, every key of the samples
+    /// is listed (the samples, plus the listed fields they leave out).
+    @Test func fieldsListWhatRenderReads() throws {
+        let contents = try ["timer-fcm", "timer-apns", "timer-apns-full"].map { try Fixtures.sampleContent($0) } + [
+            try Fixtures.sampleContent("timer-fcm", adding: [
+                "smallIcon": "ic_small", "largeIcon": "https://x.test/l.png", "channelId": "c", "tag": "g", "ticker": "k", "sticky": true,
+                "timer": ["durationSeconds": 60, "endsAt": "2023-12-25T00:00:00Z"],
+                "alternate": ["title": "a", "body": "b", "expandedBody": "x", "image": "https://x.test/a.png"],
+            ]),
+        ]
+        #expect(templateFieldListingProblems(of: TimerTemplate(), contents: contents) == [])
+    }
 }
 
 @Suite("Timer template: validation rules")
