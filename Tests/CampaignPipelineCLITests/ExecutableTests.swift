@@ -291,5 +291,22 @@ struct ExecutableTests {
         #expect(result.status == 0)
         #expect(result.stdout.contains("carousel (aliases: car)"))
         #expect(result.stdout.contains("alternate.title"))
+
+        // One template, by an alias; as JSON.
+        let one = try await runProcess(executable, ["templates", "car", "--json"])
+        #expect(one.status == 0, "\(one.stderr)")
+        let listing = try JSONValue(parsing: Array(one.stdout.utf8))
+        let templates = try #require(listing.objectValue?["templates"]?.arrayValue)
+        #expect(templates.map { $0.objectValue?["id"] } == ["carousel"])
+        #expect(templates.first?.objectValue?["aliases"] == ["car"])
+        let items = templates.first?.objectValue?["fields"]?.arrayValue?.first { $0.objectValue?["name"] == "items[]" }
+        #expect(items?.objectValue?["requiredOn"] == ["fcm", "apns"])
+        #expect(listing.objectValue?["overrides"] == nil)
+        let timer = try await runProcess(executable, ["templates", "timer"])
+        #expect(timer.stdout.hasPrefix("timer\n") && !timer.stdout.contains("\ncarousel"), "\(timer.stdout)")
+
+        let unknown = try await runProcess(executable, ["templates", "banner"])
+        #expect(unknown.status == 64)
+        #expect(unknown.stderr.contains("unknown template 'banner'; known: basic, carousel (car), timer"), "\(unknown.stderr)")
     }
 }

@@ -135,4 +135,26 @@ struct PluginExtensionTests {
         let titleRow = listing.split(separator: "\n").first { $0.hasPrefix("  title ") && $0.contains("the text to shout") }
         #expect(titleRow?.split(separator: " ", omittingEmptySubsequences: true).prefix(4) == ["title", "string", "required", "required"])
     }
+
+    @Test("templates --json lists a plugin's id, aliases, summary and fields, and the names it took")
+    func templatesJSONListing() throws {
+        struct Promo: TemplateRenderer {
+            let templateID = "promo"
+            let aliases = ["car"]
+            func render(_ input: RenderInput) throws(PipelineError) -> TemplatePayload { .fcm(data: [:]) }
+        }
+        let registry = self.registry.registering(Promo())
+        let listing = TemplatesCommand.jsonListing(of: [try registry.renderer(named: "yell"), try registry.renderer(named: "carousel")], in: registry)
+        let templates = try #require(listing.objectValue?["templates"]?.arrayValue)
+        #expect(String(decoding: templates[0].encoded(), as: UTF8.self) == """
+            {"id":"shout","aliases":["yell"],"summary":"Upper-cases the title.","fields":[\
+            {"name":"title","type":"string","requiredOn":["fcm","apns"],"summary":"the text to shout"},\
+            {"name":"volume","type":"integer","requiredOn":[],"summary":"exclamation marks to add"}]}
+            """)
+        // `car` is promo's now: carousel answers to no alias.
+        #expect(templates[1].objectValue?["id"] == "carousel" && templates[1].objectValue?["aliases"] == [])
+        #expect(templates[1].objectValue?["fields"]?.arrayValue?.count == (try BuiltinTemplates.registry.renderer(named: "carousel")).fields.count)
+        #expect(listing.objectValue?["overrides"] == ["template 'promo' takes the name 'car' from template 'carousel'"])
+        #expect(TemplatesCommand.jsonListing(of: self.registry.renderers, in: self.registry).objectValue?["overrides"] == nil)
+    }
 }
