@@ -19,7 +19,9 @@ struct RenderCommand: AsyncParsableCommand {
             'error: <eventId>: <path>: <reason>' (one line per problem) and the command exits with \
             status 1 after processing the rest. Warnings (missing personalization attributes, text \
             longer than the platform guideline, ignored fields) go to standard error as \
-            'warning: <eventId>: <path>: <message>', unless --envelope puts them in the output.
+            'warning: <eventId>: <path>: <message>', unless --envelope puts them in the output. With \
+            --strict, an event rendered with a warning also makes the command exit with status 1 (to \
+            check campaign content before it is sent, where a misspelt key is only a warning).
 
             An event without content of its own renders its campaign's stored content when --definitions \
             gives the campaign events (as on campaign.definitions; Config/demo/definitions.jsonl is an \
@@ -37,6 +39,9 @@ struct RenderCommand: AsyncParsableCommand {
     @Flag(help: "Wrap each output as {\"platform\",\"messageId\",\"token\",\"headers\",\"payload\",\"warnings\"}.")
     var envelope = false
 
+    @Flag(help: "Exit with status 1 also when an event rendered with a warning.")
+    var strict = false
+
     @Option(
         help: ArgumentHelp(
             "Campaign events (JSON lines, as on campaign.definitions) for events without content of their own, which render their campaign's stored content.",
@@ -52,6 +57,7 @@ struct RenderCommand: AsyncParsableCommand {
         var stdout = OutputBuffer(handle: .standardOutput)
         var stderr = OutputBuffer(handle: .standardError)
         var failed = 0
+        var warned = 0
         for file in files.isEmpty ? ["-"] : files {
             let input: [UInt8]
             if file == "-" {
@@ -72,10 +78,11 @@ struct RenderCommand: AsyncParsableCommand {
                 diagnostics: { stderr.writeLine($0) }
             )
             failed += summary.failed
+            warned += summary.warned
         }
         stdout.flush()
         stderr.flush()
-        if failed > 0 { throw ExitCode(1) }
+        if failed > 0 || (strict && warned > 0) { throw ExitCode(1) }
     }
 }
 

@@ -15,11 +15,14 @@ public struct RenderRunner: Sendable {
         public var rendered = 0
         /// Events that failed.
         public var failed = 0
+        /// Events rendered with at least one warning (counted in ``rendered`` too).
+        public var warned = 0
 
         /// Creates a summary.
-        public init(rendered: Int = 0, failed: Int = 0) {
+        public init(rendered: Int = 0, failed: Int = 0, warned: Int = 0) {
             self.rendered = rendered
             self.failed = failed
+            self.warned = warned
         }
     }
 
@@ -53,7 +56,7 @@ public struct RenderRunner: Sendable {
     ///   - source: the input's name for error messages (`-` for standard input).
     ///   - output: receives one JSON line per rendered event (without the newline).
     ///   - diagnostics: receives `error: …` and `warning: …` lines (without the newline).
-    /// - Returns: how many events rendered and failed.
+    /// - Returns: how many events rendered (and of those, with warnings) and failed.
     public func run(input: [UInt8], source: String, output: (String) -> Void, diagnostics: (String) -> Void) -> Summary {
         var summary = Summary()
         let scratch = RenderScratch()  // one for the whole input, reused from event to event
@@ -77,6 +80,7 @@ public struct RenderRunner: Sendable {
             switch outcome {
             case .rendered(let notification):
                 summary.rendered += 1
+                if !notification.warnings.isEmpty { summary.warned += 1 }
                 if isEnvelope {
                     output(Self.envelope(for: notification).jsonString)
                 } else {

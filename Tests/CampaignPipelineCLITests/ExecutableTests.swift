@@ -46,6 +46,23 @@ struct ExecutableTests {
         #expect(piped.stdout.split(separator: "\n").count == 1, "\(piped.stdout)")
     }
 
+    @Test("render --strict exits 1 when an event rendered with a warning; without it, warnings do not change the status")
+    func strictRender() async throws {
+        let executable = try #require(Paths.executable, "campaign-pipeline was not found next to the test bundle")
+        let sample = try JSONValue(parsing: Array(try Data(contentsOf: Paths.repositoryRoot.appendingPathComponent("Config/samples/basic-apns.json"))))
+        let misspelt = sample.setting(["content", "subtitel"], to: "oops").encoded()
+        let lenient = try await runProcess(executable, ["render", "-"], input: misspelt)
+        #expect(lenient.status == 0, "\(lenient.stderr)")
+        #expect(lenient.stderr.hasSuffix("content.subtitel: not a field of template 'basic'; ignored\n"), "\(lenient.stderr)")
+        for arguments in [["render", "--strict", "-"], ["render", "--strict", "--envelope", "-"]] {
+            let strict = try await runProcess(executable, arguments, input: misspelt)
+            #expect(strict.status == 1, "\(arguments): \(strict.stderr)")
+            #expect(strict.stdout.split(separator: "\n").count == 1, "it still renders: \(strict.stdout)")
+        }
+        let clean = try await runProcess(executable, ["render", "--strict", "-"], input: sample.encoded())
+        #expect(clean.status == 0, "\(clean.stderr)")
+    }
+
     @Test func readsStandardInput() async throws {
         let executable = try #require(Paths.executable, "campaign-pipeline was not found next to the test bundle")
         let sample = try Data(contentsOf: Paths.repositoryRoot.appendingPathComponent("Config/samples/carousel-apns.json"))
