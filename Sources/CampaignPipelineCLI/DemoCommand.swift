@@ -156,7 +156,7 @@ struct DemoCommand: AsyncParsableCommand {
         }
         print("   timer expiries fired    \(summary.timersFired) (pending ones are kept in \(configuration.topics.timers) and fire on a later run)")
         print("   outputs sent again      \(summary.outputsRetried) (records the cluster did not take at first, retried until it did)")
-        let warned = summary.eventsWithWarnings.values.reduce(0, +)
+        let warned = summary.totalWithWarnings
         print("   rendered with warnings  \(warned)\(warned > 0 ? " (sent all the same; the log lines 'Event rendered with warnings' say why)" : "")")
         print("\n== A sample payload of each kind")
         for (key, bytes) in summary.samplePayloads.sorted(by: { $0.key < $1.key }) {

@@ -27,9 +27,12 @@ public enum PrometheusText {
         family(
             &text,
             "campaign_pipeline_events_with_warnings_total",
-            "Events rendered with a warning and sent all the same (the log line 'Event rendered with warnings' says which), by template and platform."
+            "Events rendered with a warning and handed to their sinks all the same (the log line 'Event rendered with warnings' says which), by template and platform."
         )
-        for (labels, count) in byTemplateAndPlatform(snapshot.eventsWithWarnings) {
+        // From 0 for each registered template and platform read, so that `increase()` sees the first warning.
+        var warned = snapshot.eventsWithWarnings
+        for key in snapshot.eventsIn.keys where !key.hasPrefix("unknown/") { warned[key, default: 0] += 0 }
+        for (labels, count) in byTemplateAndPlatform(warned) {
             sample(&text, "campaign_pipeline_events_with_warnings_total", labels, count)
         }
 
@@ -63,6 +66,19 @@ public enum PrometheusText {
         family(&text, "campaign_pipeline_records_deleted_unread_total", "Records of the sends topic deleted before the pipeline read them (retention): no outcome.")
         sample(&text, "campaign_pipeline_records_deleted_unread_total", nil, snapshot.recordsDeletedUnread)
 
+        let latency = "campaign_pipeline_outcome_latency_seconds"
+        family(
+            &text,
+            latency,
+            "Seconds from a send's record timestamp to its terminal outcome acknowledged by Kafka (one per event; a send read again after a stop counts from its first writing).",
+            type: "histogram"
+        )
+        for (bound, count) in snapshot.outcomeLatency.cumulativeCounts {
+            sample(&text, "\(latency)_bucket", "le=\"\(bound == .infinity ? "+Inf" : "\(bound)")\"", count)
+        }
+        text += "\(latency)_sum \(snapshot.outcomeLatency.sum)\n"
+        sample(&text, "\(latency)_count", nil, snapshot.outcomeLatency.count)
+
         guard let status else { return text }
         family(&text, "campaign_pipeline_ready", "1 while the instance consumes in its group (what /readyz answers 200 for), else 0.", type: "gauge")
         sample(&text, "campaign_pipeline_ready", nil, status.readiness == .ready ? 1 : 0)
@@ -89,7 +105,6 @@ public enum PrometheusText {
         return text
     }
 
-    /// `value` as a label value: backslash, double quote and line feed escaped.
     /// Counts keyed by `template/platform` (each part `unknown` when the event did not say; a platform has no `/`) as
     /// label sets, in order.
     private static func byTemplateAndPlatform(_ counts: [String: Int]) -> [(labels: String, count: Int)] {
@@ -103,6 +118,7 @@ public enum PrometheusText {
         return byLabels.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
     }
 
+    /// `value` as a label value: backslash, double quote and line feed escaped.
     static func escaped(_ value: String) -> String {
         var result = ""
         for character in value.unicodeScalars {

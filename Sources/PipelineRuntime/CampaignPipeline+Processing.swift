@@ -579,7 +579,8 @@ extension CampaignPipeline {
                 metadata: {
                     var metadata: Logger.Metadata = [
                         "eventId": "\(identity.eventId ?? "-")",
-                        "template": "\(identity.template ?? "-")",
+                        // As written when it is not registered: cut, as a record key is.
+                        "template": "\(identity.template.map { String($0.prefix(200)) } ?? "-")",
                         "topic": "\(message.topic)",
                         "partition": "\(message.partition)",
                         "offset": "\(message.offset)",
@@ -919,10 +920,10 @@ extension CampaignPipeline {
     }
 
     /// Logs the warnings of an event rendered with some (``RenderWarning``: a content key the template did not read, a
-    /// missing personalization attribute, a `custom` key left out, …), at most ``renderWarning``'s limit of lines a
+    /// missing personalization attribute, a `custom` key left out, …), at most ``warnedEventWarning``'s limit of lines a
     /// window; the event is still sent. Without this line a campaign's misspelt key was seen only by `render`.
     private func logWarnings(of notification: RenderedNotification, source message: KafkaConsumerMessage) {
-        renderWarning.log(
+        warnedEventWarning.log(
             to: logger,
             metadata: [
                 "eventId": "\(notification.request.eventId)",

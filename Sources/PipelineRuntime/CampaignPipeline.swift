@@ -84,14 +84,14 @@ public final class CampaignPipeline: Service {
     let ignoredCampaignEventWarning = RepeatedWarning("Campaign event ignored")
     let unreadableTimerWarning = RepeatedWarning("Unreadable timer record ignored")
     /// Events rendered with warnings (sent all the same): counted by template in the statistics and `/metrics`.
-    let renderWarning = RepeatedWarning("Event rendered with warnings")
+    let warnedEventWarning = RepeatedWarning("Event rendered with warnings")
     /// Sends whose record key is not their recipient's id: the contract's per-recipient order holds only per key.
     let sendKeyWarning = RepeatedWarning("Send not keyed by its recipient id; one recipient's sends under different keys may leave out of order")
     /// The pipeline's own repeated warnings, whose counts still held back are said when it stops (found by review:
     /// the decision times' was left out, and none was said when the start-up ended after the state was folded).
     var repeatedWarnings: [RepeatedWarning] {
         [
-            rejectedEventWarning, renderWarning, ignoredCampaignEventWarning, unreadableTimerWarning, sendKeyWarning, tableBehindWarning,
+            rejectedEventWarning, warnedEventWarning, ignoredCampaignEventWarning, unreadableTimerWarning, sendKeyWarning, tableBehindWarning,
             unwrittenDecisionTimesWarning,
         ]
     }
@@ -458,7 +458,7 @@ public final class CampaignPipeline: Service {
                 "pendingTimers": "\(timers.count)",
                 "outputsRetried": "\(summary.outputsRetried)",
                 "deletedUnread": "\(summary.recordsDeletedUnread)",
-                "renderedWithWarnings": "\(summary.eventsWithWarnings.values.reduce(0, +))",
+                "renderedWithWarnings": "\(summary.totalWithWarnings)",
             ]) { $1 }
         )
         if let failure { throw failure }

@@ -53,12 +53,18 @@ public final class PipelineStatistics: Sendable {
         public var firstInputAt: Date?
         /// When the last terminal outcome was acknowledged.
         public var lastOutcomeAt: Date?
+        /// Seconds from each event's record timestamp to its terminal outcome's acknowledgement (timer expiries
+        /// after delivery aside), in buckets: `/metrics`' `campaign_pipeline_outcome_latency_seconds`.
+        public var outcomeLatency = LatencyHistogram()
         /// Milliseconds from each event's record timestamp to its terminal outcome's acknowledgement (only when
         /// the statistics were created with `recordsLatency`).
         public var latenciesMilliseconds: [Double] = []
 
         /// The total number of events read.
         public var totalIn: Int { inputs.values.reduce(0) { $0 + $1.count } }
+
+        /// The total number of events rendered with a warning (``eventsWithWarnings``).
+        public var totalWithWarnings: Int { inputs.values.reduce(0) { $0 + $1.warned } }
 
         /// Events read with no terminal outcome written: in flight when the run stopped (they are read again).
         public var unfinished: Int { max(0, totalIn - outcomes.values.reduce(0, +)) }
@@ -137,7 +143,7 @@ public final class PipelineStatistics: Sendable {
 
     /// Counts an acknowledged outcome record: its event's kind, cause and reason code (an acknowledgement handler keeps
     /// only these of the event while its record is in flight), the first record of each kind as a sample, and its
-    /// latency.
+    /// latency from `sourceTimestamp`, its event's record timestamp.
     func recordOutcome(
         kind: AnalyticsEvent.Kind,
         cause: AnalyticsEvent.ExpiryCause?,
@@ -156,6 +162,7 @@ public final class PipelineStatistics: Sendable {
                 state.timersFired += 1
                 return
             }
+            if let sourceTimestamp { state.outcomeLatency.record(seconds: now.timeIntervalSince(sourceTimestamp)) }
             state.outcomes[kind, default: 0] += 1
             if let cause { state.expiredByCause[cause, default: 0] += 1 }
             if let reasonCode { state.outcomeReasons[kind, default: [:]][reasonCode, default: 0] += 1 }

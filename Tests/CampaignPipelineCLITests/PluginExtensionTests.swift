@@ -74,10 +74,29 @@ struct PluginExtensionTests {
             "content 0: 'volume' is not in fields",
             "content 1: 'loudness' is read on neither platform",
         ])
-        #expect(templateFieldListingProblems(of: ShoutTemplate(), contents: [["title": "hi", "extra": ["a": [1]]]]) == [
-            "content 0: 'extra.a[]' is not in fields",
-            "content 0: 'extra' is read on neither platform",
+        // A key nobody reads, nested: warned of as a whole (`extra`), found by its values. `null` is absent.
+        #expect(templateFieldListingProblems(of: ShoutTemplate(), contents: [["title": "hi", "volume": nil, "extra": ["a": [[1], [2]], "b": [:]]]]) == [
+            "content 0: 'extra.a[][]' is not in fields",
+            "content 0: 'extra.b' is not in fields",
+            "content 0: 'extra.a[][]' is read on neither platform",
+            "content 0: 'extra.b' is read on neither platform",
             "fields lists 'volume', which no content holds",
+        ])
+        // Read on one platform only, and an object one platform never opens: by key on FCM, as a whole on APNs.
+        struct Split: TemplateRenderer {
+            let templateID = "split"
+            let fields = [TemplateField("title", "string", ""), TemplateField("colors.background", "colour", "")]
+            func render(_ input: RenderInput) throws(PipelineError) -> TemplatePayload {
+                let title = input.content.string("title")
+                guard input.platform == .fcm else { return .apns(aps: ["alert": .string(title ?? "")], fields: [:]) }
+                var data: PayloadObject = ["adb_title": .string(title ?? "")]
+                data.set("adb_clr_bg", input.content.object("colors")?.color("background"))
+                return .fcm(data: data)
+            }
+        }
+        #expect(templateFieldListingProblems(of: Split(), contents: [["title": "hi", "colors": ["background": "#112233", "timer": "000000"]]]) == [
+            "content 0: 'colors.timer' is not in fields",
+            "content 0: 'colors.timer' is read on neither platform",
         ])
         #expect(templateFieldListingProblems(of: ShoutTemplate(), contents: [["volume": 2]]) == [
             #"content 0 renders on neither platform: on fcm: fields-fcm: content.title: required; on apns: fields-apns: content.title: required"#,

@@ -54,7 +54,10 @@ struct MetricsEndpointTests {
 
     @Test("counters by template and platform, outcome type, expiry cause and reason code")
     func prometheusText() {
-        let text = PrometheusText.render(Self.statistics().snapshot)
+        var snapshot = Self.statistics().snapshot
+        // A producer's clock ahead of this host's (-3) counts as 0.
+        for seconds in [0.5, 0.25, 0.25, 8, -3, 4096] { snapshot.outcomeLatency.record(seconds: seconds) }
+        let text = PrometheusText.render(snapshot)
         #expect(text == """
             # HELP campaign_pipeline_events_total Events read from the sends topic, by template and platform.
             # TYPE campaign_pipeline_events_total counter
@@ -62,9 +65,10 @@ struct MetricsEndpointTests {
             campaign_pipeline_events_total{template="carousel",platform="apns"} 1
             campaign_pipeline_events_total{template="unknown",platform="fcm"} 1
             campaign_pipeline_events_total{template="unknown",platform="unknown"} 2
-            # HELP campaign_pipeline_events_with_warnings_total Events rendered with a warning and sent all the same (the log line 'Event rendered with warnings' says which), by template and platform.
+            # HELP campaign_pipeline_events_with_warnings_total Events rendered with a warning and handed to their sinks all the same (the log line 'Event rendered with warnings' says which), by template and platform.
             # TYPE campaign_pipeline_events_with_warnings_total counter
             campaign_pipeline_events_with_warnings_total{template="basic",platform="fcm"} 1
+            campaign_pipeline_events_with_warnings_total{template="carousel",platform="apns"} 0
             # HELP campaign_pipeline_outcomes_total Terminal outcomes written to the analytics topic and acknowledged, by type (one per event).
             # TYPE campaign_pipeline_outcomes_total counter
             campaign_pipeline_outcomes_total{type="push.delivered"} 3
@@ -101,6 +105,27 @@ struct MetricsEndpointTests {
             # HELP campaign_pipeline_records_deleted_unread_total Records of the sends topic deleted before the pipeline read them (retention): no outcome.
             # TYPE campaign_pipeline_records_deleted_unread_total counter
             campaign_pipeline_records_deleted_unread_total 40
+            # HELP campaign_pipeline_outcome_latency_seconds Seconds from a send's record timestamp to its terminal outcome acknowledged by Kafka (one per event; a send read again after a stop counts from its first writing).
+            # TYPE campaign_pipeline_outcome_latency_seconds histogram
+            campaign_pipeline_outcome_latency_seconds_bucket{le="0.005"} 1
+            campaign_pipeline_outcome_latency_seconds_bucket{le="0.01"} 1
+            campaign_pipeline_outcome_latency_seconds_bucket{le="0.025"} 1
+            campaign_pipeline_outcome_latency_seconds_bucket{le="0.05"} 1
+            campaign_pipeline_outcome_latency_seconds_bucket{le="0.1"} 1
+            campaign_pipeline_outcome_latency_seconds_bucket{le="0.25"} 3
+            campaign_pipeline_outcome_latency_seconds_bucket{le="0.5"} 4
+            campaign_pipeline_outcome_latency_seconds_bucket{le="1.0"} 4
+            campaign_pipeline_outcome_latency_seconds_bucket{le="2.5"} 4
+            campaign_pipeline_outcome_latency_seconds_bucket{le="5.0"} 4
+            campaign_pipeline_outcome_latency_seconds_bucket{le="10.0"} 5
+            campaign_pipeline_outcome_latency_seconds_bucket{le="30.0"} 5
+            campaign_pipeline_outcome_latency_seconds_bucket{le="60.0"} 5
+            campaign_pipeline_outcome_latency_seconds_bucket{le="300.0"} 5
+            campaign_pipeline_outcome_latency_seconds_bucket{le="900.0"} 5
+            campaign_pipeline_outcome_latency_seconds_bucket{le="3600.0"} 5
+            campaign_pipeline_outcome_latency_seconds_bucket{le="+Inf"} 6
+            campaign_pipeline_outcome_latency_seconds_sum 4105.0
+            campaign_pipeline_outcome_latency_seconds_count 6
 
             """)
     }

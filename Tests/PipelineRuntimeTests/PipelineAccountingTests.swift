@@ -70,28 +70,31 @@ struct PipelineAccountingTests {
         try await withPipelineCluster(partitions: 1) { kafka, configuration in
             let factory = try EventFactory()
             let clean = factory.event("basic-fcm", id: "clean", recipient: "user-W")
-            let misspelt = clean.setting(["eventId"], to: "misspelt").setting(["content", "subtitel"], to: "oops")
+            // Twelve: ten are logged in full, the two others counted in a line as the pipeline stops.
+            let misspelt = (0..<12).map { clean.setting(["eventId"], to: .string("misspelt-\($0)")).setting(["content", "subtitel"], to: "oops") }
             let rejected = clean.setting(["eventId"], to: "rejected").setting(["content", "title"], to: nil).setting(["content", "tittle"], to: "oops")
-            try await produce([clean, misspelt, rejected].map { ("user-W", JSONValue.object($0).encoded()) }, to: configuration.topics.sends, kafka: kafka)
+            try await produce(([clean] + misspelt + [rejected]).map { ("user-W", JSONValue.object($0).encoded()) }, to: configuration.topics.sends, kafka: kafka)
             let logs = LogRecorder()
             let pipeline = CampaignPipeline(configuration: configuration, registry: builtinRegistry, logger: logs.logger(level: .info))
             try await runUntilIdle(pipeline)
 
             let outcomes = try analytics(try await readAll(configuration.topics.analytics, kafka: kafka))
             // A rejection's outcome can be written before the deliveries' (they wait for their sink).
-            #expect(outcomes.map { "\($0.identity.eventId ?? "-")=\($0.kind.rawValue)" }.sorted() == ["clean=push.delivered", "misspelt=push.delivered", "rejected=push.rejected"])
+            #expect(outcomes.map { "\($0.identity.eventId ?? "-")=\($0.kind.rawValue)" }.sorted()
+                == (["clean=push.delivered", "rejected=push.rejected"] + (0..<12).map { "misspelt-\($0)=push.delivered" }).sorted())
             let warned = logs.lines.filter { $0.message == "Event rendered with warnings" }
-            #expect(warned.count == 1)
-            #expect(warned.first?.level == .warning)
-            #expect(warned.first?.metadata["eventId"] == "misspelt")
+            #expect(warned.count == 10)
+            #expect(warned.allSatisfy { $0.level == .warning })
+            #expect(warned.first?.metadata["eventId"] == "misspelt-0")
             #expect(warned.first?.metadata["template"] == "basic")
             #expect(warned.first?.metadata["warnings"] == "content.subtitel: not a field of template 'basic'; ignored")
+            #expect(logs.lines.filter { $0.message.hasPrefix("Event rendered with warnings:") }.map(\.message) == ["Event rendered with warnings: 2 more not logged"])
             let rejection = try #require(logs.lines.first { $0.message == "Event rejected" })
             #expect(rejection.metadata["template"] == "basic")
             #expect(rejection.metadata["warnings"] == "content.tittle: not a field of template 'basic'; ignored")
-            #expect(pipeline.statistics.snapshot.eventsWithWarnings == ["basic/fcm": 1], "the rejected event's warnings are not counted: it was not sent")
+            #expect(pipeline.statistics.snapshot.eventsWithWarnings == ["basic/fcm": 12], "the rejected event's warnings are not counted: it was not sent")
             let stopped = try #require(logs.lines.first { $0.message == "Pipeline stopped" })
-            #expect(stopped.metadata["renderedWithWarnings"] == "1")
+            #expect(stopped.metadata["renderedWithWarnings"] == "12")
         }
     }
 
@@ -239,6 +242,9 @@ struct PipelineAccountingTests {
             let summary = statistics.snapshot
             #expect(summary.totalIn == total)
             #expect(summary.outcomes[.rejected] == brokenFields.count)
+            // Every outcome's latency from its send's record timestamp, once (`campaign_pipeline_outcome_latency_seconds`).
+            #expect(summary.outcomeLatency.count == total)
+            #expect(summary.outcomeLatency.sum > 0 && summary.outcomeLatency.sum < Double(total) * 600, "\(summary.outcomeLatency.sum)")
             // Counted by reason code (the metrics' `campaign_pipeline_rejected_total`) as the records say.
             let rejectedCodes = Dictionary(grouping: events.filter { $0.kind == .rejected }, by: { $0.reasonCode ?? "none" }).mapValues(\.count)
             #expect(rejectedCodes.count > 1, "the broken events give several codes")

@@ -13,9 +13,13 @@ package import PipelineCore
 ///   and each content renders on at least one (an APNs sample may leave out what FCM requires).
 ///
 /// Together: listed ⊆ in the samples ⊆ read. A key `render` reads that neither `fields` nor the samples name is not
-/// found: put every key the template reads in a sample.
+/// found: put every key the template reads in a sample. Every value's path must be listed, so an object read as a
+/// whole (`object(_:)` of free-form keys) needs its keys listed too. A `null` value counts as absent, as the readers
+/// take it.
 ///
 /// - Parameters:
+///   - renderer: the template.
+///   - contents: `content` objects, between them holding every field `fields` lists.
 ///   - occurredAt: the events' time (the samples' times, such as `remindLater.at`, must be after it).
 /// - Returns: one line per problem, empty when the listing and the reads agree.
 package func templateFieldListingProblems(
@@ -33,20 +37,23 @@ package func templateFieldListingProblems(
         for leaf in leaves where !listed.contains(leaf) {
             problems.append("content \(index): '\(leaf)' is not in fields")
         }
+        // By leaf: a platform that never opens an object warns of it as a whole (`colors`), one that reads part of it
+        // of each key left (`colors.timer`).
         var unreadOnEvery: Set<String>?
         var failures: [String] = []
         for platform in [Platform.fcm, .apns] {
             switch TemplateRegistry([renderer]).render(eventBytes: listingEvent(renderer.templateID, platform, occurredAt, content).encoded()) {
             case .rendered(let notification):
-                let unread = Set(notification.warnings.filter { $0.message.hasPrefix("not a field of template") }.map { listedForm(of: $0.path.description) })
+                let unreadPaths = notification.warnings.filter { $0.message.hasPrefix(unreadKeyWarning) }.map { listedForm(of: $0.path) }
+                let unread = Set(leaves.filter { leaf in unreadPaths.contains { leaf == $0 || leaf.hasPrefix($0 + ".") || leaf.hasPrefix($0 + "[") } })
                 unreadOnEvery = unreadOnEvery.map { $0.intersection(unread) } ?? unread
             case .failed(let error):
                 failures.append("on \(platform): \(error)")
             }
         }
         if unreadOnEvery == nil { problems.append("content \(index) renders on neither platform: \(failures.joined(separator: "; "))") }
-        for key in (unreadOnEvery ?? []).sorted() {
-            problems.append("content \(index): '\(key)' is read on neither platform")
+        for leaf in (unreadOnEvery ?? []).sorted() {
+            problems.append("content \(index): '\(leaf)' is read on neither platform")
         }
     }
     for field in listed.sorted() where !present.contains(field) {
@@ -55,39 +62,38 @@ package func templateFieldListingProblems(
     return problems
 }
 
+/// How the render's warning of a key nobody read begins (``RenderDiagnostics``).
+private let unreadKeyWarning = "not a field of template"
+
 /// The paths of `value` in the listing's form: objects' keys joined with `.`, an array's elements as `[]`. Each
-/// object or array below the top is a container (`link`, `buttons[]`); each other value a leaf (`buttons[].label`).
+/// object or array below the top is a container (`link`, `buttons[]`); each other value a leaf (`buttons[].label`),
+/// once however many elements hold it; an empty object or array is a leaf too. `null` is left out (the readers take
+/// it as absent).
 private func collectPaths(of value: JSONValue, at path: String, containers: inout Set<String>, leaves: inout [String]) {
     switch value {
-    case .object(let object):
+    case .null:
+        return
+    case .object(let object) where !object.isEmpty || path.isEmpty:
         if !path.isEmpty { containers.insert(path) }
         for (key, member) in object { collectPaths(of: member, at: path.isEmpty ? key : "\(path).\(key)", containers: &containers, leaves: &leaves) }
-    case .array(let elements):
+    case .array(let elements) where !elements.isEmpty:
         containers.insert("\(path)[]")
-        for element in elements {
-            switch element {
-            case .object, .array: collectPaths(of: element, at: "\(path)[]", containers: &containers, leaves: &leaves)
-            default: leaves.append("\(path)[]")
-            }
-        }
+        for element in elements { collectPaths(of: element, at: "\(path)[]", containers: &containers, leaves: &leaves) }
+    case .array:
+        // Empty: a leaf, so that it is checked like any value.
+        if !leaves.contains("\(path)[]") { leaves.append("\(path)[]") }
     default:
-        leaves.append(path)
+        if !leaves.contains(path) { leaves.append(path) }
     }
 }
 
 /// A warning's path (`content.buttons[1].lable`) in the listing's form (`buttons[].lable`).
-private func listedForm(of path: String) -> String {
+private func listedForm(of path: FieldPath) -> String {
     var form = ""
-    var inIndex = false
-    for character in path.dropFirst("content.".count) {
-        if character == "[" {
-            inIndex = true
-            form.append("[")
-        } else if character == "]" {
-            inIndex = false
-            form.append("]")
-        } else if !inIndex {
-            form.append(character)
+    for component in path.components.dropFirst() {
+        switch component {
+        case .key(let key): form += form.isEmpty ? key : ".\(key)"
+        case .index: form += "[]"
         }
     }
     return form

@@ -231,14 +231,14 @@ extension TemplateRegistry {
                 if setsRegistryMembers {
                     // Set again in place, where the template put them.
                     var completed = aps
-                    completed.set("category", "AEPNotification")
-                    completed.set("mutable-content", 1)
+                    for (key, value) in Self.registryAPSMembers { completed.set(key, value) }
                     writer.write(members: completed)
                 } else {
                     writer.writeRaw(byte: UInt8(ascii: "{"))
                     let start = writer.bytes.count
                     writer.append(bytes: aps.bytes)
                     apsBytes = start..<writer.bytes.count
+                    // ``registryAPSMembers``, written out.
                     writer.writeRaw(aps.isEmpty ? #""category":"AEPNotification","mutable-content":1}"# : #","category":"AEPNotification","mutable-content":1}"#)
                 }
                 if hasFields { writer.writeRaw(byte: UInt8(ascii: ",")) }
