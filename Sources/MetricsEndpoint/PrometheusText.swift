@@ -70,7 +70,7 @@ public enum PrometheusText {
         family(
             &text,
             latency,
-            "Seconds from a send's record timestamp to its terminal outcome acknowledged by Kafka (one per event; a send read again after a stop counts from its first writing).",
+            "Seconds from a send's record timestamp to its terminal outcome acknowledged by Kafka (one per event whose record has a timestamp; a send read again after a stop counts from its first writing).",
             type: "histogram"
         )
         for (bound, count) in snapshot.outcomeLatency.cumulativeCounts {
@@ -86,6 +86,15 @@ public enum PrometheusText {
         sample(&text, "campaign_pipeline_assigned_partitions", nil, status.assignedPartitions)
         family(&text, "campaign_pipeline_in_flight_events", "Events read whose outputs are not all acknowledged yet.", type: "gauge")
         sample(&text, "campaign_pipeline_in_flight_events", nil, status.inFlightEvents)
+        if let lag = status.consumerLag {
+            family(
+                &text,
+                "campaign_pipeline_consumer_lag",
+                "Events of the sends topic's partitions this instance reads not finished yet, read or not, as measured every processing.progressLogSeconds.",
+                type: "gauge"
+            )
+            sample(&text, "campaign_pipeline_consumer_lag", nil, lag)
+        }
         family(
             &text,
             "campaign_pipeline_pending_timers",

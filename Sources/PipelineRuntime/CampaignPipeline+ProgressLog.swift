@@ -1,4 +1,6 @@
+import KafkaClient
 import Logging
+import Synchronization
 
 extension CampaignPipeline {
     /// What a "Progress" line reports of the run so far, and what the next line is compared with.
@@ -11,6 +13,8 @@ extension CampaignPipeline {
         var timerExpiries = 0
         /// Events read and not finished.
         var inFlight = 0
+        /// Events of the assigned partitions not finished, read or not (`nil`: not measured).
+        var lag: Int?
 
         /// All terminal outcomes.
         var finished: Int { outcomes.values.reduce(0, +) }
@@ -22,16 +26,20 @@ extension CampaignPipeline {
     /// nothing changed, with nothing in flight, logs nothing, so an idle instance does not fill its log; the line after
     /// the last change shows the final counts, with nothing in flight once the last events finished (an event can
     /// leave the count in flight after its outcome was counted: a timer's record, a partition taken away).
+    /// Each interval also measures the consumer's lag (``measureLag(of:)``), for the line and ``Status/consumerLag``.
     /// Runs until cancelled.
-    func logProgress(every interval: Duration) async {
+    func logProgress(every interval: Duration, consumer: KafkaConsumer) async {
         var last = ProgressCounts()
         var lastAt = ContinuousClock.now
         while !Task.isCancelled {
             try? await Task.sleep(for: interval)
             if Task.isCancelled { return }
+            let lag = await measureLag(of: consumer)
+            if Task.isCancelled { return }
+            measuredLag.withLock { $0 = lag }
             let (events, outcomes, timerExpiries) = statistics.progressCounts
             let status = self.status
-            let counts = ProgressCounts(events: events, outcomes: outcomes, timerExpiries: timerExpiries, inFlight: status.inFlightEvents)
+            let counts = ProgressCounts(events: events, outcomes: outcomes, timerExpiries: timerExpiries, inFlight: status.inFlightEvents, lag: lag)
             guard Self.logsProgress(counts, since: last) else { continue }
             let now = ContinuousClock.now
             logger.info("Progress", metadata: Self.progressMetadata(counts, since: last, over: now - lastAt, status: status))
@@ -41,10 +49,52 @@ extension CampaignPipeline {
     }
 
     /// Whether a "Progress" line is due for `counts`, the last line having shown `last`: when anything changed (the
-    /// count in flight too: it can fall to 0 after the outcomes stopped moving), or work is in flight.
+    /// count in flight too: it can fall to 0 after the outcomes stopped moving), or work is in flight or waiting.
     static func logsProgress(_ counts: ProgressCounts, since last: ProgressCounts) -> Bool {
-        counts != last || counts.inFlight > 0
+        counts != last || counts.inFlight > 0 || (counts.lag ?? 0) > 0
     }
+
+    /// Events of the sends topic's partitions this instance reads that are not finished: for each, its high watermark
+    /// less where its unfinished events begin (its first event in flight; else the position after the last read; else
+    /// the group's commit, or the partition's start or end as `auto.offset.reset` says), summed. The high watermark
+    /// is asked of each partition's leader (a paused partition is not fetched, so the one its fetches last saw would
+    /// stay behind). About: transaction markers and records deleted by compaction count too. `nil` when a look-up
+    /// failed (logged at debug).
+    func measureLag(of consumer: KafkaConsumer) async -> Int? {
+        let partitions = consumer.assignment.filter { $0.topic == configuration.topics.sends }.sorted { $0.partition < $1.partition }
+        let trackers = progress.withLock { $0 }
+        let read = readPositions.withLock { $0 }
+        var begins: [KafkaTopicPartition: Int64] = [:]
+        for partition in partitions {
+            if let tracker = trackers[partition], !tracker.isRetired, let first = tracker.firstUnfinished {
+                begins[partition] = first
+            } else if let next = read[partition] {
+                begins[partition] = next
+            }
+        }
+        do {
+            let unread = partitions.filter { begins[$0] == nil }
+            if !unread.isEmpty {
+                for committed in try await consumer.committed(unread, timeout: Self.lagLookupLimit) where committed.offset >= 0 {
+                    begins[committed.topicPartition] = committed.offset
+                }
+            }
+            let startsAtEnd = configuration.consumerConfiguration(groupID: configuration.groupID).startsAtEndWithoutCommit
+            var lag: Int64 = 0
+            for partition in partitions {
+                let marks = try await consumer.watermarks(topic: partition.topic, partition: partition.partition, timeout: Self.lagLookupLimit)
+                let begin = max(begins[partition] ?? (startsAtEnd ? marks.high : marks.low), marks.low)
+                lag += max(0, marks.high - begin)
+            }
+            return Int(lag)
+        } catch {
+            logger.debug("Consumer lag not measured", metadata: ["error": "\(error)"])
+            return nil
+        }
+    }
+
+    /// The longest each of ``measureLag(of:)``'s look-ups waits.
+    static let lagLookupLimit: Duration = .seconds(5)
 
     /// The metadata of a "Progress" line: the outcomes named as the "Pipeline stopped" line names them
     /// (``outcomeMetadata(_:timerExpiries:)``).
@@ -60,6 +110,7 @@ extension CampaignPipeline {
             "assignedPartitions": "\(status.assignedPartitions)",
             "pausedPartitions": "\(status.pausedPartitions)",
             "pendingTimers": "\(status.pendingTimers)",
+            "lag": "\(counts.lag.map(String.init) ?? "unknown")",
         ]) { $1 }
     }
 

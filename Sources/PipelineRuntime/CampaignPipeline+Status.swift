@@ -37,6 +37,10 @@ extension CampaignPipeline {
         /// librdkafka's name for the consumer group's refusal of this instance while it lasts (``KafkaError/isGroupRefusal``,
         /// `GROUP_AUTHORIZATION_FAILED`, …): the instance stops if it lasts `processing.groupRefusalSeconds`.
         public var groupRefusal: String? = nil
+        /// Events of the sends topic's partitions this instance reads that are not finished, as last measured (every
+        /// `processing.progressLogSeconds`): read and in flight, or not read yet. `nil` before the first measurement
+        /// or when its look-ups failed (``CampaignPipeline/measureLag(of:)``).
+        public var consumerLag: Int? = nil
 
         /// Ready once consuming in the group: a deployment can count this instance as taking its share.
         public var readiness: Readiness {
@@ -73,7 +77,8 @@ extension CampaignPipeline {
             pendingTimers: timers.count,
             pausedPartitions: progress.withLock { $0.values.count(where: \.isPaused) },
             throttledSinks: throttledSinks.withLock { $0.count },
-            groupRefusal: groupRefusalWait.withLock { $0.pending.map { $0.librdkafkaName ?? $0.message } }
+            groupRefusal: groupRefusalWait.withLock { $0.pending.map { $0.librdkafkaName ?? $0.message } },
+            consumerLag: phase == .consuming ? measuredLag.withLock { $0 } : nil
         )
     }
 

@@ -54,6 +54,8 @@ public final class CampaignPipeline: Service {
     /// (Bytes, not text: the header is compared with each record's, whose values are bytes.)
     let timerRecordHeaders = [KafkaHeader(key: "writer", value: Array(UUID().uuidString.utf8))]
     let progress = Mutex([KafkaTopicPartition: PartitionProgress]())
+    /// The sends topic's events not finished, as last measured (``Status/consumerLag``).
+    let measuredLag = Mutex<Int?>(nil)
     /// The position after the last event read, per partition (for idle detection).
     let readPositions = Mutex([KafkaTopicPartition: Int64]())
     /// Trackers whose commit position advanced since it was last stored (each once, however many events advanced
@@ -372,7 +374,7 @@ public final class CampaignPipeline: Service {
                 group.addTask { await self.stopWhenIdle(for: idle, consumer: consumer, sender: sender) }
             }
             if replay == nil, configuration.progressLogInterval > .zero {
-                group.addTask { await self.logProgress(every: self.configuration.progressLogInterval) }
+                group.addTask { await self.logProgress(every: self.configuration.progressLogInterval, consumer: consumer) }
             }
             do {
                 try await withGracefulShutdownHandler {

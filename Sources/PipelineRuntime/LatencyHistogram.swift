@@ -1,11 +1,12 @@
 /// Counts of durations in fixed buckets, as a Prometheus histogram: how long events took from their record's timestamp
 /// to their terminal outcome's acknowledgement.
 ///
-/// Recording is a short scan of ``bounds`` and two additions, under the statistics' lock, with no allocation.
+/// Recording is a short scan of ``bounds`` and two additions, under the statistics' lock (no allocation, but for one
+/// copy of the counts while a scrape holds a snapshot of them).
 public struct LatencyHistogram: Sendable, Hashable {
     /// The buckets' upper bounds in seconds (each bucket holds the durations at most its bound), from 5 ms, where an
     /// outcome on a nearby cluster lands, to an hour, where a send read again after an outage can.
-    public static let bounds: [Double] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600]
+    public static let bounds: [Double] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 900, 1800, 3600]
 
     /// The durations per bucket of ``bounds``, not cumulative; the last count is of those above every bound.
     public private(set) var counts = [Int](repeating: 0, count: Self.bounds.count + 1)

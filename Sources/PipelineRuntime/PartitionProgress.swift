@@ -90,6 +90,14 @@ final class PartitionProgress: Sendable {
     /// The position up to which everything is done (`nil` before the first event completes).
     var completedPosition: Int64? { state.withLock { $0.completedPosition } }
 
+    /// Where the partition's unfinished events begin: the first event registered and not done, else the position
+    /// after the last one (`nil` before the first).
+    var firstUnfinished: Int64? {
+        state.withLock { state in
+            state.head < state.entries.count ? state.entries[state.head].offset : (state.completedPosition ?? state.lastBegun.map { $0 + 1 })
+        }
+    }
+
     /// The offset after the last event registered (`nil` before the first).
     var nextOffset: Int64? { state.withLock { $0.lastBegun.map { $0 + 1 } } }
 

@@ -53,8 +53,9 @@ public final class PipelineStatistics: Sendable {
         public var firstInputAt: Date?
         /// When the last terminal outcome was acknowledged.
         public var lastOutcomeAt: Date?
-        /// Seconds from each event's record timestamp to its terminal outcome's acknowledgement (timer expiries
-        /// after delivery aside), in buckets: `/metrics`' `campaign_pipeline_outcome_latency_seconds`.
+        /// Seconds from each event's record timestamp to its terminal outcome's acknowledgement (events whose record
+        /// has a timestamp; timer expiries after delivery aside; a dry run's outcomes are not written, and not
+        /// counted here), in buckets: `/metrics`' `campaign_pipeline_outcome_latency_seconds`.
         public var outcomeLatency = LatencyHistogram()
         /// Milliseconds from each event's record timestamp to its terminal outcome's acknowledgement (only when
         /// the statistics were created with `recordsLatency`).

@@ -98,6 +98,15 @@ struct PluginExtensionTests {
             "content 0: 'colors.timer' is not in fields",
             "content 0: 'colors.timer' is read on neither platform",
         ])
+        // An array warned of whole (`tags`: its leaf `tags[]`), an empty one, a key that begins another's name.
+        #expect(templateFieldListingProblems(of: Split(), contents: [["title": "hi", "colors": ["background": "#112233"], "color": "red", "tags": [1], "none": []]]) == [
+            "content 0: 'color' is not in fields",
+            "content 0: 'tags[]' is not in fields",
+            "content 0: 'none[]' is not in fields",
+            "content 0: 'color' is read on neither platform",
+            "content 0: 'none[]' is read on neither platform",
+            "content 0: 'tags[]' is read on neither platform",
+        ])
         #expect(templateFieldListingProblems(of: ShoutTemplate(), contents: [["volume": 2]]) == [
             #"content 0 renders on neither platform: on fcm: fields-fcm: content.title: required; on apns: fields-apns: content.title: required"#,
             "fields lists 'title', which no content holds",

@@ -105,7 +105,7 @@ struct MetricsEndpointTests {
             # HELP campaign_pipeline_records_deleted_unread_total Records of the sends topic deleted before the pipeline read them (retention): no outcome.
             # TYPE campaign_pipeline_records_deleted_unread_total counter
             campaign_pipeline_records_deleted_unread_total 40
-            # HELP campaign_pipeline_outcome_latency_seconds Seconds from a send's record timestamp to its terminal outcome acknowledged by Kafka (one per event; a send read again after a stop counts from its first writing).
+            # HELP campaign_pipeline_outcome_latency_seconds Seconds from a send's record timestamp to its terminal outcome acknowledged by Kafka (one per event whose record has a timestamp; a send read again after a stop counts from its first writing).
             # TYPE campaign_pipeline_outcome_latency_seconds histogram
             campaign_pipeline_outcome_latency_seconds_bucket{le="0.005"} 1
             campaign_pipeline_outcome_latency_seconds_bucket{le="0.01"} 1
@@ -120,8 +120,11 @@ struct MetricsEndpointTests {
             campaign_pipeline_outcome_latency_seconds_bucket{le="10.0"} 5
             campaign_pipeline_outcome_latency_seconds_bucket{le="30.0"} 5
             campaign_pipeline_outcome_latency_seconds_bucket{le="60.0"} 5
+            campaign_pipeline_outcome_latency_seconds_bucket{le="120.0"} 5
             campaign_pipeline_outcome_latency_seconds_bucket{le="300.0"} 5
+            campaign_pipeline_outcome_latency_seconds_bucket{le="600.0"} 5
             campaign_pipeline_outcome_latency_seconds_bucket{le="900.0"} 5
+            campaign_pipeline_outcome_latency_seconds_bucket{le="1800.0"} 5
             campaign_pipeline_outcome_latency_seconds_bucket{le="3600.0"} 5
             campaign_pipeline_outcome_latency_seconds_bucket{le="+Inf"} 6
             campaign_pipeline_outcome_latency_seconds_sum 4105.0
@@ -139,7 +142,8 @@ struct MetricsEndpointTests {
             inFlightEvents: 1_250,
             pendingTimers: 3,
             pausedPartitions: 2,
-            throttledSinks: 1
+            throttledSinks: 1,
+            consumerLag: 4_000
         )
         let counters = PrometheusText.render(Self.statistics().snapshot)
         let text = PrometheusText.render(Self.statistics().snapshot, status: status)
@@ -153,6 +157,9 @@ struct MetricsEndpointTests {
             # HELP campaign_pipeline_in_flight_events Events read whose outputs are not all acknowledged yet.
             # TYPE campaign_pipeline_in_flight_events gauge
             campaign_pipeline_in_flight_events 1250
+            # HELP campaign_pipeline_consumer_lag Events of the sends topic's partitions this instance reads not finished yet, read or not, as measured every processing.progressLogSeconds.
+            # TYPE campaign_pipeline_consumer_lag gauge
+            campaign_pipeline_consumer_lag 4000
             # HELP campaign_pipeline_pending_timers Delivered timer notifications whose countdown has not ended, the whole group's (every instance keeps every partition's).
             # TYPE campaign_pipeline_pending_timers gauge
             campaign_pipeline_pending_timers 3
@@ -164,6 +171,9 @@ struct MetricsEndpointTests {
             campaign_pipeline_throttled_sinks 1
 
             """)
+        var unmeasured = status
+        unmeasured.consumerLag = nil
+        #expect(!PrometheusText.render(Self.statistics().snapshot, status: unmeasured).contains("consumer_lag"), "not measured: no gauge")
         var joining = status
         joining.hasJoinedGroup = false
         #expect(PrometheusText.render(Self.statistics().snapshot, status: joining).contains("campaign_pipeline_ready 0\n"))

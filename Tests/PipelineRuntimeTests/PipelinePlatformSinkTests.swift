@@ -235,6 +235,8 @@ struct PipelinePlatformSinkTests {
             configuration.maxInFlightPerPartition = 20_000
             configuration.sinks.routes = [.fcm: ["fcm"], .apns: ["kafka"]]
             configuration.sinks.fcm = fcm.configuration
+            // The consumer's lag is measured with each Progress line.
+            configuration.progressLogInterval = .seconds(1)
             let factory = try EventFactory()
             func records(_ kind: String, _ range: Range<Int>, partition: Int32) -> [KafkaProducerRecord] {
                 range.map { index in
@@ -271,6 +273,9 @@ struct PipelinePlatformSinkTests {
                 #expect(pipeline.status.throttledSinks == 1 && pipeline.status.pausedPartitions == 1, "\(pipeline.status)")
                 #expect((pipeline.readPositions.withLock { $0[fcmPartition] } ?? 0) == readWhenPaused, "nothing more read from it")
                 #expect(fcm.answers.acceptedTokens.isEmpty)
+                // Every FCM event waits (read or not; the paused partition's end is asked of its leader), no APNs one
+                // (campaign_pipeline_consumer_lag).
+                try await eventually("the lag to be measured", timeout: .seconds(10)) { pipeline.status.consumerLag == 3_500 ? true : nil }
 
                 // FCM recovers: partition 0 resumes and everything is delivered, once.
                 fcm.answers.setFallback(.json(200, #"{"name":"projects/test-project/messages/1"}"#))
@@ -279,7 +284,7 @@ struct PipelinePlatformSinkTests {
                     return outcomes.count >= 3_700 ? true : nil
                 }
                 try await eventually("the gauges back to 0", timeout: .seconds(10)) {
-                    pipeline.status.throttledSinks == 0 && pipeline.status.pausedPartitions == 0 ? true : nil
+                    pipeline.status.throttledSinks == 0 && pipeline.status.pausedPartitions == 0 && pipeline.status.consumerLag == 0 ? true : nil
                 }
             }
             await producer.close()
