@@ -28,14 +28,25 @@ extension CampaignPipeline {
     /// leave the count in flight after its outcome was counted: a timer's record, a partition taken away).
     /// Each interval also measures the consumer's lag (``measureLag(of:)``), for the line and ``Status/consumerLag``.
     /// Runs until cancelled.
+    ///
+    /// A measurement that failed is not tried again for a while, twice as long after each failure in a row, up to
+    /// ``lagBackoffLimit``: with the brokers gone, librdkafka 2.0.2's look-up of a partition's end goes on past its
+    /// timeout (minutes), each on a thread of its own.
     func logProgress(every interval: Duration, consumer: KafkaConsumer) async {
         var last = ProgressCounts()
         var lastAt = ContinuousClock.now
+        var failures = 0
+        var nextMeasurement = ContinuousClock.now
         while !Task.isCancelled {
             try? await Task.sleep(for: interval)
             if Task.isCancelled { return }
-            let lag = await measureLag(of: consumer)
-            if Task.isCancelled { return }
+            var lag: Int?
+            if ContinuousClock.now >= nextMeasurement {
+                lag = await measureLag(of: consumer)
+                if Task.isCancelled { return }
+                failures = lag == nil ? failures + 1 : 0
+                nextMeasurement = ContinuousClock.now + Self.lagBackoff(afterFailures: failures, interval: interval)
+            }
             measuredLag.withLock { $0 = lag }
             let (events, outcomes, timerExpiries) = statistics.progressCounts
             let status = self.status
@@ -95,6 +106,15 @@ extension CampaignPipeline {
 
     /// The longest each of ``measureLag(of:)``'s look-ups waits.
     static let lagLookupLimit: Duration = .seconds(5)
+
+    /// The longest ``logProgress(every:consumer:)`` waits before it measures the lag again after failures.
+    static let lagBackoffLimit: Duration = .seconds(300)
+
+    /// How long after a measurement of the lag the next is made, `failures` having failed in a row (0: at the next
+    /// interval).
+    static func lagBackoff(afterFailures failures: Int, interval: Duration) -> Duration {
+        failures == 0 ? .zero : min(interval * (1 << min(failures, 16)), lagBackoffLimit)
+    }
 
     /// The metadata of a "Progress" line: the outcomes named as the "Pipeline stopped" line names them
     /// (``outcomeMetadata(_:timerExpiries:)``).

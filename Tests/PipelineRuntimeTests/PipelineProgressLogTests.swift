@@ -69,6 +69,17 @@ struct PipelineProgressLogTests {
         #expect(CampaignPipeline.logsProgress(waiting, since: waiting))
     }
 
+    /// With the brokers gone, each look-up of a partition's end goes on past its timeout on a thread of its own: failed
+    /// measurements are tried again less and less often.
+    @Test("a lag measurement that failed is tried again after 2, 4, 8, … intervals, at most 5 minutes")
+    func lagBackoff() {
+        let interval = Duration.seconds(30)
+        #expect(CampaignPipeline.lagBackoff(afterFailures: 0, interval: interval) == .zero)
+        #expect((1...4).map { CampaignPipeline.lagBackoff(afterFailures: $0, interval: interval) } == [.seconds(60), .seconds(120), .seconds(240), .seconds(300)])
+        #expect(CampaignPipeline.lagBackoff(afterFailures: 1_000, interval: interval) == .seconds(300))
+        #expect(CampaignPipeline.lagBackoff(afterFailures: 3, interval: .milliseconds(200)) == .milliseconds(1_600))
+    }
+
     @Test("processing.progressLogSeconds sets the interval; 0 turns the lines off")
     func intervalIsConfigured() throws {
         #expect(PipelineConfiguration(bootstrapServers: ["k:9092"]).progressLogInterval == .seconds(30))
