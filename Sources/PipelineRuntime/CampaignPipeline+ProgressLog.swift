@@ -60,42 +60,32 @@ extension CampaignPipeline {
     }
 
     /// Whether a "Progress" line is due for `counts`, the last line having shown `last`: when anything changed (the
-    /// count in flight too: it can fall to 0 after the outcomes stopped moving), or work is in flight or waiting.
+    /// count in flight and the lag too: they can fall to 0 after the outcomes stopped moving), or work is in flight.
+    /// (Not for a lag that stays put: a partition that ends in a transaction marker keeps one for good.)
     static func logsProgress(_ counts: ProgressCounts, since last: ProgressCounts) -> Bool {
-        counts != last || counts.inFlight > 0 || (counts.lag ?? 0) > 0
+        counts != last || counts.inFlight > 0
     }
 
     /// Events of the sends topic's partitions this instance reads that are not finished: for each, its high watermark
     /// less where its unfinished events begin (its first event in flight; else the position after the last read; else
     /// the group's commit, or the partition's start or end as `auto.offset.reset` says), summed. The high watermark
     /// is asked of each partition's leader (a paused partition is not fetched, so the one its fetches last saw would
-    /// stay behind). About: transaction markers and records deleted by compaction count too. `nil` when a look-up
-    /// failed (logged at debug).
+    /// stay behind). Counted as `kafka-consumer-groups` counts lag: a transaction marker at a partition's end, which no
+    /// consumer is given, counts one, and records deleted by compaction count too. `nil` when a look-up failed
+    /// (logged at debug).
     func measureLag(of consumer: KafkaConsumer) async -> Int? {
         let partitions = consumer.assignment.filter { $0.topic == configuration.topics.sends }.sorted { $0.partition < $1.partition }
         let trackers = progress.withLock { $0 }
-        let read = readPositions.withLock { $0 }
-        var begins: [KafkaTopicPartition: Int64] = [:]
+        var begins = readPositions.withLock { $0 }
         for partition in partitions {
-            if let tracker = trackers[partition], !tracker.isRetired, let first = tracker.firstUnfinished {
-                begins[partition] = first
-            } else if let next = read[partition] {
-                begins[partition] = next
-            }
+            if let tracker = trackers[partition], !tracker.isRetired, let first = tracker.firstUnfinished { begins[partition] = first }
         }
         do {
-            let unread = partitions.filter { begins[$0] == nil }
-            if !unread.isEmpty {
-                for committed in try await consumer.committed(unread, timeout: Self.lagLookupLimit) where committed.offset >= 0 {
-                    begins[committed.topicPartition] = committed.offset
-                }
-            }
-            let startsAtEnd = configuration.consumerConfiguration(groupID: configuration.groupID).startsAtEndWithoutCommit
+            let positions = try await sendsPositions(of: partitions, known: begins, consumer: consumer, timeout: Self.lagLookupLimit)
             var lag: Int64 = 0
             for partition in partitions {
                 let marks = try await consumer.watermarks(topic: partition.topic, partition: partition.partition, timeout: Self.lagLookupLimit)
-                let begin = max(begins[partition] ?? (startsAtEnd ? marks.high : marks.low), marks.low)
-                lag += max(0, marks.high - begin)
+                lag += max(0, marks.high - max(positions.position(of: partition, marks: marks), marks.low))
             }
             return Int(lag)
         } catch {

@@ -226,27 +226,14 @@ extension CampaignPipeline {
             logger.debug("Not idle", metadata: ["assigned": "\(assigned.count)", "inFlight": "\(inFlight)", "retrying": "\(sender.pendingRetries)", "partitions": "\(detail)"])
             return false
         }
-        let positions = readPositions.withLock { $0 }
-        // Partitions not read from yet are where the group committed them: one look-up for all of them. Without a
-        // committed offset, where `auto.offset.reset` starts them.
-        let unread = assigned.filter { positions[$0] == nil }
-        var committed: [KafkaTopicPartition: Int64] = [:]
-        var startsAtEnd = false
-        if !unread.isEmpty {
-            guard let found = try? await consumer.committed(Array(unread)) else { return false }
-            for position in found { committed[position.topicPartition] = position.offset }
-            startsAtEnd = configuration.consumerConfiguration(groupID: configuration.groupID).startsAtEndWithoutCommit
-        }
+        let read = readPositions.withLock { $0 }
+        guard let positions = try? await sendsPositions(of: Array(assigned), known: read, consumer: consumer, timeout: .seconds(10)) else { return false }
         for partition in assigned {
             guard let marks = try? await consumer.watermarks(topic: partition.topic, partition: partition.partition) else {
                 return false
             }
-            var position = positions[partition]
-            if position == nil {
-                let offset = committed[partition] ?? -1
-                position = offset >= 0 ? offset : (startsAtEnd ? marks.high : marks.low)
-            }
-            if let position, position < marks.high,
+            let position = positions.position(of: partition, marks: marks)
+            if position < marks.high,
                 await !hasNothingReadable(from: position, before: marks.high, in: partition, consumer: consumer, unreadable: &unreadable)
             {
                 logger.debug("Not idle", metadata: ["partition": "\(partition)", "position": "\(position)", "high": "\(marks.high)"])
@@ -254,6 +241,37 @@ extension CampaignPipeline {
             }
         }
         return true
+    }
+
+    /// Where each partition of the sends topic is at: the positions `known` (this instance's own, such as the position
+    /// after the last record it read), and for the others where the group committed them (one look-up for all), else
+    /// where `auto.offset.reset` starts them.
+    struct SendsPositions {
+        var known: [KafkaTopicPartition: Int64]
+        /// Whether a partition with no commit is read from its end.
+        var startsAtEnd: Bool
+
+        /// `partition`'s position, its watermarks `marks` deciding one with no commit.
+        func position(of partition: KafkaTopicPartition, marks: KafkaWatermarks) -> Int64 {
+            known[partition] ?? (startsAtEnd ? marks.high : marks.low)
+        }
+    }
+
+    /// The ``SendsPositions`` of `partitions`, those not in `known` looked up in the group's commits within `timeout`.
+    func sendsPositions(
+        of partitions: [KafkaTopicPartition],
+        known: [KafkaTopicPartition: Int64],
+        consumer: KafkaConsumer,
+        timeout: Duration
+    ) async throws(KafkaError) -> SendsPositions {
+        var known = known
+        let unread = partitions.filter { known[$0] == nil }
+        if !unread.isEmpty {
+            for committed in try await consumer.committed(unread, timeout: timeout) where committed.offset >= 0 {
+                known[committed.topicPartition] = committed.offset
+            }
+        }
+        return SendsPositions(known: known, startsAtEnd: configuration.consumerConfiguration(groupID: configuration.groupID).startsAtEndWithoutCommit)
     }
 
     /// Whether `partition` holds nothing this consumer can read from `position` before `end`: only transaction

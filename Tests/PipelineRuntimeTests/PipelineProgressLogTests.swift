@@ -63,10 +63,13 @@ struct PipelineProgressLogTests {
         var expired = finished
         expired.timerExpiries = 1
         #expect(CampaignPipeline.logsProgress(expired, since: finished))
-        // Events waiting to be read (a partition paused while a sink is throttled, with nothing in flight).
+        // The lag: a change is shown; one that stays put is not (a partition ending in a transaction marker keeps one).
         var waiting = finished
         waiting.lag = 200
-        #expect(CampaignPipeline.logsProgress(waiting, since: waiting))
+        #expect(CampaignPipeline.logsProgress(waiting, since: finished))
+        var marker = finished
+        marker.lag = 1
+        #expect(!CampaignPipeline.logsProgress(marker, since: marker))
     }
 
     /// With the brokers gone, each look-up of a partition's end goes on past its timeout on a thread of its own: failed
