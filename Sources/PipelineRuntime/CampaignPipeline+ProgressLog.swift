@@ -43,7 +43,8 @@ extension CampaignPipeline {
             var lag: Int?
             if ContinuousClock.now >= nextMeasurement {
                 lag = await measureLag(of: consumer)
-                if Task.isCancelled { return }
+                // A stopping consumer's assignment is emptied as it closes: what it measured then is not the lag.
+                if Task.isCancelled || isStopping { return }
                 failures = lag == nil ? failures + 1 : 0
                 nextMeasurement = ContinuousClock.now + Self.lagBackoff(afterFailures: failures, interval: interval)
             }
@@ -78,7 +79,9 @@ extension CampaignPipeline {
         let trackers = progress.withLock { $0 }
         var begins = readPositions.withLock { $0 }
         for partition in partitions {
-            if let tracker = trackers[partition], !tracker.isRetired, let first = tracker.firstUnfinished { begins[partition] = first }
+            if let tracker = trackers[partition], consumer.isReading(partition, generation: tracker.generation), let first = tracker.firstUnfinished {
+                begins[partition] = first
+            }
         }
         do {
             let positions = try await sendsPositions(of: partitions, known: begins, consumer: consumer, timeout: Self.lagLookupLimit)

@@ -38,8 +38,9 @@ extension CampaignPipeline {
         /// `GROUP_AUTHORIZATION_FAILED`, …): the instance stops if it lasts `processing.groupRefusalSeconds`.
         public var groupRefusal: String? = nil
         /// Events of the sends topic's partitions this instance reads that are not finished, as last measured (every
-        /// `processing.progressLogSeconds`): read and in flight, or not read yet. `nil` before the first measurement
-        /// or when its look-ups failed (``CampaignPipeline/measureLag(of:)``).
+        /// `processing.progressLogSeconds`): read and in flight, or not read yet. `nil` before the first measurement,
+        /// when its look-ups failed and until the next one answers (``CampaignPipeline/measureLag(of:)``), in a replay,
+        /// and unless consuming.
         public var consumerLag: Int? = nil
 
         /// Ready once consuming in the group: a deployment can count this instance as taking its share.
@@ -78,7 +79,8 @@ extension CampaignPipeline {
             pausedPartitions: progress.withLock { $0.values.count(where: \.isPaused) },
             throttledSinks: throttledSinks.withLock { $0.count },
             groupRefusal: groupRefusalWait.withLock { $0.pending.map { $0.librdkafkaName ?? $0.message } },
-            consumerLag: phase == .consuming ? measuredLag.withLock { $0 } : nil
+            // Not while stopping: the closing consumer's assignment is empty, and a measurement then finds nothing.
+            consumerLag: phase == .consuming && !isStopping ? measuredLag.withLock { $0 } : nil
         )
     }
 

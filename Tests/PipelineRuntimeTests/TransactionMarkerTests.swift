@@ -1,9 +1,11 @@
 import Foundation
 import KafkaClient
 import KafkaWireTestSupport
+import Logging
 import PipelineCore
 import PipelineRuntime
 import Testing
+import TestSupport
 
 /// Topics written by transactional producers end in transaction markers, offsets no consumer is given. The mock
 /// cluster writes none, so these tests write them over the Kafka protocol (``TransactionMarkers``).
@@ -59,9 +61,17 @@ struct TransactionMarkerTests {
                 #expect(position.offset >= high - 1, "partition \(position.partition): committed \(position.offset), high watermark \(high)")
             }
             await consumer.close()
-            let again = CampaignPipeline(configuration: configuration, registry: builtinRegistry, logger: testLogger)
+            // Progress lines every 200 ms, with the lag: the markers at the partitions' ends may stay as lag (one each,
+            // as kafka-consumer-groups counts it), which is no work to show every interval (found by review).
+            var idleConfiguration = configuration
+            idleConfiguration.progressLogInterval = .milliseconds(200)
+            let logs = LogRecorder()
+            let again = CampaignPipeline(configuration: idleConfiguration, registry: builtinRegistry, logger: logs.logger(level: .info))
             try await runUntilIdle(again, timeout: .seconds(90))
             #expect(again.statistics.snapshot.totalIn == 0, "nothing read again")
+            let progressLines = logs.lines.filter { $0.message == "Progress" }
+            #expect(progressLines.count <= 2, "\(progressLines.map { $0.metadata["lag"] ?? "-" })")
+            #expect(progressLines.allSatisfy { (Int($0.metadata["lag"]?.description ?? "") ?? 99) <= 3 }, "\(progressLines.map(\.metadata))")
 
             let outcomes = try await analyticsRecords(configuration, kafka: kafka).map(\.event)
             let byEvent = Dictionary(grouping: outcomes) { $0.identity.eventId ?? "" }
