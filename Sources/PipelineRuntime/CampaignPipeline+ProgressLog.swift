@@ -76,11 +76,14 @@ extension CampaignPipeline {
     /// (logged at debug).
     func measureLag(of consumer: KafkaConsumer) async -> Int? {
         let partitions = consumer.assignment.filter { $0.topic == configuration.topics.sends }.sorted { $0.partition < $1.partition }
-        let trackers = progress.withLock { $0 }
         var begins = readPositions.withLock { $0 }
-        for partition in partitions {
-            if let tracker = trackers[partition], consumer.isReading(partition, generation: tracker.generation), let first = tracker.firstUnfinished {
-                begins[partition] = first
+        // Read under the lock, no tracker kept: a tracker holds the run (its completion), and this frame lives across
+        // the look-ups below, which a stopping run waits for.
+        progress.withLock { trackers in
+            for partition in partitions {
+                if let tracker = trackers[partition], consumer.isReading(partition, generation: tracker.generation), let first = tracker.firstUnfinished {
+                    begins[partition] = first
+                }
             }
         }
         do {
