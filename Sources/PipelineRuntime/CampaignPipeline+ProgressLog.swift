@@ -90,6 +90,8 @@ extension CampaignPipeline {
             let positions = try await sendsPositions(of: partitions, known: begins, consumer: consumer, timeout: Self.lagLookupLimit)
             var lag: Int64 = 0
             for partition in partitions {
+                // No more look-ups on a consumer that is being closed.
+                if isStopping { return nil }
                 let marks = try await consumer.watermarks(topic: partition.topic, partition: partition.partition, timeout: Self.lagLookupLimit)
                 lag += max(0, marks.high - max(positions.position(of: partition, marks: marks), marks.low))
             }

@@ -297,7 +297,11 @@ public final class CampaignPipeline: Service {
         }
         var sendsConfiguration = sendsConsumerConfiguration
         if replay == nil {
-            sendsConfiguration.willRevokePartitions = { [self] partitions in fence(revoked: partitions) }
+            // Weakly: the consumer's librdkafka handle holds this closure, and a look-up abandoned at shutdown (its
+            // thread ends in librdkafka's time) holds the handle; a strong reference kept the pipeline alive after
+            // `run` returned (found by a CI run of PipelineAccountingTests.mixedEvents). While `run` runs, its caller
+            // holds the pipeline.
+            sendsConfiguration.willRevokePartitions = { [weak self] partitions in self?.fence(revoked: partitions) }
         }
         let consumer: KafkaConsumer
         // The decision times records go on a producer of their own that sends at once (no `linger.ms`): a batch's
