@@ -28,19 +28,17 @@ struct TemplatesCommand: AsyncParsableCommand {
     @Flag(help: "Print the listing as one JSON object.")
     var json = false
 
-    func validate() throws {
+    func run() async throws {
+        let registry = BuiltinTemplates.registry
+        var renderers = registry.renderers
         if let name {
             do {
-                _ = try BuiltinTemplates.registry.renderer(named: name)
+                renderers = [try registry.renderer(named: name)]
             } catch {
+                // A usage error (64, with the usage), as a misspelt option is.
                 throw ValidationError(error.issues.map(\.reason).joined(separator: "; "))
             }
         }
-    }
-
-    func run() async throws {
-        let registry = BuiltinTemplates.registry
-        let renderers = try name.map { [try registry.renderer(named: $0)] } ?? registry.renderers
         if json {
             print(String(decoding: Self.jsonListing(of: renderers, in: registry).encoded(), as: UTF8.self))
         } else {

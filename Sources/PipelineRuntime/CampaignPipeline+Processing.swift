@@ -588,7 +588,7 @@ extension CampaignPipeline {
                     ]
                     // Only in the log: often why the event failed (a misspelt key beside a required field missing).
                     if !error.warnings.isEmpty {
-                        metadata["warnings"] = "\(AnalyticsEvent.boundedDetail(error.warnings.map(\.description).joined(separator: "; ")))"
+                        metadata["warnings"] = "\(Self.logged(error.warnings))"
                     }
                     return metadata
                 }()
@@ -933,9 +933,14 @@ extension CampaignPipeline {
                 "topic": "\(message.topic)",
                 "partition": "\(message.partition)",
                 "offset": "\(message.offset)",
-                "warnings": "\(AnalyticsEvent.boundedDetail(notification.warnings.map(\.description).joined(separator: "; ")))",
+                "warnings": "\(Self.logged(notification.warnings))",
             ]
         )
+    }
+
+    /// A render's warnings as a log line carries them: `path: message`, joined by `; `, cut as a record's detail is.
+    private static func logged(_ warnings: [RenderWarning]) -> String {
+        AnalyticsEvent.boundedDetail(warnings.map(\.description).joined(separator: "; "))
     }
 
     /// The event's own time when replaying by event time, otherwise now.

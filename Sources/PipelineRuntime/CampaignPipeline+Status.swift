@@ -69,9 +69,10 @@ extension CampaignPipeline {
 
     /// The run's state now (made when asked: nothing is kept per event for it).
     public var status: Status {
-        let (phase, hasJoinedGroup, assigned) = runState.withLock { ($0.phase, $0.hasJoinedGroup, $0.assignedPartitions) }
+        let (runPhase, hasJoinedGroup, assigned) = runState.withLock { ($0.phase, $0.hasJoinedGroup, $0.assignedPartitions) }
+        let phase: Status.Phase = runPhase == .consuming && isStopping ? .stopping : runPhase
         return Status(
-            phase: phase == .consuming && isStopping ? .stopping : phase,
+            phase: phase,
             hasJoinedGroup: hasJoinedGroup,
             assignedPartitions: assigned,
             inFlightEvents: totalInFlight(),
@@ -80,7 +81,7 @@ extension CampaignPipeline {
             throttledSinks: throttledSinks.withLock { $0.count },
             groupRefusal: groupRefusalWait.withLock { $0.pending.map { $0.librdkafkaName ?? $0.message } },
             // Not while stopping: the closing consumer's assignment is empty, and a measurement then finds nothing.
-            consumerLag: phase == .consuming && !isStopping ? measuredLag.withLock { $0 } : nil
+            consumerLag: phase == .consuming ? measuredLag.withLock { $0 } : nil
         )
     }
 
